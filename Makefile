@@ -1,0 +1,142 @@
+# Distributed training from scratch, in C: build, run, tour, test.
+#
+#   make                 build every lesson (BACKEND=auto: cuda if nvcc and a GPU, else cpu)
+#   make lesson-3        build one lesson          make run-3 NP=4 ARGS="--max-bytes 1M"
+#   make tour            run every lesson at NP=4  make test    the whole test suite
+#   make setup           install Open MPI and OpenBLAS (apt-get, through sudo when not root)
+#
+# Variables: BACKEND=auto|cpu|cuda NP MPIRUN ARGS CUDA_HOME NCCL_HOME MPI_HOME ARCH
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+BACKEND   ?= auto
+NP        ?= 4
+ARGS      ?=
+CUDA_HOME ?= /usr/local/cuda
+NCCL_HOME ?= $(CUDA_HOME)
+MPI_HOME  ?=
+ARCH      ?= 80 90
+MPIRUN    ?= $(if $(MPI_HOME),$(MPI_HOME)/bin/mpirun,mpirun)
+
+# ---- what this machine has -------------------------------------------------
+find_mpicc = $(if $(MPI_HOME),$(wildcard $(MPI_HOME)/bin/mpicc),$(shell command -v mpicc 2>/dev/null))
+MPICC := $(find_mpicc)
+HAVE_CBLAS := $(shell echo '\#include <cblas.h>' | cc -E -x c - >/dev/null 2>&1 && echo yes)
+NO_MPI_GOALS := setup clean help
+ifeq ($(and $(MPICC),$(HAVE_CBLAS)),)
+ifneq ($(filter-out $(NO_MPI_GOALS),$(or $(MAKECMDGOALS),all)),)
+$(info mpicc or cblas.h not found: running 'make setup' to install Open MPI and OpenBLAS first)
+SETUP_STATUS := $(shell $(MAKE) --no-print-directory setup >&2; echo $$?)
+MPICC := $(find_mpicc)
+$(if $(MPICC),,$(error 'make setup' did not provide mpicc; install Open MPI (openmpi-bin libopenmpi-dev) and retry))
+endif
+endif
+
+NVCC := $(firstword $(wildcard $(CUDA_HOME)/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
+GPUS := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+NCCL_VERSION := $(shell sed -n 's/^\#define NCCL_\(MAJOR\|MINOR\|PATCH\) *\([0-9]*\).*/\2/p' \
+                  $(NCCL_HOME)/include/nccl.h 2>/dev/null | paste -sd. -)
+CORES := $(shell nproc 2>/dev/null || echo 1)
+
+ifeq ($(BACKEND),auto)
+  override BACKEND := $(if $(and $(NVCC),$(filter-out 0,$(GPUS))),cuda,cpu)
+endif
+ifeq ($(filter cpu cuda,$(BACKEND)),)
+  $(error BACKEND must be auto, cpu or cuda, not '$(BACKEND)')
+endif
+ifeq ($(BACKEND),cuda)
+  ifeq ($(NVCC),)
+    $(error BACKEND=cuda needs nvcc: set CUDA_HOME (now $(CUDA_HOME)))
+  endif
+endif
+
+# ---- flags ------------------------------------------------------------------
+BUILD_ROOT ?= build
+BUILD   := $(BUILD_ROOT)/$(BACKEND)
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -Wall -Wextra -Icommon -MMD -MP
+LDLIBS  := -lopenblas -lm
+COMMON_SRC := $(filter-out common/kernels_cpu.c,$(wildcard common/*.c))
+ifeq ($(BACKEND),cuda)
+  CFLAGS  += -DDT_CUDA -I$(CUDA_HOME)/include -I$(NCCL_HOME)/include
+  NVFLAGS := -O2 -g -std=c++17 -DDT_CUDA -Icommon -I$(NCCL_HOME)/include \
+             $(addprefix -I,$(shell $(MPICC) --showme:incdirs 2>/dev/null)) \
+             $(foreach a,$(ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
+             -Xcompiler -Wall,-Wextra -MMD -MP
+  LDLIBS  += -L$(CUDA_HOME)/lib64 -L$(NCCL_HOME)/lib -Wl,-rpath,$(CUDA_HOME)/lib64 \
+             -Wl,-rpath,$(NCCL_HOME)/lib -lnccl -lcublas -lcudart -lstdc++
+  COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o) $(patsubst %.cu,$(BUILD)/%.o,$(wildcard common/*.cu))
+else
+  COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/kernels_cpu.o
+endif
+
+# ---- lessons: NN_name/name.c -> NN_name/name ---------------------------------
+LESSON_DIRS := $(patsubst %/,%,$(sort $(dir $(wildcard 0[1-9]_*/*.c))))
+BIN_DIR     ?= .
+lesson_bin   = $(BIN_DIR)/$(1)/$(patsubst $(firstword $(subst _, ,$(1)))_%,%,$(1))
+lesson_num   = $(patsubst 0%,%,$(firstword $(subst _, ,$(1))))
+LESSON_BINS := $(foreach d,$(LESSON_DIRS),$(call lesson_bin,$(d)))
+TEST_BINS   := $(patsubst %.c,$(BIN_DIR)/%,$(wildcard tests/test_*.c))
+
+# A binary remembers nothing about its backend, so switching BACKEND must
+# relink: every binary depends on this file, rewritten only on a switch.
+STAMP := $(BUILD_ROOT)/last-backend
+$(shell mkdir -p $(BUILD_ROOT); [ "$$(cat $(STAMP) 2>/dev/null)" = "$(BACKEND)" ] || echo $(BACKEND) > $(STAMP))
+
+# mpirun as root needs --allow-run-as-root; more ranks than cores needs
+# --oversubscribe (Open MPI refuses otherwise). See README "Running by hand".
+mpirun_flags = $(if $(filter 0,$(shell id -u)),--allow-run-as-root) $(if $(shell [ $(1) -gt $(CORES) ] && echo y),--oversubscribe)
+
+.PHONY: all banner setup clean test tour help $(foreach d,$(LESSON_DIRS),lesson-$(call lesson_num,$(d)) run-$(call lesson_num,$(d)))
+
+all: banner $(LESSON_BINS) $(TEST_BINS)
+
+banner:
+	@echo "make: backend=$(BACKEND) mpicc=$(or $(MPICC),none) nvcc=$(or $(NVCC),none) nccl=$(or $(NCCL_VERSION),none) gpus=$(GPUS) cores=$(CORES)"
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	$(MPICC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/%.o: %.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+$(BUILD)/libdt.a: $(COMMON_OBJ)
+	$(AR) rcs $@ $^
+
+define lesson_rules
+lesson-$(call lesson_num,$(1)): banner $(call lesson_bin,$(1))
+$(call lesson_bin,$(1)): $(BUILD)/$(1)/$(patsubst $(firstword $(subst _, ,$(1)))_%,%,$(1)).o $(BUILD)/libdt.a $(STAMP)
+	@mkdir -p $$(@D)
+	$(MPICC) $$(filter %.o %.a,$$^) -o $$@ $(LDLIBS)
+run-$(call lesson_num,$(1)): $(call lesson_bin,$(1))
+	$(MPIRUN) $$(call mpirun_flags,$(NP)) -np $(NP) $(call lesson_bin,$(1)) $(ARGS)
+endef
+$(foreach d,$(LESSON_DIRS),$(eval $(call lesson_rules,$(d))))
+
+$(BIN_DIR)/tests/test_%: $(BUILD)/tests/test_%.o $(BUILD)/libdt.a $(STAMP)
+	@mkdir -p $(@D)
+	$(MPICC) $(filter %.o %.a,$^) -o $@ $(LDLIBS)
+
+tour: all
+	@NP=$(NP) MPIRUN="$(MPIRUN)" MPIRUN_FLAGS="$(call mpirun_flags,$(NP))" bash tests/tour.sh $(LESSON_BINS)
+
+test: all
+	@BACKEND=$(BACKEND) NVCC="$(NVCC)" GPUS=$(GPUS) CORES=$(CORES) MPIRUN="$(MPIRUN)" \
+	  MAKE="$(MAKE)" bash tests/run_tests.sh
+
+setup:
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	echo "setup: installing Open MPI and OpenBLAS with apt-get"; \
+	$$SUDO apt-get update -qq && \
+	$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	  openmpi-bin libopenmpi-dev libopenblas-dev >/dev/null && echo "setup: done"
+
+clean:
+	rm -rf build $(foreach d,$(LESSON_DIRS),$(call lesson_bin,$(d))) $(patsubst tests/%.c,tests/%,$(wildcard tests/test_*.c))
+
+help:
+	@sed -n '2,9p' Makefile | sed 's/^# \{0,1\}//'
+
+-include $(shell find $(BUILD_ROOT) -name '*.d' 2>/dev/null)

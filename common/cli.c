@@ -1,0 +1,149 @@
+/* cli.c: the one flag parser of every lesson.
+ *
+ * Every rank parses the same argv and so reaches the same verdict; a bad
+ * value ends the job through dt_fail (one message from rank 0, exit 2)
+ * instead of a crash, a hang, or a silently clamped value. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const char *comm_choice_value = "auto";
+static int help_asked = 0;
+static dt_option common_options[] = {
+    DT_STRING("--comm", &comm_choice_value, "auto|nccl|mpi",
+              "communication library (auto: NCCL when every rank has its own GPU)"),
+    DT_FLAG("--help", &help_asked, "print this help and exit"),
+    DT_END,
+};
+
+static const char *kind_meta(const dt_option *o) {
+  switch (o->kind) {
+  case DT_OPT_INT: return "N";
+  case DT_OPT_SIZE: return "BYTES";
+  case DT_OPT_DOUBLE: return "X";
+  case DT_OPT_STRING: return o->choices ? o->choices : "TEXT";
+  default: return "";
+  }
+}
+
+static void print_option(const dt_option *o) {
+  char left[64], dflt[64] = "";
+  snprintf(left, sizeof left, "%s %s", o->name, kind_meta(o));
+  switch (o->kind) {
+  case DT_OPT_INT:
+  case DT_OPT_SIZE:
+    snprintf(dflt, sizeof dflt, " (default %lld)", (long long)*(int64_t *)o->value);
+    break;
+  case DT_OPT_DOUBLE: snprintf(dflt, sizeof dflt, " (default %g)", *(double *)o->value); break;
+  case DT_OPT_STRING:
+    if (*(const char **)o->value)
+      snprintf(dflt, sizeof dflt, " (default %s)", *(const char **)o->value);
+    break;
+  default: break;
+  }
+  printf("  %-28s %s%s\n", left, o->help, dflt);
+}
+
+static void print_usage(const dt_lesson *lesson, const char *program, const dt_option *options) {
+  printf("%s: %s\n\nusage: mpirun -np N %s [flags]   (N >= %d)\n\nflags:\n", lesson->name,
+         lesson->summary, program, lesson->min_ranks);
+  for (const dt_option *o = options; o && o->name; o++) print_option(o);
+  for (const dt_option *o = common_options; o->name; o++) print_option(o);
+  printf("\nBYTES takes a K, M or G suffix (powers of 1024): --max-bytes 64M\n");
+}
+
+static dt_option *find(dt_option *options, const char *name, size_t len) {
+  dt_option *lists[2] = {options, common_options};
+  for (int l = 0; l < 2; l++)
+    for (dt_option *o = lists[l]; o && o->name; o++)
+      if (strlen(o->name) == len && strncmp(o->name, name, len) == 0) return o;
+  return NULL;
+}
+
+/* Strict number parsing: the whole text must be a number in range. */
+static double parse_number(const dt_option *o, const char *text) {
+  char *end = NULL;
+  errno = 0;
+  double v;
+  if (o->kind == DT_OPT_DOUBLE) {
+    v = strtod(text, &end);
+  } else {
+    long long i = strtoll(text, &end, 10);
+    v = (double)i;
+    if (o->kind == DT_OPT_SIZE && end && *end) {
+      int shift = *end == 'K' || *end == 'k'   ? 10
+                  : *end == 'M' || *end == 'm' ? 20
+                  : *end == 'G' || *end == 'g' ? 30
+                                               : -1;
+      if (shift > 0) {
+        end++;
+        if (*end == 'i' && end[1] == 'B')
+          end += 2;
+        else if (*end == 'B')
+          end++;
+        v = ldexp(v, shift);
+      }
+    }
+  }
+  if (end == text || *end != '\0')
+    dt_fail("%s: '%s' is not a %s (run with --help)", o->name, text,
+            o->kind == DT_OPT_INT    ? "whole number"
+            : o->kind == DT_OPT_SIZE ? "byte count"
+                                     : "number");
+  if (errno == ERANGE || !isfinite(v) || v < o->min || v > o->max)
+    dt_fail("%s: %s is out of range; it must be between %g and %g", o->name, text, o->min, o->max);
+  return v;
+}
+
+static void set_value(dt_option *o, const char *text) {
+  if (text[0] == '\0') dt_fail("%s: the value is empty (run with --help)", o->name);
+  switch (o->kind) {
+  case DT_OPT_INT:
+  case DT_OPT_SIZE: *(int64_t *)o->value = (int64_t)parse_number(o, text); break;
+  case DT_OPT_DOUBLE: *(double *)o->value = parse_number(o, text); break;
+  case DT_OPT_STRING:
+    if (o->choices) {
+      size_t len = strlen(text);
+      const char *c = o->choices;
+      int ok = 0;
+      while (*c && !ok) {
+        size_t n = strcspn(c, "|");
+        ok = n == len && strncmp(c, text, n) == 0;
+        c += n + (c[n] == '|');
+      }
+      if (!ok) dt_fail("%s: '%s' is not one of %s", o->name, text, o->choices);
+    }
+    *(const char **)o->value = text;
+    break;
+  case DT_OPT_FLAG: break;
+  }
+}
+
+int dt_cli_parse(int argc, char **argv, const dt_lesson *lesson, dt_option *options,
+                 const char **comm_choice) {
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (strcmp(arg, "-h") == 0) arg = "--help";
+    if (strncmp(arg, "--", 2) != 0)
+      dt_fail("unexpected argument '%s': flags start with -- (run with --help)", arg);
+    const char *eq = strchr(arg, '=');
+    size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+    dt_option *o = find(options, arg, name_len);
+    if (!o) dt_fail("unknown flag '%.*s' (run with --help to see the flags)", (int)name_len, arg);
+    if (o->kind == DT_OPT_FLAG) {
+      if (eq) dt_fail("%s takes no value", o->name);
+      *(int *)o->value = 1;
+      continue;
+    }
+    if (!eq && i + 1 >= argc) dt_fail("%s needs a value (run with --help)", o->name);
+    set_value(o, eq ? eq + 1 : argv[++i]);
+  }
+  *comm_choice = comm_choice_value;
+  if (help_asked && dt_rank() == 0) print_usage(lesson, argv[0], options);
+  return help_asked;
+}

@@ -1,0 +1,299 @@
+/* comm.c: the collectives, each a few lines per library.
+ *
+ * Three paths, one API:
+ *   cpu backend          MPI on the caller's host buffers;
+ *   cuda backend, NCCL   NCCL on the device buffers, on this rank's stream;
+ *   cuda backend, MPI    device -> host copy, MPI, host -> device copy, because
+ *                        Debian's Open MPI is not CUDA-aware: MPI must never
+ *                        see a device pointer.
+ * Every call adds to the communicator's counters (calls, bytes, seconds). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#ifdef DT_CUDA
+#include "dt_cuda.h"
+#define STAGED(c) (!(c)->nccl) /* device buffers that MPI must not see */
+#else
+#define STAGED(c) 0
+#endif
+
+size_t dt_dtype_size(dt_dtype t) { return t == DT_F32 ? sizeof(float) : sizeof(int32_t); }
+MPI_Datatype dt_mpi_type(dt_dtype t) { return t == DT_F32 ? MPI_FLOAT : MPI_INT32_T; }
+/* MPI has no average: sum, then scale by 1/N (see dt_finish_avg). */
+MPI_Op dt_mpi_op(dt_op op) { return op == DT_MAX ? MPI_MAX : MPI_SUM; }
+#ifdef DT_CUDA
+ncclDataType_t dt_nccl_type(dt_dtype t) { return t == DT_F32 ? ncclFloat32 : ncclInt32; }
+ncclRedOp_t dt_nccl_op(dt_op op) {
+  return op == DT_MAX ? ncclMax : op == DT_AVG ? ncclAvg : ncclSum;
+}
+#endif
+
+/* MPI counts are ints: refuse, rather than wrap, a larger message. */
+int dt_mpi_count(size_t count) {
+  if (count > (size_t)INT32_MAX)
+    dt_fatal(__FILE__, __LINE__, "MPI count", "more than 2^31-1 elements");
+  return (int)count;
+}
+
+const char *dt_kind_name(dt_kind k) {
+  static const char *names[DT_NKINDS] = {"send",       "recv",       "sendrecv",       "broadcast",
+                                         "all_reduce", "all_gather", "reduce_scatter", "barrier"};
+  return names[k];
+}
+
+dt_comm *dt_comm_create(MPI_Comm mpi, int use_nccl) {
+  dt_comm *c = calloc(1, sizeof *c);
+  CHECK_ALLOC(c);
+  c->mpi = mpi;
+  MPI_Comm_rank(mpi, &c->rank);
+  MPI_Comm_size(mpi, &c->size);
+  c->nccl = use_nccl;
+#ifdef DT_CUDA
+  if (use_nccl) { /* the bootstrap: rank 0 makes the id, MPI carries it to all */
+    ncclUniqueId id;
+    if (c->rank == 0) CHECK_NCCL(ncclGetUniqueId(&id));
+    CHECK_MPI(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, mpi));
+    CHECK_NCCL(ncclCommInitRank((ncclComm_t *)&c->nccl_comm, c->size, id, c->rank));
+  }
+#endif
+  return c;
+}
+
+dt_comm *dt_comm_split(dt_comm *parent, int color, int key) {
+  MPI_Comm sub;
+  CHECK_MPI(MPI_Comm_split(parent->mpi, color, key, &sub));
+  MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+  dt_comm *c = dt_comm_create(sub, 0);
+#ifdef DT_CUDA
+  c->nccl = parent->nccl;
+  if (c->nccl)
+    CHECK_NCCL(ncclCommSplit((ncclComm_t)parent->nccl_comm, color, key, (ncclComm_t *)&c->nccl_comm,
+                             NULL));
+#endif
+  return c;
+}
+
+void dt_comm_free(dt_comm *c) {
+  if (!c) return;
+#ifdef DT_CUDA
+  if (c->nccl) ncclCommDestroy((ncclComm_t)c->nccl_comm);
+#endif
+  if (c->mpi != MPI_COMM_WORLD) MPI_Comm_free(&c->mpi);
+  free(c);
+}
+
+dt_counter dt_comm_total(const dt_comm *c) {
+  dt_counter t = {0, 0, 0.0};
+  for (int k = 0; k < DT_NKINDS; k++) {
+    t.calls += c->count[k].calls;
+    t.bytes_sent += c->count[k].bytes_sent;
+    t.seconds += c->count[k].seconds;
+  }
+  return t;
+}
+
+void dt_comm_reset(dt_comm *c) { memset(c->count, 0, sizeof c->count); }
+
+/* ---- timing and counting ---- */
+static double begin(dt_comm *c) {
+  if (c->nccl) dt_sync(); /* so the seconds counted are the collective's alone */
+  return dt_now();
+}
+
+static void finish(dt_comm *c, dt_kind k, uint64_t bytes, double t0) {
+  if (c->nccl) dt_sync(); /* blocking means the result is there on return */
+  c->count[k].calls++;
+  c->count[k].bytes_sent += bytes;
+  c->count[k].seconds += dt_now() - t0;
+}
+
+/* Bytes a rank sends in the ring algorithm (see dt.h). */
+uint64_t dt_ring_bytes(dt_comm *c, dt_kind k, size_t bytes) {
+  uint64_t n = (uint64_t)c->size;
+  switch (k) {
+  case DT_ALL_REDUCE: return 2 * (n - 1) * bytes / n;
+  case DT_ALL_GATHER:
+  case DT_REDUCE_SCATTER: return (n - 1) * bytes; /* bytes per rank */
+  default: return 0;
+  }
+}
+
+/* ---- host staging (cuda backend without NCCL) ---- */
+static void *staging[2];
+static size_t staging_size[2];
+
+static void *stage(int slot, size_t bytes) {
+  if (staging_size[slot] < bytes) {
+    free(staging[slot]);
+    staging[slot] = malloc(bytes);
+    CHECK_ALLOC(staging[slot]);
+    staging_size[slot] = bytes;
+  }
+  return staging[slot];
+}
+
+void dt_comm_release_staging(void) {
+  for (int s = 0; s < 2; s++) free(staging[s]), staging[s] = NULL, staging_size[s] = 0;
+}
+
+/* The buffer MPI reads: the caller's own, or a host copy of device data. */
+static const void *mpi_in(dt_comm *c, const void *buf, size_t bytes, int slot) {
+  (void)c;
+  if (!STAGED(c)) return buf;
+  void *host = stage(slot, bytes);
+  dt_copy_to_host(host, buf, bytes);
+  return host;
+}
+/* The buffer MPI writes, and the copy back to the device afterwards. */
+static void *mpi_out(dt_comm *c, void *buf, size_t bytes, int slot) {
+  (void)c;
+  return STAGED(c) ? stage(slot, bytes) : buf;
+}
+static void mpi_out_done(dt_comm *c, void *buf, const void *host, size_t bytes) {
+  (void)c, (void)buf, (void)host, (void)bytes;
+  if (STAGED(c)) dt_copy_from_host(buf, host, bytes);
+}
+
+void dt_finish_avg(dt_comm *c, void *buf, size_t count, dt_dtype t, dt_op op) {
+  if (op != DT_AVG) return;
+  if (t != DT_F32) dt_fatal(__FILE__, __LINE__, "dt_op DT_AVG", "average needs DT_F32");
+  dt_scale(buf, count, 1.0f / (float)c->size);
+}
+
+/* ---- point to point ---- */
+void dt_send(dt_comm *c, const void *buf, size_t count, dt_dtype t, int peer) {
+  size_t bytes = count * dt_dtype_size(t);
+  double t0 = begin(c);
+#ifdef DT_CUDA
+  if (c->nccl) CHECK_NCCL(ncclSend(buf, count, dt_nccl_type(t), peer, c->nccl_comm, dt_stream()));
+#endif
+  if (!c->nccl)
+    CHECK_MPI(
+        MPI_Send(mpi_in(c, buf, bytes, 0), dt_mpi_count(count), dt_mpi_type(t), peer, 0, c->mpi));
+  finish(c, DT_SEND, bytes, t0);
+}
+
+void dt_recv(dt_comm *c, void *buf, size_t count, dt_dtype t, int peer) {
+  size_t bytes = count * dt_dtype_size(t);
+  double t0 = begin(c);
+#ifdef DT_CUDA
+  if (c->nccl) CHECK_NCCL(ncclRecv(buf, count, dt_nccl_type(t), peer, c->nccl_comm, dt_stream()));
+#endif
+  if (!c->nccl) {
+    void *host = mpi_out(c, buf, bytes, 0);
+    CHECK_MPI(
+        MPI_Recv(host, dt_mpi_count(count), dt_mpi_type(t), peer, 0, c->mpi, MPI_STATUS_IGNORE));
+    mpi_out_done(c, buf, host, bytes);
+  }
+  finish(c, DT_RECV, 0, t0);
+}
+
+void dt_sendrecv(dt_comm *c, const void *sendbuf, size_t sendcount, int dst, void *recvbuf,
+                 size_t recvcount, int src, dt_dtype t) {
+  size_t es = dt_dtype_size(t), sbytes = dst == DT_NOBODY ? 0 : sendcount * es;
+  double t0 = begin(c);
+#ifdef DT_CUDA
+  if (c->nccl) { /* grouped: NCCL starts both together, so neither waits on the other */
+    CHECK_NCCL(ncclGroupStart());
+    if (dst != DT_NOBODY)
+      CHECK_NCCL(ncclSend(sendbuf, sendcount, dt_nccl_type(t), dst, c->nccl_comm, dt_stream()));
+    if (src != DT_NOBODY)
+      CHECK_NCCL(ncclRecv(recvbuf, recvcount, dt_nccl_type(t), src, c->nccl_comm, dt_stream()));
+    CHECK_NCCL(ncclGroupEnd());
+  }
+#endif
+  if (!c->nccl) {
+    const void *s = dst == DT_NOBODY ? sendbuf : mpi_in(c, sendbuf, sbytes, 0);
+    void *r = src == DT_NOBODY ? recvbuf : mpi_out(c, recvbuf, recvcount * es, 1);
+    CHECK_MPI(MPI_Sendrecv(s, dt_mpi_count(sendcount), dt_mpi_type(t),
+                           dst == DT_NOBODY ? MPI_PROC_NULL : dst, 0, r, dt_mpi_count(recvcount),
+                           dt_mpi_type(t), src == DT_NOBODY ? MPI_PROC_NULL : src, 0, c->mpi,
+                           MPI_STATUS_IGNORE));
+    if (src != DT_NOBODY) mpi_out_done(c, recvbuf, r, recvcount * es);
+  }
+  finish(c, DT_SENDRECV, sbytes, t0);
+}
+
+/* ---- collectives ---- */
+void dt_broadcast(dt_comm *c, void *buf, size_t count, dt_dtype t, int root) {
+  size_t bytes = count * dt_dtype_size(t);
+  double t0 = begin(c);
+#ifdef DT_CUDA
+  if (c->nccl)
+    CHECK_NCCL(ncclBroadcast(buf, buf, count, dt_nccl_type(t), root, c->nccl_comm, dt_stream()));
+#endif
+  if (!c->nccl) {
+    void *host = c->rank == root ? (void *)mpi_in(c, buf, bytes, 0) : mpi_out(c, buf, bytes, 0);
+    CHECK_MPI(MPI_Bcast(host, dt_mpi_count(count), dt_mpi_type(t), root, c->mpi));
+    if (c->rank != root) mpi_out_done(c, buf, host, bytes);
+  }
+  /* ring model: every rank forwards S except the last in the chain from root */
+  int last = (root + c->size - 1) % c->size;
+  finish(c, DT_BROADCAST, c->rank == last ? 0 : bytes, t0);
+}
+
+void dt_all_reduce(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t,
+                   dt_op op) {
+  size_t bytes = count * dt_dtype_size(t);
+  double t0 = begin(c);
+#ifdef DT_CUDA
+  if (c->nccl)
+    CHECK_NCCL(ncclAllReduce(sendbuf, recvbuf, count, dt_nccl_type(t), dt_nccl_op(op), c->nccl_comm,
+                             dt_stream()));
+#endif
+  if (!c->nccl) {
+    const void *s = mpi_in(c, sendbuf, bytes, 0);
+    void *r = STAGED(c) ? (void *)s : recvbuf; /* staged: reduce in the host copy */
+    CHECK_MPI(MPI_Allreduce(s == r ? MPI_IN_PLACE : s, r, dt_mpi_count(count), dt_mpi_type(t),
+                            dt_mpi_op(op), c->mpi));
+    mpi_out_done(c, recvbuf, r, bytes);
+    dt_finish_avg(c, recvbuf, count, t, op);
+  }
+  finish(c, DT_ALL_REDUCE, dt_ring_bytes(c, DT_ALL_REDUCE, bytes), t0);
+}
+
+void dt_all_gather(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t) {
+  size_t bytes = count * dt_dtype_size(t);
+  double t0 = begin(c);
+#ifdef DT_CUDA
+  if (c->nccl)
+    CHECK_NCCL(ncclAllGather(sendbuf, recvbuf, count, dt_nccl_type(t), c->nccl_comm, dt_stream()));
+#endif
+  if (!c->nccl) {
+    int in_place = sendbuf == (const char *)recvbuf + (size_t)c->rank * bytes && !STAGED(c);
+    const void *s = in_place ? MPI_IN_PLACE : mpi_in(c, sendbuf, bytes, 0);
+    void *r = mpi_out(c, recvbuf, bytes * c->size, 1);
+    CHECK_MPI(MPI_Allgather(s, dt_mpi_count(count), dt_mpi_type(t), r, dt_mpi_count(count),
+                            dt_mpi_type(t), c->mpi));
+    mpi_out_done(c, recvbuf, r, bytes * c->size);
+  }
+  finish(c, DT_ALL_GATHER, dt_ring_bytes(c, DT_ALL_GATHER, bytes), t0);
+}
+
+void dt_reduce_scatter(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t,
+                       dt_op op) {
+  size_t bytes = count * dt_dtype_size(t);
+  double t0 = begin(c);
+#ifdef DT_CUDA
+  if (c->nccl)
+    CHECK_NCCL(ncclReduceScatter(sendbuf, recvbuf, count, dt_nccl_type(t), dt_nccl_op(op),
+                                 c->nccl_comm, dt_stream()));
+#endif
+  if (!c->nccl) {
+    const void *s = mpi_in(c, sendbuf, bytes * c->size, 0);
+    void *r = mpi_out(c, recvbuf, bytes, 1);
+    CHECK_MPI(
+        MPI_Reduce_scatter_block(s, r, dt_mpi_count(count), dt_mpi_type(t), dt_mpi_op(op), c->mpi));
+    mpi_out_done(c, recvbuf, r, bytes);
+    dt_finish_avg(c, recvbuf, count, t, op);
+  }
+  finish(c, DT_REDUCE_SCATTER, dt_ring_bytes(c, DT_REDUCE_SCATTER, bytes), t0);
+}
+
+void dt_barrier(dt_comm *c) {
+  double t0 = begin(c);
+  CHECK_MPI(MPI_Barrier(c->mpi));
+  finish(c, DT_BARRIER, 0, t0);
+}

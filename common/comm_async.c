@@ -1,0 +1,183 @@
+/* comm_async.c: collectives that start now and finish in dt_wait, so a
+ * lesson can overlap communication with computation (05_dp --overlap,
+ * 06_fsdp --prefetch).
+ *
+ * NCCL: the collective runs on a second stream that first waits for the
+ * compute stream (its inputs are ready), and dt_wait makes the compute
+ * stream wait for it in turn; the host never blocks.
+ * MPI: MPI_I* calls. MPI progresses a nonblocking collective only while the
+ * rank is inside MPI, which is why lessons call dt_test between layers. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#ifdef DT_CUDA
+#include "dt_cuda.h"
+#define STAGED_ASYNC 1 /* the MPI path of the cuda backend always stages */
+#else
+#define STAGED_ASYNC 0
+#endif
+
+struct dt_request {
+  dt_comm *c;
+  dt_kind kind;
+  dt_op op;
+  dt_dtype t;
+  MPI_Request mpi;
+  void *host_in, *host_out; /* host copies when device data goes over MPI */
+  void *result;             /* the caller's buffer MPI's result belongs in */
+  size_t result_count;
+  void *done_event; /* NCCL: recorded on the side stream */
+  double seconds;   /* time the caller spent in start and wait */
+  int mpi_done;
+};
+
+static dt_request *request_new(dt_comm *c, dt_kind k, dt_dtype t, dt_op op, void *result,
+                               size_t result_count) {
+  dt_request *r = calloc(1, sizeof *r);
+  CHECK_ALLOC(r);
+  *r = (dt_request){.c = c,
+                    .kind = k,
+                    .op = op,
+                    .t = t,
+                    .mpi = MPI_REQUEST_NULL,
+                    .result = result,
+                    .result_count = result_count};
+  r->seconds = -dt_now();
+  return r;
+}
+
+/* MPI must not see device memory: give it host copies. */
+static const void *async_in(dt_request *r, const void *buf, size_t bytes) {
+#ifdef DT_CUDA
+  r->host_in = malloc(bytes);
+  CHECK_ALLOC(r->host_in);
+  dt_copy_to_host(r->host_in, buf, bytes);
+  return r->host_in;
+#else
+  (void)r, (void)bytes;
+  return buf;
+#endif
+}
+static void *async_out(dt_request *r, size_t bytes) {
+#ifdef DT_CUDA
+  r->host_out = malloc(bytes);
+  CHECK_ALLOC(r->host_out);
+  return r->host_out;
+#else
+  (void)bytes;
+  return r->result;
+#endif
+}
+
+static dt_request *started(dt_request *r, uint64_t bytes) {
+  r->c->count[r->kind].calls++;
+  r->c->count[r->kind].bytes_sent += bytes;
+  r->seconds += dt_now();
+  return r;
+}
+
+#ifdef DT_CUDA
+/* Order the side stream after the compute stream, so the inputs are ready. */
+static cudaStream_t side_stream_after_compute(void) {
+  cudaEvent_t ready;
+  CHECK_CUDA(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+  CHECK_CUDA(cudaEventRecord(ready, dt_stream()));
+  CHECK_CUDA(cudaStreamWaitEvent(dt_side_stream(), ready, 0));
+  CHECK_CUDA(cudaEventDestroy(ready));
+  return dt_side_stream();
+}
+static void record_done(dt_request *r) {
+  CHECK_CUDA(cudaEventCreateWithFlags((cudaEvent_t *)&r->done_event, cudaEventDisableTiming));
+  CHECK_CUDA(cudaEventRecord((cudaEvent_t)r->done_event, dt_side_stream()));
+}
+#endif
+
+dt_request *dt_all_reduce_async(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                                dt_dtype t, dt_op op) {
+  size_t bytes = count * dt_dtype_size(t);
+  dt_request *r = request_new(c, DT_ALL_REDUCE, t, op, recvbuf, count);
+#ifdef DT_CUDA
+  if (c->nccl) {
+    CHECK_NCCL(ncclAllReduce(sendbuf, recvbuf, count, dt_nccl_type(t), dt_nccl_op(op),
+                             (ncclComm_t)c->nccl_comm, side_stream_after_compute()));
+    record_done(r);
+    return started(r, dt_ring_bytes(c, DT_ALL_REDUCE, bytes));
+  }
+#endif
+  const void *s = async_in(r, sendbuf, bytes);
+  void *out = r->host_in ? r->host_in : recvbuf; /* staged: reduce in the host copy */
+  r->host_out = r->host_in ? r->host_in : NULL;
+  r->host_in = NULL;
+  CHECK_MPI(MPI_Iallreduce(s == out ? MPI_IN_PLACE : s, out, dt_mpi_count(count), dt_mpi_type(t),
+                           dt_mpi_op(op), c->mpi, &r->mpi));
+  return started(r, dt_ring_bytes(c, DT_ALL_REDUCE, bytes));
+}
+
+dt_request *dt_all_gather_async(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                                dt_dtype t) {
+  size_t bytes = count * dt_dtype_size(t);
+  dt_request *r = request_new(c, DT_ALL_GATHER, t, DT_SUM, recvbuf, count * c->size);
+#ifdef DT_CUDA
+  if (c->nccl) {
+    CHECK_NCCL(ncclAllGather(sendbuf, recvbuf, count, dt_nccl_type(t), (ncclComm_t)c->nccl_comm,
+                             side_stream_after_compute()));
+    record_done(r);
+    return started(r, dt_ring_bytes(c, DT_ALL_GATHER, bytes));
+  }
+#endif
+  int in_place = sendbuf == (const char *)recvbuf + (size_t)c->rank * bytes;
+  const void *s = in_place && !STAGED_ASYNC ? MPI_IN_PLACE : async_in(r, sendbuf, bytes);
+  void *out = async_out(r, bytes * c->size);
+  CHECK_MPI(MPI_Iallgather(s, dt_mpi_count(count), dt_mpi_type(t), out, dt_mpi_count(count),
+                           dt_mpi_type(t), c->mpi, &r->mpi));
+  return started(r, dt_ring_bytes(c, DT_ALL_GATHER, bytes));
+}
+
+dt_request *dt_reduce_scatter_async(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                                    dt_dtype t, dt_op op) {
+  size_t bytes = count * dt_dtype_size(t);
+  dt_request *r = request_new(c, DT_REDUCE_SCATTER, t, op, recvbuf, count);
+#ifdef DT_CUDA
+  if (c->nccl) {
+    CHECK_NCCL(ncclReduceScatter(sendbuf, recvbuf, count, dt_nccl_type(t), dt_nccl_op(op),
+                                 (ncclComm_t)c->nccl_comm, side_stream_after_compute()));
+    record_done(r);
+    return started(r, dt_ring_bytes(c, DT_REDUCE_SCATTER, bytes));
+  }
+#endif
+  const void *s = async_in(r, sendbuf, bytes * c->size);
+  void *out = async_out(r, bytes);
+  CHECK_MPI(MPI_Ireduce_scatter_block(s, out, dt_mpi_count(count), dt_mpi_type(t), dt_mpi_op(op),
+                                      c->mpi, &r->mpi));
+  return started(r, dt_ring_bytes(c, DT_REDUCE_SCATTER, bytes));
+}
+
+int dt_test(dt_request *r) {
+#ifdef DT_CUDA
+  if (r->done_event) return cudaEventQuery((cudaEvent_t)r->done_event) == cudaSuccess;
+#endif
+  if (!r->mpi_done) CHECK_MPI(MPI_Test(&r->mpi, &r->mpi_done, MPI_STATUS_IGNORE));
+  return r->mpi_done;
+}
+
+void dt_wait(dt_request *r) {
+  double t0 = dt_now();
+#ifdef DT_CUDA
+  if (r->done_event) { /* the compute stream waits; the host does not */
+    CHECK_CUDA(cudaStreamWaitEvent(dt_stream(), (cudaEvent_t)r->done_event, 0));
+    CHECK_CUDA(cudaEventDestroy((cudaEvent_t)r->done_event));
+  }
+#endif
+  if (!r->done_event) {
+    if (!r->mpi_done) CHECK_MPI(MPI_Wait(&r->mpi, MPI_STATUS_IGNORE));
+    if (r->host_out)
+      dt_copy_from_host(r->result, r->host_out, r->result_count * dt_dtype_size(r->t));
+    if (r->kind != DT_ALL_GATHER) dt_finish_avg(r->c, r->result, r->result_count, r->t, r->op);
+  }
+  r->c->count[r->kind].seconds += r->seconds + dt_now() - t0;
+  free(r->host_in);
+  free(r->host_out);
+  free(r);
+}

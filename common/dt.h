@@ -1,0 +1,238 @@
+/* dt.h: the one header every lesson includes.
+ *
+ * A tiny layer so that the lessons read the same on two backends:
+ *   BACKEND=cpu   buffers in host memory, communication with MPI;
+ *   BACKEND=cuda  buffers in GPU memory, communication with NCCL (or MPI
+ *                 through host staging when ranks outnumber GPUs).
+ * Each collective below is a few lines mapping to the NCCL call and the MPI
+ * call of the same name (see comm.c). Counts are elements, never bytes. */
+#ifndef DT_H
+#define DT_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#ifdef __cplusplus
+}
+#endif
+
+#endif
+
+/* ---------------------------------------------------------------- checks */
+/* Print rank, file:line, the failing call and the library's message, then
+ * MPI_Abort the whole job: a distributed program must never hang on error. */
+void dt_fatal(const char *file, int line, const char *call, const char *msg);
+
+#define CHECK_MPI(call)                                                                            \
+  do {                                                                                             \
+    int rc_ = (call);                                                                              \
+    if (rc_ != MPI_SUCCESS) {                                                                      \
+      char msg_[MPI_MAX_ERROR_STRING];                                                             \
+      int len_ = 0;                                                                                \
+      MPI_Error_string(rc_, msg_, &len_);                                                          \
+      dt_fatal(__FILE__, __LINE__, #call, msg_);                                                   \
+    }                                                                                              \
+  } while (0)
+
+#define CHECK_ALLOC(ptr)                                                                           \
+  do {                                                                                             \
+    if ((ptr) == NULL) dt_fatal(__FILE__, __LINE__, #ptr, "out of memory");                        \
+  } while (0)
+/* CHECK_CUDA and CHECK_NCCL live in dt_cuda.h: only cuda-backend code
+ * includes the CUDA headers, so lessons compile without them. */
+
+/* A usage error every rank detects alike (bad flag, bad shape): rank 0
+ * prints "error: ..." once, every rank finalizes and exits with code 2. */
+void dt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* --------------------------------------------------------------- options */
+typedef enum { DT_OPT_INT, DT_OPT_SIZE, DT_OPT_DOUBLE, DT_OPT_STRING, DT_OPT_FLAG } dt_opt_kind;
+
+typedef struct {
+  const char *name;    /* "--steps" */
+  dt_opt_kind kind;    /* INT/SIZE: int64_t*, DOUBLE: double*, STRING: const char**, FLAG: int* */
+  void *value;         /* holds the default on entry, the parsed value on exit */
+  double min, max;     /* accepted range for numbers */
+  const char *choices; /* STRING only: "sgd|adamw", or NULL for any */
+  const char *help;
+} dt_option;
+
+/* SIZE accepts a byte count with an optional K, M or G suffix (powers of 2). */
+#define DT_INT(n, p, lo, hi, h)                                                                    \
+  { n, DT_OPT_INT, p, lo, hi, NULL, h }
+#define DT_SIZE(n, p, lo, hi, h)                                                                   \
+  { n, DT_OPT_SIZE, p, lo, hi, NULL, h }
+#define DT_DOUBLE(n, p, lo, hi, h)                                                                 \
+  { n, DT_OPT_DOUBLE, p, lo, hi, NULL, h }
+#define DT_STRING(n, p, choices, h)                                                                \
+  { n, DT_OPT_STRING, p, 0, 0, choices, h }
+#define DT_FLAG(n, p, h)                                                                           \
+  { n, DT_OPT_FLAG, p, 0, 0, NULL, h }
+#define DT_END                                                                                     \
+  { NULL, DT_OPT_INT, NULL, 0, 0, NULL, NULL }
+
+/* --------------------------------------------------------------- runtime */
+typedef struct dt_comm dt_comm;
+
+typedef struct {
+  const char *name;    /* "01_send_recv" */
+  const char *summary; /* one line: what the lesson teaches */
+  int min_ranks;       /* fewer ranks is a usage error */
+} dt_lesson;
+
+/* MPI_Init, parse the command line (the lesson's options plus the common
+ * --comm and --help), pick the GPU from the node-local rank, bootstrap the
+ * world communicator and print the banner. Returns the world communicator. */
+dt_comm *dt_init(int *argc, char ***argv, const dt_lesson *lesson, dt_option *options);
+void dt_finalize(void);
+
+int dt_rank(void);             /* rank in MPI_COMM_WORLD */
+int dt_size(void);             /* number of ranks */
+int dt_local_rank(void);       /* rank among the ranks of this node */
+int dt_device(void);           /* GPU index of this rank, -1 on the cpu backend */
+const char *dt_backend(void);  /* "cpu" or "cuda" */
+const char *dt_comm_lib(void); /* "MPI (Open MPI v4.1.4)", "NCCL 2.28.3", ... */
+
+/* rank-0 printf, and one line per rank printed in rank order by rank 0
+ * (collective), prefixed "[rank r]" */
+void dt_print0(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void dt_print_ranks(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ------------------------------------------------------------ collectives */
+typedef enum { DT_F32, DT_I32 } dt_dtype;
+typedef enum { DT_SUM, DT_AVG, DT_MAX } dt_op;
+typedef enum {
+  DT_SEND,
+  DT_RECV,
+  DT_SENDRECV,
+  DT_BROADCAST,
+  DT_ALL_REDUCE,
+  DT_ALL_GATHER,
+  DT_REDUCE_SCATTER,
+  DT_BARRIER,
+  DT_NKINDS
+} dt_kind;
+
+/* Per-rank, per-kind counters. bytes_sent: for send/recv-built algorithms the
+ * bytes this rank handed to send; for the library collectives the bytes this
+ * rank sends in the bandwidth-optimal ring algorithm, the model behind
+ * nccl-tests' bus bandwidth (all-reduce 2(N-1)/N*S, all-gather and
+ * reduce-scatter (N-1)/N*S, broadcast S on every rank but the ring's last). */
+typedef struct {
+  uint64_t calls, bytes_sent;
+  double seconds; /* wall time the caller was blocked in the call or wait */
+} dt_counter;
+
+struct dt_comm {
+  MPI_Comm mpi;
+  int rank, size;
+  int nccl;        /* 1: NCCL moves device buffers; 0: MPI (host or staged) */
+  void *nccl_comm; /* ncclComm_t on the cuda backend */
+  dt_counter count[DT_NKINDS];
+};
+
+size_t dt_dtype_size(dt_dtype t);
+const char *dt_kind_name(dt_kind k);
+dt_counter dt_comm_total(const dt_comm *c); /* summed over kinds */
+void dt_comm_reset(dt_comm *c);             /* zero the counters */
+
+/* Split into sub-communicators (MPI_Comm_split, and ncclCommSplit on NCCL):
+ * ranks with the same color form one, ordered by key. Collective. */
+dt_comm *dt_comm_split(dt_comm *parent, int color, int key);
+void dt_comm_free(dt_comm *c);
+
+/* Blocking: when they return, the result is in the buffer. */
+void dt_send(dt_comm *c, const void *buf, size_t count, dt_dtype t, int peer);
+void dt_recv(dt_comm *c, void *buf, size_t count, dt_dtype t, int peer);
+/* Both halves at once, so two neighbours exchanging cannot deadlock (MPI
+ * pairs them; NCCL groups them). dst or src may be DT_NOBODY to skip a half. */
+#define DT_NOBODY (-1)
+void dt_sendrecv(dt_comm *c, const void *sendbuf, size_t sendcount, int dst, void *recvbuf,
+                 size_t recvcount, int src, dt_dtype t);
+void dt_broadcast(dt_comm *c, void *buf, size_t count, dt_dtype t, int root);
+/* sendbuf == recvbuf means in place */
+void dt_all_reduce(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t,
+                   dt_op op);
+/* count is per rank: recvbuf holds size*count; in place when
+ * sendbuf == recvbuf + rank*count */
+void dt_all_gather(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t);
+/* count is per rank: sendbuf holds size*count, recvbuf count; no overlap */
+void dt_reduce_scatter(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t,
+                       dt_op op);
+void dt_barrier(dt_comm *c);
+
+/* Asynchronous: start now, finish in dt_wait. The buffers must stay
+ * untouched until then. dt_test lets MPI make progress between layers. */
+typedef struct dt_request dt_request;
+dt_request *dt_all_reduce_async(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                                dt_dtype t, dt_op op);
+dt_request *dt_all_gather_async(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                                dt_dtype t);
+dt_request *dt_reduce_scatter_async(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                                    dt_dtype t, dt_op op);
+int dt_test(dt_request *r);  /* 1 when complete (the request stays valid) */
+void dt_wait(dt_request *r); /* completes and frees the request */
+
+/* ---------------------------------------------------------------- memory */
+/* Every buffer is accounted under a tag, so lessons can print memory per rank
+ * by kind next to the formulas. */
+typedef enum {
+  DT_PARAMS,
+  DT_GRADS,
+  DT_OPTIM,
+  DT_ACTIV,
+  DT_COMMBUF,
+  DT_DATA,
+  DT_OTHER,
+  DT_NTAGS
+} dt_tag;
+
+void *dt_alloc(size_t bytes, dt_tag tag); /* backend memory, zero-filled */
+float *dt_alloc_f32(size_t count, dt_tag tag);
+void dt_free(void *buf);
+void dt_copy_to_host(void *host, const void *buf, size_t bytes);
+void dt_copy_from_host(void *buf, const void *host, size_t bytes);
+void dt_copy(void *dst, const void *src, size_t bytes); /* within the backend */
+void dt_zero(void *buf, size_t bytes);
+
+const char *dt_tag_name(dt_tag tag);
+size_t dt_mem_current(dt_tag tag);
+size_t dt_mem_peak(dt_tag tag);
+size_t dt_mem_peak_total(void); /* peak of the sum over tags */
+void dt_mem_reset_peaks(void);  /* peaks restart from the current usage */
+
+/* ---------------------------------------------------------------- timing */
+double dt_now(void); /* MPI_Wtime, seconds */
+void dt_sync(void);  /* wait for this rank's queued GPU work; no-op on cpu */
+/* Elapsed time of the work queued between start and stop: CUDA events on the
+ * GPU (so a kernel's time is measured, not its launch), MPI_Wtime on cpu. */
+typedef struct {
+  double t0;
+  void *ev_start, *ev_stop;
+} dt_timer;
+void dt_timer_start(dt_timer *t);
+double dt_timer_stop(dt_timer *t); /* seconds */
+
+/* ------------------------------------------------------------------- rng */
+/* Counter-based: the value at (seed, stream, index) is a pure function of the
+ * three, so any rank can produce any element of any tensor without talking to
+ * the others, and the cpu and cuda backends produce the same bits. */
+uint64_t dt_rng_u64(uint64_t seed, uint64_t stream, uint64_t index);
+float dt_rng_uniform(uint64_t seed, uint64_t stream, uint64_t index); /* [0, 1), 24 bits */
+
+/* --------------------------------------------------------------- kernels */
+/* On the backend's memory: host loops on cpu, CUDA kernels on cuda. */
+void dt_add(float *dst, const float *src, size_t n); /* dst += src */
+void dt_scale(float *buf, size_t n, float s);        /* buf *= s */
+/* buf[i] = lo + (hi-lo) * uniform(seed, stream, offset + i) */
+void dt_fill_uniform(float *buf, size_t n, uint64_t seed, uint64_t stream, uint64_t offset,
+                     float lo, float hi);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

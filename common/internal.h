@@ -1,0 +1,28 @@
+/* internal.h: what the files of common/ share with each other, not with the
+ * lessons. */
+#ifndef DT_INTERNAL_H
+#define DT_INTERNAL_H
+
+#include "dt.h"
+
+/* cli.c: parse argv into the lesson's options and the common ones. Returns 1
+ * when --help was asked for (the usage has been printed on rank 0). Bad input
+ * ends the program through dt_fail. */
+int dt_cli_parse(int argc, char **argv, const dt_lesson *lesson, dt_option *options,
+                 const char **comm_choice);
+
+/* comm.c */
+dt_comm *dt_comm_create(MPI_Comm mpi, int use_nccl);
+void dt_comm_release_staging(void);
+MPI_Datatype dt_mpi_type(dt_dtype t);
+MPI_Op dt_mpi_op(dt_op op);
+int dt_mpi_count(size_t count);
+uint64_t dt_ring_bytes(dt_comm *c, dt_kind k, size_t bytes);
+void dt_finish_avg(dt_comm *c, void *buf, size_t count, dt_dtype t, dt_op op);
+#ifdef DT_CUDA
+#include <nccl.h>
+ncclDataType_t dt_nccl_type(dt_dtype t);
+ncclRedOp_t dt_nccl_op(dt_op op);
+#endif
+
+#endif

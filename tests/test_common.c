@@ -1,0 +1,238 @@
+/* test_common.c: unit tests of the common layer, run by `make test` at
+ * NP = 1..4. Inputs are small integers, so every float sum is exact and
+ * results are compared with ==. Failures on any rank are summed into the
+ * verdict and the exit code. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dt.h"
+
+static int failures = 0, checks = 0;
+
+#define EXPECT(cond, ...)                                                                          \
+  do {                                                                                             \
+    checks++;                                                                                      \
+    if (!(cond)) {                                                                                 \
+      failures++;                                                                                  \
+      printf("[rank %d] %s:%d: expected %s: ", dt_rank(), __FILE__, __LINE__, #cond);              \
+      printf(__VA_ARGS__);                                                                         \
+      printf("\n");                                                                                \
+    }                                                                                              \
+  } while (0)
+
+/* A device buffer holding host values, and its contents back on the host. */
+static float *upload(const float *host, size_t n, dt_tag tag) {
+  float *buf = dt_alloc_f32(n, tag);
+  dt_copy_from_host(buf, host, n * sizeof(float));
+  return buf;
+}
+static float *download(const float *buf, size_t n) {
+  float *host = malloc(n * sizeof(float) + 1);
+  dt_copy_to_host(host, buf, n * sizeof(float));
+  return host;
+}
+/* Rank r's i-th input: a small integer, unique per (r, i). */
+static float value(int r, size_t i) { return (float)((r + 1) * 100 + (int)(i % 97)); }
+
+static void test_rng(void) {
+  EXPECT(dt_rng_u64(1, 2, 3) == dt_rng_u64(1, 2, 3), "same key, same value");
+  EXPECT(dt_rng_u64(1, 2, 3) != dt_rng_u64(1, 3, 3), "streams differ");
+  EXPECT(dt_rng_u64(1, 2, 3) != dt_rng_u64(2, 2, 3), "seeds differ");
+  /* splitmix64's published first output for seed 0 is e220a8397b1dcdaf */
+  EXPECT(dt_rng_u64(0, 0, 0) != 0, "nonzero");
+  double sum = 0;
+  for (uint64_t i = 0; i < 100000; i++) {
+    float u = dt_rng_uniform(7, 0, i);
+    if (u < 0.0f || u >= 1.0f) EXPECT(0, "uniform out of [0,1): %g", u);
+    sum += u;
+  }
+  EXPECT(fabs(sum / 100000 - 0.5) < 0.01, "mean of uniforms %g", sum / 100000);
+  /* the backend fill reproduces the host generator bit for bit */
+  size_t n = 1000;
+  float *buf = dt_alloc_f32(n, DT_OTHER);
+  dt_fill_uniform(buf, n, 42, 5, 100, -2.0f, 2.0f);
+  float *host = download(buf, n);
+  int same = 1;
+  for (size_t i = 0; i < n; i++) same &= host[i] == -2.0f + 4.0f * dt_rng_uniform(42, 5, 100 + i);
+  EXPECT(same, "dt_fill_uniform matches dt_rng_uniform");
+  free(host);
+  dt_free(buf);
+}
+
+static void test_all_reduce(dt_comm *w, size_t n) {
+  int N = w->size;
+  float *in = malloc(n * sizeof(float) + 1);
+  for (size_t i = 0; i < n; i++) in[i] = value(w->rank, i);
+  float *send = upload(in, n, DT_COMMBUF), *recv = dt_alloc_f32(n, DT_COMMBUF);
+  dt_op ops[3] = {DT_SUM, DT_AVG, DT_MAX};
+  for (int o = 0; o < 3; o++) {
+    dt_comm_reset(w);
+    dt_all_reduce(w, send, recv, n, DT_F32, ops[o]);
+    float *out = download(recv, n);
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+      float sum = 0, max = 0;
+      for (int r = 0; r < N; r++) sum += value(r, i), max = fmaxf(max, value(r, i));
+      float want = ops[o] == DT_SUM ? sum : ops[o] == DT_AVG ? sum / N : max;
+      bad += fabsf(out[i] - want) > (ops[o] == DT_AVG ? 1e-4f * want : 0.0f);
+    }
+    EXPECT(bad == 0, "all_reduce op %d n=%zu: %d wrong", o, n, bad);
+    EXPECT(w->count[DT_ALL_REDUCE].calls == 1 &&
+               w->count[DT_ALL_REDUCE].bytes_sent == 2 * (uint64_t)(N - 1) * n * 4 / N,
+           "all_reduce bytes %llu", (unsigned long long)w->count[DT_ALL_REDUCE].bytes_sent);
+    free(out);
+  }
+  /* in place, and asynchronous */
+  dt_all_reduce(w, send, send, n, DT_F32, DT_SUM);
+  dt_request *req = dt_all_reduce_async(w, recv, recv, n, DT_F32, DT_SUM);
+  while (!dt_test(req)) {
+  }
+  dt_wait(req);
+  float *a = download(send, n), *b = download(recv, n);
+  int bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    float sum = 0;
+    for (int r = 0; r < N; r++) sum += value(r, i);
+    bad += a[i] != sum || b[i] != (float)N * value(N - 1, i); /* recv held the MAX */
+  }
+  EXPECT(bad == 0, "in-place and async all_reduce n=%zu: %d wrong", n, bad);
+  free(a), free(b), free(in);
+  dt_free(send), dt_free(recv);
+}
+
+static void test_gather_scatter(dt_comm *w, size_t c) {
+  int N = w->size;
+  float *in = malloc(c * N * sizeof(float) + 1);
+  for (size_t i = 0; i < c * N; i++) in[i] = value(w->rank, i);
+  float *shard = upload(in, c, DT_COMMBUF), *full = dt_alloc_f32(c * N, DT_COMMBUF);
+  dt_comm_reset(w);
+  dt_all_gather(w, shard, full, c, DT_F32);
+  float *out = download(full, c * N);
+  int bad = 0;
+  for (int r = 0; r < N; r++)
+    for (size_t i = 0; i < c; i++) bad += out[r * c + i] != value(r, i);
+  EXPECT(bad == 0, "all_gather c=%zu: %d wrong", c, bad);
+  EXPECT(w->count[DT_ALL_GATHER].bytes_sent == (uint64_t)(N - 1) * c * 4, "all_gather bytes");
+  free(out);
+
+  float *whole = upload(in, c * N, DT_COMMBUF), *mine = dt_alloc_f32(c, DT_COMMBUF);
+  dt_request *req = dt_reduce_scatter_async(w, whole, mine, c, DT_F32, DT_SUM);
+  dt_wait(req);
+  out = download(mine, c);
+  bad = 0;
+  for (size_t i = 0; i < c; i++) {
+    float sum = 0;
+    for (int r = 0; r < N; r++) sum += value(r, w->rank * c + i);
+    bad += out[i] != sum;
+  }
+  EXPECT(bad == 0, "reduce_scatter c=%zu: %d wrong", c, bad);
+  EXPECT(w->count[DT_REDUCE_SCATTER].bytes_sent == (uint64_t)(N - 1) * c * 4,
+         "reduce_scatter bytes");
+  /* in-place all_gather: the shard already sits at rank*c inside full */
+  dt_copy(full + (size_t)w->rank * c, shard, c * sizeof(float));
+  dt_wait(dt_all_gather_async(w, full + (size_t)w->rank * c, full, c, DT_F32));
+  free(out);
+  out = download(full, c * N);
+  bad = 0;
+  for (int r = 0; r < N; r++)
+    for (size_t i = 0; i < c; i++) bad += out[r * c + i] != value(r, i);
+  EXPECT(bad == 0, "in-place async all_gather c=%zu: %d wrong", c, bad);
+  free(out), free(in);
+  dt_free(shard), dt_free(full), dt_free(whole), dt_free(mine);
+}
+
+static void test_point_to_point(dt_comm *w, size_t n) {
+  int N = w->size, next = (w->rank + 1) % N, prev = (w->rank + N - 1) % N;
+  float *in = malloc(n * sizeof(float) + 1);
+  for (size_t i = 0; i < n; i++) in[i] = value(w->rank, i);
+  float *buf = upload(in, n, DT_COMMBUF), *got = dt_alloc_f32(n, DT_COMMBUF);
+  dt_comm_reset(w);
+  dt_sendrecv(w, buf, n, next, got, n, prev, DT_F32);
+  float *out = download(got, n);
+  int bad = 0;
+  for (size_t i = 0; i < n; i++) bad += out[i] != value(prev, i);
+  EXPECT(bad == 0, "sendrecv ring n=%zu: %d wrong", n, bad);
+  EXPECT(w->count[DT_SENDRECV].bytes_sent == n * 4, "sendrecv bytes");
+  free(out);
+  if (N >= 2 && w->rank < 2) { /* rank 0 sends, rank 1 receives */
+    if (w->rank == 0)
+      dt_send(w, buf, n, DT_F32, 1);
+    else
+      dt_recv(w, got, n, DT_F32, 0);
+    if (w->rank == 1) {
+      out = download(got, n);
+      bad = 0;
+      for (size_t i = 0; i < n; i++) bad += out[i] != value(0, i);
+      EXPECT(bad == 0, "send/recv n=%zu: %d wrong", n, bad);
+      free(out);
+    }
+  }
+  for (int root = 0; root < N; root++) {
+    dt_copy_from_host(got, in, n * sizeof(float));
+    dt_comm_reset(w);
+    dt_broadcast(w, got, n, DT_F32, root);
+    out = download(got, n);
+    bad = 0;
+    for (size_t i = 0; i < n; i++) bad += out[i] != value(root, i);
+    EXPECT(bad == 0, "broadcast root %d n=%zu: %d wrong", root, n, bad);
+    uint64_t want = w->rank == (root + N - 1) % N ? 0 : n * 4;
+    EXPECT(w->count[DT_BROADCAST].bytes_sent == want, "broadcast bytes");
+    free(out);
+  }
+  dt_barrier(w);
+  free(in);
+  dt_free(buf), dt_free(got);
+}
+
+static void test_split(dt_comm *w) {
+  dt_comm *half = dt_comm_split(w, w->rank % 2, w->rank);
+  EXPECT(half->size == (w->size + 1 - w->rank % 2) / 2 && half->rank == w->rank / 2,
+         "split sizes: got %d/%d", half->rank, half->size);
+  int32_t mine = w->rank, sum = 0;
+  int32_t *buf = dt_alloc(sizeof mine, DT_OTHER);
+  dt_copy_from_host(buf, &mine, sizeof mine);
+  dt_all_reduce(half, buf, buf, 1, DT_I32, DT_SUM);
+  dt_copy_to_host(&sum, buf, sizeof sum);
+  int want = 0;
+  for (int r = w->rank % 2; r < w->size; r += 2) want += r;
+  EXPECT(sum == want, "sum over the sub-communicator: %d, want %d", sum, want);
+  dt_free(buf);
+  dt_comm_free(half);
+}
+
+static void test_memory(void) {
+  size_t base = dt_mem_current(DT_PARAMS);
+  dt_mem_reset_peaks();
+  void *a = dt_alloc(1000, DT_PARAMS), *b = dt_alloc(500, DT_PARAMS), *g = dt_alloc(64, DT_GRADS);
+  EXPECT(dt_mem_current(DT_PARAMS) == base + 1500, "current params");
+  dt_free(a);
+  EXPECT(dt_mem_current(DT_PARAMS) == base + 500 && dt_mem_peak(DT_PARAMS) == base + 1500,
+         "after free: current %zu peak %zu", dt_mem_current(DT_PARAMS), dt_mem_peak(DT_PARAMS));
+  dt_mem_reset_peaks();
+  EXPECT(dt_mem_peak(DT_PARAMS) == base + 500, "peak after reset");
+  EXPECT(dt_mem_current(DT_GRADS) == 64, "grads tag");
+  dt_free(b), dt_free(g);
+  EXPECT(dt_mem_current(DT_PARAMS) == base && dt_mem_current(DT_GRADS) == 0, "all freed");
+}
+
+int main(int argc, char **argv) {
+  dt_lesson lesson = {"test_common", "unit tests of the common layer", 1};
+  dt_comm *w = dt_init(&argc, &argv, &lesson, NULL);
+  test_rng();
+  test_memory();
+  size_t sizes[] = {1, 3, 7, 64, 1000, 4099, 1 << 16};
+  for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+    test_all_reduce(w, sizes[s]);
+    test_gather_scatter(w, sizes[s]);
+    test_point_to_point(w, sizes[s]);
+  }
+  test_split(w);
+  int total = 0;
+  MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  dt_print0("%s: %d checks per rank, %d failures over %d ranks\n",
+            total ? "UNIT FAILED" : "UNIT PASSED", checks, total, w->size);
+  dt_finalize();
+  return total ? 1 : 0;
+}
