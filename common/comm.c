@@ -107,6 +107,7 @@ static void finish(dt_comm *c, dt_kind k, uint64_t bytes, double t0) {
   c->count[k].calls++;
   c->count[k].bytes_sent += bytes;
   c->count[k].seconds += dt_now() - t0;
+  dt_span_end(dt_kind_name(k), "comm", t0);
 }
 
 /* Bytes a rank sends in the ring algorithm (see dt.h). */

@@ -177,6 +177,7 @@ void dt_wait(dt_request *r) {
     if (r->kind != DT_ALL_GATHER) dt_finish_avg(r->c, r->result, r->result_count, r->t, r->op);
   }
   r->c->count[r->kind].seconds += r->seconds + dt_now() - t0;
+  dt_span_end("wait", "comm", t0);
   free(r->host_in);
   free(r->host_out);
   free(r);

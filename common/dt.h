@@ -19,6 +19,8 @@ extern "C" {
 }
 #endif
 
+#include "model.h"
+
 #endif
 
 /* ---------------------------------------------------------------- checks */
@@ -216,6 +218,15 @@ typedef struct {
 void dt_timer_start(dt_timer *t);
 double dt_timer_stop(dt_timer *t); /* seconds */
 
+/* ----------------------------------------------------------------- trace */
+/* --trace FILE: spans per rank as Chrome trace JSON (Perfetto opens it).
+ * Collectives record themselves; lessons wrap compute in begin/end. */
+void dt_trace_enable(int on); /* collective: also sets the common time origin */
+int dt_trace_enabled(void);
+double dt_span_begin(void);
+void dt_span_end(const char *name, const char *cat, double t0); /* cat: "compute", "comm" */
+void dt_trace_write(const char *path);                          /* collective; rank 0 writes */
+
 /* ------------------------------------------------------------------- rng */
 /* Counter-based: the value at (seed, stream, index) is a pure function of the
  * three, so any rank can produce any element of any tensor without talking to
@@ -234,5 +245,7 @@ void dt_fill_uniform(float *buf, size_t n, uint64_t seed, uint64_t stream, uint6
 #ifdef __cplusplus
 }
 #endif
+
+#include "model.h"
 
 #endif

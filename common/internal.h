@@ -11,6 +11,9 @@
 int dt_cli_parse(int argc, char **argv, const dt_lesson *lesson, dt_option *options,
                  const char **comm_choice);
 
+/* kernels_cpu.c / kernels.cu: one-time setup (BLAS threads, cuBLAS handle) */
+void dt_kernels_init(void);
+
 /* comm.c */
 dt_comm *dt_comm_create(MPI_Comm mpi, int use_nccl);
 void dt_comm_release_staging(void);

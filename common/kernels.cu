@@ -1,44 +1,163 @@
-/* kernels.cu: the compute of the cuda backend. Each kernel matches the loop
- * of the same name in kernels_cpu.c, and runs on this rank's stream. */
+/* kernels.cu: the compute of the cuda backend. Each function matches the one
+ * of the same name in kernels_cpu.c and runs on this rank's stream; matmul
+ * goes to cuBLAS. */
+#include <cublas_v2.h>
+
 #include "dt_cuda.h"
 #include "rng_core.h"
 
+#define CHECK_CUBLAS(call)                                                                         \
+  do {                                                                                             \
+    cublasStatus_t st_ = (call);                                                                   \
+    if (st_ != CUBLAS_STATUS_SUCCESS)                                                              \
+      dt_fatal(__FILE__, __LINE__, #call, cublasGetStatusString(st_));                             \
+  } while (0)
+
+static cublasHandle_t blas;
+static double *reduce_slot; /* device scalar for loss and norm reductions */
+
 static unsigned blocks_for(size_t n) { return (unsigned)((n + 255) / 256); }
+#define GRID(n) blocks_for(n), 256, 0, dt_stream()
+#define INDEX (blockIdx.x * (size_t)blockDim.x + threadIdx.x)
+
+extern "C" void dt_kernels_init(void) {
+  CHECK_CUBLAS(cublasCreate(&blas));
+  CHECK_CUBLAS(cublasSetStream(blas, dt_stream()));
+  CHECK_CUDA(cudaMalloc(&reduce_slot, sizeof(double)));
+}
 
 __global__ static void add_kernel(float *dst, const float *src, size_t n) {
-  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  size_t i = INDEX;
   if (i < n) dst[i] += src[i];
 }
-
 __global__ static void scale_kernel(float *buf, size_t n, float s) {
-  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  size_t i = INDEX;
   if (i < n) buf[i] *= s;
 }
-
 /* __fmul_rn/__fadd_rn forbid fusing into an FMA, so the bits match the cpu. */
-__global__ static void fill_uniform_kernel(float *buf, size_t n, uint64_t seed, uint64_t stream,
-                                           uint64_t offset, float lo, float width) {
-  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-  if (i < n)
-    buf[i] = __fadd_rn(lo, __fmul_rn(width, dt_rng_core_uniform(seed, stream, offset + i)));
+__global__ static void fill_block_kernel(float *buf, int64_t rows, int64_t cols, int64_t full_cols,
+                                         int64_t row0, int64_t col0, uint64_t seed, uint64_t stream,
+                                         float lo, float width) {
+  size_t i = INDEX;
+  if (i >= (size_t)(rows * cols)) return;
+  int64_t r = (int64_t)i / cols, c = (int64_t)i % cols;
+  float u = dt_rng_core_uniform(seed, stream, (uint64_t)((row0 + r) * full_cols + col0 + c));
+  buf[i] = __fadd_rn(lo, __fmul_rn(width, u));
 }
+__global__ static void relu_forward_kernel(const float *a, float *h, size_t n) {
+  size_t i = INDEX;
+  if (i < n) h[i] = a[i] > 0 ? a[i] : 0;
+}
+__global__ static void relu_backward_kernel(const float *a, const float *dh, float *da, size_t n) {
+  size_t i = INDEX;
+  if (i < n) da[i] = a[i] > 0 ? dh[i] : 0;
+}
+/* One double per block, then one atomic per block: few enough atomics. */
+__global__ static void mse_kernel(const float *x, const float *y, float *dx, size_t n, double scale,
+                                  double *sum) {
+  __shared__ double part[256];
+  size_t i = INDEX;
+  double s = 0;
+  if (i < n) {
+    float d = x[i] - y[i];
+    s = (double)d * d;
+    if (dx) dx[i] = (float)(2.0 * scale) * d;
+  }
+  part[threadIdx.x] = s;
+  __syncthreads();
+  for (int k = 128; k > 0; k >>= 1) {
+    if (threadIdx.x < k) part[threadIdx.x] += part[threadIdx.x + k];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) atomicAdd(sum, part[0]);
+}
+__global__ static void sgd_kernel(float *w, const float *g, size_t n, float lr) {
+  size_t i = INDEX;
+  if (i < n) w[i] -= lr * g[i];
+}
+__global__ static void adamw_kernel(float *w, const float *g, float *m, float *v, size_t n,
+                                    float lr, float decay, float step_size, float bias2_sqrt) {
+  size_t i = INDEX;
+  if (i >= n) return;
+  w[i] *= decay;
+  m[i] += (g[i] - m[i]) * (1.0f - 0.9f);
+  v[i] = v[i] * 0.999f + (1.0f - 0.999f) * g[i] * g[i];
+  w[i] -= step_size * m[i] / (sqrtf(v[i]) / bias2_sqrt + 1e-8f);
+}
+
+#define LAUNCHED() CHECK_CUDA(cudaGetLastError())
 
 extern "C" void dt_add(float *dst, const float *src, size_t n) {
-  if (n == 0) return;
-  add_kernel<<<blocks_for(n), 256, 0, dt_stream()>>>(dst, src, n);
-  CHECK_CUDA(cudaGetLastError());
+  if (n) add_kernel<<<GRID(n)>>>(dst, src, n), LAUNCHED();
 }
-
 extern "C" void dt_scale(float *buf, size_t n, float s) {
-  if (n == 0) return;
-  scale_kernel<<<blocks_for(n), 256, 0, dt_stream()>>>(buf, n, s);
-  CHECK_CUDA(cudaGetLastError());
+  if (n) scale_kernel<<<GRID(n)>>>(buf, n, s), LAUNCHED();
 }
-
+extern "C" void dt_fill_block(float *buf, int64_t rows, int64_t cols, int64_t full_cols,
+                              int64_t row0, int64_t col0, uint64_t seed, uint64_t stream,
+                              float bound) {
+  size_t n = (size_t)(rows * cols);
+  if (n) fill_block_kernel<<<GRID(n)>>>(buf, rows, cols, full_cols, row0, col0, seed, stream,
+                                        -bound, 2 * bound), LAUNCHED();
+}
 extern "C" void dt_fill_uniform(float *buf, size_t n, uint64_t seed, uint64_t stream,
                                 uint64_t offset, float lo, float hi) {
-  if (n == 0) return;
-  fill_uniform_kernel<<<blocks_for(n), 256, 0, dt_stream()>>>(buf, n, seed, stream, offset, lo,
-                                                              hi - lo);
-  CHECK_CUDA(cudaGetLastError());
+  if (n) fill_block_kernel<<<GRID(n)>>>(buf, 1, (int64_t)n, 0, 0, (int64_t)offset, seed, stream,
+                                        lo, hi - lo), LAUNCHED();
+}
+extern "C" void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
+                          const float *A, const float *B, float *C, int accumulate) {
+  /* cuBLAS is column-major: the row-major C = op(A) op(B) is the
+   * column-major C^T = op(B)^T op(A)^T, so pass B first. */
+  const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  CHECK_CUBLAS(cublasSgemm(blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                           trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N, (int)M, (int)K, &one, B,
+                           trans_b ? (int)K : (int)N, A, trans_a ? (int)M : (int)K, &beta, C,
+                           (int)N));
+}
+extern "C" void dt_relu_forward(const float *a, float *h, size_t n) {
+  if (n) relu_forward_kernel<<<GRID(n)>>>(a, h, n), LAUNCHED();
+}
+extern "C" void dt_relu_backward(const float *a, const float *dh, float *da, size_t n) {
+  if (n) relu_backward_kernel<<<GRID(n)>>>(a, dh, da, n), LAUNCHED();
+}
+static double reduce(const float *x, const float *y, float *dx, size_t n, double scale) {
+  double sum = 0;
+  CHECK_CUDA(cudaMemsetAsync(reduce_slot, 0, sizeof(double), dt_stream()));
+  if (n) mse_kernel<<<GRID(n)>>>(x, y, dx, n, scale, reduce_slot), LAUNCHED();
+  CHECK_CUDA(cudaMemcpyAsync(&sum, reduce_slot, sizeof sum, cudaMemcpyDeviceToHost, dt_stream()));
+  CHECK_CUDA(cudaStreamSynchronize(dt_stream())); /* the host needs the number */
+  return sum;
+}
+extern "C" double dt_mse_forward_backward(const float *x, const float *y, float *dx, size_t n,
+                                          double scale) {
+  return reduce(x, y, dx, n, scale) * scale;
+}
+__global__ static void sum_squares_kernel(const float *x, size_t n, double *sum) {
+  __shared__ double part[256];
+  size_t i = INDEX;
+  part[threadIdx.x] = i < n ? (double)x[i] * x[i] : 0.0;
+  __syncthreads();
+  for (int k = 128; k > 0; k >>= 1) {
+    if (threadIdx.x < k) part[threadIdx.x] += part[threadIdx.x + k];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) atomicAdd(sum, part[0]);
+}
+extern "C" double dt_sum_squares(const float *x, size_t n) {
+  double sum = 0;
+  CHECK_CUDA(cudaMemsetAsync(reduce_slot, 0, sizeof(double), dt_stream()));
+  if (n) sum_squares_kernel<<<GRID(n)>>>(x, n, reduce_slot), LAUNCHED();
+  CHECK_CUDA(cudaMemcpyAsync(&sum, reduce_slot, sizeof sum, cudaMemcpyDeviceToHost, dt_stream()));
+  CHECK_CUDA(cudaStreamSynchronize(dt_stream()));
+  return sum;
+}
+extern "C" void dt_sgd_step(float *w, const float *g, size_t n, float lr) {
+  if (n) sgd_kernel<<<GRID(n)>>>(w, g, n, lr), LAUNCHED();
+}
+extern "C" void dt_adamw_step(float *w, const float *g, float *m, float *v, size_t n, float lr,
+                              float weight_decay, int64_t t) {
+  float bias1 = 1.0f - powf(0.9f, (float)t), bias2_sqrt = sqrtf(1.0f - powf(0.999f, (float)t));
+  if (n) adamw_kernel<<<GRID(n)>>>(w, g, m, v, n, lr, 1.0f - lr * weight_decay, lr / bias1,
+                                   bias2_sqrt), LAUNCHED();
 }

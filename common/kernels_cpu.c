@@ -1,7 +1,13 @@
-/* kernels_cpu.c: the compute of the cpu backend, plain loops on host memory.
- * kernels.cu holds the same functions as CUDA kernels; the two must agree. */
+/* kernels_cpu.c: the compute of the cpu backend, on host memory. Matmul goes
+ * to OpenBLAS (one thread per rank: the ranks are the parallelism); the rest
+ * are plain loops. kernels.cu holds the same functions for the GPU. */
+#include <cblas.h>
+#include <math.h>
+
 #include "dt.h"
 #include "rng_core.h"
+
+void dt_kernels_init(void) { openblas_set_num_threads(1); }
 
 void dt_add(float *dst, const float *src, size_t n) {
   for (size_t i = 0; i < n; i++) dst[i] += src[i];
@@ -16,4 +22,61 @@ void dt_fill_uniform(float *buf, size_t n, uint64_t seed, uint64_t stream, uint6
   float width = hi - lo;
   for (size_t i = 0; i < n; i++)
     buf[i] = lo + width * dt_rng_core_uniform(seed, stream, offset + i);
+}
+
+void dt_fill_block(float *buf, int64_t rows, int64_t cols, int64_t full_cols, int64_t row0,
+                   int64_t col0, uint64_t seed, uint64_t stream, float bound) {
+  for (int64_t r = 0; r < rows; r++)
+    dt_fill_uniform(buf + r * cols, (size_t)cols, seed, stream,
+                    (uint64_t)((row0 + r) * full_cols + col0), -bound, bound);
+}
+
+void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
+               const float *B, float *C, int accumulate) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A,
+              trans_a ? (int)M : (int)K, B, trans_b ? (int)K : (int)N, accumulate ? 1.0f : 0.0f, C,
+              (int)N);
+}
+
+void dt_relu_forward(const float *a, float *h, size_t n) {
+  for (size_t i = 0; i < n; i++) h[i] = a[i] > 0 ? a[i] : 0;
+}
+
+void dt_relu_backward(const float *a, const float *dh, float *da, size_t n) {
+  for (size_t i = 0; i < n; i++) da[i] = a[i] > 0 ? dh[i] : 0;
+}
+
+double dt_mse_forward_backward(const float *x, const float *y, float *dx, size_t n, double scale) {
+  double sum = 0;
+  for (size_t i = 0; i < n; i++) {
+    float d = x[i] - y[i];
+    sum += (double)d * d;
+    dx[i] = (float)(2.0 * scale) * d;
+  }
+  return sum * scale;
+}
+
+double dt_sum_squares(const float *x, size_t n) {
+  double sum = 0;
+  for (size_t i = 0; i < n; i++) sum += (double)x[i] * x[i];
+  return sum;
+}
+
+void dt_sgd_step(float *w, const float *g, size_t n, float lr) {
+  for (size_t i = 0; i < n; i++) w[i] -= lr * g[i];
+}
+
+/* As torch.optim.AdamW computes it, in this order. */
+void dt_adamw_step(float *w, const float *g, float *m, float *v, size_t n, float lr,
+                   float weight_decay, int64_t t) {
+  const float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  float bias1 = 1.0f - powf(beta1, (float)t), bias2_sqrt = sqrtf(1.0f - powf(beta2, (float)t));
+  float step_size = lr / bias1, decay = 1.0f - lr * weight_decay;
+  for (size_t i = 0; i < n; i++) {
+    w[i] *= decay;
+    m[i] += (g[i] - m[i]) * (1.0f - beta1);
+    v[i] = v[i] * beta2 + (1.0f - beta2) * g[i] * g[i];
+    w[i] -= step_size * m[i] / (sqrtf(v[i]) / bias2_sqrt + eps);
+  }
 }

@@ -143,6 +143,7 @@ dt_comm *dt_init(int *argc, char ***argv, const dt_lesson *lesson, dt_option *op
   if (strcmp(comm_choice, "nccl") == 0)
     dt_fail("--comm nccl needs the cuda backend; this binary was built with BACKEND=cpu");
 #endif
+  dt_kernels_init();
   rt.world = dt_comm_create(MPI_COMM_WORLD, use_nccl);
   dt_print0("%s | backend %s | comm %s | %d rank%s on %d node%s | %s\n", lesson->name, dt_backend(),
             rt.comm_lib, rt.size, rt.size == 1 ? "" : "s", rt.nodes, rt.nodes == 1 ? "" : "s",

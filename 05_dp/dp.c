@@ -1,0 +1,253 @@
+/* 05_dp: data parallelism.
+ *
+ * Every rank holds the whole model and trains on its own share of each global
+ * batch, drawn through the DistributedSampler of lesson 04. After backward the
+ * gradients are averaged across ranks with all-reduce, so every rank takes the
+ * identical optimizer step and the replicas never drift apart. Three ways to
+ * run that all-reduce:
+ *   (a) default        one all-reduce per gradient tensor, after backward;
+ *   (b) --bucket-mb M  gradients in one flat buffer, all-reduced in ~M MiB
+ *                      buckets: fewer, larger messages, less latency paid;
+ *   (c) --overlap      each bucket's all-reduce starts during backward as soon
+ *                      as its gradients are complete, hiding it behind the
+ *                      backward of the layers below.
+ * It ends by training the same model in one process and comparing. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "dt.h"
+
+typedef struct {        /* whole gradient tensors, all-reduced together */
+  size_t offset, count; /* elements of the flat gradient buffer */
+  int64_t ready_layer;  /* complete once this layer's backward is done */
+  dt_request *pending;
+} bucket;
+
+typedef struct {
+  dt_train_config c;
+  int64_t rows;                           /* samples per micro-step on this rank */
+  float *w, *g, *m, *v;                   /* flat: layer l's [W1 | W2] at layer_offset(l) */
+  float *x, *a, *h, *y, *dx, *dnext, *dh; /* activations of one micro-step */
+  bucket *buckets;
+  int nbuckets;
+} dp_model;
+
+/* Backward finishes the last layer first, so the flat buffers hold the layers
+ * in reverse: a bucket's tensors are ready together, early ones first. */
+static size_t layer_offset(const dp_model *m, int64_t l) {
+  return (size_t)((m->c.layers - 1 - l) * dt_params_per_layer(&m->c));
+}
+static float *w1_of(const dp_model *m, float *flat, int64_t l) { return flat + layer_offset(m, l); }
+static float *w2_of(const dp_model *m, float *flat, int64_t l) {
+  return flat + layer_offset(m, l) + m->c.dim * m->c.hidden;
+}
+
+/* Greedy, like PyTorch DDP: add tensors in ready order until a bucket holds
+ * at least cap bytes. cap 0 gives one bucket per tensor: mode (a). */
+static void make_buckets(dp_model *m, double cap_bytes) {
+  int64_t L = m->c.layers, P = m->c.dim * m->c.hidden; /* elements per tensor */
+  m->buckets = calloc((size_t)(2 * L), sizeof(bucket));
+  CHECK_ALLOC(m->buckets);
+  m->nbuckets = 0;
+  bucket *b = NULL;
+  for (int64_t t = 0; t < 2 * L; t++) { /* tensor t of the flat buffer */
+    if (!b || (double)b->count * 4 >= cap_bytes)
+      b = &m->buckets[m->nbuckets++], b->offset = (size_t)(t * P);
+    b->count += (size_t)P;
+    b->ready_layer = L - 1 - t / 2;
+  }
+}
+
+static void forward(dp_model *m) {
+  int64_t D = m->c.dim, H = m->c.hidden, R = m->rows;
+  for (int64_t l = 0; l < m->c.layers; l++) {
+    double t0 = dt_span_begin();
+    dt_block_forward(m->x + l * R * D, w1_of(m, m->w, l), w2_of(m, m->w, l), m->a + l * R * H,
+                     m->h + l * R * H, m->x + (l + 1) * R * D, R, D, H, 1);
+    dt_span_end("forward", "compute", t0);
+  }
+}
+
+/* Gradients accumulate into m->g across micro-steps. With overlap, a bucket's
+ * all-reduce starts the moment its last layer is done. */
+static void backward(dp_model *m, dt_comm *world, int overlap) {
+  int64_t D = m->c.dim, H = m->c.hidden, R = m->rows;
+  for (int64_t l = m->c.layers - 1; l >= 0; l--) {
+    double t0 = dt_span_begin();
+    dt_block_backward(m->x + l * R * D, m->a + l * R * H, m->h + l * R * H, w1_of(m, m->w, l),
+                      w2_of(m, m->w, l), m->dx, m->dnext, w1_of(m, m->g, l), w2_of(m, m->g, l),
+                      m->dh, R, D, H, 1);
+    dt_span_end("backward", "compute", t0);
+    float *t = m->dx;
+    m->dx = m->dnext, m->dnext = t;
+    for (int b = 0; overlap && b < m->nbuckets; b++) {
+      bucket *k = &m->buckets[b];
+      if (k->ready_layer == l)
+        k->pending = dt_all_reduce_async(world, m->g + k->offset, m->g + k->offset, k->count,
+                                         DT_F32, DT_AVG);
+      else if (k->pending)
+        dt_test(k->pending); /* MPI progresses only inside MPI calls */
+    }
+  }
+}
+
+/* After backward every bucket is averaged: waited on, or all-reduced now. */
+static void average_gradients(dp_model *m, dt_comm *world, int overlap) {
+  for (int b = 0; b < m->nbuckets; b++) {
+    bucket *k = &m->buckets[b];
+    if (overlap)
+      dt_wait(k->pending), k->pending = NULL;
+    else
+      dt_all_reduce(world, m->g + k->offset, m->g + k->offset, k->count, DT_F32, DT_AVG);
+  }
+}
+
+/* Layer-major host copy (W1_0, W2_0, W1_1, ...): the checkpoint's order. */
+static void export_weights(const dp_model *m, float *host) {
+  size_t P = (size_t)(m->c.dim * m->c.hidden);
+  for (int64_t l = 0; l < m->c.layers; l++) {
+    dt_copy_to_host(host + 2 * l * P, w1_of(m, m->w, l), P * 4);
+    dt_copy_to_host(host + (2 * l + 1) * P, w2_of(m, m->w, l), P * 4);
+  }
+}
+
+int main(int argc, char **argv) {
+  dt_train_config c = DT_TRAIN_DEFAULTS;
+  double bucket_mb = 0;
+  int64_t accum = 1;
+  int overlap = 0;
+  dt_option options[] = {
+      DT_TRAIN_OPTIONS(&c),
+      DT_DOUBLE("--bucket-mb", &bucket_mb, 0, 1 << 20,
+                "all-reduce gradients in ~M MiB buckets (0: per tensor)"),
+      DT_FLAG("--overlap", &overlap, "start each bucket's all-reduce during backward"),
+      DT_INT("--accum", &accum, 1, 1 << 20, "micro-steps per step (gradient accumulation)"),
+      DT_END};
+  dt_lesson lesson = {"05_dp", "data parallel training: all-reduce the gradients, buckets, overlap",
+                      1};
+  dt_comm *world = dt_init(&argc, &argv, &lesson, options);
+  dt_train_resolve(&c);
+  int N = world->size;
+  if (c.batch % (N * accum) != 0)
+    dt_fail("global batch %lld does not split over %d ranks x %lld micro-steps: choose --batch "
+            "divisible by %lld",
+            (long long)c.batch, N, (long long)accum, (long long)(N * accum));
+  dt_trace_enable(c.trace != NULL);
+  if (c.dump_data) dt_dump_data(c.dump_data, &c);
+
+  dp_model m = {.c = c, .rows = c.batch / (N * accum)};
+  int64_t L = c.layers, D = c.dim, H = c.hidden, R = m.rows, P = L * dt_params_per_layer(&c);
+  m.w = dt_alloc_f32((size_t)P, DT_PARAMS);
+  m.g = dt_alloc_f32((size_t)P, DT_GRADS);
+  if (c.optimizer[0] == 'a')
+    m.m = dt_alloc_f32((size_t)P, DT_OPTIM), m.v = dt_alloc_f32((size_t)P, DT_OPTIM);
+  m.x = dt_alloc_f32((size_t)((L + 1) * R * D), DT_ACTIV);
+  m.a = dt_alloc_f32((size_t)(L * R * H), DT_ACTIV);
+  m.h = dt_alloc_f32((size_t)(L * R * H), DT_ACTIV);
+  m.dx = dt_alloc_f32((size_t)(R * D), DT_ACTIV);
+  m.dnext = dt_alloc_f32((size_t)(R * D), DT_ACTIV);
+  m.dh = dt_alloc_f32((size_t)(R * H), DT_ACTIV);
+  m.y = dt_alloc_f32((size_t)(R * D), DT_DATA);
+  float *host_w = malloc((size_t)P * 4);
+  double *losses = malloc((size_t)c.steps * sizeof(double));
+  int64_t *samples = malloc((size_t)(c.batch / N) * sizeof(int64_t));
+  CHECK_ALLOC(host_w);
+  CHECK_ALLOC(losses);
+  CHECK_ALLOC(samples);
+  /* Every rank makes the same initial model from the counter-based RNG, or
+   * reads the same file: no broadcast needed. */
+  if (c.load) dt_load_model(c.load, &c, host_w);
+  for (int64_t l = 0; l < L; l++) {
+    if (c.load) {
+      dt_copy_from_host(w1_of(&m, m.w, l), host_w + 2 * l * D * H, (size_t)(D * H) * 4);
+      dt_copy_from_host(w2_of(&m, m.w, l), host_w + (2 * l + 1) * D * H, (size_t)(D * H) * 4);
+    } else {
+      dt_init_w1(&c, l, w1_of(&m, m.w, l), 0, H);
+      dt_init_w2(&c, l, w2_of(&m, m.w, l), 0, H);
+    }
+  }
+  make_buckets(&m, bucket_mb > 0 ? bucket_mb * (1 << 20) : (overlap ? 1.0 : 0.0));
+  dt_train_print(&c);
+  dt_print0("data parallel: each rank runs %lld of the %lld samples per step (%lld micro-step%s of "
+            "%lld); "
+            "%d all-reduce%s per step (%s)\n",
+            (long long)(c.batch / N), (long long)c.batch, (long long)accum, accum > 1 ? "s" : "",
+            (long long)R, m.nbuckets, m.nbuckets > 1 ? "s" : "",
+            bucket_mb > 0
+                ? (overlap ? "buckets, overlapped with backward" : "buckets, after backward")
+                : (overlap ? "one per tensor, overlapped with backward"
+                           : "one per tensor, after backward"));
+
+  dt_comm_reset(world);
+  dt_mem_reset_peaks();
+  double t_start = dt_now(), compute = 0;
+  for (int64_t step = 0; step < c.steps; step++) {
+    double t0 = dt_now(), comm0 = world->count[DT_ALL_REDUCE].seconds, loss = 0;
+    dt_step_samples(&c, N, world->rank, step, samples);
+    dt_zero(m.g, (size_t)P * 4);
+    for (int64_t k = 0; k < accum; k++) { /* communicate only after the last micro-step */
+      dt_make_batch(&c, samples + k * R, R, m.x, m.y);
+      forward(&m);
+      /* mean over this micro-step, divided by accum: the sum is the local mean */
+      loss += dt_mse_forward_backward(m.x + L * R * D, m.y, m.dx, (size_t)(R * D),
+                                      1.0 / ((double)R * D * accum));
+      backward(&m, world, overlap && k == accum - 1);
+    }
+    average_gradients(&m, world, overlap);
+    float clip =
+        dt_clip_factor(&c, dt_sum_squares(m.g, (size_t)P)); /* grads are identical everywhere */
+    if (clip < 1.0f) dt_scale(m.g, (size_t)P, clip);
+    dt_optimizer_step(&c, m.w, m.g, m.m, m.v, (size_t)P, step + 1);
+    /* bookkeeping, not training: the loss for printing, on the host */
+    MPI_Allreduce(&loss, &losses[step], 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    losses[step] /= N;
+    dt_sync();
+    double dt = dt_now() - t0;
+    compute += dt - (world->count[DT_ALL_REDUCE].seconds - comm0);
+    if (step < 5 || step % 10 == 9 || step == c.steps - 1)
+      dt_print0("step %4lld/%lld  loss %.6f  (mean over ranks)  %.2f ms\n", (long long)step + 1,
+                (long long)c.steps, losses[step], dt * 1e3);
+  }
+  double per_step = (dt_now() - t_start) / (double)c.steps;
+  dt_counter ar = world->count[DT_ALL_REDUCE];
+
+  /* What overlap hid: the same buckets all-reduced blocking, timed now. */
+  double blocking = 0;
+  if (overlap) {
+    double t0 = dt_now();
+    for (int rep = 0; rep < 3; rep++) average_gradients(&m, world, 0);
+    blocking = (dt_now() - t0) / 3;
+  }
+  uint64_t formula = 2 * (uint64_t)(N - 1) * (uint64_t)P * 4 / (uint64_t)N;
+  dt_print0("\nsummary (rank 0; every rank does the same work):\n");
+  dt_print0("  time per step          %8.2f ms   compute %.2f ms   all-reduce %.2f ms (rank "
+            "blocked in it)\n",
+            per_step * 1e3, compute / (double)c.steps * 1e3, ar.seconds / (double)c.steps * 1e3);
+  if (overlap)
+    dt_print0("  hidden by overlap      %8.2f ms   (the same buckets all-reduced blocking take "
+              "%.2f ms)\n",
+              (blocking - ar.seconds / (double)c.steps) * 1e3, blocking * 1e3);
+  dt_print0("  all-reduce calls/step  %8llu      bytes sent per rank per step %llu, formula "
+            "2(N-1)/N x P x 4 = %llu\n",
+            (unsigned long long)(ar.calls / (uint64_t)c.steps),
+            (unsigned long long)(ar.bytes_sent / (uint64_t)c.steps), (unsigned long long)formula);
+  uint64_t want[DT_NTAGS] = {0};
+  want[DT_PARAMS] = want[DT_GRADS] = (uint64_t)P * 4;
+  want[DT_OPTIM] = c.optimizer[0] == 'a' ? 2 * (uint64_t)P * 4 : 0;
+  want[DT_ACTIV] = (uint64_t)(((L + 1) * R * D + 2 * L * R * H + 2 * R * D + R * H) * 4);
+  const char *why[DT_NTAGS] = {"P x 4", "P x 4", "AdamW m and v: 2 x P x 4 (sgd: 0)",
+                               "((L+1)bD + 2LbH + 2bD + bH) x 4, b = B/(N x accum)"};
+  dt_print0("  memory per rank (peak bytes)   measured      formula\n");
+  for (int t = DT_PARAMS; t <= DT_ACTIV; t++)
+    dt_print0("    %-8s %21zu %12llu   %s\n", dt_tag_name((dt_tag)t), dt_mem_peak((dt_tag)t),
+              (unsigned long long)want[t], why[t]);
+
+  export_weights(&m, host_w);
+  if (c.save && world->rank == 0) dt_save_model(c.save, &c, c.steps, host_w);
+  if (c.save) dt_print0("saved %s\n", c.save);
+  if (c.trace) dt_trace_write(c.trace);
+  int failed = c.no_check ? 0 : dt_check_against_reference(&c, losses, host_w);
+  free(host_w), free(losses), free(samples), free(m.buckets);
+  dt_finalize();
+  return failed;
+}

@@ -1,0 +1,101 @@
+/* data.c: the synthetic data set and the distributed sampler.
+ *
+ * Sample i is x_i ~ uniform[-1, 1)^D keyed by (data seed, i) and its target
+ * y_i = teacher(x_i) = x_i + relu(x_i T1) T2, one residual block of hidden
+ * width D whose weights come from the fixed seed TEACHER_SEED. The student
+ * (L blocks) can fit it, so the loss falls; any rank can make any sample. */
+#include <stdlib.h>
+
+#include "dt.h"
+
+#define TEACHER_SEED 0x7eac4e5ULL
+#define X_STREAM     0
+
+int64_t dt_sampler_num_samples(const dt_sampler *s) {
+  int64_t n = s->dataset_size, N = s->replicas;
+  if (s->drop_last && n % N != 0) return n / N; /* drop the tail */
+  return (n + N - 1) / N;                       /* pad by wrapping around */
+}
+
+/* Fisher-Yates, with the random choice at step i keyed by (seed + epoch, i):
+ * every rank computes the same permutation without communicating. */
+void dt_shuffle(int64_t n, uint64_t seed, int64_t epoch, int64_t *perm) {
+  for (int64_t i = 0; i < n; i++) perm[i] = i;
+  for (int64_t i = n - 1; i > 0; i--) {
+    int64_t j = (int64_t)(dt_rng_u64(seed + (uint64_t)epoch, 0, (uint64_t)i) % (uint64_t)(i + 1));
+    int64_t t = perm[i];
+    perm[i] = perm[j], perm[j] = t;
+  }
+}
+
+void dt_sampler_indices(const dt_sampler *s, int64_t epoch, int64_t *out) {
+  int64_t n = s->dataset_size, per_rank = dt_sampler_num_samples(s);
+  int64_t *order = malloc((size_t)n * sizeof *order);
+  CHECK_ALLOC(order);
+  if (s->shuffle)
+    dt_shuffle(n, s->seed, epoch, order);
+  else
+    for (int64_t i = 0; i < n; i++) order[i] = i;
+  /* position p of the padded list is order[p % n]: the wrap-around padding */
+  for (int64_t k = 0; k < per_rank; k++) out[k] = order[(s->rank + k * s->replicas) % n];
+  free(order);
+}
+
+int64_t dt_batches_per_epoch(const dt_train_config *c) { return c->samples / c->batch; }
+
+void dt_step_samples(const dt_train_config *c, int replicas, int rank, int64_t step, int64_t *out) {
+  static int64_t *shard, cached_epoch = -1, cached_size;
+  static int cached_replicas = -1, cached_rank = -1;
+  dt_sampler s = {.dataset_size = c->samples,
+                  .replicas = replicas,
+                  .rank = rank,
+                  .shuffle = 1,
+                  .seed = (uint64_t)c->data_seed};
+  int64_t epoch = step / dt_batches_per_epoch(c), per_step = c->batch / replicas;
+  /* a new epoch reshuffles; within one, the rank walks its shard in order */
+  if (epoch != cached_epoch || replicas != cached_replicas || rank != cached_rank ||
+      c->samples != cached_size) {
+    free(shard);
+    shard = malloc((size_t)dt_sampler_num_samples(&s) * sizeof *shard);
+    CHECK_ALLOC(shard);
+    dt_sampler_indices(&s, epoch, shard);
+    cached_epoch = epoch, cached_replicas = replicas, cached_rank = rank, cached_size = c->samples;
+  }
+  int64_t first = (step % dt_batches_per_epoch(c)) * per_step;
+  for (int64_t k = 0; k < per_step; k++) out[k] = shard[first + k];
+}
+
+/* The teacher's weights and scratch, made once and grown as needed, so the
+ * step loop allocates nothing. */
+static struct {
+  int64_t dim, rows;
+  float *t1, *t2, *a, *h;
+} teacher;
+
+static void teacher_ready(int64_t D, int64_t rows) {
+  if (teacher.dim != D) {
+    dt_free(teacher.t1), dt_free(teacher.t2);
+    teacher.t1 = dt_alloc_f32((size_t)(D * D), DT_DATA);
+    teacher.t2 = dt_alloc_f32((size_t)(D * D), DT_DATA);
+    dt_train_config tc = {.dim = D, .hidden = D, .seed = (int64_t)TEACHER_SEED};
+    dt_init_w1(&tc, 0, teacher.t1, 0, D);
+    dt_init_w2(&tc, 0, teacher.t2, 0, D);
+    teacher.dim = D;
+    teacher.rows = 0;
+  }
+  if (teacher.rows < rows) {
+    dt_free(teacher.a), dt_free(teacher.h);
+    teacher.a = dt_alloc_f32((size_t)(rows * D), DT_DATA);
+    teacher.h = dt_alloc_f32((size_t)(rows * D), DT_DATA);
+    teacher.rows = rows;
+  }
+}
+
+void dt_make_batch(const dt_train_config *c, const int64_t *samples, int64_t count, float *x,
+                   float *y) {
+  int64_t D = c->dim;
+  for (int64_t k = 0; k < count; k++)
+    dt_fill_block(x + k * D, 1, D, D, samples[k], 0, (uint64_t)c->data_seed, X_STREAM, 1.0f);
+  teacher_ready(D, count);
+  dt_block_forward(x, teacher.t1, teacher.t2, teacher.a, teacher.h, y, count, D, D, 1);
+}

@@ -1,0 +1,74 @@
+/* model.c: the training config and the residual MLP block, forward and
+ * backward, on whatever slice of the weights a lesson holds. */
+#include <math.h>
+
+#include "dt.h"
+
+void dt_train_resolve(dt_train_config *c) {
+  if (c->hidden == 0) c->hidden = 4 * c->dim;
+  if (c->samples == 0) c->samples = 8 * c->batch;
+  if (c->lr == 0) c->lr = c->optimizer[0] == 'a' ? 0.003 : 0.2;
+  if (c->samples % c->batch != 0)
+    dt_fail("--samples %lld is not a multiple of --batch %lld: every epoch must split into whole "
+            "global batches, so that every world size sees the same batches",
+            (long long)c->samples, (long long)c->batch);
+  double bytes = 4.0 * (double)c->layers * 2 * (double)c->dim * (double)c->hidden;
+  if (bytes > 64e9) dt_fail("the model would need %.0f GB of weights alone", bytes / 1e9);
+}
+
+int64_t dt_params_per_layer(const dt_train_config *c) { return 2 * c->dim * c->hidden; }
+
+void dt_train_print(const dt_train_config *c) {
+  dt_print0("model: L=%lld D=%lld H=%lld (%lld parameters, %.2f MiB fp32) | batch B=%lld, "
+            "%lld samples | %lld steps of %s, lr %g%s\n",
+            (long long)c->layers, (long long)c->dim, (long long)c->hidden,
+            (long long)(c->layers * dt_params_per_layer(c)),
+            4.0 * (double)(c->layers * dt_params_per_layer(c)) / (1 << 20), (long long)c->batch,
+            (long long)c->samples, (long long)c->steps, c->optimizer, c->lr,
+            c->clip > 0 ? ", clipped" : "");
+}
+
+/* PyTorch's nn.Linear draws from uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)). */
+void dt_init_w1(const dt_train_config *c, int64_t layer, float *w1, int64_t col0, int64_t cols) {
+  dt_fill_block(w1, c->dim, cols, c->hidden, 0, col0, (uint64_t)c->seed, (uint64_t)(2 * layer),
+                1.0f / sqrtf((float)c->dim));
+}
+
+void dt_init_w2(const dt_train_config *c, int64_t layer, float *w2, int64_t row0, int64_t rows) {
+  dt_fill_block(w2, rows, c->dim, c->dim, row0, 0, (uint64_t)c->seed, (uint64_t)(2 * layer + 1),
+                1.0f / sqrtf((float)c->hidden));
+}
+
+void dt_block_forward(const float *x, const float *w1, const float *w2, float *a, float *h,
+                      float *out, int64_t rows, int64_t D, int64_t Hs, int residual) {
+  dt_matmul(0, 0, rows, Hs, D, x, w1, a, 0);  /* a = x W1     [rows, Hs] */
+  dt_relu_forward(a, h, (size_t)(rows * Hs)); /* h = relu(a) */
+  if (residual) dt_copy(out, x, (size_t)(rows * D) * sizeof(float));
+  dt_matmul(0, 0, rows, D, Hs, h, w2, out, residual); /* out (+)= h W2 */
+}
+
+void dt_block_backward(const float *x, const float *a, const float *h, const float *w1,
+                       const float *w2, const float *dout, float *dx, float *dw1, float *dw2,
+                       float *dh, int64_t rows, int64_t D, int64_t Hs, int residual) {
+  dt_matmul(1, 0, Hs, D, rows, h, dout, dw2, 1);    /* dW2 += h^T dout   [Hs, D] */
+  dt_matmul(0, 1, rows, Hs, D, dout, w2, dh, 0);    /* dh = dout W2^T    [rows, Hs] */
+  dt_relu_backward(a, dh, dh, (size_t)(rows * Hs)); /* da = dh * (a > 0), in place */
+  dt_matmul(1, 0, D, Hs, rows, x, dh, dw1, 1);      /* dW1 += x^T da     [D, Hs] */
+  /* the residual path carries dout straight through to dx */
+  if (residual) dt_copy(dx, dout, (size_t)(rows * D) * sizeof(float));
+  dt_matmul(0, 1, rows, D, Hs, dh, w1, dx, residual); /* dx (+)= da W1^T */
+}
+
+void dt_optimizer_step(const dt_train_config *c, float *w, const float *g, float *m, float *v,
+                       size_t n, int64_t t) {
+  if (c->optimizer[0] == 'a')
+    dt_adamw_step(w, g, m, v, n, (float)c->lr, (float)c->weight_decay, t);
+  else
+    dt_sgd_step(w, g, n, (float)c->lr);
+}
+
+float dt_clip_factor(const dt_train_config *c, double global_sq_norm) {
+  if (c->clip <= 0) return 1.0f;
+  double factor = c->clip / (sqrt(global_sq_norm) + 1e-6);
+  return factor < 1.0 ? (float)factor : 1.0f;
+}

@@ -1,0 +1,156 @@
+/* model.h: the model every training lesson trains (included by dt.h).
+ *
+ * L residual MLP blocks, width D, hidden H, float32, row-major, no biases:
+ *   a = x W1;  h = relu(a);  x' = x + h W2;   loss = mean((x_L - y)^2)
+ * W1 is [D, H], W2 is [H, D]. The functions take whatever slice of W1 (some
+ * columns) and W2 (the matching rows) they are given, so tensor parallelism
+ * reuses them unchanged. */
+#ifndef DT_MODEL_H
+#define DT_MODEL_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- config */
+typedef struct {
+  int64_t layers, dim, hidden, batch, steps, samples, seed, data_seed;
+  double lr, weight_decay, clip;
+  const char *optimizer; /* "sgd" or "adamw" */
+  const char *save, *load, *dump_data, *trace;
+  int no_check;
+} dt_train_config;
+
+/* Defaults finish in seconds on a laptop CPU. hidden 0 means 4*dim, samples
+ * 0 means 8 batches and lr 0 the optimizer's own default; dt_train_resolve
+ * fills them in. */
+#define DT_TRAIN_DEFAULTS                                                                          \
+  {                                                                                                \
+    .layers = 4, .dim = 64, .hidden = 0, .batch = 32, .steps = 30, .samples = 0, .seed = 1,        \
+    .data_seed = 2, .lr = 0, .weight_decay = 0.01, .clip = 0, .optimizer = "sgd"                \
+  }
+
+/* The flags every training lesson shares; put it first in the option table. */
+#define DT_TRAIN_OPTIONS(c)                                                                        \
+  DT_INT("--layers", &(c)->layers, 1, 4096, "number of blocks L"),                                 \
+      DT_INT("--dim", &(c)->dim, 1, 65536, "model width D"),                                       \
+      DT_INT("--hidden", &(c)->hidden, 0, 262144, "hidden width H (0: 4*D)"),                      \
+      DT_INT("--batch", &(c)->batch, 1, 1 << 20, "global batch B (samples per step, all ranks)"),  \
+      DT_INT("--steps", &(c)->steps, 1, 1000000, "optimizer steps"),                               \
+      DT_INT("--samples", &(c)->samples, 0, 1 << 30, "dataset size, a multiple of B (0: 8*B)"),    \
+      DT_DOUBLE("--lr", &(c)->lr, 0, 100, "learning rate (0: 0.2 for sgd, 0.003 for adamw)"),                                        \
+      DT_STRING("--optimizer", &(c)->optimizer, "sgd|adamw", "optimizer"),                         \
+      DT_DOUBLE("--weight-decay", &(c)->weight_decay, 0, 1, "AdamW's decoupled weight decay"),     \
+      DT_DOUBLE("--clip", &(c)->clip, 0, 1e9, "clip the gradients' global norm to this (0: off)"), \
+      DT_INT("--seed", &(c)->seed, 0, INT64_MAX, "seed of the initial weights"),                   \
+      DT_INT("--data-seed", &(c)->data_seed, 0, INT64_MAX, "seed of the data and the shuffle"),    \
+      DT_STRING("--save", &(c)->save, NULL, "write the trained model to this safetensors file"),   \
+      DT_STRING("--load", &(c)->load, NULL, "start from this safetensors file"),                   \
+      DT_STRING("--dump-data", &(c)->dump_data, NULL, "write every step's global batch (x, y)"),   \
+      DT_STRING("--trace", &(c)->trace, NULL, "write a Chrome trace (JSON) of compute and comm"),  \
+      DT_FLAG("--no-check", &(c)->no_check, "skip the comparison with single-process training")
+
+/* Fill derived defaults and reject what no lesson can run; dt_fail on error. */
+void dt_train_resolve(dt_train_config *c);
+void dt_train_print(const dt_train_config *c);         /* rank 0: one line of config */
+int64_t dt_params_per_layer(const dt_train_config *c); /* 2*D*H */
+
+/* ---------------------------------------------------------------- kernels */
+/* C[M,N] = op(A) op(B) (+ C when accumulate), row-major; op(X) is X or X^T.
+ * A is [M,K] (or [K,M] when trans_a), B is [K,N] (or [N,K] when trans_b). */
+void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
+               const float *B, float *C, int accumulate);
+void dt_relu_forward(const float *a, float *h, size_t n);
+void dt_relu_backward(const float *a, const float *dh, float *da, size_t n); /* da = dh*(a>0) */
+/* Returns sum((x-y)^2) * scale and writes dx = 2(x-y) * scale. */
+double dt_mse_forward_backward(const float *x, const float *y, float *dx, size_t n, double scale);
+double dt_sum_squares(const float *x, size_t n);
+void dt_sgd_step(float *w, const float *g, size_t n, float lr);
+/* PyTorch AdamW (betas 0.9/0.999, eps 1e-8, decoupled decay), step t >= 1 */
+void dt_adamw_step(float *w, const float *g, float *m, float *v, size_t n, float lr,
+                   float weight_decay, int64_t t);
+/* Fill a rows x cols block of a tensor whose full rows have full_cols
+ * columns, starting at (row0, col0), with uniform(-bound, bound) values
+ * keyed by the element's index in the full tensor. */
+void dt_fill_block(float *buf, int64_t rows, int64_t cols, int64_t full_cols, int64_t row0,
+                   int64_t col0, uint64_t seed, uint64_t stream, float bound);
+
+/* The optimizer the config names, on any contiguous slice (a shard is fine);
+ * m and v are AdamW's state (NULL for sgd); step t counts from 1. */
+void dt_optimizer_step(const dt_train_config *c, float *w, const float *g, float *m, float *v,
+                       size_t n, int64_t t);
+/* torch.nn.utils.clip_grad_norm_: the factor to scale every gradient by,
+ * given the squared global norm (1 when clipping is off or not needed). */
+float dt_clip_factor(const dt_train_config *c, double global_sq_norm);
+
+/* ------------------------------------------------------------------ model */
+/* Tensor t of the model: layer t/2, W1 when t is even, W2 when odd. Its
+ * initial values are keyed by (seed, t, element index), so any rank can make
+ * any shard of any tensor, and every world size starts from the same model. */
+void dt_init_w1(const dt_train_config *c, int64_t layer, float *w1, int64_t col0, int64_t cols);
+void dt_init_w2(const dt_train_config *c, int64_t layer, float *w2, int64_t row0, int64_t rows);
+
+/* One block on a slice of Hs hidden units. Forward keeps a = x W1 for the
+ * backward pass; out = (residual ? x : 0) + relu(a) W2. */
+void dt_block_forward(const float *x, const float *w1, const float *w2, float *a, float *h,
+                      float *out, int64_t rows, int64_t D, int64_t Hs, int residual);
+/* Given dout, adds dW1 = x^T da and dW2 = h^T dout to dw1/dw2 (zero them
+ * first for a fresh gradient) and writes dx = (residual ? dout : 0) + da W1^T.
+ * dh is scratch of rows*Hs. */
+void dt_block_backward(const float *x, const float *a, const float *h, const float *w1,
+                       const float *w2, const float *dout, float *dx, float *dw1, float *dw2,
+                       float *dh, int64_t rows, int64_t D, int64_t Hs, int residual);
+
+/* ------------------------------------------------------------------- data */
+/* Sample i: x_i from the RNG keyed by (data seed, i), uniform in [-1, 1);
+ * y_i = teacher(x_i), one fixed random block (data.c). Rows k = 0..count-1 of
+ * x and y ([count, D], backend memory) are samples[k]. Any rank can make any
+ * sample. Lessons pick the samples with the sampler below: global batch s of
+ * an epoch is positions s*B .. s*B+B-1 of that epoch's shuffle, and rank r's
+ * share of it is what DistributedSampler gives rank r. */
+void dt_make_batch(const dt_train_config *c, const int64_t *samples, int64_t count, float *x,
+                   float *y);
+int64_t dt_batches_per_epoch(const dt_train_config *c); /* samples / B */
+/* The B/replicas samples of `rank` at `step`, drawn through the sampler
+ * (the epoch's shard, walked in order, reshuffled each epoch). */
+void dt_step_samples(const dt_train_config *c, int replicas, int rank, int64_t step, int64_t *out);
+
+/* ---------------------------------------------------------------- sampler */
+/* torch.utils.data.DistributedSampler: shuffle with (seed + epoch), pad by
+ * wrapping around to a multiple of replicas (or drop the tail), then rank r
+ * takes positions r, r + replicas, r + 2*replicas, ... */
+typedef struct {
+  int64_t dataset_size;
+  int replicas, rank, shuffle, drop_last;
+  uint64_t seed;
+} dt_sampler;
+int64_t dt_sampler_num_samples(const dt_sampler *s);                       /* per rank */
+void dt_sampler_indices(const dt_sampler *s, int64_t epoch, int64_t *out); /* num_samples */
+void dt_shuffle(int64_t n, uint64_t seed, int64_t epoch, int64_t *perm);   /* perm of 0..n-1 */
+
+/* -------------------------------------------------------------- reference */
+/* Train the same config in one process on rank 0 and compare: per-step loss
+ * and final weights (full W1/W2 of every layer, host copies, layer-major:
+ * W1_0, W2_0, W1_1, ...). Prints the differences and CHECK PASSED or CHECK
+ * FAILED on rank 0; returns 0 or 1 on every rank (collective). */
+int dt_check_against_reference(const dt_train_config *c, const double *losses,
+                               const float *final_weights);
+/* The reference trainer itself: losses[steps], weights as above (host). */
+void dt_reference_train(const dt_train_config *c, double *losses, float *weights);
+
+/* ------------------------------------------------------------ checkpoints */
+/* safetensors, F32, "layers.{l}.w1" [D,H] and "layers.{l}.w2" [H,D], written
+ * atomically (temp file, fsync, rename). weights as above, on the host. */
+void dt_save_model(const char *path, const dt_train_config *c, int64_t step, const float *weights);
+/* Reads into weights (host); dt_fail with a clear message on a missing
+ * file, a corrupt header or shapes that do not match the config. Collective:
+ * call on every rank. */
+void dt_load_model(const char *path, const dt_train_config *c, float *weights);
+void dt_dump_data(const char *path, const dt_train_config *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

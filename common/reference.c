@@ -1,0 +1,115 @@
+/* reference.c: single-process training of the same config, the yardstick
+ * every training lesson is checked against. It is the plainest possible
+ * loop: whole batch, whole weights, one process. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "dt.h"
+
+void dt_load_weights_host(const char *path, const dt_train_config *c, float *weights, char *err,
+                          size_t errlen); /* safetensors.c */
+
+void dt_reference_train(const dt_train_config *c, double *losses, float *weights) {
+  int64_t L = c->layers, D = c->dim, H = c->hidden, B = c->batch, P = D * H;
+  int adamw = c->optimizer[0] == 'a';
+  float *w = dt_alloc_f32((size_t)(2 * L * P), DT_PARAMS),
+        *g = dt_alloc_f32((size_t)(2 * L * P), DT_GRADS);
+  float *m = adamw ? dt_alloc_f32((size_t)(2 * L * P), DT_OPTIM) : NULL;
+  float *v = adamw ? dt_alloc_f32((size_t)(2 * L * P), DT_OPTIM) : NULL;
+  float *x = dt_alloc_f32((size_t)((L + 1) * B * D), DT_ACTIV),
+        *y = dt_alloc_f32((size_t)(B * D), DT_DATA);
+  float *a = dt_alloc_f32((size_t)(L * B * H), DT_ACTIV),
+        *h = dt_alloc_f32((size_t)(L * B * H), DT_ACTIV);
+  float *dx = dt_alloc_f32((size_t)(B * D), DT_ACTIV),
+        *dnext = dt_alloc_f32((size_t)(B * D), DT_ACTIV);
+  float *dh = dt_alloc_f32((size_t)(B * H), DT_ACTIV);
+  int64_t *samples = malloc((size_t)B * sizeof *samples);
+  CHECK_ALLOC(samples);
+  /* layer l's W1 starts at 2*l*P, its W2 at (2*l+1)*P: the layout of `weights` */
+  if (c->load) {
+    char err[256] = "";
+    dt_load_weights_host(c->load, c, weights, err, sizeof err);
+    if (err[0]) dt_fatal(__FILE__, __LINE__, "dt_load_weights_host", err);
+    dt_copy_from_host(w, weights, (size_t)(2 * L * P) * sizeof(float));
+  } else {
+    for (int64_t l = 0; l < L; l++) {
+      dt_init_w1(c, l, w + 2 * l * P, 0, H);
+      dt_init_w2(c, l, w + (2 * l + 1) * P, 0, H);
+    }
+  }
+  for (int64_t step = 0; step < c->steps; step++) {
+    dt_step_samples(c, 1, 0, step, samples);
+    dt_make_batch(c, samples, B, x, y);
+    for (int64_t l = 0; l < L; l++)
+      dt_block_forward(x + l * B * D, w + 2 * l * P, w + (2 * l + 1) * P, a + l * B * H,
+                       h + l * B * H, x + (l + 1) * B * D, B, D, H, 1);
+    losses[step] =
+        dt_mse_forward_backward(x + L * B * D, y, dx, (size_t)(B * D), 1.0 / (double)(B * D));
+    dt_zero(g, (size_t)(2 * L * P) * sizeof(float));
+    for (int64_t l = L - 1; l >= 0; l--) {
+      dt_block_backward(x + l * B * D, a + l * B * H, h + l * B * H, w + 2 * l * P,
+                        w + (2 * l + 1) * P, dx, dnext, g + 2 * l * P, g + (2 * l + 1) * P, dh, B,
+                        D, H, 1);
+      float *t = dx;
+      dx = dnext, dnext = t;
+    }
+    float clip = dt_clip_factor(c, dt_sum_squares(g, (size_t)(2 * L * P)));
+    if (clip < 1.0f) dt_scale(g, (size_t)(2 * L * P), clip);
+    dt_optimizer_step(c, w, g, m, v, (size_t)(2 * L * P), step + 1);
+  }
+  dt_copy_to_host(weights, w, (size_t)(2 * L * P) * sizeof(float));
+  float *bufs[] = {w, g, m, v, x, y, a, h, dx, dnext, dh};
+  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) dt_free(bufs[i]);
+  free(samples);
+}
+
+/* Different ranks sum in different orders, so float results differ in the
+ * last bits; anything beyond this tolerance is a bug, not rounding. */
+#define ABS_TOL 1e-5
+#define REL_TOL 1e-4
+
+static void max_diff(const double *got, const double *want, size_t n, double *abs_out,
+                     double *rel_out, size_t *bad) {
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs(got[i] - want[i]), r = d / fmax(fabs(want[i]), 1e-30);
+    if (d > *abs_out) *abs_out = d;
+    if (r > *rel_out && fabs(want[i]) > ABS_TOL) *rel_out = r;
+    if (!(d <= ABS_TOL + REL_TOL * fabs(want[i]))) (*bad)++; /* NaN counts as bad */
+  }
+}
+
+int dt_check_against_reference(const dt_train_config *c, const double *losses,
+                               const float *final_weights) {
+  int failed = 0;
+  if (dt_rank() == 0) {
+    size_t n = (size_t)(c->layers * dt_params_per_layer(c)), steps = (size_t)c->steps;
+    double *ref_loss = malloc(steps * sizeof(double)), *got = malloc(n * sizeof(double));
+    double *want = malloc(n * sizeof(double));
+    float *ref_w = malloc(n * sizeof(float));
+    CHECK_ALLOC(ref_loss);
+    CHECK_ALLOC(got);
+    CHECK_ALLOC(want);
+    CHECK_ALLOC(ref_w);
+    double t0 = dt_now();
+    dt_reference_train(c, ref_loss, ref_w);
+    double loss_abs = 0, loss_rel = 0, w_abs = 0, w_rel = 0;
+    size_t loss_bad = 0, w_bad = 0;
+    max_diff(losses, ref_loss, steps, &loss_abs, &loss_rel, &loss_bad);
+    for (size_t i = 0; i < n; i++) got[i] = final_weights[i], want[i] = ref_w[i];
+    max_diff(got, want, n, &w_abs, &w_rel, &w_bad);
+    failed = loss_bad + w_bad > 0;
+    printf("reference: 1 process trained the same %lld steps in %.2f s; loss %.6f -> %.6f\n",
+           (long long)c->steps, dt_now() - t0, ref_loss[0], ref_loss[steps - 1]);
+    printf("compare: per-step loss max |diff| %.2e (rel %.2e); final weights max |diff| %.2e "
+           "(rel %.2e) over %zu values\n",
+           loss_abs, loss_rel, w_abs, w_rel, n);
+    printf("CHECK %s: per-step loss and final weights match single-process training within "
+           "|diff| <= %.0e + %.0e*|ref| (%zu of %zu losses and %zu of %zu weights outside)\n",
+           failed ? "FAILED" : "PASSED", ABS_TOL, REL_TOL, loss_bad, steps, w_bad, n);
+    fflush(stdout);
+    free(ref_loss), free(got), free(want), free(ref_w);
+  }
+  MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return failed;
+}
