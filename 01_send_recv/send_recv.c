@@ -61,8 +61,8 @@ static uint64_t part1_one_to_all(dt_comm *w, float *buf, float *host, size_t n) 
   double t0 = dt_now();
   if (w->rank == 0) {
     for (int r = 1; r < w->size; r++) dt_send(w, buf, n, DT_F32, r);
-    dt_print_ranks("sent %zu B to each of ranks 1..%d in %.3f ms\n", n * sizeof(float), w->size - 1,
-                   (dt_now() - t0) * 1e3);
+    dt_print_ranks("sent %zu B to every other rank (%d send%s) in %.3f ms\n", n * sizeof(float),
+                   w->size - 1, w->size > 2 ? "s" : "", (dt_now() - t0) * 1e3);
     return 0;
   }
   /* The sends are serial, so rank r waits for the r-1 sends before its own. */
@@ -113,9 +113,9 @@ static uint64_t part2_ping_pong(dt_comm *w, float *sbuf, float *rbuf, float *hos
 
 static uint64_t part3_token_ring(dt_comm *w, int32_t *token) {
   int N = w->size, next = (w->rank + 1) % N, prev = (w->rank + N - 1) % N;
-  dt_print0("\n3. a token goes around the ring 0 -> 1 -> ... -> %d -> 0, each rank adding its "
-            "rank\n",
-            N - 1);
+  dt_print0("\n3. a token goes around the ring of %d ranks (rank r sends to r+1, rank %d to 0), "
+            "each rank adding its rank\n",
+            N, N - 1);
   int32_t got = 0, sent = 0;
   if (w->rank == 0) {
     /* Someone must send first: if every rank began with dt_recv, all would
