@@ -59,7 +59,7 @@ LDLIBS  := -lopenblas -lm
 COMMON_SRC := $(filter-out common/kernels_cpu.c,$(wildcard common/*.c))
 ifeq ($(BACKEND),cuda)
   CFLAGS  += -DDT_CUDA -I$(CUDA_HOME)/include -I$(NCCL_HOME)/include
-  NVFLAGS := -O2 -g -std=c++17 -DDT_CUDA -Icommon -I$(NCCL_HOME)/include \
+  NVFLAGS := -O2 -g -std=c++17 -DDT_CUDA -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX -Icommon -I$(NCCL_HOME)/include \
              $(addprefix -I,$(shell $(MPICC) --showme:incdirs 2>/dev/null)) \
              $(foreach a,$(ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
              -Xcompiler -Wall,-Wextra -MMD -MP

@@ -15,12 +15,6 @@
 
 #ifdef __cplusplus
 extern "C" {
-#ifdef __cplusplus
-}
-#endif
-
-#include "model.h"
-
 #endif
 
 /* ---------------------------------------------------------------- checks */

@@ -88,22 +88,34 @@ __global__ static void adamw_kernel(float *w, const float *g, float *m, float *v
 #define LAUNCHED() CHECK_CUDA(cudaGetLastError())
 
 extern "C" void dt_add(float *dst, const float *src, size_t n) {
-  if (n) add_kernel<<<GRID(n)>>>(dst, src, n), LAUNCHED();
+  if (n) {
+    add_kernel<<<GRID(n)>>>(dst, src, n);
+    LAUNCHED();
+  }
 }
 extern "C" void dt_scale(float *buf, size_t n, float s) {
-  if (n) scale_kernel<<<GRID(n)>>>(buf, n, s), LAUNCHED();
+  if (n) {
+    scale_kernel<<<GRID(n)>>>(buf, n, s);
+    LAUNCHED();
+  }
 }
 extern "C" void dt_fill_block(float *buf, int64_t rows, int64_t cols, int64_t full_cols,
                               int64_t row0, int64_t col0, uint64_t seed, uint64_t stream,
                               float bound) {
   size_t n = (size_t)(rows * cols);
-  if (n) fill_block_kernel<<<GRID(n)>>>(buf, rows, cols, full_cols, row0, col0, seed, stream,
-                                        -bound, 2 * bound), LAUNCHED();
+  if (n) {
+    fill_block_kernel<<<GRID(n)>>>(buf, rows, cols, full_cols, row0, col0, seed, stream,
+                                        -bound, 2 * bound);
+    LAUNCHED();
+  }
 }
 extern "C" void dt_fill_uniform(float *buf, size_t n, uint64_t seed, uint64_t stream,
                                 uint64_t offset, float lo, float hi) {
-  if (n) fill_block_kernel<<<GRID(n)>>>(buf, 1, (int64_t)n, 0, 0, (int64_t)offset, seed, stream,
-                                        lo, hi - lo), LAUNCHED();
+  if (n) {
+    fill_block_kernel<<<GRID(n)>>>(buf, 1, (int64_t)n, 0, 0, (int64_t)offset, seed, stream,
+                                        lo, hi - lo);
+    LAUNCHED();
+  }
 }
 extern "C" void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                           const float *A, const float *B, float *C, int accumulate) {
@@ -116,15 +128,24 @@ extern "C" void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_
                            (int)N));
 }
 extern "C" void dt_relu_forward(const float *a, float *h, size_t n) {
-  if (n) relu_forward_kernel<<<GRID(n)>>>(a, h, n), LAUNCHED();
+  if (n) {
+    relu_forward_kernel<<<GRID(n)>>>(a, h, n);
+    LAUNCHED();
+  }
 }
 extern "C" void dt_relu_backward(const float *a, const float *dh, float *da, size_t n) {
-  if (n) relu_backward_kernel<<<GRID(n)>>>(a, dh, da, n), LAUNCHED();
+  if (n) {
+    relu_backward_kernel<<<GRID(n)>>>(a, dh, da, n);
+    LAUNCHED();
+  }
 }
 static double reduce(const float *x, const float *y, float *dx, size_t n, double scale) {
   double sum = 0;
   CHECK_CUDA(cudaMemsetAsync(reduce_slot, 0, sizeof(double), dt_stream()));
-  if (n) mse_kernel<<<GRID(n)>>>(x, y, dx, n, scale, reduce_slot), LAUNCHED();
+  if (n) {
+    mse_kernel<<<GRID(n)>>>(x, y, dx, n, scale, reduce_slot);
+    LAUNCHED();
+  }
   CHECK_CUDA(cudaMemcpyAsync(&sum, reduce_slot, sizeof sum, cudaMemcpyDeviceToHost, dt_stream()));
   CHECK_CUDA(cudaStreamSynchronize(dt_stream())); /* the host needs the number */
   return sum;
@@ -147,17 +168,26 @@ __global__ static void sum_squares_kernel(const float *x, size_t n, double *sum)
 extern "C" double dt_sum_squares(const float *x, size_t n) {
   double sum = 0;
   CHECK_CUDA(cudaMemsetAsync(reduce_slot, 0, sizeof(double), dt_stream()));
-  if (n) sum_squares_kernel<<<GRID(n)>>>(x, n, reduce_slot), LAUNCHED();
+  if (n) {
+    sum_squares_kernel<<<GRID(n)>>>(x, n, reduce_slot);
+    LAUNCHED();
+  }
   CHECK_CUDA(cudaMemcpyAsync(&sum, reduce_slot, sizeof sum, cudaMemcpyDeviceToHost, dt_stream()));
   CHECK_CUDA(cudaStreamSynchronize(dt_stream()));
   return sum;
 }
 extern "C" void dt_sgd_step(float *w, const float *g, size_t n, float lr) {
-  if (n) sgd_kernel<<<GRID(n)>>>(w, g, n, lr), LAUNCHED();
+  if (n) {
+    sgd_kernel<<<GRID(n)>>>(w, g, n, lr);
+    LAUNCHED();
+  }
 }
 extern "C" void dt_adamw_step(float *w, const float *g, float *m, float *v, size_t n, float lr,
                               float weight_decay, int64_t t) {
   float bias1 = 1.0f - powf(0.9f, (float)t), bias2_sqrt = sqrtf(1.0f - powf(0.999f, (float)t));
-  if (n) adamw_kernel<<<GRID(n)>>>(w, g, m, v, n, lr, 1.0f - lr * weight_decay, lr / bias1,
-                                   bias2_sqrt), LAUNCHED();
+  if (n) {
+    adamw_kernel<<<GRID(n)>>>(w, g, m, v, n, lr, 1.0f - lr * weight_decay, lr / bias1,
+                                   bias2_sqrt);
+    LAUNCHED();
+  }
 }
