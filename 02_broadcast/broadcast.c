@@ -11,7 +11,6 @@
  * freshly initialised weights replicated so that all ranks start equal. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "dt.h"
 
