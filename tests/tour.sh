@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# `make tour`: run every lesson at NP ranks with its default flags, show its
+# output, then one table: lesson, concept, verdict, time. Each run is under a
+# timeout; the exit code is non-zero if any lesson failed its own check.
+set -u
+cd "$(dirname "$0")/.."
+NP=${NP:-4}
+MPIRUN=${MPIRUN:-mpirun}
+mkdir -p build/tour
+rows=()
+status=0
+for bin in "$@"; do
+  lesson=$(basename "$(dirname "$bin")")
+  log=build/tour/$lesson.log
+  echo
+  echo "================================================================ $lesson"
+  echo "\$ mpirun -np $NP ./$bin"
+  start=$(date +%s.%N)
+  timeout -k 5 300 $MPIRUN $MPIRUN_FLAGS -np "$NP" "./$bin" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  seconds=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
+  concept=$(sed -n 2p "$log")
+  if [ "$rc" -eq 0 ] && grep -q '^CHECK PASSED' "$log"; then verdict="PASSED"
+  else verdict="FAILED (exit $rc)"; status=1; fi
+  rows+=("$(printf '%-14s %-66.66s %-10s %6.1f' "$lesson" "$concept" "$verdict" "$seconds")")
+done
+echo
+echo "================================================================ tour summary (NP=$NP)"
+printf '%-14s %-66s %-10s %6s\n' lesson concept verdict "time s"
+printf '%s\n' "${rows[@]}"
+exit $status
