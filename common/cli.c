@@ -14,7 +14,10 @@
 
 static const char *comm_choice_value = "auto";
 static int help_asked = 0;
+static double timeout_seconds = 300;
 static dt_option common_options[] = {
+    DT_DOUBLE("--timeout", &timeout_seconds, 0.01, 1e7,
+              "seconds a communication call may block before the watchdog aborts the job"),
     DT_STRING("--comm", &comm_choice_value, "auto|nccl|mpi",
               "communication library (auto: NCCL when every rank has its own GPU)"),
     DT_FLAG("--help", &help_asked, "print this help and exit"),
@@ -123,6 +126,8 @@ static void set_value(dt_option *o, const char *text) {
   case DT_OPT_FLAG: break;
   }
 }
+
+double dt_timeout(void) { return timeout_seconds; }
 
 int dt_cli_parse(int argc, char **argv, const dt_lesson *lesson, dt_option *options,
                  const char **comm_choice) {

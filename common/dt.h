@@ -127,6 +127,8 @@ struct dt_comm {
   int rank, size;
   int nccl;        /* 1: NCCL moves device buffers; 0: MPI (host or staged) */
   void *nccl_comm; /* ncclComm_t on the cuda backend */
+  char name[32];   /* "world", "split 1": named in the watchdog message */
+  uint64_t seq;    /* operations started on it, numbered in the watchdog message */
   dt_counter count[DT_NKINDS];
 };
 
@@ -172,6 +174,27 @@ dt_request *dt_reduce_scatter_async(dt_comm *c, const void *sendbuf, void *recvb
 int dt_test(dt_request *r);  /* 1 when complete (the request stays valid) */
 void dt_wait(dt_request *r); /* completes and frees the request */
 
+/* Watchdog: every blocking call above waits at most --timeout seconds
+ * (default 300). Past that, the stuck rank prints the operation, its
+ * sequence number on the communicator, the count, the peer and the lesson's
+ * line that called it, and aborts the whole job (MPI_Abort; ncclCommAbort
+ * first on NCCL). The macros below record that line; common/ itself defines
+ * DT_COMMON_IMPL to see the plain functions. */
+void dt_call_site(const char *file, int line);
+double dt_timeout(void);
+#ifndef DT_COMMON_IMPL
+#define DT_SITE(call)          (dt_call_site(__FILE__, __LINE__), call)
+#define dt_send(...)           DT_SITE(dt_send(__VA_ARGS__))
+#define dt_recv(...)           DT_SITE(dt_recv(__VA_ARGS__))
+#define dt_sendrecv(...)       DT_SITE(dt_sendrecv(__VA_ARGS__))
+#define dt_broadcast(...)      DT_SITE(dt_broadcast(__VA_ARGS__))
+#define dt_all_reduce(...)     DT_SITE(dt_all_reduce(__VA_ARGS__))
+#define dt_all_gather(...)     DT_SITE(dt_all_gather(__VA_ARGS__))
+#define dt_reduce_scatter(...) DT_SITE(dt_reduce_scatter(__VA_ARGS__))
+#define dt_barrier(...)        DT_SITE(dt_barrier(__VA_ARGS__))
+#define dt_wait(...)           DT_SITE(dt_wait(__VA_ARGS__))
+#endif
+
 /* ---------------------------------------------------------------- memory */
 /* Every buffer is accounted under a tag, so lessons can print memory per rank
  * by kind next to the formulas. */
@@ -187,6 +210,7 @@ typedef enum {
 } dt_tag;
 
 void *dt_alloc(size_t bytes, dt_tag tag); /* backend memory, zero-filled */
+double dt_memory_available(void);         /* bytes: free GPU memory or MemAvailable */
 float *dt_alloc_f32(size_t count, dt_tag tag);
 void dt_free(void *buf);
 void dt_copy_to_host(void *host, const void *buf, size_t bytes);

@@ -17,6 +17,7 @@ void dt_kernels_init(void);
 /* comm.c */
 dt_comm *dt_comm_create(MPI_Comm mpi, int use_nccl);
 void dt_comm_release_staging(void);
+void dt_mpi_complete(dt_comm *c, int n, MPI_Request *reqs); /* waits under the watchdog */
 MPI_Datatype dt_mpi_type(dt_dtype t);
 MPI_Op dt_mpi_op(dt_op op);
 int dt_mpi_count(size_t count);

@@ -3,6 +3,7 @@
  * Sharding lessons are about memory: 06_fsdp's table of bytes per rank comes
  * from these counters, not from a formula, so the formula can be checked. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,9 +28,35 @@ const char *dt_tag_name(dt_tag tag) {
   return names[tag];
 }
 
+/* What a new allocation may use: free GPU memory, or the kernel's estimate
+ * of available host memory (MemAvailable). */
+double dt_memory_available(void) {
+#ifdef DT_CUDA
+  size_t free_bytes = 0, total = 0;
+  CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total));
+  return (double)free_bytes;
+#else
+  double kib = -1;
+  FILE *f = fopen("/proc/meminfo", "r");
+  char line[128];
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %lf kB", &kib) == 1) break;
+  if (f) fclose(f);
+  return kib < 0 ? 1e18 : kib * 1024; /* unknown: do not refuse */
+#endif
+}
+
 void *dt_alloc(size_t bytes, dt_tag tag) {
   void *p = NULL;
   size_t n = bytes ? bytes : 1;
+  /* Ask first: a request the machine cannot hold gets a clear message, not
+   * the OOM killer or a swap storm. Small ones are not worth the look. */
+  if (bytes > (64u << 20) && (double)bytes > dt_memory_available()) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "%.2f GiB of %s asked for, only %.2f GiB available",
+             bytes / 1073741824.0, dt_tag_name(tag), dt_memory_available() / 1073741824.0);
+    dt_fatal(__FILE__, __LINE__, "dt_alloc", msg);
+  }
 #ifdef DT_CUDA
   if (cudaMalloc(&p, n) != cudaSuccess)
     p = NULL;

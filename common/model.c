@@ -12,8 +12,14 @@ void dt_train_resolve(dt_train_config *c) {
     dt_fail("--samples %lld is not a multiple of --batch %lld: every epoch must split into whole "
             "global batches, so that every world size sees the same batches",
             (long long)c->samples, (long long)c->batch);
+  /* Every lesson holds the whole model somewhere (rank 0 checks it), so a
+   * model larger than the memory left is refused before anything runs. */
   double bytes = 4.0 * (double)c->layers * 2 * (double)c->dim * (double)c->hidden;
-  if (bytes > 64e9) dt_fail("the model would need %.0f GB of weights alone", bytes / 1e9);
+  double available = dt_memory_available();
+  if (bytes > available)
+    dt_fail("the model needs %.2f GiB for its weights alone (L x 2 x D x H x 4 bytes); this "
+            "machine has %.2f GiB available",
+            bytes / 1073741824.0, available / 1073741824.0);
 }
 
 int64_t dt_params_per_layer(const dt_train_config *c) { return 2 * c->dim * c->hidden; }

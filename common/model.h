@@ -29,7 +29,7 @@ typedef struct {
 #define DT_TRAIN_DEFAULTS                                                                          \
   {                                                                                                \
     .layers = 4, .dim = 64, .hidden = 0, .batch = 32, .steps = 30, .samples = 0, .seed = 1,        \
-    .data_seed = 2, .lr = 0, .weight_decay = 0.01, .clip = 0, .optimizer = "sgd"                \
+    .data_seed = 2, .lr = 0, .weight_decay = 0.01, .clip = 0, .optimizer = "sgd"                   \
   }
 
 /* The flags every training lesson shares; put it first in the option table. */
@@ -40,7 +40,7 @@ typedef struct {
       DT_INT("--batch", &(c)->batch, 1, 1 << 20, "global batch B (samples per step, all ranks)"),  \
       DT_INT("--steps", &(c)->steps, 1, 1000000, "optimizer steps"),                               \
       DT_INT("--samples", &(c)->samples, 0, 1 << 30, "dataset size, a multiple of B (0: 8*B)"),    \
-      DT_DOUBLE("--lr", &(c)->lr, 0, 100, "learning rate (0: 0.2 for sgd, 0.003 for adamw)"),                                        \
+      DT_DOUBLE("--lr", &(c)->lr, 0, 100, "learning rate (0: 0.2 for sgd, 0.003 for adamw)"),      \
       DT_STRING("--optimizer", &(c)->optimizer, "sgd|adamw", "optimizer"),                         \
       DT_DOUBLE("--weight-decay", &(c)->weight_decay, 0, 1, "AdamW's decoupled weight decay"),     \
       DT_DOUBLE("--clip", &(c)->clip, 0, 1e9, "clip the gradients' global norm to this (0: off)"), \
