@@ -168,6 +168,23 @@ static uint64_t part4_exchange(dt_comm *w, float *sbuf, float *rbuf, float *host
   return wrong;
 }
 
+/* --deadlock: the mistake part 4 avoids, run for real. Every rank sends
+ * first and receives second. Above the eager limit a send returns only once
+ * its receive is posted, and none ever is: every rank is stuck in its send.
+ * The watchdog (--timeout) names the call and ends the job. */
+static int run_deadlock(dt_comm *w, float *sbuf, float *rbuf, size_t n) {
+  int N = w->size, next = (w->rank + 1) % N, prev = (w->rank + N - 1) % N;
+  dt_print0("\n--deadlock: every rank sends %zu B to rank+1 first, then receives from rank-1.\n"
+            "No send can finish before its receive is posted, so this hangs; the watchdog "
+            "aborts the job after --timeout %g s.\n",
+            n * sizeof(float), dt_timeout());
+  dt_send(w, sbuf, n, DT_F32, next);
+  dt_recv(w, rbuf, n, DT_F32, prev);
+  dt_print0("no deadlock: %zu B still fit in MPI's eager buffers; try a larger --msg-bytes\n",
+            n * sizeof(float));
+  return 1;
+}
+
 /* The bytes each rank must have handed to send and sendrecv, from the
  * algorithm alone; the comm layer counted what really went out. */
 static uint64_t check_counters(dt_comm *w) {
@@ -188,12 +205,16 @@ static uint64_t check_counters(dt_comm *w) {
 }
 
 int main(int argc, char **argv) {
+  int deadlock = 0;
   dt_option options[] = {
       DT_SIZE("--min-bytes", &min_bytes, 4, 1 << 30, "smallest ping-pong message"),
       DT_SIZE("--max-bytes", &max_bytes, 4, 1 << 30, "largest ping-pong message (sizes double)"),
       DT_INT("--iters", &iters, 1, 1e6,
              "timed ping-pong round trips per size (fewer for large sizes)"),
       DT_SIZE("--msg-bytes", &msg_bytes, 4, 1 << 30, "message of parts 1 and 4"),
+      DT_FLAG("--deadlock", &deadlock,
+              "run the classic deadlock (send first on every rank) and "
+              "let the watchdog catch it; try --timeout 5"),
       DT_END,
   };
   dt_lesson lesson = {"01_send_recv",
@@ -223,6 +244,11 @@ int main(int argc, char **argv) {
   CHECK_ALLOC(host);
   size_t n = (size_t)msg_bytes / sizeof(float);
   dt_comm_reset(w);
+  if (deadlock) {
+    int failed = run_deadlock(w, sbuf, rbuf, n);
+    dt_finalize();
+    return failed;
+  }
 
   uint64_t wrong = part1_one_to_all(w, sbuf, host, n);
   wrong += part2_ping_pong(w, sbuf, rbuf, host);

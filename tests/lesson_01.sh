@@ -42,3 +42,15 @@ check "lesson 01 size not a multiple of 4" 2 2 '--min-bytes 6 is not a multiple 
 check "lesson 01 bad byte count" 2 2 "--max-bytes: '1X' is not a byte count" -- "$L01" --max-bytes 1X
 check "lesson 01 --iters 0" 2 2 '--iters: 0 is out of range' -- "$L01" --iters 0
 check "lesson 01 --help" 2 0 '--min-bytes BYTES' '--msg-bytes BYTES' -- "$L01" --help
+
+# --deadlock runs the classic mistake for real: the watchdog must name the
+# stuck send, its peer and the lesson's line, and end the job with exit 3,
+# well before the test's own timeout.
+check "01 --deadlock caught by the watchdog np=2" 2 3 \
+  'watchdog: rank [01] stuck for 2 s in send #1 on the world communicator \(1048576 elements, peer rank [01]\), called from 01_send_recv/send_recv.c:[0-9]+' \
+  -- ./01_send_recv/send_recv --deadlock --timeout 2
+check "01 --deadlock caught by the watchdog np=3" 3 3 'watchdog: rank [0-2] stuck for 2 s in send #1' \
+  -- ./01_send_recv/send_recv --deadlock --timeout 2
+check "01 --deadlock with a message under the eager limit does not hang" 2 1 'no deadlock: 1024 B' \
+  -- ./01_send_recv/send_recv --deadlock --msg-bytes 1K --timeout 5
+check "01 --timeout 0 refused" 2 2 'error: --timeout: 0 is out of range' -- ./01_send_recv/send_recv --timeout 0
