@@ -13,7 +13,7 @@ for t in tests/test_*.c; do
   for np in 1 2 3 4; do check "unit $(basename "$bin") np=$np" "$np" 0 'UNIT PASSED' -- "./$bin"; done
 done
 
-for f in tests/lesson_[0-9][0-9].sh; do
+for f in tests/lesson_[0-9][0-9].sh tests/suite_*.sh; do
   [ -f "$f" ] && source "$f"
 done
 
