@@ -1,0 +1,70 @@
+# Lesson 09_pp: pipeline parallelism, GPipe and 1F1B. Sourced by
+# tests/run_tests.sh (check() comes from tests/lib.sh).
+#
+# Every run trains 3 steps of the default model (L=4 D=64 B=32) and must match
+# single-process training. Exact numbers asserted: the peak number of
+# microbatches each stage holds (GPipe M, 1F1B min(M, N-s)), the bytes of
+# that peak from the memory accounting, and the bytes sent per step (B*D*4 =
+# 8192 forward from every stage but the last, as many backward from every
+# stage but the first). The timed bubble is printed, never asserted.
+L09=./09_pp/pp
+
+for np in 1 2 4; do
+  for m in $(printf '%s\n' 1 $np $((2 * np)) | sort -un); do
+    r=$((32 / m)) L=4 # rows per microbatch, layers
+    for sched in gpipe 1f1b; do
+      pats=('CHECK PASSED: per-step loss and final weights match')
+      for ((s = 0; s < np; s++)); do
+        # a microbatch's stash: x_0..x_nl [R,D], a and h [R,H] per layer; scratch:
+        # two activation-gradient buffers [R,D] and dh [R,H]
+        nl=$((L / np + (s < L % np)))
+        slot=$((((nl + 1) * r * 64 + 2 * nl * r * 256) * 4)) scratch=$(((2 * r * 64 + r * 256) * 4))
+        if [ "$sched" = gpipe ]; then k=$m; else k=$((np - s < m ? np - s : m)); fi
+        fwd=$((s < np - 1)) bwd=$((s > 0))
+        pats+=("\[rank $s\] stage $s peak in-flight microbatches $k \(formula $k\) \| activ peak $((k * slot + scratch)) B \(formula $k x $slot \+ scratch $scratch")
+        pats+=("\[rank $s\] stage $s \| .* sendrecv bytes per step $(((fwd + bwd) * 8192)) \(formula $fwd fwd \+ $bwd bwd x B\*D\*4 = $(((fwd + bwd) * 8192))\)")
+      done
+      check "09 np=$np M=$m $sched" "$np" 0 "${pats[@]}" -- $L09 --steps 3 --schedule $sched --microbatches $m
+    done
+  done
+done
+
+# Uneven stages (4 layers on 3 ranks: 2, 1, 1) and a plan printed as a list.
+check "09 np=3 uneven stages 1f1b" 3 0 'CHECK PASSED' \
+  '\[rank 0\] stage 0: layers 0-1, plan F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 B4 B5$' \
+  '\[rank 2\] stage 2: layers 3-3, plan F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5$' \
+  'stage 0 peak in-flight microbatches 3 \(formula 3\)' \
+  -- $L09 --steps 3 --microbatches 6 --batch 24
+check "09 np=3 uneven stages gpipe" 3 0 'CHECK PASSED' \
+  '\[rank 1\] stage 1: layers 2-2, plan F0 F1 F2 F3 F4 F5 B0 B1 B2 B3 B4 B5$' \
+  'stage 2 peak in-flight microbatches 6 \(formula 6\)' \
+  -- $L09 --steps 3 --microbatches 6 --batch 24 --schedule gpipe
+
+# Messages above Open MPI's eager limit (128 rows x 16 x 4 B = 8 KiB): a send
+# now waits for its receiver, so a badly paired exchange would hang here.
+for sched in gpipe 1f1b; do
+  check "09 np=4 rendezvous-size messages $sched" 4 0 'CHECK PASSED' \
+    -- $L09 --steps 2 --dim 16 --hidden 16 --batch 512 --microbatches 4 --schedule $sched
+done
+
+# AdamW with clipping (the global norm spans every stage), --save then --load,
+# and the Chrome trace.
+check "09 np=4 adamw clip save" 4 0 'CHECK PASSED' "saved $LOGS/pp09.safetensors" \
+  -- $L09 --steps 3 --optimizer adamw --clip 0.05 --save "$LOGS/pp09.safetensors"
+check "09 np=2 load" 2 0 'CHECK PASSED' \
+  -- $L09 --steps 3 --layers 4 --load "$LOGS/pp09.safetensors"
+check "09 np=4 trace" 4 0 'CHECK PASSED' 'trace: [0-9]+ spans from 4 ranks written' \
+  'timeline of the fastest step' '^  stage 3 \|[^|]{100}\|$' \
+  -- $L09 --steps 2 --trace "$LOGS/pp09-trace.json"
+
+# Bad input: a clear message and exit code 2, never a hang.
+check "09 more stages than layers" 4 2 \
+  'error: --layers 2 cannot be split into 4 stages: every stage needs at least one layer' \
+  -- $L09 --layers 2
+check "09 microbatches do not divide batch" 2 2 \
+  'error: --batch 32 does not split into 5 microbatches' -- $L09 --microbatches 5
+check "09 unknown schedule" 2 2 "error: --schedule: 'foo' is not one of gpipe\|1f1b" \
+  -- $L09 --schedule foo
+check "09 zero microbatches" 2 2 'error: --microbatches: 0 is out of range' \
+  -- $L09 --microbatches 0
+check "09 unknown flag" 2 2 "unknown flag '--stages'" -- $L09 --stages 2
