@@ -1,0 +1,287 @@
+/* 07_tp: tensor parallelism, the Megatron MLP.
+ *
+ * Data parallelism (05) copies the whole model to every rank; here the model
+ * itself is cut. Each block's H hidden units are split into N slices: rank r
+ * holds the columns r*H/N .. (r+1)*H/N-1 of W1 and the same rows of W2, in
+ * every layer, and every rank runs the whole global batch. relu acts on each
+ * hidden unit alone, so a rank computes its slice of h = relu(x W1) without
+ * talking to anyone; h W2 is a sum over the slices, so one all-reduce of the
+ * [B, D] partial outputs finishes the block (Megatron's g). Backward mirrors
+ * it: the block input fed every slice, so its gradient is again a sum, one
+ * more all-reduce (Megatron's f). The weight gradients are complete on their
+ * own rank, since every rank saw the whole batch: gradients are never
+ * all-reduced and weights never gathered. It ends by training the same model
+ * in one process and comparing. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dt.h"
+
+typedef struct {
+  dt_train_config c;
+  dt_comm *world;
+  int64_t Hs;                             /* hidden units on this rank: H/N */
+  float *w, *g, *m, *v;                   /* flat shards: layer l's [W1_s | W2_s] */
+  float *x, *a, *h, *y, *dx, *dnext, *dh; /* x, dx: [B, D] on every rank; a, h: [B, Hs] */
+  float *normbuf;                         /* --clip: the squared norm, one float */
+  dt_counter norm;                        /* the --clip all-reduces, counted apart */
+} tp_model;
+
+static float *w1_of(const tp_model *m, float *flat, int64_t l) { /* [D, Hs] */
+  return flat + 2 * l * m->c.dim * m->Hs;
+}
+static float *w2_of(const tp_model *m, float *flat, int64_t l) { /* [Hs, D] */
+  return flat + (2 * l + 1) * m->c.dim * m->Hs;
+}
+
+static void forward(tp_model *m) {
+  int64_t B = m->c.batch, D = m->c.dim, Hs = m->Hs;
+  for (int64_t l = 0; l < m->c.layers; l++) {
+    float *x = m->x + l * B * D, *out = m->x + (l + 1) * B * D;
+    /* f, forward: the identity. x is already whole on every rank. */
+    double t0 = dt_span_begin();
+    dt_block_forward(x, w1_of(m, m->w, l), w2_of(m, m->w, l), m->a + l * B * Hs, m->h + l * B * Hs,
+                     out, B, D, Hs, 0); /* out = h_s W2_s, a partial sum */
+    dt_span_end("forward", "compute", t0);
+    /* g, forward: sum the partials, in place where x_{l+1} lives ... */
+    dt_all_reduce(m->world, out, out, (size_t)(B * D), DT_F32, DT_SUM);
+    dt_add(out, x, (size_t)(B * D)); /* ... then the residual, once, not once per rank */
+  }
+}
+
+/* m->dx holds dLoss/dx_L on entry; the same [B, D] on every rank. */
+static void backward(tp_model *m) {
+  int64_t B = m->c.batch, D = m->c.dim, Hs = m->Hs;
+  for (int64_t l = m->c.layers - 1; l >= 0; l--) {
+    /* g, backward: the identity. Every slice's W2_s gets the whole dout. */
+    double t0 = dt_span_begin();
+    dt_block_backward(m->x + l * B * D, m->a + l * B * Hs, m->h + l * B * Hs, w1_of(m, m->w, l),
+                      w2_of(m, m->w, l), m->dx, m->dnext, w1_of(m, m->g, l), w2_of(m, m->g, l),
+                      m->dh, B, D, Hs, 0); /* dnext = da_s W1_s^T, a partial sum */
+    dt_span_end("backward", "compute", t0);
+    /* f, backward: x_l fed every slice, so its gradient sums over them. Layer
+     * 0's is not needed here (x_0 is data), but under a real network there is
+     * an embedding below that needs it: every block does the same. */
+    dt_all_reduce(m->world, m->dnext, m->dnext, (size_t)(B * D), DT_F32, DT_SUM);
+    dt_add(m->dnext, m->dx, (size_t)(B * D)); /* the residual path */
+    float *t = m->dx;
+    m->dx = m->dnext, m->dnext = t;
+  }
+}
+
+/* The global norm covers the whole model, which no rank holds: each rank
+ * squares its own shards and one all-reduce of a single float adds them. */
+static void clip_gradients(tp_model *m, size_t n) {
+  if (m->c.clip <= 0) return;
+  float sq = (float)dt_sum_squares(m->g, n);
+  dt_copy_from_host(m->normbuf, &sq, sizeof sq);
+  dt_counter before = m->world->count[DT_ALL_REDUCE];
+  dt_all_reduce(m->world, m->normbuf, m->normbuf, 1, DT_F32, DT_SUM);
+  dt_counter after = m->world->count[DT_ALL_REDUCE];
+  m->norm.calls += after.calls - before.calls;
+  m->norm.bytes_sent += after.bytes_sent - before.bytes_sent;
+  m->norm.seconds += after.seconds - before.seconds;
+  dt_copy_to_host(&sq, m->normbuf, sizeof sq);
+  float f = dt_clip_factor(&m->c, sq);
+  if (f < 1.0f) dt_scale(m->g, n, f);
+}
+
+/* A formula's value: whole when it is, else to two decimals. The counters
+ * add whole bytes per call, so where N does not divide 2(N-1) x bytes (NP=3)
+ * they fall short of the exact formula by less than a byte per call. */
+static const char *num(char *buf, double v) {
+  snprintf(buf, 32, v == floor(v) ? "%.0f" : "%.2f", v);
+  return buf;
+}
+
+/* Rank 0 needs the full W1 [D, H] and W2 [H, D] of every layer, layer-major
+ * (W1_0, W2_0, W1_1, ...), for the check and --save: all-gather each shard.
+ * This is bookkeeping after training; TP itself never gathers a weight. */
+static void export_weights(tp_model *m, float *host, float *gathered, float *tmp) {
+  int64_t D = m->c.dim, H = m->c.hidden, Hs = m->Hs, P = D * H, N = m->world->size;
+  for (int64_t l = 0; l < m->c.layers; l++) {
+    dt_all_gather(m->world, w1_of(m, m->w, l), gathered, (size_t)(D * Hs), DT_F32);
+    if (m->world->rank == 0) { /* [N][D][Hs]: rank r's block is W1[:, r*Hs : (r+1)*Hs] */
+      dt_copy_to_host(tmp, gathered, (size_t)P * 4);
+      for (int64_t r = 0; r < N; r++)
+        for (int64_t d = 0; d < D; d++)
+          memcpy(host + 2 * l * P + d * H + r * Hs, tmp + (r * D + d) * Hs, (size_t)Hs * 4);
+    }
+    /* [N][Hs][D] is W2 [H, D] already: row blocks are contiguous */
+    dt_all_gather(m->world, w2_of(m, m->w, l), gathered, (size_t)(Hs * D), DT_F32);
+    if (m->world->rank == 0) dt_copy_to_host(host + (2 * l + 1) * P, gathered, (size_t)P * 4);
+  }
+}
+
+int main(int argc, char **argv) {
+  dt_train_config c = DT_TRAIN_DEFAULTS;
+  dt_option options[] = {DT_TRAIN_OPTIONS(&c), DT_END};
+  dt_lesson lesson = {"07_tp", "tensor parallel MLP (Megatron): W1 by columns, W2 by rows", 1};
+  dt_comm *world = dt_init(&argc, &argv, &lesson, options);
+  dt_train_resolve(&c);
+  int N = world->size, rank = world->rank;
+  if (c.hidden % N != 0) { /* suggest the multiples of N around H */
+    long long lo = c.hidden / N * N, hi = lo + N;
+    char alt[64];
+    if (lo > 0)
+      snprintf(alt, sizeof alt, "%lld or %lld", lo, hi);
+    else
+      snprintf(alt, sizeof alt, "%lld", hi);
+    dt_fail("--hidden %lld does not split over %d ranks: each rank holds H/N hidden units (W1's "
+            "columns, W2's rows), so H must be divisible by N; try --hidden %s",
+            (long long)c.hidden, N, alt);
+  }
+  dt_trace_enable(c.trace != NULL);
+  if (c.dump_data) dt_dump_data(c.dump_data, &c);
+
+  tp_model m = {.c = c, .world = world, .Hs = c.hidden / N};
+  int64_t L = c.layers, D = c.dim, H = c.hidden, B = c.batch, Hs = m.Hs, P = D * H;
+  int64_t S = 2 * L * D * Hs; /* parameters on this rank */
+  m.w = dt_alloc_f32((size_t)S, DT_PARAMS);
+  m.g = dt_alloc_f32((size_t)S, DT_GRADS);
+  if (c.optimizer[0] == 'a') /* AdamW's state for the shards only */
+    m.m = dt_alloc_f32((size_t)S, DT_OPTIM), m.v = dt_alloc_f32((size_t)S, DT_OPTIM);
+  m.x = dt_alloc_f32((size_t)((L + 1) * B * D), DT_ACTIV);
+  m.a = dt_alloc_f32((size_t)(L * B * Hs), DT_ACTIV);
+  m.h = dt_alloc_f32((size_t)(L * B * Hs), DT_ACTIV);
+  m.dx = dt_alloc_f32((size_t)(B * D), DT_ACTIV);
+  m.dnext = dt_alloc_f32((size_t)(B * D), DT_ACTIV);
+  m.dh = dt_alloc_f32((size_t)(B * Hs), DT_ACTIV);
+  m.y = dt_alloc_f32((size_t)(B * D), DT_DATA);
+  if (c.clip > 0) m.normbuf = dt_alloc_f32(1, DT_COMMBUF);
+  float *host_w = malloc((size_t)(2 * L * P) * 4), *tmp = malloc((size_t)P * 4);
+  double *losses = malloc((size_t)c.steps * sizeof(double));
+  int64_t *samples = malloc((size_t)B * sizeof(int64_t));
+  CHECK_ALLOC(host_w);
+  CHECK_ALLOC(tmp);
+  CHECK_ALLOC(losses);
+  CHECK_ALLOC(samples);
+  /* Every rank makes its own shards from the counter-based RNG (the same
+   * values a single process would put there), or slices them from the file. */
+  int64_t col0 = rank * Hs;
+  if (c.load) dt_load_model(c.load, &c, host_w);
+  for (int64_t l = 0; l < L; l++) {
+    if (c.load) {
+      for (int64_t d = 0; d < D; d++) /* W1[:, col0 : col0+Hs], row by row */
+        memcpy(tmp + d * Hs, host_w + 2 * l * P + d * H + col0, (size_t)Hs * 4);
+      dt_copy_from_host(w1_of(&m, m.w, l), tmp, (size_t)(D * Hs) * 4);
+      dt_copy_from_host(w2_of(&m, m.w, l), host_w + (2 * l + 1) * P + col0 * D,
+                        (size_t)(Hs * D) * 4);
+    } else {
+      dt_init_w1(&c, l, w1_of(&m, m.w, l), col0, Hs);
+      dt_init_w2(&c, l, w2_of(&m, m.w, l), col0, Hs);
+    }
+  }
+  dt_train_print(&c);
+  dt_print0("tensor parallel over %d rank%s: %lld of the %lld hidden units per rank; every rank "
+            "runs the whole batch of %lld; 2 all-reduces of [B, D] per layer\n",
+            N, N > 1 ? "s" : "", (long long)Hs, (long long)H, (long long)B);
+  dt_print_ranks("W1[:, %lld:%lld] [%lld x %lld] and W2[%lld:%lld, :] [%lld x %lld] of every "
+                 "layer: %lld of %lld parameters\n",
+                 (long long)col0, (long long)(col0 + Hs), (long long)D, (long long)Hs,
+                 (long long)col0, (long long)(col0 + Hs), (long long)Hs, (long long)D, (long long)S,
+                 (long long)(2 * L * P));
+
+  dt_comm_reset(world);
+  dt_mem_reset_peaks();
+  double t_start = dt_now(), compute = 0;
+  for (int64_t step = 0; step < c.steps; step++) {
+    double t0 = dt_now(), comm0 = world->count[DT_ALL_REDUCE].seconds;
+    dt_step_samples(&c, 1, 0, step, samples); /* one replica: the whole global batch */
+    dt_make_batch(&c, samples, B, m.x, m.y);
+    forward(&m);
+    /* x_L and y are whole and alike on every rank, so every rank computes the
+     * same loss and the same dLoss/dx_L: no loss all-reduce needed. */
+    losses[step] =
+        dt_mse_forward_backward(m.x + L * B * D, m.y, m.dx, (size_t)(B * D), 1.0 / (double)(B * D));
+    dt_zero(m.g, (size_t)S * 4);
+    backward(&m);
+    clip_gradients(&m, (size_t)S);
+    dt_optimizer_step(&c, m.w, m.g, m.m, m.v, (size_t)S, step + 1); /* shards only */
+    dt_sync();
+    double dt = dt_now() - t0;
+    compute += dt - (world->count[DT_ALL_REDUCE].seconds - comm0);
+    if (step < 5 || step % 10 == 9 || step == c.steps - 1)
+      dt_print0("step %4lld/%lld  loss %.6f  (rank 0; every rank computes it alike)  %.2f ms\n",
+                (long long)step + 1, (long long)c.steps, losses[step], dt * 1e3);
+  }
+  double per_step = (dt_now() - t_start) / (double)c.steps;
+  dt_counter act = world->count[DT_ALL_REDUCE]; /* the f/g all-reduces: all but the norm's */
+  act.calls -= m.norm.calls, act.bytes_sent -= m.norm.bytes_sent;
+  /* bookkeeping: do the replicas of the loss really agree across ranks? */
+  double *lo = malloc(2 * (size_t)c.steps * sizeof(double)), *hi = lo + c.steps, spread = 0;
+  CHECK_ALLOC(lo);
+  MPI_Allreduce(losses, lo, (int)c.steps, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(losses, hi, (int)c.steps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  for (int64_t s = 0; s < c.steps; s++)
+    if (hi[s] - lo[s] > spread) spread = hi[s] - lo[s];
+  free(lo);
+
+  /* Per rank per step, ring model (dt.h). */
+  uint64_t steps = (uint64_t)c.steps, ar_calls = world->count[DT_ALL_REDUCE].calls;
+  double ring = 2.0 * (N - 1) / N, K = c.optimizer[0] == 'a' ? 8 : 0, b = (double)B / N;
+  double flops = 12.0 * (double)(L * B * D * Hs); /* forward 2 matmuls, backward 4 */
+  double want_act = 2.0 * (double)L * ring * (double)(B * D) * 4, want_norm = ring * 4;
+  dt_counter all = dt_comm_total(world);
+  char f1[32], f2[32], f3[32];
+  dt_print0("\nsummary (rank 0; every rank does the same work):\n");
+  dt_print0("  time per step          %8.2f ms   compute %.2f ms   all-reduce %.2f ms (rank "
+            "blocked in it)\n",
+            per_step * 1e3, compute / (double)c.steps * 1e3,
+            world->count[DT_ALL_REDUCE].seconds / (double)c.steps * 1e3);
+  dt_print0("  bytes sent per rank per step    calls    measured     formula\n");
+  dt_print0(
+      "    %-26s %6llu %11llu %11s   2L x 2(N-1)/N x B x D x 4: x_l+1 forward, dx_l backward\n",
+      "all_reduce f/g (activ)", (unsigned long long)(act.calls / steps),
+      (unsigned long long)(act.bytes_sent / steps), num(f1, want_act));
+  if (c.clip > 0)
+    dt_print0("    %-26s %6llu %11llu %11s   2(N-1)/N x 4: one float, the squared norm\n",
+              "all_reduce norm (--clip)", (unsigned long long)(m.norm.calls / steps),
+              (unsigned long long)(m.norm.bytes_sent / steps), num(f1, want_norm));
+  dt_print0("    %-26s %6llu %11llu %11d   no weight gathered, no gradient reduced\n",
+            "any other collective", (unsigned long long)((all.calls - ar_calls) / steps),
+            (unsigned long long)((all.bytes_sent - world->count[DT_ALL_REDUCE].bytes_sent) / steps),
+            0);
+  dt_print0("    %-26s %6s %11llu %11s   DP (05): 2(N-1)/N x 2LDH x 4 = %s: TP/DP = B/H = %.4f\n",
+            "total", "", (unsigned long long)(all.bytes_sent / steps),
+            num(f1, want_act + (c.clip > 0 ? want_norm : 0)),
+            num(f2, ring * (double)(2 * L * P) * 4), (double)B / (double)H);
+  if (N > 1)
+    dt_print0(
+        "  FLOPs per rank per step 12 x L x B x D x H/N = %.0f: %.1f per byte of f/g, formula "
+        "3H/(4(N-1)) = %.1f at any B\n",
+        flops, flops / (double)(act.bytes_sent / steps), 3.0 * (double)H / (4.0 * (N - 1)));
+  double mem[4] = {4.0 * (double)S, 4.0 * (double)S, K * (double)S,
+                   4.0 * (double)((L + 1) * B * D + 2 * L * B * Hs + 2 * B * D + B * Hs)};
+  double dp[4] = {4.0 * (double)(2 * L * P), 4.0 * (double)(2 * L * P), K * (double)(2 * L * P),
+                  4 * ((double)(L + 1) * b * D + 2.0 * L * b * H + 2 * b * D + b * H)};
+  const char *why[4] = {"4 x 2LDH/N: W1_s and W2_s", "4 x 2LDH/N", "K x 2LDH/N: shards only",
+                        "4 x ((L+1)BD + 2LB(H/N) + 2BD + B(H/N)): [B, D] whole on every rank"};
+  dt_print0("  memory per rank (peak bytes)   measured     formula     DP (05)   (K = 8 for "
+            "AdamW's m and v, 0 for sgd)\n");
+  for (int t = DT_PARAMS; t <= DT_ACTIV; t++)
+    dt_print0("    %-24s %11zu %11s %11s   %s\n", dt_tag_name((dt_tag)t), dt_mem_peak((dt_tag)t),
+              num(f1, mem[t]), num(f3, dp[t]), why[t]);
+  dt_print0("  loss on every rank: largest spread across ranks %.2e over %lld steps\n", spread,
+            (long long)c.steps);
+
+  float *gathered = dt_alloc_f32((size_t)P, DT_OTHER);
+  dt_comm_reset(world); /* the export is not training: count it on its own */
+  export_weights(&m, host_w, gathered, tmp);
+  dt_print0("export for the check: %llu all-gathers, %llu bytes sent per rank (after training)\n",
+            (unsigned long long)world->count[DT_ALL_GATHER].calls,
+            (unsigned long long)world->count[DT_ALL_GATHER].bytes_sent);
+  if (c.save && rank == 0) dt_save_model(c.save, &c, c.steps, host_w);
+  if (c.save) dt_print0("saved %s\n", c.save);
+  if (c.trace) dt_trace_write(c.trace);
+  int failed = c.no_check ? 0 : dt_check_against_reference(&c, losses, host_w);
+  float *bufs[] = {m.w,  m.g,     m.m,  m.v, m.x,       m.a,     m.h,
+                   m.dx, m.dnext, m.dh, m.y, m.normbuf, gathered};
+  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+    if (bufs[i]) dt_free(bufs[i]);
+  free(host_w), free(tmp), free(losses), free(samples);
+  dt_finalize();
+  return failed;
+}

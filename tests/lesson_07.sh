@@ -1,0 +1,57 @@
+# Lesson 07_tp: tensor parallel (Megatron) MLP, sourced by tests/run_tests.sh
+# (check() comes from tests/lib.sh).
+#
+# Every run trains 5 steps of the default model (L=4 D=64 H=256 B=32) and must
+# match single-process training. Bytes per rank per step are exact: 2L = 8
+# all-reduces of B x D x 4 = 8192 bytes, 2(N-1)/N x 8192 each, so
+# 0, 65536, 87376 (87381.33 exactly: whole bytes per call) and 98304 at
+# NP = 1, 2, 3, 4. Memory per rank: params 2LDH/N x 4.
+L07=./07_tp/tp
+L07_FAST=(--steps 5)
+L07_AR='all_reduce f/g \(activ\) +8 +'
+
+check "07 np=1" 1 0 'CHECK PASSED' "${L07_AR}0 +0 " 'any other collective +0 +0 +0 ' \
+  'params +524288 +524288 +524288 ' 'activ +352256 +352256 +352256 ' -- $L07 "${L07_FAST[@]}"
+check "07 np=2" 2 0 'CHECK PASSED' "${L07_AR}65536 +65536 " 'any other collective +0 +0 +0 ' \
+  'params +262144 +262144 +524288 ' 'activ +204800 +204800 +176128 ' \
+  'TP/DP = B/H = 0\.1250' '192\.0 per byte of f/g, formula 3H/\(4\(N-1\)\) = 192\.0' \
+  -- $L07 "${L07_FAST[@]}"
+check "07 np=3 hidden=192" 3 0 'CHECK PASSED' "${L07_AR}87376 +87381\.33 " \
+  '\[rank 2\] W1\[:, 128:192\] \[64 x 64\] and W2\[128:192, :\] \[64 x 64\]' \
+  'params +131072 +131072 +393216 ' -- $L07 "${L07_FAST[@]}" --hidden 192
+check "07 np=4" 4 0 'CHECK PASSED' "${L07_AR}98304 +98304 " 'any other collective +0 +0 +0 ' \
+  'total +98304 +98304 +DP \(05\): 2\(N-1\)/N x 2LDH x 4 = 786432' \
+  '\[rank 3\] W1\[:, 192:256\] \[64 x 64\] and W2\[192:256, :\] \[64 x 64\] .*32768 of 131072' \
+  'params +131072 +131072 +524288 ' 'grads +131072 +131072 +524288 ' \
+  'activ +131072 +131072 +88064 ' -- $L07 "${L07_FAST[@]}"
+# 384 hidden units at NP=3: 128 each; B x D = 48 x 64 makes 2(N-1)/N x B x D x 4 whole.
+check "07 np=3 hidden=384 batch=48" 3 0 'CHECK PASSED' "${L07_AR}131072 +131072 " \
+  -- $L07 "${L07_FAST[@]}" --hidden 384 --batch 48
+
+# AdamW keeps m and v for the local shards only; --clip adds one all-reduce of
+# one float per step (6 bytes at NP=4), counted apart from f/g.
+check "07 np=4 adamw" 4 0 'CHECK PASSED' 'optim +262144 +262144 +1048576 ' \
+  -- $L07 "${L07_FAST[@]}" --optimizer adamw
+check "07 np=4 clip" 4 0 'CHECK PASSED' "${L07_AR}98304 +98304 " \
+  'all_reduce norm \(--clip\) +1 +6 +6 ' 'total +98310 +98310 ' -- $L07 "${L07_FAST[@]}" --clip 0.05
+check "07 np=3 adamw clip" 3 0 'CHECK PASSED' 'all_reduce norm \(--clip\) +1 +5 +5\.33 ' \
+  -- $L07 "${L07_FAST[@]}" --hidden 192 --optimizer adamw --clip 0.05
+
+# A model saved at NP=2 resumes at NP=4: each rank slices its shards from it.
+L07_CKPT="$LOGS/07_tp_np2.safetensors"
+rm -f "$L07_CKPT"
+check "07 np=2 save" 2 0 'CHECK PASSED' "saved $L07_CKPT" -- $L07 "${L07_FAST[@]}" --save "$L07_CKPT"
+check "07 np=4 load" 4 0 'CHECK PASSED' -- $L07 "${L07_FAST[@]}" --load "$L07_CKPT"
+
+# Bad input: a clear message and exit code 2, never a hang.
+check "07 np=3 hidden 256" 3 2 \
+  'error: --hidden 256 does not split over 3 ranks: .*H must be divisible by N; try --hidden 255 or 258' \
+  -- $L07
+check "07 np=4 hidden 2" 4 2 'error: --hidden 2 does not split over 4 ranks: .*try --hidden 4$' \
+  -- $L07 --hidden 2
+check "07 unknown flag" 2 2 "error: unknown flag '--bogus'" -- $L07 --bogus
+check "07 bad optimizer" 2 2 "error: --optimizer: 'adam' is not one of sgd\|adamw" \
+  -- $L07 --optimizer adam
+check "07 load shape mismatch" 2 2 'error: --load .*"layers.0.w1" has shape \[64, 256\], the config needs \[32, 128\]' \
+  -- $L07 --dim 32 --load "$L07_CKPT"
+check "07 help" 1 0 'usage: mpirun -np N ./07_tp/tp' '--hidden N' -- $L07 --help
