@@ -53,8 +53,8 @@ endif
 # ---- flags ------------------------------------------------------------------
 BUILD_ROOT ?= build
 BUILD   := $(BUILD_ROOT)/$(BACKEND)
-CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -Wall -Wextra -Icommon -MMD -MP
+OPT     ?= -O2 -g
+CFLAGS  := $(OPT) -std=c11 -Wall -Wextra -Icommon -MMD -MP
 LDLIBS  := -lopenblas -lm
 COMMON_SRC := $(filter-out common/kernels_cpu.c,$(wildcard common/*.c))
 ifeq ($(BACKEND),cuda)
@@ -87,7 +87,7 @@ $(shell mkdir -p $(BUILD_ROOT); [ "$$(cat $(STAMP) 2>/dev/null)" = "$(BACKEND)" 
 # --oversubscribe (Open MPI refuses otherwise). See README "Running by hand".
 mpirun_flags = $(if $(filter 0,$(shell id -u)),--allow-run-as-root) $(if $(shell [ $(1) -gt $(CORES) ] && echo y),--oversubscribe)
 
-.PHONY: all banner setup clean test tour help $(foreach d,$(LESSON_DIRS),lesson-$(call lesson_num,$(d)) run-$(call lesson_num,$(d)))
+.PHONY: all banner setup clean test tour help sanitize $(foreach d,$(LESSON_DIRS),lesson-$(call lesson_num,$(d)) run-$(call lesson_num,$(d)))
 
 all: banner $(LESSON_BINS) $(TEST_BINS)
 
@@ -109,7 +109,7 @@ define lesson_rules
 lesson-$(call lesson_num,$(1)): banner $(call lesson_bin,$(1))
 $(call lesson_bin,$(1)): $(BUILD)/$(1)/$(patsubst $(firstword $(subst _, ,$(1)))_%,%,$(1)).o $(BUILD)/libdt.a $(STAMP)
 	@mkdir -p $$(@D)
-	$(MPICC) $$(filter %.o %.a,$$^) -o $$@ $(LDLIBS)
+	$(MPICC) $(LDFLAGS) $$(filter %.o %.a,$$^) -o $$@ $(LDLIBS)
 run-$(call lesson_num,$(1)): $(call lesson_bin,$(1))
 	$(MPIRUN) $$(call mpirun_flags,$(NP)) -np $(NP) $(call lesson_bin,$(1)) $(ARGS)
 endef
@@ -117,7 +117,7 @@ $(foreach d,$(LESSON_DIRS),$(eval $(call lesson_rules,$(d))))
 
 $(BIN_DIR)/tests/test_%: $(BUILD)/tests/test_%.o $(BUILD)/libdt.a $(STAMP)
 	@mkdir -p $(@D)
-	$(MPICC) $(filter %.o %.a,$^) -o $@ $(LDLIBS)
+	$(MPICC) $(LDFLAGS) $(filter %.o %.a,$^) -o $@ $(LDLIBS)
 
 tour: all
 	@NP=$(NP) MPIRUN="$(MPIRUN)" MPIRUN_FLAGS="$(call mpirun_flags,$(NP))" bash tests/tour.sh $(LESSON_BINS)
@@ -125,6 +125,14 @@ tour: all
 test: all
 	@BACKEND=$(BACKEND) NVCC="$(NVCC)" GPUS=$(GPUS) CORES=$(CORES) MPIRUN="$(MPIRUN)" \
 	  MAKE="$(MAKE)" bash tests/run_tests.sh
+
+# The cpu backend under AddressSanitizer and UndefinedBehaviorSanitizer, in
+# its own folders, then every lesson at NP=2 and NP=4: any report fails.
+SANITIZE_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+sanitize:
+	@$(MAKE) --no-print-directory BACKEND=cpu BUILD_ROOT=build/sanitize BIN_DIR=build/sanitize/bin \
+	  OPT="$(SANITIZE_FLAGS)" LDFLAGS="$(SANITIZE_FLAGS)" all
+	@CORES=$(CORES) MPIRUN="$(MPIRUN)" bash tests/sanitize.sh build/sanitize/bin
 
 setup:
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \

@@ -260,7 +260,9 @@ void dt_recv(dt_comm *c, void *buf, size_t count, dt_dtype t, int peer) {
 
 void dt_sendrecv(dt_comm *c, const void *sendbuf, size_t sendcount, int dst, void *recvbuf,
                  size_t recvcount, int src, dt_dtype t) {
-  size_t es = dt_dtype_size(t), sbytes = dst == DT_NOBODY ? 0 : sendcount * es;
+  if (dst == DT_NOBODY) sendcount = 0; /* a missing half moves nothing, whatever its count */
+  if (src == DT_NOBODY) recvcount = 0;
+  size_t es = dt_dtype_size(t), sbytes = sendcount * es;
   double t0 = begin(c, DT_SENDRECV, sendcount, dst);
 #ifdef DT_CUDA
   if (c->nccl) { /* grouped: NCCL starts both together, so neither waits on the other */
