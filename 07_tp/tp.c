@@ -255,6 +255,7 @@ int main(int argc, char **argv) {
         flops, flops / (double)(act.bytes_sent / steps), 3.0 * (double)H / (4.0 * (N - 1)));
   double mem[4] = {4.0 * (double)S, 4.0 * (double)S, K * (double)S,
                    4.0 * (double)((L + 1) * B * D + 2 * L * B * Hs + 2 * B * D + B * Hs)};
+  /* 05 runs B/N samples per rank: its activations are n/a where N does not divide B */
   double dp[4] = {4.0 * (double)(2 * L * P), 4.0 * (double)(2 * L * P), K * (double)(2 * L * P),
                   4 * ((double)(L + 1) * b * D + 2.0 * L * b * H + 2 * b * D + b * H)};
   const char *why[4] = {"4 x 2LDH/N: W1_s and W2_s", "4 x 2LDH/N", "K x 2LDH/N: shards only",
@@ -263,7 +264,7 @@ int main(int argc, char **argv) {
             "AdamW's m and v, 0 for sgd)\n");
   for (int t = DT_PARAMS; t <= DT_ACTIV; t++)
     dt_print0("    %-24s %11zu %11s %11s   %s\n", dt_tag_name((dt_tag)t), dt_mem_peak((dt_tag)t),
-              num(f1, mem[t]), num(f3, dp[t]), why[t]);
+              num(f1, mem[t]), t == DT_ACTIV && B % N ? "n/a" : num(f3, dp[t]), why[t]);
   dt_print0("  loss on every rank: largest spread across ranks %.2e over %lld steps\n", spread,
             (long long)c.steps);
 

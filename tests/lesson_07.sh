@@ -18,7 +18,7 @@ check "07 np=2" 2 0 'CHECK PASSED' "${L07_AR}65536 +65536 " 'any other collectiv
   -- $L07 "${L07_FAST[@]}"
 check "07 np=3 hidden=192" 3 0 'CHECK PASSED' "${L07_AR}87376 +87381\.33 " \
   '\[rank 2\] W1\[:, 128:192\] \[64 x 64\] and W2\[128:192, :\] \[64 x 64\]' \
-  'params +131072 +131072 +393216 ' -- $L07 "${L07_FAST[@]}" --hidden 192
+  'params +131072 +131072 +393216 ' 'activ +131072 +131072 +n/a ' -- $L07 "${L07_FAST[@]}" --hidden 192
 check "07 np=4" 4 0 'CHECK PASSED' "${L07_AR}98304 +98304 " 'any other collective +0 +0 +0 ' \
   'total +98304 +98304 +DP \(05\): 2\(N-1\)/N x 2LDH x 4 = 786432' \
   '\[rank 3\] W1\[:, 192:256\] \[64 x 64\] and W2\[192:256, :\] \[64 x 64\] .*32768 of 131072' \
