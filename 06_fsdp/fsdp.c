@@ -1,0 +1,300 @@
+/* 06_fsdp: sharded data parallelism, ZeRO stages 1-3 (FSDP is stage 3).
+ *
+ * Data parallel as in 05, but no rank keeps the whole training state. Each
+ * layer's [W1 | W2] is one flat buffer of 2DH elements, padded to N shards of
+ * S = ceil(2DH/N); rank r owns elements [r*S, (r+1)*S) of every layer and
+ * steps only those, with their AdamW state (m, v):
+ *   --zero 1    optimizer state sharded: all-reduce the gradients as in 05,
+ *               step the shard, all-gather the parameters;
+ *   --zero 2    gradients too: reduce-scatter each layer's gradient after its
+ *               backward, keeping only this rank's shard of it;
+ *   --zero 3    parameters too (FSDP, the default): all-gather a layer before
+ *               its forward and again before its backward, free it after each;
+ *   --prefetch  start the next layer's all-gather before computing this one,
+ *               to hide it behind compute at the cost of one more layer.
+ * It prints memory and bytes per rank next to ZeRO's formulas, then trains the
+ * same model in one process and compares. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "dt.h"
+
+typedef struct {
+  dt_train_config c;
+  int zero, prefetch, rank;
+  int64_t rows, S, NS;    /* samples per step on this rank; elements of a shard, a layer */
+  float *w, *g;           /* full layers, l at l*NS: params (stage 1-2), grads (1) */
+  float *ws, *gs, *m, *v; /* this rank's shards, l at l*S */
+  float **full;           /* layer l's full parameters, while they exist */
+  dt_request **pending;   /* layer l's all-gather, while in flight */
+  float *x, *a, *h, *y, *dx, *dnext, *dh; /* activations of one step */
+  float *norm;                            /* one float: the --clip norm's all-reduce */
+} fsdp_model;
+
+/* This rank's shard of layer l: a slice of the full buffer when there is one. */
+static float *shard_of(const fsdp_model *m, float *full, float *shards, int64_t l) {
+  return full ? full + l * m->NS + m->rank * m->S : shards + l * m->S;
+}
+
+/* Every rank's shard of layer l into its full buffer. Stage 3 allocates that
+ * buffer now and frees it after use, so the accounting sees it come and go;
+ * stages 1-2 gather in place into their resident copy. */
+static void gather(fsdp_model *m, dt_comm *world, int64_t l, int async) {
+  if (m->zero == 3) m->full[l] = dt_alloc_f32((size_t)m->NS, DT_PARAMS);
+  const float *mine = shard_of(m, m->w, m->ws, l);
+  if (async)
+    m->pending[l] = dt_all_gather_async(world, mine, m->full[l], (size_t)m->S, DT_F32);
+  else
+    dt_all_gather(world, mine, m->full[l], (size_t)m->S, DT_F32);
+}
+
+/* Layer l's full parameters, ready to compute with: gathered now unless a
+ * prefetch already started it, in which case only its end is waited for. */
+static float *params_of(fsdp_model *m, dt_comm *world, int64_t l) {
+  if (!m->full[l]) gather(m, world, l, 0);
+  if (m->pending[l]) dt_wait(m->pending[l]), m->pending[l] = NULL;
+  return m->full[l];
+}
+static void prefetch(fsdp_model *m, dt_comm *world, int64_t l) {
+  if (m->prefetch && l >= 0 && l < m->c.layers && !m->full[l]) gather(m, world, l, 1);
+}
+static void release(fsdp_model *m, int64_t l) {
+  if (m->zero == 3) dt_free(m->full[l]), m->full[l] = NULL;
+}
+
+/* Element e of the flat [W1 | W2] is element e of W1 (row-major) or e - DH of
+ * W2, and the RNG is keyed by that index: a rank makes its own shard without
+ * talking to anyone, even when it starts mid-row. Bounds as in dt_init_w1/w2.
+ * Stages 1-2 then gather their full copy. */
+static void init_shard(fsdp_model *m, dt_comm *world, int64_t l, const float *host) {
+  const dt_train_config *c = &m->c;
+  int64_t DH = c->dim * c->hidden, lo = m->rank * m->S, hi = lo + m->S;
+  if (hi > 2 * DH) hi = 2 * DH; /* the rest is padding: zero, and it stays zero */
+  float *dst = shard_of(m, m->w, m->ws, l);
+  if (host && hi > lo) dt_copy_from_host(dst, host + 2 * l * DH + lo, (size_t)(hi - lo) * 4);
+  for (int64_t e = lo, end; !host && e < hi; e = end) { /* W1's tail, then W2's head */
+    int t = e >= DH;
+    end = t || hi < DH ? hi : DH;
+    dt_fill_block(dst + (e - lo), 1, end - e, 0, 0, e - t * DH, (uint64_t)c->seed,
+                  (uint64_t)(2 * l + t), 1.0f / sqrtf((float)(t ? c->hidden : c->dim)));
+  }
+  if (m->zero < 3) gather(m, world, l, 0);
+}
+
+static void forward(fsdp_model *m, dt_comm *world) {
+  int64_t D = m->c.dim, H = m->c.hidden, R = m->rows;
+  for (int64_t l = 0; l < m->c.layers; l++) {
+    float *w = params_of(m, world, l);
+    prefetch(m, world, l + 1);
+    double t0 = dt_span_begin();
+    dt_block_forward(m->x + l * R * D, w, w + D * H, m->a + l * R * H, m->h + l * R * H,
+                     m->x + (l + 1) * R * D, R, D, H, 1);
+    dt_span_end("forward", "compute", t0);
+    release(m, l);
+  }
+}
+
+/* Stage 1 keeps every gradient and all-reduces each layer's as in 05. Stages
+ * 2-3 make a layer's gradient in a transient buffer and reduce-scatter it at
+ * once: the average of this rank's shard is all that survives. */
+static void backward(fsdp_model *m, dt_comm *world) {
+  int64_t D = m->c.dim, H = m->c.hidden, R = m->rows;
+  for (int64_t l = m->c.layers - 1; l >= 0; l--) {
+    float *w = params_of(m, world, l);
+    prefetch(m, world, l - 1);
+    float *g = m->g ? m->g + l * m->NS : dt_alloc_f32((size_t)m->NS, DT_GRADS); /* zeroed */
+    double t0 = dt_span_begin();
+    dt_block_backward(m->x + l * R * D, m->a + l * R * H, m->h + l * R * H, w, w + D * H, m->dx,
+                      m->dnext, g, g + D * H, m->dh, R, D, H, 1);
+    dt_span_end("backward", "compute", t0);
+    float *t = m->dx;
+    m->dx = m->dnext, m->dnext = t;
+    if (m->g)
+      dt_all_reduce(world, g, g, (size_t)m->NS, DT_F32, DT_AVG);
+    else
+      dt_reduce_scatter(world, g, m->gs + l * m->S, (size_t)m->S, DT_F32, DT_AVG), dt_free(g);
+    release(m, l);
+  }
+}
+
+/* Each rank steps its own shard only; stages 1-2 then all-gather the updated
+ * shards into every rank's full copy (with --prefetch the next forward waits
+ * for each layer just before it needs it). */
+static void optimizer_step(fsdp_model *m, dt_comm *world, int64_t step) {
+  int64_t L = m->c.layers, S = m->S;
+  float clip = 1.0f;
+  if (m->c.clip > 0) { /* the global norm: the shards' squares, summed over ranks */
+    double sq = 0;
+    for (int64_t l = 0; l < L; l++) sq += dt_sum_squares(shard_of(m, m->g, m->gs, l), (size_t)S);
+    float part = (float)sq;
+    dt_copy_from_host(m->norm, &part, 4);
+    dt_all_reduce(world, m->norm, m->norm, 1, DT_F32, DT_SUM);
+    dt_copy_to_host(&part, m->norm, 4);
+    clip = dt_clip_factor(&m->c, part);
+  }
+  for (int64_t l = 0; l < L; l++) {
+    float *g = shard_of(m, m->g, m->gs, l);
+    if (clip < 1.0f) dt_scale(g, (size_t)S, clip);
+    dt_optimizer_step(&m->c, shard_of(m, m->w, m->ws, l), g, m->m ? m->m + l * S : NULL,
+                      m->v ? m->v + l * S : NULL, (size_t)S, step + 1);
+    if (m->zero < 3) gather(m, world, l, m->prefetch);
+  }
+}
+
+/* Layer-major host copy (W1_0, W2_0, W1_1, ...): a layer's [W1 | W2] is the
+ * checkpoint's W1_l, W2_l in a row, so each layer is gathered once more and
+ * copied without its padding. */
+static void export_weights(fsdp_model *m, dt_comm *world, float *host) {
+  size_t n = (size_t)dt_params_per_layer(&m->c);
+  for (int64_t l = 0; l < m->c.layers; l++)
+    dt_copy_to_host(host + (size_t)l * n, params_of(m, world, l), n * 4), release(m, l);
+}
+
+int main(int argc, char **argv) {
+  dt_train_config c = DT_TRAIN_DEFAULTS;
+  int64_t zero = 3;
+  int prefetch = 0;
+  dt_option options[] = {
+      DT_TRAIN_OPTIONS(&c),
+      DT_INT("--zero", &zero, 1, 3,
+             "ZeRO stage: 1 shards the optimizer state, 2 also grads, 3 also params (FSDP)"),
+      DT_FLAG("--prefetch", &prefetch, "start the next layer's all-gather before computing"),
+      DT_END};
+  dt_lesson lesson = {"06_fsdp", "sharded data parallel, ZeRO-1/2/3 and FSDP", 1};
+  dt_comm *world = dt_init(&argc, &argv, &lesson, options);
+  dt_train_resolve(&c);
+  int N = world->size;
+  if (c.batch % N != 0)
+    dt_fail("global batch %lld does not split over %d ranks: choose --batch divisible by %d",
+            (long long)c.batch, N, N);
+  dt_trace_enable(c.trace != NULL);
+  if (c.dump_data) dt_dump_data(c.dump_data, &c);
+
+  int64_t L = c.layers, D = c.dim, H = c.hidden, R = c.batch / N, P = L * dt_params_per_layer(&c);
+  int64_t S = (dt_params_per_layer(&c) + N - 1) / N; /* padded: any D, H and N work */
+  fsdp_model m = {.c = c, .zero = (int)zero, .prefetch = prefetch, .rank = world->rank};
+  m.rows = R, m.S = S, m.NS = N * S;
+  if (zero < 3) m.w = dt_alloc_f32((size_t)(L * N * S), DT_PARAMS);
+  if (zero == 3) m.ws = dt_alloc_f32((size_t)(L * S), DT_PARAMS);
+  if (zero == 1) m.g = dt_alloc_f32((size_t)(L * N * S), DT_GRADS);
+  if (zero >= 2) m.gs = dt_alloc_f32((size_t)(L * S), DT_GRADS);
+  if (c.optimizer[0] == 'a')
+    m.m = dt_alloc_f32((size_t)(L * S), DT_OPTIM), m.v = dt_alloc_f32((size_t)(L * S), DT_OPTIM);
+  m.full = calloc((size_t)L, sizeof(float *)), m.pending = calloc((size_t)L, sizeof(void *));
+  CHECK_ALLOC(m.full);
+  CHECK_ALLOC(m.pending);
+  for (int64_t l = 0; m.w && l < L; l++) m.full[l] = m.w + l * N * S; /* resident */
+  m.x = dt_alloc_f32((size_t)((L + 1) * R * D), DT_ACTIV);
+  m.a = dt_alloc_f32((size_t)(L * R * H), DT_ACTIV);
+  m.h = dt_alloc_f32((size_t)(L * R * H), DT_ACTIV);
+  m.dx = dt_alloc_f32((size_t)(R * D), DT_ACTIV);
+  m.dnext = dt_alloc_f32((size_t)(R * D), DT_ACTIV);
+  m.dh = dt_alloc_f32((size_t)(R * H), DT_ACTIV);
+  m.y = dt_alloc_f32((size_t)(R * D), DT_DATA);
+  m.norm = dt_alloc_f32(1, DT_OTHER);
+  float *host_w = malloc((size_t)P * 4);
+  double *losses = malloc((size_t)c.steps * sizeof(double));
+  int64_t *samples = malloc((size_t)R * sizeof(int64_t));
+  CHECK_ALLOC(host_w);
+  CHECK_ALLOC(losses);
+  CHECK_ALLOC(samples);
+  /* Every rank makes its own shards from the counter-based RNG, or slices
+   * them from the same file: no broadcast needed. */
+  if (c.load) dt_load_model(c.load, &c, host_w);
+  for (int64_t l = 0; l < L; l++) init_shard(&m, world, l, c.load ? host_w : NULL);
+  static const char *what[4] = {"", ": optimizer state", ": gradients and optimizer state",
+                                " (FSDP): parameters, gradients and optimizer state"};
+  dt_train_print(&c);
+  dt_print0("ZeRO-%d%s sharded; a layer's [W1 | W2] is 2DH = %lld elements, padded to N x S "
+            "= %d x %lld; %lld of the %lld samples per rank; prefetch %s\n",
+            m.zero, what[zero], (long long)(2 * D * H), N, (long long)S, (long long)R,
+            (long long)c.batch, prefetch ? "on" : "off");
+  int64_t lo = m.rank * S, w1 = D * H - lo, pad = lo + S - 2 * D * H;
+  w1 = w1 < 0 ? 0 : w1 > S ? S : w1, pad = pad < 0 ? 0 : pad > S ? S : pad;
+  dt_print_ranks("owns [%lld, %lld) of every layer: %lld of W1, %lld of W2, %lld padding\n",
+                 (long long)lo, (long long)(lo + S), (long long)w1, (long long)(S - w1 - pad),
+                 (long long)pad);
+
+  dt_comm_reset(world);
+  dt_mem_reset_peaks();
+  double t_start = dt_now(), compute = 0;
+  for (int64_t step = 0; step < c.steps; step++) {
+    double t0 = dt_now(), comm0 = dt_comm_total(world).seconds, loss;
+    dt_step_samples(&c, N, world->rank, step, samples);
+    if (m.g) dt_zero(m.g, (size_t)(L * N * S) * 4);
+    dt_make_batch(&c, samples, R, m.x, m.y);
+    forward(&m, world);
+    loss =
+        dt_mse_forward_backward(m.x + L * R * D, m.y, m.dx, (size_t)(R * D), 1.0 / (double)(R * D));
+    backward(&m, world);
+    optimizer_step(&m, world, step);
+    /* bookkeeping, not training: the loss for printing, on the host */
+    MPI_Allreduce(&loss, &losses[step], 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    losses[step] /= N;
+    dt_sync();
+    double dt = dt_now() - t0;
+    compute += dt - (dt_comm_total(world).seconds - comm0);
+    if (step < 5 || step % 10 == 9 || step == c.steps - 1)
+      dt_print0("step %4lld/%lld  loss %.6f  (mean over ranks)  %.2f ms\n", (long long)step + 1,
+                (long long)c.steps, losses[step], dt * 1e3);
+  }
+  double ms = 1e3 / (double)c.steps; /* totals to ms per step */
+  dt_print0("\nsummary (rank 0; every rank does the same work):\n");
+  dt_print0(
+      "  time per step          %8.2f ms   compute %.2f ms   communication %.2f ms (blocked)\n",
+      (dt_now() - t_start) * ms, compute * ms, dt_comm_total(world).seconds * ms);
+  /* Ring model (dt.h): gathering or scattering every layer sends L(N-1)S x 4 bytes per rank */
+  size_t ring = (size_t)(L * (N - 1) * S) * 4, clip = c.clip > 0 ? 2 * (size_t)(N - 1) * 4 / N : 0;
+  dt_kind kind[3] = {DT_ALL_GATHER, DT_REDUCE_SCATTER, DT_ALL_REDUCE};
+  size_t want[3] = {(zero == 3 ? 2 : 1) * ring, zero >= 2 ? ring : 0,
+                    (zero == 1 ? 2 * ring : 0) + clip};
+  const char *how[3] = {
+      zero == 3 ? "2 x L x (N-1) x S x 4: forward, backward" : "L x (N-1) x S x 4",
+      zero >= 2 ? "L x (N-1) x S x 4" : "0", zero == 1 ? "2 x L x (N-1) x S x 4, as 05" : "0"};
+  dt_print0("  bytes sent per rank per step   calls    measured     formula\n");
+  for (int i = 0; i < 3; i++)
+    dt_print0("    %-24s %9zu %11zu %11zu   %s%s\n", dt_kind_name(kind[i]),
+              (size_t)world->count[kind[i]].calls / c.steps,
+              (size_t)world->count[kind[i]].bytes_sent / c.steps, want[i], how[i],
+              i == 2 && clip ? " + 2(N-1)/N x 4, --clip" : "");
+  dt_print0(
+      "    %-24s %9s %11zu %11zu   %d(N-1)/N x L x N x S x 4%s; DP (05): 2(N-1)/N x P x 4 = %zu\n",
+      "total", "", (size_t)dt_comm_total(world).bytes_sent / c.steps, want[0] + want[1] + want[2],
+      zero == 2 ? 2 : 3, clip ? " + clip" : "", 2 * (size_t)(N - 1) * (size_t)P * 4 / N);
+  /* Memory per rank: the shards, plus what is full-size at the worst moment. */
+  size_t K = c.optimizer[0] == 'a' ? 8 : 0, LS = (size_t)(L * S), NS = (size_t)(N * S);
+  size_t two = zero == 3 && prefetch && L > 1, mem[4], dp[4] = {4 * P, 4 * P, K * P, 0};
+  mem[DT_PARAMS] = 4 * (zero == 3 ? LS + (1 + two) * NS : L * NS);
+  mem[DT_GRADS] = 4 * (zero == 1 ? L * NS : LS + NS);
+  mem[DT_OPTIM] = K * LS;
+  mem[DT_ACTIV] = dp[DT_ACTIV] =
+      (size_t)(((L + 1) * R * D + 2 * L * R * H + 2 * R * D + R * H) * 4);
+  const char *why[4] = {zero < 3 ? "4 x L x NS: every layer"
+                        : two    ? "4 x (LS + 2NS): shards, 2 gathered layers"
+                                 : "4 x (LS + NS): shards, 1 gathered layer",
+                        zero == 1 ? "4 x L x NS: every layer"
+                                  : "4 x (LS + NS): shards, 1 layer's transient",
+                        "K x LS: shards", "as 05, b = B/N"};
+  dt_print0("  memory per rank (peak bytes)   measured     formula     DP (05)   (K = 8 for "
+            "AdamW's m and v, 0 for sgd)\n");
+  for (int t = DT_PARAMS; t <= DT_ACTIV; t++)
+    dt_print0("    %-24s %11zu %11zu %11zu   %s\n", dt_tag_name((dt_tag)t), dt_mem_peak((dt_tag)t),
+              mem[t], dp[t], why[t]);
+  static const char *paper[4] = {"", "(4 + 4 + K/N) P", "(4 + (4+K)/N) P", "(8+K)/N x P"};
+  double Z = ((zero == 3 ? 4.0 / N : 4) + (zero >= 2 ? 4.0 / N : 4) + (double)K / N) * P;
+  dt_print0("    %-24s %11zu %11zu %11zu   ZeRO paper, fp32: %s = %.0f\n", "model states",
+            dt_mem_peak(DT_PARAMS) + dt_mem_peak(DT_GRADS) + dt_mem_peak(DT_OPTIM),
+            mem[0] + mem[1] + mem[2], dp[0] + dp[1] + dp[2], paper[zero], Z);
+  dt_print_ranks("peak params %zu, grads %zu, optim %zu, activ %zu bytes\n", dt_mem_peak(DT_PARAMS),
+                 dt_mem_peak(DT_GRADS), dt_mem_peak(DT_OPTIM), dt_mem_peak(DT_ACTIV));
+
+  export_weights(&m, world, host_w); /* after the summary: its gathers are not training's */
+  if (c.save && world->rank == 0) dt_save_model(c.save, &c, c.steps, host_w);
+  if (c.save) dt_print0("saved %s\n", c.save);
+  if (c.trace) dt_trace_write(c.trace);
+  int failed = c.no_check ? 0 : dt_check_against_reference(&c, losses, host_w);
+  free(host_w), free(losses), free(samples), free(m.full), free(m.pending);
+  dt_finalize();
+  return failed;
+}
