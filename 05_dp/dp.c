@@ -102,13 +102,29 @@ static void average_gradients(dp_model *m, dt_comm *world, int overlap) {
   }
 }
 
-/* Layer-major host copy (W1_0, W2_0, W1_1, ...): the checkpoint's order. */
-static void export_weights(const dp_model *m, float *host) {
+/* Between a flat buffer (weights, m or v) and its layer-major host copy
+ * (W1_0, W2_0, W1_1, ...), the order of checkpoints and of the check. */
+static void to_host(const dp_model *m, float *flat, float *host) {
   size_t P = (size_t)(m->c.dim * m->c.hidden);
   for (int64_t l = 0; l < m->c.layers; l++) {
-    dt_copy_to_host(host + 2 * l * P, w1_of(m, m->w, l), P * 4);
-    dt_copy_to_host(host + (2 * l + 1) * P, w2_of(m, m->w, l), P * 4);
+    dt_copy_to_host(host + 2 * l * P, w1_of(m, flat, l), P * 4);
+    dt_copy_to_host(host + (2 * l + 1) * P, w2_of(m, flat, l), P * 4);
   }
+}
+static void from_host(const dp_model *m, float *flat, const float *host) {
+  size_t P = (size_t)(m->c.dim * m->c.hidden);
+  for (int64_t l = 0; l < m->c.layers; l++) {
+    dt_copy_from_host(w1_of(m, flat, l), host + 2 * l * P, P * 4);
+    dt_copy_from_host(w2_of(m, flat, l), host + (2 * l + 1) * P, P * 4);
+  }
+}
+
+/* Every rank holds the whole state, so rank 0 alone writes it. */
+static void checkpoint(const dp_model *m, int64_t steps_done, float *w, float *mh, float *vh) {
+  if (dt_rank() != 0) return;
+  to_host(m, m->w, w);
+  if (m->m) to_host(m, m->m, mh), to_host(m, m->v, vh);
+  dt_ckpt_save(&m->c, steps_done, w, m->m ? mh : NULL, m->m ? vh : NULL);
 }
 
 int main(int argc, char **argv) {
@@ -148,23 +164,27 @@ int main(int argc, char **argv) {
   m.dnext = dt_alloc_f32((size_t)(R * D), DT_ACTIV);
   m.dh = dt_alloc_f32((size_t)(R * H), DT_ACTIV);
   m.y = dt_alloc_f32((size_t)(R * D), DT_DATA);
-  float *host_w = malloc((size_t)P * 4);
+  float *host_w = malloc((size_t)P * 4), *host_m = malloc((size_t)P * 4),
+        *host_v = malloc((size_t)P * 4);
   double *losses = malloc((size_t)c.steps * sizeof(double));
   int64_t *samples = malloc((size_t)(c.batch / N) * sizeof(int64_t));
   CHECK_ALLOC(host_w);
+  CHECK_ALLOC(host_m);
+  CHECK_ALLOC(host_v);
   CHECK_ALLOC(losses);
   CHECK_ALLOC(samples);
   /* Every rank makes the same initial model from the counter-based RNG, or
    * reads the same file: no broadcast needed. */
-  if (c.load) dt_load_model(c.load, &c, host_w);
-  for (int64_t l = 0; l < L; l++) {
-    if (c.load) {
-      dt_copy_from_host(w1_of(&m, m.w, l), host_w + 2 * l * D * H, (size_t)(D * H) * 4);
-      dt_copy_from_host(w2_of(&m, m.w, l), host_w + (2 * l + 1) * D * H, (size_t)(D * H) * 4);
-    } else {
-      dt_init_w1(&c, l, w1_of(&m, m.w, l), 0, H);
-      dt_init_w2(&c, l, w2_of(&m, m.w, l), 0, H);
-    }
+  if (c.load) dt_load_model(c.load, &c, host_w), from_host(&m, m.w, host_w);
+  for (int64_t l = 0; l < L && !c.load; l++) {
+    dt_init_w1(&c, l, w1_of(&m, m.w, l), 0, H);
+    dt_init_w2(&c, l, w2_of(&m, m.w, l), 0, H);
+  }
+  if (c.resume) { /* the checkpoint replaces the initial state, at any world size */
+    dt_ckpt_resume(&c, host_w, m.m ? host_m : NULL, m.m ? host_v : NULL);
+    m.c = c;
+    from_host(&m, m.w, host_w);
+    if (m.m) from_host(&m, m.m, host_m), from_host(&m, m.v, host_v);
   }
   make_buckets(&m, bucket_mb > 0 ? bucket_mb * (1 << 20) : (overlap ? 1.0 : 0.0));
   dt_train_print(&c);
@@ -181,7 +201,7 @@ int main(int argc, char **argv) {
   dt_comm_reset(world);
   dt_mem_reset_peaks();
   double t_start = dt_now(), compute = 0;
-  for (int64_t step = 0; step < c.steps; step++) {
+  for (int64_t step = c.start_step; step < c.steps; step++) {
     double t0 = dt_now(), comm0 = world->count[DT_ALL_REDUCE].seconds, loss = 0;
     dt_step_samples(&c, N, world->rank, step, samples);
     dt_zero(m.g, (size_t)P * 4);
@@ -198,6 +218,7 @@ int main(int argc, char **argv) {
         dt_clip_factor(&c, dt_sum_squares(m.g, (size_t)P)); /* grads are identical everywhere */
     if (clip < 1.0f) dt_scale(m.g, (size_t)P, clip);
     dt_optimizer_step(&c, m.w, m.g, m.m, m.v, (size_t)P, step + 1);
+    if (dt_ckpt_due(&c, step)) checkpoint(&m, step + 1, host_w, host_m, host_v);
     /* bookkeeping, not training: the loss for printing, on the host */
     MPI_Allreduce(&loss, &losses[step], 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     losses[step] /= N;
@@ -208,7 +229,8 @@ int main(int argc, char **argv) {
       dt_print0("step %4lld/%lld  loss %.6f  (mean over ranks)  %.2f ms\n", (long long)step + 1,
                 (long long)c.steps, losses[step], dt * 1e3);
   }
-  double per_step = (dt_now() - t_start) / (double)c.steps;
+  int64_t trained = c.steps - c.start_step;
+  double per_step = (dt_now() - t_start) / (double)trained;
   dt_counter ar = world->count[DT_ALL_REDUCE];
 
   /* What overlap hid: the same buckets all-reduced blocking, timed now. */
@@ -222,15 +244,15 @@ int main(int argc, char **argv) {
   dt_print0("\nsummary (rank 0; every rank does the same work):\n");
   dt_print0("  time per step          %8.2f ms   compute %.2f ms   all-reduce %.2f ms (rank "
             "blocked in it)\n",
-            per_step * 1e3, compute / (double)c.steps * 1e3, ar.seconds / (double)c.steps * 1e3);
+            per_step * 1e3, compute / (double)trained * 1e3, ar.seconds / (double)trained * 1e3);
   if (overlap)
     dt_print0("  hidden by overlap      %8.2f ms   (the same buckets all-reduced blocking take "
               "%.2f ms)\n",
-              (blocking - ar.seconds / (double)c.steps) * 1e3, blocking * 1e3);
+              (blocking - ar.seconds / (double)trained) * 1e3, blocking * 1e3);
   dt_print0("  all-reduce calls/step  %8llu      bytes sent per rank per step %llu, formula "
             "2(N-1)/N x P x 4 = %llu\n",
-            (unsigned long long)(ar.calls / (uint64_t)c.steps),
-            (unsigned long long)(ar.bytes_sent / (uint64_t)c.steps), (unsigned long long)formula);
+            (unsigned long long)(ar.calls / (uint64_t)trained),
+            (unsigned long long)(ar.bytes_sent / (uint64_t)trained), (unsigned long long)formula);
   uint64_t want[DT_NTAGS] = {0};
   want[DT_PARAMS] = want[DT_GRADS] = (uint64_t)P * 4;
   want[DT_OPTIM] = c.optimizer[0] == 'a' ? 2 * (uint64_t)P * 4 : 0;
@@ -242,12 +264,12 @@ int main(int argc, char **argv) {
     dt_print0("    %-8s %21zu %12llu   %s\n", dt_tag_name((dt_tag)t), dt_mem_peak((dt_tag)t),
               (unsigned long long)want[t], why[t]);
 
-  export_weights(&m, host_w);
+  to_host(&m, m.w, host_w);
   if (c.save && world->rank == 0) dt_save_model(c.save, &c, c.steps, host_w);
   if (c.save) dt_print0("saved %s\n", c.save);
   if (c.trace) dt_trace_write(c.trace);
   int failed = c.no_check ? 0 : dt_check_against_reference(&c, losses, host_w);
-  free(host_w), free(losses), free(samples), free(m.buckets);
+  free(host_w), free(host_m), free(host_v), free(losses), free(samples), free(m.buckets);
   dt_finalize();
   return failed;
 }

@@ -12,6 +12,8 @@ void dt_train_resolve(dt_train_config *c) {
     dt_fail("--samples %lld is not a multiple of --batch %lld: every epoch must split into whole "
             "global batches, so that every world size sees the same batches",
             (long long)c->samples, (long long)c->batch);
+  if ((c->save_every > 0 || c->resume) && !c->ckpt)
+    dt_fail("--save-every and --resume need --ckpt DIR, the checkpoint folder");
   /* Every lesson holds the whole model somewhere (rank 0 checks it), so a
    * model larger than the memory left is refused before anything runs. */
   double bytes = 4.0 * (double)c->layers * 2 * (double)c->dim * (double)c->hidden;
@@ -77,4 +79,8 @@ float dt_clip_factor(const dt_train_config *c, double global_sq_norm) {
   if (c->clip <= 0) return 1.0f;
   double factor = c->clip / (sqrt(global_sq_norm) + 1e-6);
   return factor < 1.0 ? (float)factor : 1.0f;
+}
+
+int dt_ckpt_due(const dt_train_config *c, int64_t step) {
+  return c->ckpt && c->save_every > 0 && (step + 1) % c->save_every == 0;
 }

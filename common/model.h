@@ -19,8 +19,10 @@ typedef struct {
   int64_t layers, dim, hidden, batch, steps, samples, seed, data_seed;
   double lr, weight_decay, clip;
   const char *optimizer; /* "sgd" or "adamw" */
-  const char *save, *load, *dump_data, *trace;
-  int no_check;
+  const char *save, *load, *dump_data, *trace, *ckpt;
+  int64_t save_every;
+  int no_check, resume;
+  int64_t start_step; /* set by dt_ckpt_resume: the first step this run trains */
 } dt_train_config;
 
 /* Defaults finish in seconds on a laptop CPU. hidden 0 means 4*dim, samples
@@ -50,6 +52,9 @@ typedef struct {
       DT_STRING("--load", &(c)->load, NULL, "start from this safetensors file"),                   \
       DT_STRING("--dump-data", &(c)->dump_data, NULL, "write every step's global batch (x, y)"),   \
       DT_STRING("--trace", &(c)->trace, NULL, "write a Chrome trace (JSON) of compute and comm"),  \
+      DT_STRING("--ckpt", &(c)->ckpt, NULL, "checkpoint folder for --save-every and --resume"),    \
+      DT_INT("--save-every", &(c)->save_every, 0, 1 << 30, "checkpoint every K steps (0: never)"), \
+      DT_FLAG("--resume", &(c)->resume, "continue from the latest checkpoint in --ckpt"),          \
       DT_FLAG("--no-check", &(c)->no_check, "skip the comparison with single-process training")
 
 /* Fill derived defaults and reject what no lesson can run; dt_fail on error. */
@@ -149,6 +154,16 @@ void dt_save_model(const char *path, const dt_train_config *c, int64_t step, con
  * call on every rank. */
 void dt_load_model(const char *path, const dt_train_config *c, float *weights);
 void dt_dump_data(const char *path, const dt_train_config *c);
+
+/* Checkpoints for resuming (checkpoint.c): weights and AdamW state (m, v:
+ * NULL for sgd) as whole layer-major host arrays, and the step. Save on rank
+ * 0 only, after gathering; resume is collective, fills the arrays, sets
+ * c->start_step and returns it. Steps start_step .. steps-1 remain. */
+void dt_ckpt_save(const dt_train_config *c, int64_t step, const float *w, const float *m,
+                  const float *v);
+int64_t dt_ckpt_resume(dt_train_config *c, float *w, float *m, float *v);
+/* Whether to checkpoint after finishing step index `step` (0-based). */
+int dt_ckpt_due(const dt_train_config *c, int64_t step);
 
 #ifdef __cplusplus
 }

@@ -76,29 +76,46 @@ static void meta_of(const dt_train_config *c, int64_t step, char *out, size_t ca
            (long long)c->seed, c->optimizer);
 }
 
-void dt_save_model(const char *path, const dt_train_config *c, int64_t step, const float *weights) {
+/* The 2L tensors of a flat layer-major array (W1_0, W2_0, W1_1, ...), named
+ * prefix + "layers.{l}.w1" / ".w2". */
+static void model_tensors(tensor *t, const dt_train_config *c, const char *prefix,
+                          const float *flat) {
   int64_t L = c->layers, D = c->dim, H = c->hidden;
-  tensor *t = calloc((size_t)(2 * L), sizeof *t);
-  CHECK_ALLOC(t);
   for (int64_t l = 0; l < L; l++) {
-    t[2 * l] = (tensor){.ndim = 2, .shape = {D, H}, .data = weights + 2 * l * D * H};
-    t[2 * l + 1] = (tensor){.ndim = 2, .shape = {H, D}, .data = weights + (2 * l + 1) * D * H};
-    snprintf(t[2 * l].name, sizeof t->name, "layers.%lld.w1", (long long)l);
-    snprintf(t[2 * l + 1].name, sizeof t->name, "layers.%lld.w2", (long long)l);
+    t[2 * l] = (tensor){.ndim = 2, .shape = {D, H}, .data = flat + 2 * l * D * H};
+    t[2 * l + 1] = (tensor){.ndim = 2, .shape = {H, D}, .data = flat + (2 * l + 1) * D * H};
+    snprintf(t[2 * l].name, sizeof t->name, "%slayers.%lld.w1", prefix, (long long)l);
+    snprintf(t[2 * l + 1].name, sizeof t->name, "%slayers.%lld.w2", prefix, (long long)l);
   }
+}
+
+void dt_save_state(const char *path, const dt_train_config *c, int64_t step, const float *w,
+                   const float *m, const float *v) {
+  int64_t n = 2 * c->layers;
+  tensor *t = calloc((size_t)(3 * n), sizeof *t);
+  CHECK_ALLOC(t);
+  model_tensors(t, c, "", w);
+  if (m)
+    model_tensors(t + n, c, "optim.exp_avg.", m),
+        model_tensors(t + 2 * n, c, "optim.exp_avg_sq.", v);
   char meta[512];
   meta_of(c, step, meta, sizeof meta);
-  write_atomically(path, t, (int)(2 * L), meta);
+  write_atomically(path, t, (int)(m ? 3 * n : n), meta);
   free(t);
 }
 
-/* Reads what the config expects and checks every tensor's dtype, shape and
- * byte range against it; on any mismatch, err says what and where. */
-void dt_load_weights_host(const char *path, const dt_train_config *c, float *weights, char *err,
-                          size_t errlen) {
+void dt_save_model(const char *path, const dt_train_config *c, int64_t step, const float *weights) {
+  dt_save_state(path, c, step, weights, NULL, NULL);
+}
+
+/* Reads the 2L tensors named prefix + "layers.{l}.w{1,2}" and checks each
+ * one's dtype, shape and byte range against the config; the metadata's step
+ * goes to *step. On any mismatch, err says what and where. */
+void dt_load_tensors(const char *path, const dt_train_config *c, const char *prefix, float *dst,
+                     int64_t *step, char *err, size_t errlen) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    snprintf(err, errlen, "--load %s: %s", path, strerror(errno));
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
     return;
   }
   unsigned char le[8];
@@ -111,48 +128,59 @@ void dt_load_weights_host(const char *path, const dt_train_config *c, float *wei
   else
     for (int i = 0; i < 8; i++) len |= (uint64_t)le[i] << (8 * i);
   if (len == UINT64_MAX || len > (uint64_t)size - 8 || len > (64u << 20)) {
-    snprintf(err, errlen, "--load %s: not a safetensors file (header length %llu, file %ld bytes)",
-             path, (unsigned long long)len, size);
+    snprintf(err, errlen, "%s: not a safetensors file (header length %llu, file %ld bytes)", path,
+             (unsigned long long)len, size);
     fclose(f);
     return;
   }
   char *header = malloc(len + 1);
   CHECK_ALLOC(header);
   header[fread(header, 1, len, f) == len ? len : 0] = '\0';
+  const char *at = strstr(header, "\"step\":\"");
+  long long meta_step = -1;
+  if (step && (!at || sscanf(at + 8, "%lld", &meta_step) != 1))
+    snprintf(err, errlen, "%s: the metadata has no step", path);
+  if (step) *step = meta_step;
   int64_t L = c->layers, D = c->dim, H = c->hidden;
   for (int64_t i = 0; i < 2 * L && !err[0]; i++) {
-    char key[80];
+    char key[96];
     long long r = 0, k = 0, begin = 0, end = 0;
-    snprintf(key, sizeof key, "\"layers.%lld.w%d\"", (long long)(i / 2), (int)(i % 2) + 1);
-    const char *at = strstr(header, key);
+    snprintf(key, sizeof key, "\"%slayers.%lld.w%d\"", prefix, (long long)(i / 2),
+             (int)(i % 2) + 1);
+    at = strstr(header, key);
     long long want_r = i % 2 ? H : D, want_c = i % 2 ? D : H;
     if (!at || sscanf(at + strlen(key),
                       " : { \"dtype\" : \"F32\" , \"shape\" : [ %lld , %lld ] , "
                       "\"data_offsets\" : [ %lld , %lld ] }",
                       &r, &k, &begin, &end) != 4)
-      snprintf(err, errlen, "--load %s: tensor %s is missing or not F32 [rows, cols]", path, key);
+      snprintf(err, errlen, "%s: tensor %s is missing or not F32 [rows, cols]", path, key);
     else if (r != want_r || k != want_c)
-      snprintf(err, errlen, "--load %s: %s has shape [%lld, %lld], the config needs [%lld, %lld]",
-               path, key, r, k, want_r, want_c);
+      snprintf(err, errlen, "%s: %s has shape [%lld, %lld], the config needs [%lld, %lld]", path,
+               key, r, k, want_r, want_c);
     else if (end - begin != r * k * 4 || begin < 0 || 8 + (long long)len + end > size)
       snprintf(err, errlen,
-               "--load %s: %s's data range [%lld, %lld) is wrong or past the end "
-               "(truncated file?)",
-               path, key, begin, end);
+               "%s: %s's data range [%lld, %lld) is wrong or past the end (truncated file?)", path,
+               key, begin, end);
     else if (fseek(f, (long)(8 + len + (uint64_t)begin), SEEK_SET) != 0 ||
-             fread(weights + i * D * H, 4, (size_t)(r * k), f) != (size_t)(r * k))
-      snprintf(err, errlen, "--load %s: cannot read %s", path, key);
+             fread(dst + i * D * H, 4, (size_t)(r * k), f) != (size_t)(r * k))
+      snprintf(err, errlen, "%s: cannot read %s", path, key);
   }
   free(header);
   fclose(f);
 }
 
+void dt_load_weights_host(const char *path, const dt_train_config *c, float *weights, char *err,
+                          size_t errlen) {
+  dt_load_tensors(path, c, "", weights, NULL, err, errlen);
+}
+
+/* Every rank reads; if any fails, all stop with the first rank's reason. */
 void dt_load_model(const char *path, const dt_train_config *c, float *weights) {
   char err[512] = "";
   dt_load_weights_host(path, c, weights, err, sizeof err);
   int bad = err[0] != '\0', any = 0;
   MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (any) dt_fail("%s", bad ? err : "--load failed on another rank");
+  if (any) dt_fail("--load %s", bad ? err : "failed on another rank");
 }
 
 void dt_dump_data(const char *path, const dt_train_config *c) {

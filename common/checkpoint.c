@@ -1,0 +1,94 @@
+/* checkpoint.c: --ckpt DIR --save-every K --resume.
+ *
+ * A checkpoint holds everything that decides the next step: the weights,
+ * AdamW's m and v, and the step (the data of step s is a pure function of s,
+ * so the step is also the data position). Tensors are stored whole, in the
+ * layer-major order of dt_save_model, so a checkpoint written at one world
+ * size resumes at any other: each rank slices what it owns.
+ *
+ * Nothing good is ever overwritten: step k goes to DIR/step-k.safetensors
+ * (temp file, fsync, rename), and only then does the manifest DIR/latest,
+ * itself replaced atomically, name it. A crash at any moment leaves the
+ * manifest pointing at a complete checkpoint. The one before is kept too. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dt.h"
+
+void dt_save_state(const char *path, const dt_train_config *c, int64_t step, const float *w,
+                   const float *m, const float *v);
+void dt_load_tensors(const char *path, const dt_train_config *c, const char *prefix, float *dst,
+                     int64_t *step, char *err, size_t errlen);
+
+static int64_t manifest_step(const char *dir) { /* -1 when there is none */
+  char path[4096], name[256];
+  long long step = -1;
+  snprintf(path, sizeof path, "%s/latest", dir);
+  FILE *f = fopen(path, "r");
+  if (f && fgets(name, sizeof name, f) && sscanf(name, "step-%lld.safetensors", &step) != 1)
+    step = -1;
+  if (f) fclose(f);
+  return step;
+}
+
+static void sync_dir(const char *dir) { /* make the renames themselves durable */
+  int fd = open(dir, O_RDONLY);
+  if (fd >= 0) fsync(fd), close(fd);
+}
+
+void dt_ckpt_save(const dt_train_config *c, int64_t step, const float *w, const float *m,
+                  const float *v) {
+  char path[4096], tmp[4096];
+  if (mkdir(c->ckpt, 0777) != 0 && errno != EEXIST)
+    dt_fatal(__FILE__, __LINE__, "mkdir --ckpt", strerror(errno));
+  int64_t previous = manifest_step(c->ckpt);
+  snprintf(path, sizeof path, "%s/step-%08lld.safetensors", c->ckpt, (long long)step);
+  dt_save_state(path, c, step, w, m, v);
+  snprintf(tmp, sizeof tmp, "%s/latest.tmp", c->ckpt);
+  FILE *f = fopen(tmp, "w");
+  int ok = f && fprintf(f, "step-%08lld.safetensors\n", (long long)step) > 0 && fflush(f) == 0 &&
+           fsync(fileno(f)) == 0;
+  if (f) ok = fclose(f) == 0 && ok;
+  snprintf(path, sizeof path, "%s/latest", c->ckpt);
+  if (!ok || rename(tmp, path) != 0)
+    dt_fatal(__FILE__, __LINE__, "write the manifest", strerror(errno));
+  sync_dir(c->ckpt);
+  /* keep this one and the one before; anything older may go */
+  for (int64_t s = previous - 1; s >= 0 && previous >= 0; s--) {
+    snprintf(path, sizeof path, "%s/step-%08lld.safetensors", c->ckpt, (long long)s);
+    remove(path);
+    if (s < previous - 1000) break; /* steps are close together: do not scan forever */
+  }
+  printf("checkpoint: step %lld saved to %s/step-%08lld.safetensors\n", (long long)step, c->ckpt,
+         (long long)step);
+  fflush(stdout);
+}
+
+int64_t dt_ckpt_resume(dt_train_config *c, float *w, float *m, float *v) {
+  char err[600] = "", path[4096];
+  int64_t step = manifest_step(c->ckpt), stored = -1;
+  if (step < 0) snprintf(err, sizeof err, "--resume: no readable manifest %s/latest", c->ckpt);
+  snprintf(path, sizeof path, "%s/step-%08lld.safetensors", c->ckpt, (long long)step);
+  if (!err[0]) dt_load_tensors(path, c, "", w, &stored, err, sizeof err);
+  if (!err[0] && stored != step)
+    snprintf(err, sizeof err, "%.400s: its metadata says step %lld, the manifest %lld", path,
+             (long long)stored, (long long)step);
+  if (!err[0] && m) dt_load_tensors(path, c, "optim.exp_avg.", m, NULL, err, sizeof err);
+  if (!err[0] && m) dt_load_tensors(path, c, "optim.exp_avg_sq.", v, NULL, err, sizeof err);
+  if (!err[0] && step >= c->steps)
+    snprintf(err, sizeof err, "the checkpoint is at step %lld: --steps %lld leaves nothing to do",
+             (long long)step, (long long)c->steps);
+  int bad = err[0] != '\0', any = 0;
+  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (any) dt_fail("%s", bad ? err : "--resume failed on another rank");
+  c->start_step = step;
+  dt_print0("resume: step %lld from %s (weights%s)\n", (long long)step, path,
+            m ? ", AdamW m and v" : "");
+  return step;
+}
