@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Checkpoint and resume (sourced by run_tests.sh), for every training lesson
+# that supports --ckpt:
+#   - a run interrupted after step k and resumed ends bit-identical to an
+#     uninterrupted run at the same NP (cmp of the saved models);
+#   - a checkpoint written at NP=4 resumes at NP=2 and NP=1 and passes the
+#     reference check (resharding);
+#   - a truncated or corrupt checkpoint is refused with a clear message;
+#   - a run killed (SIGKILL) while checkpointing every step leaves a manifest
+#     that names a complete checkpoint, and resuming from it works.
+CK=build/test-ckpt
+ckpt_suite() {
+  local name=$1 bin=$2 np=$3; shift 3
+  local args=("$@" --optimizer adamw --no-check)
+  local dir="$CK/$name" full="$CK/$name-full.safetensors" resumed="$CK/$name-resumed.safetensors"
+  rm -rf "$dir" "$full" "$resumed"; mkdir -p "$CK"
+  check "$name ckpt: uninterrupted 8 steps np=$np" "$np" 0 "saved $full" -- "$bin" "${args[@]}" --steps 8 --save "$full"
+  check "$name ckpt: 5 steps, checkpoint every 5 np=$np" "$np" 0 "checkpoint: step 5 saved" -- "$bin" "${args[@]}" --steps 5 --ckpt "$dir" --save-every 5
+  check "$name ckpt: resume to 8 np=$np" "$np" 0 "resume: step 5" -- "$bin" "${args[@]}" --steps 8 --ckpt "$dir" --resume --save "$resumed"
+  if cmp -s "$full" "$resumed"; then pass "$name ckpt: resumed run is bit-identical to the uninterrupted one"
+  else fail "$name ckpt: resumed run is bit-identical to the uninterrupted one" "" "cmp $full $resumed differ"; fi
+  # resharding: written at 4 ranks, resumed at 2 and 1, checked against one process
+  rm -rf "$dir"
+  check "$name ckpt: write at np=4" 4 0 "checkpoint: step 4 saved" -- "$bin" "$@" --optimizer adamw --no-check --steps 4 --ckpt "$dir" --save-every 4
+  for n in 2 1; do
+    check "$name ckpt: np=4 checkpoint resumes at np=$n" "$n" 0 'resume: step 4' 'CHECK PASSED' -- "$bin" "$@" --optimizer adamw --steps 6 --ckpt "$dir" --resume
+  done
+  # a truncated checkpoint is refused, clearly
+  local f="$dir/step-00000004.safetensors"
+  head -c 5000 "$f" >"$f.cut" && mv "$f.cut" "$f"
+  check "$name ckpt: truncated checkpoint refused" 2 2 'error: .*step-00000004.safetensors.*(truncated|past the end|not a safetensors)' -- "$bin" "${args[@]}" --steps 6 --ckpt "$dir" --resume
+  printf 'garbage' >"$dir/latest"
+  check "$name ckpt: corrupt manifest refused" 2 2 'error: --resume: no readable manifest' -- "$bin" "${args[@]}" --steps 6 --ckpt "$dir" --resume
+}
+
+ckpt_killed() { # kill -9 while it checkpoints every step; the manifest must stay good
+  local name=$1 bin=$2 np=$3; shift 3
+  local dir="$CK/$name-killed" tag=$((RANDOM * 32768 + RANDOM)) log="$LOGS/$name-ckpt-killed.log"
+  rm -rf "$dir"; : >"$log"
+  $(mpirun_cmd "$np") "$bin" "$@" --optimizer adamw --no-check --steps 100000 --ckpt "$dir" --save-every 1 --seed "$tag" >"$log" 2>&1 &
+  local launcher=$!
+  for _ in $(seq 150); do [ "$(grep -c '^checkpoint:' "$log")" -ge 3 ] && break; sleep 0.1; done
+  pkill -9 -f -- "--seed $tag\$"; kill -9 $launcher 2>/dev/null; { wait $launcher; } 2>/dev/null
+  local at; at=$(sed -n 's/^step-0*\([0-9]*\)\.safetensors$/\1/p' "$dir/latest" 2>/dev/null)
+  if [ -z "$at" ]; then fail "$name ckpt: killed mid-run, manifest intact" "$log" "no manifest"; return; fi
+  check "$name ckpt: killed mid-run at step >= $at, resumes from the manifest" "$np" 0 "resume: step $at" -- \
+    "$bin" "$@" --optimizer adamw --no-check --steps $((at + 2)) --ckpt "$dir" --resume --seed "$tag"
+}
+
+ckpt_suite 05_dp ./05_dp/dp 2
+ckpt_killed 05_dp ./05_dp/dp 2
