@@ -87,7 +87,7 @@ $(shell mkdir -p $(BUILD_ROOT); [ "$$(cat $(STAMP) 2>/dev/null)" = "$(BACKEND)" 
 # --oversubscribe (Open MPI refuses otherwise). See README "Running by hand".
 mpirun_flags = $(if $(filter 0,$(shell id -u)),--allow-run-as-root) $(if $(shell [ $(1) -gt $(CORES) ] && echo y),--oversubscribe)
 
-.PHONY: all banner setup clean test tour help sanitize $(foreach d,$(LESSON_DIRS),lesson-$(call lesson_num,$(d)) run-$(call lesson_num,$(d)))
+.PHONY: all banner setup clean test tour help sanitize bench-matmul $(foreach d,$(LESSON_DIRS),lesson-$(call lesson_num,$(d)) run-$(call lesson_num,$(d)))
 
 all: banner $(LESSON_BINS) $(TEST_BINS)
 
@@ -133,6 +133,13 @@ sanitize:
 	@$(MAKE) --no-print-directory BACKEND=cpu BUILD_ROOT=build/sanitize BIN_DIR=build/sanitize/bin \
 	  OPT="$(SANITIZE_FLAGS)" LDFLAGS="$(SANITIZE_FLAGS)" all
 	@CORES=$(CORES) MPIRUN="$(MPIRUN)" bash tests/sanitize.sh build/sanitize/bin
+
+# dt_matmul against a standalone single-thread OpenBLAS sgemm on the
+# training shapes (the cpu backend's performance target: >= 80%).
+bench-matmul:
+	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/libdt.a
+	$(MPICC) $(CFLAGS) tests/bench_matmul.c build/cpu/libdt.a -o build/cpu/bench_matmul $(LDLIBS)
+	./build/cpu/bench_matmul
 
 setup:
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \

@@ -4,6 +4,7 @@
  * value ends the job through dt_fail (one message from rank 0, exit 2)
  * instead of a crash, a hang, or a silently clamped value. */
 #define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -93,7 +94,7 @@ static double parse_number(const dt_option *o, const char *text) {
       }
     }
   }
-  if (end == text || *end != '\0')
+  if (end == text || *end != '\0' || isspace((unsigned char)text[0]))
     dt_fail("%s: '%s' is not a %s (run with --help)", o->name, text,
             o->kind == DT_OPT_INT    ? "whole number"
             : o->kind == DT_OPT_SIZE ? "byte count"

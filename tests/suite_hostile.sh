@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Hostile input (sourced by run_tests.sh): every flag of every lesson, read
+# from its own --help, is given empty, non-numeric, negative, overflowing and
+# absurd values. Each must give exit 2 and an "error: --flag ..." line from
+# rank 0: no crash, no hang, no attempt to allocate the impossible. Zero and
+# huge-but-parseable values must either be refused the same way or run to a
+# clean finish. Flags every training lesson shares (and --comm, --timeout)
+# are the same code, so they are driven through 05_dp once.
+HOSTILE_TIMEOUT=${HOSTILE_TIMEOUT:-60}
+
+hostile_flags() { # "flag kind" per line, from --help
+  "$1" --help 2>/dev/null | awk '/^  --/ { print $1, ($2 ~ /^(N|X|BYTES|TEXT)$/ || $2 ~ /\|/) ? $2 : "FLAG" }'
+}
+
+hostile_lesson() {
+  local bin=$1 np=$2 skip=$3 lesson; lesson=$(basename "$(dirname "$bin")")
+  local flag kind v
+  while read -r flag kind; do
+    [[ " $skip " == *" $flag "* ]] && continue
+    local bad=() maybe=()
+    case $kind in
+      N|BYTES) bad=("" "abc" "-1" "12abc" "1e999" "99999999999999999999" "0x10" " 5"); maybe=(0 99999999999) ;;
+      X) bad=("" "abc" "-1" "12abc" "1e999" "nan" "inf" "-inf"); maybe=(0 99999999999) ;;
+      TEXT) bad=("") ;;
+      *\|*) bad=("" "bogus" "${kind%%|*}x") ;;
+      *) continue ;;
+    esac
+    for v in "${bad[@]}"; do
+      TEST_TIMEOUT=$HOSTILE_TIMEOUT check "hostile $lesson $flag '$v' refused" 0 2 "^error: $flag" -- "$bin" "$flag" "$v"
+    done
+    for v in "${maybe[@]}"; do
+      local log="$LOGS/hostile-$lesson$flag-$v.log"
+      timeout -k 5 "$HOSTILE_TIMEOUT" $(mpirun_cmd "$np") "$bin" "$flag" "$v" --no-check >"$log" 2>&1
+      local rc=$?
+      if [ $rc -eq 0 ] || { [ $rc -eq 2 ] && grep -q "^error: " "$log"; }; then
+        pass "hostile $lesson $flag $v: exit $rc$( [ $rc -eq 2 ] && echo ", $(grep -m1 '^error: ' "$log" | cut -c1-70)")"
+      else
+        fail "hostile $lesson $flag $v" "$log" "exit $rc: neither a clean run nor a clean refusal"
+      fi
+    done
+  done < <(hostile_flags "$bin")
+}
+
+hostile_unknown() { # stray words and flags
+  local bin=$1 lesson; lesson=$(basename "$(dirname "$bin")")
+  check "hostile $lesson stray argument" 0 2 "^error: unexpected argument 'oops'" -- "$bin" oops
+  check "hostile $lesson missing value" 0 2 "needs a value" -- "$bin" "$( hostile_flags "$bin" | awk '$2 != "FLAG" { print $1; exit }')"
+  check "hostile $lesson flag with a value it does not take" 0 2 "takes no value" -- "$bin" --help=1
+}
+
+SHARED=$(hostile_flags ./05_dp/dp | awk '{ print $1 }' | tr '\n' ' ')
+for bin in ./0[1-9]_*/*; do
+  [ -x "$bin" ] && [ -f "$bin.c" ] || continue
+  lesson=$(basename "$(dirname "$bin")")
+  np=2
+  [ "$lesson" = 05_dp ] && skip="--no-check --help" || skip="$SHARED"
+  [ "$lesson" = 01_send_recv ] && skip="$skip --deadlock"
+  hostile_lesson "$bin" "$np" "$skip"
+  hostile_unknown "$bin"
+done
