@@ -29,6 +29,12 @@ typedef struct {
   dt_counter norm;                        /* the --clip all-reduces, counted apart */
 } tp_model;
 
+static void *xmalloc(size_t bytes) { /* host memory, or a clear abort */
+  void *p = malloc(bytes);
+  CHECK_ALLOC(p);
+  return p;
+}
+
 static float *w1_of(const tp_model *m, float *flat, int64_t l) { /* [D, Hs] */
   return flat + 2 * l * m->c.dim * m->Hs;
 }
@@ -77,32 +83,43 @@ static void clip_gradients(tp_model *m, size_t n) {
   if (m->c.clip <= 0) return;
   float sq = (float)dt_sum_squares(m->g, n);
   dt_copy_from_host(m->normbuf, &sq, sizeof sq);
-  dt_counter before = m->world->count[DT_ALL_REDUCE];
+  uint64_t bytes0 = m->world->count[DT_ALL_REDUCE].bytes_sent;
   dt_all_reduce(m->world, m->normbuf, m->normbuf, 1, DT_F32, DT_SUM);
-  dt_counter after = m->world->count[DT_ALL_REDUCE];
-  m->norm.calls += after.calls - before.calls;
-  m->norm.bytes_sent += after.bytes_sent - before.bytes_sent;
-  m->norm.seconds += after.seconds - before.seconds;
+  m->norm.calls++, m->norm.bytes_sent += m->world->count[DT_ALL_REDUCE].bytes_sent - bytes0;
   dt_copy_to_host(&sq, m->normbuf, sizeof sq);
   float f = dt_clip_factor(&m->c, sq);
   if (f < 1.0f) dt_scale(m->g, n, f);
 }
 
-/* A formula's value: whole when it is, else to two decimals. The counters
- * add whole bytes per call, so where N does not divide 2(N-1) x bytes (NP=3)
- * they fall short of the exact formula by less than a byte per call. */
+/* A formula's value, whole or to two decimals. The counters add whole bytes
+ * per call: at NP=3 they fall short of 2(N-1)/N x bytes by under 1 per call. */
 static const char *num(char *buf, double v) {
   snprintf(buf, 32, v == floor(v) ? "%.0f" : "%.2f", v);
   return buf;
 }
 
-/* Rank 0 needs the full W1 [D, H] and W2 [H, D] of every layer, layer-major
- * (W1_0, W2_0, W1_1, ...), for the check and --save: all-gather each shard.
- * This is bookkeeping after training; TP itself never gathers a weight. */
-static void export_weights(tp_model *m, float *host, float *gathered, float *tmp) {
-  int64_t D = m->c.dim, H = m->c.hidden, Hs = m->Hs, P = D * H, N = m->world->size;
+/* Between a flat shard buffer (weights, m or v) and the whole model's
+ * layer-major host copy (W1_0, W2_0, W1_1, ...), the order of files and of
+ * the check. to_shards: each rank slices its columns of W1 and rows of W2. */
+static void to_shards(const tp_model *m, float *flat, const float *host) {
+  int64_t D = m->c.dim, H = m->c.hidden, Hs = m->Hs, P = D * H, col0 = m->world->rank * Hs;
+  float *tmp = xmalloc((size_t)(D * Hs) * 4);
   for (int64_t l = 0; l < m->c.layers; l++) {
-    dt_all_gather(m->world, w1_of(m, m->w, l), gathered, (size_t)(D * Hs), DT_F32);
+    for (int64_t d = 0; d < D; d++) /* W1[:, col0 : col0+Hs], row by row */
+      memcpy(tmp + d * Hs, host + 2 * l * P + d * H + col0, (size_t)Hs * 4);
+    dt_copy_from_host(w1_of(m, flat, l), tmp, (size_t)(D * Hs) * 4);
+    dt_copy_from_host(w2_of(m, flat, l), host + (2 * l + 1) * P + col0 * D, (size_t)(Hs * D) * 4);
+  }
+  free(tmp);
+}
+
+/* to_host: all-gather the shards; rank 0 gets the whole tensors. Only for the
+ * check, --save and checkpoints, never inside a step: TP gathers no weight. */
+static void to_host(const tp_model *m, float *flat, float *host) {
+  int64_t D = m->c.dim, H = m->c.hidden, Hs = m->Hs, P = D * H, N = m->world->size;
+  float *gathered = dt_alloc_f32((size_t)P, DT_OTHER), *tmp = xmalloc((size_t)P * 4);
+  for (int64_t l = 0; l < m->c.layers; l++) {
+    dt_all_gather(m->world, w1_of(m, flat, l), gathered, (size_t)(D * Hs), DT_F32);
     if (m->world->rank == 0) { /* [N][D][Hs]: rank r's block is W1[:, r*Hs : (r+1)*Hs] */
       dt_copy_to_host(tmp, gathered, (size_t)P * 4);
       for (int64_t r = 0; r < N; r++)
@@ -110,9 +127,21 @@ static void export_weights(tp_model *m, float *host, float *gathered, float *tmp
           memcpy(host + 2 * l * P + d * H + r * Hs, tmp + (r * D + d) * Hs, (size_t)Hs * 4);
     }
     /* [N][Hs][D] is W2 [H, D] already: row blocks are contiguous */
-    dt_all_gather(m->world, w2_of(m, m->w, l), gathered, (size_t)(Hs * D), DT_F32);
+    dt_all_gather(m->world, w2_of(m, flat, l), gathered, (size_t)(Hs * D), DT_F32);
     if (m->world->rank == 0) dt_copy_to_host(host + (2 * l + 1) * P, gathered, (size_t)P * 4);
   }
+  dt_free(gathered), free(tmp);
+}
+
+/* --ckpt: no rank holds the whole state, so rank 0 gathers it and writes it.
+ * Those gathers are not training traffic: the counters are put back after. */
+static void checkpoint(tp_model *m, int64_t steps_done, float *w, float *mh, float *vh) {
+  dt_counter kept[DT_NKINDS];
+  memcpy(kept, m->world->count, sizeof kept);
+  to_host(m, m->w, w);
+  if (m->m) to_host(m, m->m, mh), to_host(m, m->v, vh);
+  if (m->world->rank == 0) dt_ckpt_save(&m->c, steps_done, w, m->m ? mh : NULL, m->m ? vh : NULL);
+  memcpy(m->world->count, kept, sizeof kept);
 }
 
 int main(int argc, char **argv) {
@@ -122,17 +151,11 @@ int main(int argc, char **argv) {
   dt_comm *world = dt_init(&argc, &argv, &lesson, options);
   dt_train_resolve(&c);
   int N = world->size, rank = world->rank;
-  if (c.hidden % N != 0) { /* suggest the multiples of N around H */
-    long long lo = c.hidden / N * N, hi = lo + N;
-    char alt[64];
-    if (lo > 0)
-      snprintf(alt, sizeof alt, "%lld or %lld", lo, hi);
-    else
-      snprintf(alt, sizeof alt, "%lld", hi);
+  if (c.hidden % N != 0)
     dt_fail("--hidden %lld does not split over %d ranks: each rank holds H/N hidden units (W1's "
-            "columns, W2's rows), so H must be divisible by N; try --hidden %s",
-            (long long)c.hidden, N, alt);
-  }
+            "columns, W2's rows), so H must be divisible by N; try --hidden %lld (or another "
+            "multiple of %d)",
+            (long long)c.hidden, N, (long long)((c.hidden / N + 1) * N), N);
   dt_trace_enable(c.trace != NULL);
   if (c.dump_data) dt_dump_data(c.dump_data, &c);
 
@@ -151,28 +174,26 @@ int main(int argc, char **argv) {
   m.dh = dt_alloc_f32((size_t)(B * Hs), DT_ACTIV);
   m.y = dt_alloc_f32((size_t)(B * D), DT_DATA);
   if (c.clip > 0) m.normbuf = dt_alloc_f32(1, DT_COMMBUF);
-  float *host_w = malloc((size_t)(2 * L * P) * 4), *tmp = malloc((size_t)P * 4);
-  double *losses = malloc((size_t)c.steps * sizeof(double));
-  int64_t *samples = malloc((size_t)B * sizeof(int64_t));
-  CHECK_ALLOC(host_w);
-  CHECK_ALLOC(tmp);
-  CHECK_ALLOC(losses);
-  CHECK_ALLOC(samples);
+  /* whole-model host arrays, for files and the check: weights, AdamW m and v */
+  int adamw = c.optimizer[0] == 'a', state = adamw && c.ckpt;
+  float *host_w = xmalloc((size_t)(2 * L * P) * 4);
+  float *host_m = state ? xmalloc((size_t)(2 * L * P) * 4) : NULL;
+  float *host_v = state ? xmalloc((size_t)(2 * L * P) * 4) : NULL;
+  double *losses = xmalloc((size_t)c.steps * sizeof(double));
+  int64_t *samples = xmalloc((size_t)B * sizeof(int64_t));
   /* Every rank makes its own shards from the counter-based RNG (the same
-   * values a single process would put there), or slices them from the file. */
+   * values a single process would put there), or slices them from a file. */
   int64_t col0 = rank * Hs;
-  if (c.load) dt_load_model(c.load, &c, host_w);
-  for (int64_t l = 0; l < L; l++) {
-    if (c.load) {
-      for (int64_t d = 0; d < D; d++) /* W1[:, col0 : col0+Hs], row by row */
-        memcpy(tmp + d * Hs, host_w + 2 * l * P + d * H + col0, (size_t)Hs * 4);
-      dt_copy_from_host(w1_of(&m, m.w, l), tmp, (size_t)(D * Hs) * 4);
-      dt_copy_from_host(w2_of(&m, m.w, l), host_w + (2 * l + 1) * P + col0 * D,
-                        (size_t)(Hs * D) * 4);
-    } else {
-      dt_init_w1(&c, l, w1_of(&m, m.w, l), col0, Hs);
-      dt_init_w2(&c, l, w2_of(&m, m.w, l), col0, Hs);
-    }
+  if (c.load) dt_load_model(c.load, &c, host_w), to_shards(&m, m.w, host_w);
+  for (int64_t l = 0; l < L && !c.load; l++) {
+    dt_init_w1(&c, l, w1_of(&m, m.w, l), col0, Hs);
+    dt_init_w2(&c, l, w2_of(&m, m.w, l), col0, Hs);
+  }
+  if (c.resume) { /* a checkpoint of any world size replaces that start */
+    dt_ckpt_resume(&c, host_w, host_m, host_v);
+    m.c = c;
+    to_shards(&m, m.w, host_w);
+    if (adamw) to_shards(&m, m.m, host_m), to_shards(&m, m.v, host_v);
   }
   dt_train_print(&c);
   dt_print0("tensor parallel over %d rank%s: %lld of the %lld hidden units per rank; every rank "
@@ -186,8 +207,8 @@ int main(int argc, char **argv) {
 
   dt_comm_reset(world);
   dt_mem_reset_peaks();
-  double t_start = dt_now(), compute = 0;
-  for (int64_t step = 0; step < c.steps; step++) {
+  double t_start = dt_now(), compute = 0, spread = 0;
+  for (int64_t step = c.start_step; step < c.steps; step++) {
     double t0 = dt_now(), comm0 = world->count[DT_ALL_REDUCE].seconds;
     dt_step_samples(&c, 1, 0, step, samples); /* one replica: the whole global batch */
     dt_make_batch(&c, samples, B, m.x, m.y);
@@ -200,37 +221,33 @@ int main(int argc, char **argv) {
     backward(&m);
     clip_gradients(&m, (size_t)S);
     dt_optimizer_step(&c, m.w, m.g, m.m, m.v, (size_t)S, step + 1); /* shards only */
+    if (dt_ckpt_due(&c, step)) checkpoint(&m, step + 1, host_w, host_m, host_v);
     dt_sync();
     double dt = dt_now() - t0;
     compute += dt - (world->count[DT_ALL_REDUCE].seconds - comm0);
+    /* bookkeeping: do the ranks' losses really agree? (max of x and of -x) */
+    double both[2] = {losses[step], -losses[step]};
+    MPI_Allreduce(MPI_IN_PLACE, both, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    spread = fmax(spread, both[0] + both[1]);
     if (step < 5 || step % 10 == 9 || step == c.steps - 1)
       dt_print0("step %4lld/%lld  loss %.6f  (rank 0; every rank computes it alike)  %.2f ms\n",
                 (long long)step + 1, (long long)c.steps, losses[step], dt * 1e3);
   }
-  double per_step = (dt_now() - t_start) / (double)c.steps;
-  dt_counter act = world->count[DT_ALL_REDUCE]; /* the f/g all-reduces: all but the norm's */
-  act.calls -= m.norm.calls, act.bytes_sent -= m.norm.bytes_sent;
-  /* bookkeeping: do the replicas of the loss really agree across ranks? */
-  double *lo = malloc(2 * (size_t)c.steps * sizeof(double)), *hi = lo + c.steps, spread = 0;
-  CHECK_ALLOC(lo);
-  MPI_Allreduce(losses, lo, (int)c.steps, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(losses, hi, (int)c.steps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  for (int64_t s = 0; s < c.steps; s++)
-    if (hi[s] - lo[s] > spread) spread = hi[s] - lo[s];
-  free(lo);
+  int64_t trained = c.steps - c.start_step; /* fewer after --resume */
+  double per_step = (dt_now() - t_start) / (double)trained;
+  dt_counter ar = world->count[DT_ALL_REDUCE], all = dt_comm_total(world), act = ar;
+  act.calls -= m.norm.calls, act.bytes_sent -= m.norm.bytes_sent; /* f/g: all but the norm's */
 
   /* Per rank per step, ring model (dt.h). */
-  uint64_t steps = (uint64_t)c.steps, ar_calls = world->count[DT_ALL_REDUCE].calls;
+  uint64_t steps = (uint64_t)trained;
   double ring = 2.0 * (N - 1) / N, K = c.optimizer[0] == 'a' ? 8 : 0, b = (double)B / N;
   double flops = 12.0 * (double)(L * B * D * Hs); /* forward 2 matmuls, backward 4 */
   double want_act = 2.0 * (double)L * ring * (double)(B * D) * 4, want_norm = ring * 4;
-  dt_counter all = dt_comm_total(world);
   char f1[32], f2[32], f3[32];
   dt_print0("\nsummary (rank 0; every rank does the same work):\n");
   dt_print0("  time per step          %8.2f ms   compute %.2f ms   all-reduce %.2f ms (rank "
             "blocked in it)\n",
-            per_step * 1e3, compute / (double)c.steps * 1e3,
-            world->count[DT_ALL_REDUCE].seconds / (double)c.steps * 1e3);
+            per_step * 1e3, compute / (double)trained * 1e3, ar.seconds / (double)trained * 1e3);
   dt_print0("  bytes sent per rank per step    calls    measured     formula\n");
   dt_print0(
       "    %-26s %6llu %11llu %11s   2L x 2(N-1)/N x B x D x 4: x_l+1 forward, dx_l backward\n",
@@ -241,9 +258,8 @@ int main(int argc, char **argv) {
               "all_reduce norm (--clip)", (unsigned long long)(m.norm.calls / steps),
               (unsigned long long)(m.norm.bytes_sent / steps), num(f1, want_norm));
   dt_print0("    %-26s %6llu %11llu %11d   no weight gathered, no gradient reduced\n",
-            "any other collective", (unsigned long long)((all.calls - ar_calls) / steps),
-            (unsigned long long)((all.bytes_sent - world->count[DT_ALL_REDUCE].bytes_sent) / steps),
-            0);
+            "any other collective", (unsigned long long)((all.calls - ar.calls) / steps),
+            (unsigned long long)((all.bytes_sent - ar.bytes_sent) / steps), 0);
   dt_print0("    %-26s %6s %11llu %11s   DP (05): 2(N-1)/N x 2LDH x 4 = %s: TP/DP = B/H = %.4f\n",
             "total", "", (unsigned long long)(all.bytes_sent / steps),
             num(f1, want_act + (c.clip > 0 ? want_norm : 0)),
@@ -266,11 +282,10 @@ int main(int argc, char **argv) {
     dt_print0("    %-24s %11zu %11s %11s   %s\n", dt_tag_name((dt_tag)t), dt_mem_peak((dt_tag)t),
               num(f1, mem[t]), t == DT_ACTIV && B % N ? "n/a" : num(f3, dp[t]), why[t]);
   dt_print0("  loss on every rank: largest spread across ranks %.2e over %lld steps\n", spread,
-            (long long)c.steps);
+            (long long)trained);
 
-  float *gathered = dt_alloc_f32((size_t)P, DT_OTHER);
   dt_comm_reset(world); /* the export is not training: count it on its own */
-  export_weights(&m, host_w, gathered, tmp);
+  to_host(&m, m.w, host_w);
   dt_print0("export for the check: %llu all-gathers, %llu bytes sent per rank (after training)\n",
             (unsigned long long)world->count[DT_ALL_GATHER].calls,
             (unsigned long long)world->count[DT_ALL_GATHER].bytes_sent);
@@ -278,11 +293,7 @@ int main(int argc, char **argv) {
   if (c.save) dt_print0("saved %s\n", c.save);
   if (c.trace) dt_trace_write(c.trace);
   int failed = c.no_check ? 0 : dt_check_against_reference(&c, losses, host_w);
-  float *bufs[] = {m.w,  m.g,     m.m,  m.v, m.x,       m.a,     m.h,
-                   m.dx, m.dnext, m.dh, m.y, m.normbuf, gathered};
-  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
-    if (bufs[i]) dt_free(bufs[i]);
-  free(host_w), free(tmp), free(losses), free(samples);
+  free(host_w), free(host_m), free(host_v), free(losses), free(samples);
   dt_finalize();
   return failed;
 }
