@@ -109,6 +109,14 @@ int dt_check_against_reference(const dt_train_config *c, const double *losses,
     printf("CHECK %s: per-step loss and final weights match single-process training within "
            "|diff| <= %.0e + %.0e*|ref| (%zu of %zu losses and %zu of %zu weights outside)\n",
            failed ? "FAILED" : "PASSED", ABS_TOL, REL_TOL, loss_bad, steps - first, w_bad, n);
+    if (failed && c->optimizer[0] == 'a' && loss_bad == 0)
+      printf("hint: the losses agree but the weights do not. AdamW divides each update by the "
+             "gradient's own size, so a ReLU pre-activation within rounding of 0 that flips sign "
+             "moves its weights by up to lr. A different number of rows per matmul rounds "
+             "differently. To tell rounding from a bug, run this config in one process with "
+             "--accum set to the ranks x accum used here (same rows per matmul, no "
+             "communication): if it fails the same way, it is rounding. Try sgd, or another "
+             "--seed or --batch.\n");
     fflush(stdout);
     free(ref_loss), free(got), free(want), free(ref_w);
   }
