@@ -106,9 +106,6 @@ int dt_check_against_reference(const dt_train_config *c, const double *losses,
     printf("compare: per-step loss max |diff| %.2e (rel %.2e); final weights max |diff| %.2e "
            "(rel %.2e) over %zu values\n",
            loss_abs, loss_rel, w_abs, w_rel, n);
-    printf("CHECK %s: per-step loss and final weights match single-process training within "
-           "|diff| <= %.0e + %.0e*|ref| (%zu of %zu losses and %zu of %zu weights outside)\n",
-           failed ? "FAILED" : "PASSED", ABS_TOL, REL_TOL, loss_bad, steps - first, w_bad, n);
     if (failed && c->optimizer[0] == 'a' && loss_bad == 0)
       printf("hint: the losses agree but the weights do not. AdamW divides each update by the "
              "gradient's own size, so a ReLU pre-activation within rounding of 0 that flips sign "
@@ -117,6 +114,9 @@ int dt_check_against_reference(const dt_train_config *c, const double *losses,
              "--accum set to the ranks x accum used here (same rows per matmul, no "
              "communication): if it fails the same way, it is rounding. Try sgd, or another "
              "--seed or --batch.\n");
+    printf("CHECK %s: per-step loss and final weights match single-process training within "
+           "|diff| <= %.0e + %.0e*|ref| (%zu of %zu losses and %zu of %zu weights outside)\n",
+           failed ? "FAILED" : "PASSED", ABS_TOL, REL_TOL, loss_bad, steps - first, w_bad, n);
     fflush(stdout);
     free(ref_loss), free(got), free(want), free(ref_w);
   }
