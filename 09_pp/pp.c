@@ -11,7 +11,8 @@
  *   --schedule 1f1b   N-1-s forwards of warm-up, then one forward one
  *                     backward, then the rest of the backwards: at most N-s.
  * Both leave the same bubble, (N-1)/(M+N-1) of the time idle, which this
- * program measures and draws as a timeline of the fastest step. */
+ * program measures and draws as a timeline of the fastest step. Checkpoints
+ * hold the whole model, so a run resumes at any number of stages. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,7 @@ typedef struct {
 
 typedef struct {
   dt_train_config c;
-  int s, N;               /* this stage, number of stages */
+  int s, N, *cnt, *off;   /* this stage, stages; each stage's run of a layer-major array */
   int64_t D, H, nl, R;    /* width, hidden, layers here, rows of a microbatch */
   int64_t S;              /* floats stashed per microbatch: x_0..x_nl, a and h of each layer */
   float *w, *g, *m, *v;   /* this stage's layers, layer-major: W1, W2 of each */
@@ -117,6 +118,23 @@ static void exchange(stage *p, dt_comm *world, const action *done, const action 
     dt_sendrecv(world, out, out ? n : 0, dst, in, in ? n : 0, src, DT_F32);
 }
 
+/* A stage's layers are one run of the layer-major host array W1_0, W2_0, W1_1,
+ * ...: slice it in, or Gatherv all runs to rank 0 (host MPI: not counted). */
+static void slice_in(stage *p, float *flat, const float *host) {
+  dt_copy_from_host(flat, host + p->off[p->s], (size_t)p->cnt[p->s] * 4);
+}
+static void gather_layers(stage *p, const float *flat, float *host) {
+  float *mine = host + p->off[p->s];
+  dt_copy_to_host(mine, flat, (size_t)p->cnt[p->s] * 4);
+  MPI_Gatherv(p->s ? mine : MPI_IN_PLACE, p->cnt[p->s], MPI_FLOAT, host, p->cnt, p->off, MPI_FLOAT,
+              0, MPI_COMM_WORLD);
+}
+static void checkpoint(stage *p, int64_t steps_done, float *w, float *m, float *v) {
+  gather_layers(p, p->w, w);
+  if (p->m) gather_layers(p, p->m, m), gather_layers(p, p->v, v);
+  if (p->s == 0) dt_ckpt_save(&p->c, steps_done, w, p->m ? m : NULL, p->m ? v : NULL);
+}
+
 /* One row per stage, one column per 1/WIDTH of the step: "F3>>" a forward of
  * microbatch 3, "B3<<" a backward, '.' idle. rec: t0, t1, type, mb. */
 static void draw_timeline(const double *rec, int N, int n, double T) {
@@ -181,15 +199,22 @@ int main(int argc, char **argv) {
     p.bx = dt_alloc_f32((size_t)(B * D), DT_DATA), p.by = dt_alloc_f32((size_t)(B * D), DT_DATA);
   action *plan = malloc((size_t)(2 * M) * sizeof(action));
   double *rec = malloc((size_t)(16 * M) * sizeof(double)), *losses = malloc((size_t)c.steps * 8);
-  float *host_w = malloc((size_t)(L * P) * 4);
+  int mv = p.m && c.ckpt ? 2 : 0; /* AdamW's m and v on the host only to checkpoint them */
+  float *host_w = malloc((size_t)(L * P * (1 + mv)) * 4); /* the whole model, layer-major */
+  float *host_m = mv ? host_w + L * P : NULL, *host_v = mv ? host_w + 2 * L * P : NULL;
   int64_t *samples = malloc((size_t)B * sizeof(int64_t));
-  if (!p.stash || !p.spare || !plan || !rec || !losses || !host_w || !samples)
+  p.cnt = malloc((size_t)(2 * N) * sizeof(int)), p.off = p.cnt + N;
+  if (!p.stash || !p.spare || !plan || !rec || !losses || !host_w || !samples || !p.cnt)
     dt_fatal(__FILE__, __LINE__, "malloc", "out of memory");
+  for (int r = 0; r < N; r++)
+    p.cnt[r] = (int)(layers_of(L, N, r) * P), p.off[r] = (int)(first_layer(L, N, r) * P);
   /* Each stage makes only its own layers (the RNG is keyed by layer), or
-   * copies them from the file: the same layout, so one contiguous slice. */
+   * slices them from a whole-model file or checkpoint, at any stage split. */
   if (c.load) dt_load_model(c.load, &c, host_w);
-  if (c.load) dt_copy_from_host(p.w, host_w + l0 * P, (size_t)(nl * P) * 4);
-  for (int64_t l = 0; l < nl && !c.load; l++) {
+  if (c.resume) dt_ckpt_resume(&c, host_w, host_m, host_v), p.c = c;
+  if (c.load || c.resume) slice_in(&p, p.w, host_w);
+  if (c.resume && p.m) slice_in(&p, p.m, host_m), slice_in(&p, p.v, host_v);
+  for (int64_t l = 0; l < nl && !c.load && !c.resume; l++) {
     dt_init_w1(&c, l0 + l, w1_of(&p, p.w, l), 0, H);
     dt_init_w2(&c, l0 + l, w2_of(&p, p.w, l), 0, H);
   }
@@ -207,7 +232,7 @@ int main(int argc, char **argv) {
   dt_comm_reset(world);
   dt_mem_reset_peaks();
   double busy_sum = 0, span_sum = 0, T = 0, best_T = 1e30, *best = rec + 8 * M;
-  for (int64_t step = 0; step < c.steps; step++) {
+  for (int64_t step = c.start_step; step < c.steps; step++) {
     dt_step_samples(&c, 1, 0, step, samples);
     if (s == 0 || s == N - 1) dt_make_batch(&c, samples, B, p.bx, p.by);
     dt_zero(p.g, (size_t)(nl * P) * 4);
@@ -237,6 +262,7 @@ int main(int argc, char **argv) {
     if (c.clip > 0) MPI_Allreduce(MPI_IN_PLACE, &sq, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     if (dt_clip_factor(&c, sq) < 1.0f) dt_scale(p.g, (size_t)(nl * P), dt_clip_factor(&c, sq));
     dt_optimizer_step(&c, p.w, p.g, p.m, p.v, (size_t)(nl * P), step + 1);
+    if (dt_ckpt_due(&c, step)) checkpoint(&p, step + 1, host_w, host_m, host_v);
     /* bookkeeping: the loss lives on the last stage; the step's length is
      * from the common start to the last backward anywhere (stage 0's) */
     losses[step] = p.loss;
@@ -244,23 +270,24 @@ int main(int argc, char **argv) {
     MPI_Allreduce(&rec[4 * n - 3], &T, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     busy_sum += busy, span_sum += T;
     if (T < best_T) best_T = T, memcpy(best, rec, (size_t)(8 * M) * sizeof(double));
-    if (step < 3 || step % 10 == 9 || step == c.steps - 1)
+    if (step - c.start_step < 3 || step % 10 == 9 || step == c.steps - 1)
       dt_print0("step %4lld/%lld  loss %.6f  (last stage, sum over %lld microbatches)  %.2f ms\n",
                 (long long)step + 1, (long long)c.steps, losses[step], (long long)M, T * 1e3);
   }
 
-  double steps = (double)c.steps, idle = span_sum - busy_sum, all_idle = 0;
+  int64_t trained = c.steps - c.start_step; /* this run's steps, after a resume */
+  double steps = (double)trained, idle = span_sum - busy_sum, all_idle = 0;
   MPI_Reduce(&idle, &all_idle, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
   dt_counter sr = world->count[DT_SENDRECV];
   uint64_t want_bytes = (uint64_t)(B * D * 4) * (uint64_t)((s < N - 1) + (s > 0));
   int64_t k1 = N - s < M ? N - s : M, want_live = gpipe ? M : k1, other = gpipe ? k1 : M;
   uint64_t slot = (uint64_t)p.S * 4, scratch = (uint64_t)(2 * R * D + R * H) * 4;
   dt_print0("\nsummary per stage (%lld steps; busy = forward and backward compute):\n",
-            (long long)c.steps);
+            (long long)trained);
   dt_print_ranks("stage %d | busy %.3f ms idle %.3f ms per step (%.1f%% idle) | sendrecv bytes "
                  "per step %llu (formula %d fwd + %d bwd x B*D*4 = %llu)\n",
                  s, busy_sum / steps * 1e3, idle / steps * 1e3, 100 * idle / span_sum,
-                 (unsigned long long)(sr.bytes_sent / (uint64_t)c.steps), (s < N - 1), (s > 0),
+                 (unsigned long long)(sr.bytes_sent / (uint64_t)trained), (s < N - 1), (s > 0),
                  (unsigned long long)want_bytes);
   dt_print0("bubble over all steps: measured idle / (N x step) = %.1f%%; formula (N-1)/(M+N-1) = "
             "%d/%lld = %.1f%%\n",
@@ -282,18 +309,12 @@ int main(int argc, char **argv) {
   MPI_Gather(best, 4 * n, MPI_DOUBLE, all_rec, 4 * n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   if (s == 0) draw_timeline(all_rec, N, n, best_T);
 
-  /* The final weights, gathered on rank 0 for the check (outside training). */
-  int *counts = malloc((size_t)N * sizeof(int)), *offs = malloc((size_t)N * sizeof(int));
-  for (int r = 0; r < N; r++)
-    counts[r] = (int)(layers_of(L, N, r) * P), offs[r] = (int)(first_layer(L, N, r) * P);
-  dt_copy_to_host(host_w + l0 * P, p.w, (size_t)(nl * P) * 4);
-  MPI_Gatherv(s ? host_w + l0 * P : MPI_IN_PLACE, (int)(nl * P), MPI_FLOAT, host_w, counts, offs,
-              MPI_FLOAT, 0, MPI_COMM_WORLD);
+  gather_layers(&p, p.w, host_w); /* the final weights, on rank 0 for the check */
   if (c.save && s == 0) dt_save_model(c.save, &c, c.steps, host_w);
   if (c.save) dt_print0("saved %s\n", c.save);
   if (c.trace) dt_trace_write(c.trace);
   int failed = c.no_check ? 0 : dt_check_against_reference(&c, losses, host_w);
-  free(all_rec), free(counts), free(offs), free(plan), free(rec), free(losses);
+  free(all_rec), free(p.cnt), free(plan), free(rec), free(losses);
   free(host_w), free(samples), free(p.stash), free(p.spare);
   dt_finalize();
   return failed;

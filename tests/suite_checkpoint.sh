@@ -49,3 +49,6 @@ ckpt_killed() { # kill -9 while it checkpoints every step; the manifest must sta
 
 ckpt_suite 05_dp ./05_dp/dp 2
 ckpt_killed 05_dp ./05_dp/dp 2
+# 09_pp: stages own contiguous runs of layers (2, 2 at NP=2; 1 each at NP=4)
+ckpt_suite 09_pp ./09_pp/pp 2 --microbatches 2
+ckpt_killed 09_pp ./09_pp/pp 2 --microbatches 2
