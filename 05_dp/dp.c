@@ -12,8 +12,10 @@
  *                      as its gradients are complete, hiding it behind the
  *                      backward of the layers below.
  * It ends by training the same model in one process and comparing. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dt.h"
 
@@ -102,6 +104,44 @@ static void average_gradients(dp_model *m, dt_comm *world, int overlap) {
   }
 }
 
+/* --compress topk:R. Each rank sends only its k = R*P largest gradient
+ * entries, as (index, value) pairs to every rank (all-gather), and keeps what
+ * it did not send as a residual added to next step's gradient (error
+ * feedback), so no gradient is lost, only delayed. Every rank then sums the
+ * same N sparse vectors in the same order: the replicas stay identical. */
+typedef struct {
+  int64_t k;
+  float *residual, *vals, *all_vals; /* backend memory */
+  int32_t *idx, *all_idx;
+  float *host; /* P floats: the selection runs on the host */
+  int32_t *host_idx;
+  float *host_vals;
+} topk;
+
+static void topk_average(dp_model *m, dt_comm *world, topk *t, size_t P) {
+  int64_t k = t->k, N = world->size;
+  dt_add(t->residual, m->g, P); /* what to send: this step's gradient + the residual */
+  dt_copy_to_host(t->host, t->residual, P * 4);
+  dt_topk_indices(t->host, (int64_t)P, k, t->host_idx);
+  for (int64_t j = 0; j < k; j++)
+    t->host_vals[j] = t->host[t->host_idx[j]], t->host[t->host_idx[j]] = 0;
+  dt_copy_from_host(t->residual, t->host, P * 4); /* what stays behind */
+  dt_copy_from_host(t->idx, t->host_idx, (size_t)k * 4);
+  dt_copy_from_host(t->vals, t->host_vals, (size_t)k * 4);
+  dt_all_gather(world, t->idx, t->all_idx, (size_t)k, DT_I32);
+  dt_all_gather(world, t->vals, t->all_vals, (size_t)k, DT_F32);
+  int32_t *idx = malloc((size_t)(N * k) * 4);
+  float *vals = malloc((size_t)(N * k) * 4);
+  CHECK_ALLOC(idx);
+  CHECK_ALLOC(vals);
+  dt_copy_to_host(idx, t->all_idx, (size_t)(N * k) * 4);
+  dt_copy_to_host(vals, t->all_vals, (size_t)(N * k) * 4);
+  memset(t->host, 0, P * 4);
+  for (int64_t j = 0; j < N * k; j++) t->host[idx[j]] += vals[j] / (float)N;
+  dt_copy_from_host(m->g, t->host, P * 4);
+  free(idx), free(vals);
+}
+
 /* Between a flat buffer (weights, m or v) and its layer-major host copy
  * (W1_0, W2_0, W1_1, ...), the order of checkpoints and of the check. */
 static void to_host(const dp_model *m, float *flat, float *host) {
@@ -127,17 +167,32 @@ static void checkpoint(const dp_model *m, int64_t steps_done, float *w, float *m
   dt_ckpt_save(&m->c, steps_done, w, m->m ? mh : NULL, m->m ? vh : NULL);
 }
 
+/* What top-k sends, beside what the dense all-reduce would have sent. */
+static void print_topk_bytes(dt_comm *world, int64_t k, int64_t P, uint64_t trained) {
+  int N = world->size;
+  uint64_t sent = world->count[DT_ALL_GATHER].bytes_sent / trained;
+  uint64_t dense = 2 * (uint64_t)(N - 1) * (uint64_t)P * 4 / (uint64_t)N;
+  dt_print0("  top-k: k = %lld of %lld gradients per rank; bytes sent per rank per step %llu, "
+            "formula (N-1) x k x (4 + 4) = %llu; the dense all-reduce's 2(N-1)/N x P x 4 = %llu "
+            "(%.1fx more)\n",
+            (long long)k, (long long)P, (unsigned long long)sent,
+            (unsigned long long)((uint64_t)(N - 1) * (uint64_t)k * 8), (unsigned long long)dense,
+            sent ? (double)dense / (double)sent : 0.0);
+}
+
 int main(int argc, char **argv) {
   dt_train_config c = DT_TRAIN_DEFAULTS;
   double bucket_mb = 0;
   int64_t accum = 1;
   int overlap = 0;
+  const char *compress = NULL;
   dt_option options[] = {
       DT_TRAIN_OPTIONS(&c),
       DT_DOUBLE("--bucket-mb", &bucket_mb, 0, 1 << 20,
                 "all-reduce gradients in ~M MiB buckets (0: per tensor)"),
       DT_FLAG("--overlap", &overlap, "start each bucket's all-reduce during backward"),
       DT_INT("--accum", &accum, 1, 1 << 20, "micro-steps per step (gradient accumulation)"),
+      DT_STRING("--compress", &compress, NULL, "topk:R sends the R fraction of largest gradients"),
       DT_END};
   dt_lesson lesson = {"05_dp", "data parallel training: all-reduce the gradients, buckets, overlap",
                       1};
@@ -187,22 +242,47 @@ int main(int argc, char **argv) {
     if (m.m) from_host(&m, m.m, host_m), from_host(&m, m.v, host_v);
   }
   make_buckets(&m, bucket_mb > 0 ? bucket_mb * (1 << 20) : (overlap ? 1.0 : 0.0));
+  topk tk = {0};
+  if (compress) {
+    double ratio = 0;
+    char rest = 0;
+    if (sscanf(compress, "topk:%lf%c", &ratio, &rest) != 1 || !(ratio > 0 && ratio <= 1))
+      dt_fail("--compress %s: expected topk:R with 0 < R <= 1, e.g. topk:0.01", compress);
+    if (overlap || bucket_mb > 0)
+      dt_fail("--compress replaces the all-reduce: no --overlap or --bucket-mb");
+    tk.k = (int64_t)ceil(ratio * (double)P);
+    tk.residual = dt_alloc_f32((size_t)P, DT_GRADS);
+    tk.vals = dt_alloc_f32((size_t)tk.k, DT_COMMBUF);
+    tk.idx = dt_alloc((size_t)tk.k * 4, DT_COMMBUF);
+    tk.all_vals = dt_alloc_f32((size_t)(N * tk.k), DT_COMMBUF);
+    tk.all_idx = dt_alloc((size_t)(N * tk.k) * 4, DT_COMMBUF);
+    tk.host = malloc((size_t)P * 4), tk.host_idx = malloc((size_t)tk.k * 4),
+    tk.host_vals = malloc((size_t)tk.k * 4);
+    CHECK_ALLOC(tk.host);
+    CHECK_ALLOC(tk.host_idx);
+    CHECK_ALLOC(tk.host_vals);
+  }
   dt_train_print(&c);
   dt_print0("data parallel: each rank runs %lld of the %lld samples per step (%lld micro-step%s of "
-            "%lld); "
-            "%d all-reduce%s per step (%s)\n",
+            "%lld); ",
             (long long)(c.batch / N), (long long)c.batch, (long long)accum, accum > 1 ? "s" : "",
-            (long long)R, m.nbuckets, m.nbuckets > 1 ? "s" : "",
-            bucket_mb > 0
-                ? (overlap ? "buckets, overlapped with backward" : "buckets, after backward")
-                : (overlap ? "one per tensor, overlapped with backward"
-                           : "one per tensor, after backward"));
+            (long long)R);
+  if (tk.k)
+    dt_print0("gradients compressed to their top %lld entries per rank, all-gathered as (index, "
+              "value) pairs, with error feedback\n",
+              (long long)tk.k);
+  else
+    dt_print0("%d all-reduce%s per step (%s)\n", m.nbuckets, m.nbuckets > 1 ? "s" : "",
+              bucket_mb > 0
+                  ? (overlap ? "buckets, overlapped with backward" : "buckets, after backward")
+                  : (overlap ? "one per tensor, overlapped with backward"
+                             : "one per tensor, after backward"));
 
   dt_comm_reset(world);
   dt_mem_reset_peaks();
   double t_start = dt_now(), compute = 0;
   for (int64_t step = c.start_step; step < c.steps; step++) {
-    double t0 = dt_now(), comm0 = world->count[DT_ALL_REDUCE].seconds, loss = 0;
+    double t0 = dt_now(), comm0 = dt_comm_total(world).seconds, loss = 0;
     dt_step_samples(&c, N, world->rank, step, samples);
     dt_zero(m.g, (size_t)P * 4);
     for (int64_t k = 0; k < accum; k++) { /* communicate only after the last micro-step */
@@ -213,7 +293,10 @@ int main(int argc, char **argv) {
                                       1.0 / ((double)R * D * accum));
       backward(&m, world, overlap && k == accum - 1);
     }
-    average_gradients(&m, world, overlap);
+    if (tk.k)
+      topk_average(&m, world, &tk, (size_t)P);
+    else
+      average_gradients(&m, world, overlap);
     float clip =
         dt_clip_factor(&c, dt_sum_squares(m.g, (size_t)P)); /* grads are identical everywhere */
     if (clip < 1.0f) dt_scale(m.g, (size_t)P, clip);
@@ -224,7 +307,7 @@ int main(int argc, char **argv) {
     losses[step] /= N;
     dt_sync();
     double dt = dt_now() - t0;
-    compute += dt - (world->count[DT_ALL_REDUCE].seconds - comm0);
+    compute += dt - (dt_comm_total(world).seconds - comm0);
     if (step < 5 || step % 10 == 9 || step == c.steps - 1)
       dt_print0("step %4lld/%lld  loss %.6f  (mean over ranks)  %.2f ms\n", (long long)step + 1,
                 (long long)c.steps, losses[step], dt * 1e3);
@@ -242,22 +325,26 @@ int main(int argc, char **argv) {
   }
   uint64_t formula = 2 * (uint64_t)(N - 1) * (uint64_t)P * 4 / (uint64_t)N;
   dt_print0("\nsummary (rank 0; every rank does the same work):\n");
-  dt_print0("  time per step          %8.2f ms   compute %.2f ms   all-reduce %.2f ms (rank "
+  dt_print0("  time per step          %8.2f ms   compute %.2f ms   %s %.2f ms (rank "
             "blocked in it)\n",
-            per_step * 1e3, compute / (double)trained * 1e3, ar.seconds / (double)trained * 1e3);
+            per_step * 1e3, compute / (double)trained * 1e3, tk.k ? "all-gather" : "all-reduce",
+            dt_comm_total(world).seconds / (double)trained * 1e3);
   if (overlap)
     dt_print0("  hidden by overlap      %8.2f ms   (the same buckets all-reduced blocking take "
               "%.2f ms)\n",
               (blocking - ar.seconds / (double)trained) * 1e3, blocking * 1e3);
-  dt_print0("  all-reduce calls/step  %8llu      bytes sent per rank per step %llu, formula "
-            "2(N-1)/N x P x 4 = %llu\n",
-            (unsigned long long)(ar.calls / (uint64_t)trained),
-            (unsigned long long)(ar.bytes_sent / (uint64_t)trained), (unsigned long long)formula);
+  if (!tk.k)
+    dt_print0("  all-reduce calls/step  %8llu      bytes sent per rank per step %llu, formula "
+              "2(N-1)/N x P x 4 = %llu\n",
+              (unsigned long long)(ar.calls / (uint64_t)trained),
+              (unsigned long long)(ar.bytes_sent / (uint64_t)trained), (unsigned long long)formula);
   uint64_t want[DT_NTAGS] = {0};
   want[DT_PARAMS] = want[DT_GRADS] = (uint64_t)P * 4;
+  if (tk.k) want[DT_GRADS] *= 2; /* the error-feedback residual */
   want[DT_OPTIM] = c.optimizer[0] == 'a' ? 2 * (uint64_t)P * 4 : 0;
   want[DT_ACTIV] = (uint64_t)(((L + 1) * R * D + 2 * L * R * H + 2 * R * D + R * H) * 4);
-  const char *why[DT_NTAGS] = {"P x 4", "P x 4", "AdamW m and v: 2 x P x 4 (sgd: 0)",
+  const char *why[DT_NTAGS] = {"P x 4", tk.k ? "P x 4, and as much for the residual" : "P x 4",
+                               "AdamW m and v: 2 x P x 4 (sgd: 0)",
                                "((L+1)bD + 2LbH + 2bD + bH) x 4, b = B/(N x accum)"};
   dt_print0("  memory per rank (peak bytes)   measured      formula\n");
   for (int t = DT_PARAMS; t <= DT_ACTIV; t++)
@@ -268,8 +355,16 @@ int main(int argc, char **argv) {
   if (c.save && world->rank == 0) dt_save_model(c.save, &c, c.steps, host_w);
   if (c.save) dt_print0("saved %s\n", c.save);
   if (c.trace) dt_trace_write(c.trace);
-  int failed = c.no_check ? 0 : dt_check_against_reference(&c, losses, host_w);
+  int failed = 0;
+  /* Top-k changes the gradients, so no run can match one process bit for
+   * bit: the check is that it still learns about as well. */
+  if (tk.k) print_topk_bytes(world, tk.k, P, (uint64_t)trained);
+  if (tk.k && !c.no_check)
+    failed = dt_check_convergence(&c, losses, 1.25, "top-k");
+  else if (!c.no_check)
+    failed = dt_check_against_reference(&c, losses, host_w);
   free(host_w), free(host_m), free(host_v), free(losses), free(samples), free(m.buckets);
+  free(tk.host), free(tk.host_idx), free(tk.host_vals);
   dt_finalize();
   return failed;
 }

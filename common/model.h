@@ -90,6 +90,10 @@ void dt_optimizer_step(const dt_train_config *c, float *w, const float *g, float
  * given the squared global norm (1 when clipping is off or not needed). */
 float dt_clip_factor(const dt_train_config *c, double global_sq_norm);
 
+/* The indices of the k entries of x (host) with the largest magnitude, in
+ * O(n) on average; ties are broken by index, so every run picks the same. */
+void dt_topk_indices(const float *x, int64_t n, int64_t k, int32_t *idx);
+
 /* ------------------------------------------------------------------ model */
 /* Tensor t of the model: layer t/2, W1 when t is even, W2 when odd. Its
  * initial values are keyed by (seed, t, element index), so any rank can make
@@ -142,6 +146,11 @@ void dt_shuffle(int64_t n, uint64_t seed, int64_t epoch, int64_t *perm);   /* pe
  * FAILED on rank 0; returns 0 or 1 on every rank (collective). */
 int dt_check_against_reference(const dt_train_config *c, const double *losses,
                                const float *final_weights);
+/* For methods that change the gradients on purpose (top-k compression):
+ * the final loss must be within `factor` of the exact reference's and below
+ * the run's first loss. Prints both and CHECK PASSED/FAILED; collective. */
+int dt_check_convergence(const dt_train_config *c, const double *losses, double factor,
+                         const char *what);
 /* The reference trainer itself: losses[steps], weights as above (host). */
 void dt_reference_train(const dt_train_config *c, double *losses, float *weights);
 

@@ -123,3 +123,26 @@ int dt_check_against_reference(const dt_train_config *c, const double *losses,
   MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
   return failed;
 }
+
+int dt_check_convergence(const dt_train_config *c, const double *losses, double factor,
+                         const char *what) {
+  int failed = 0;
+  if (dt_rank() == 0) {
+    double *ref = malloc((size_t)c->steps * sizeof *ref);
+    float *w = malloc((size_t)(c->layers * dt_params_per_layer(c)) * 4);
+    CHECK_ALLOC(ref);
+    CHECK_ALLOC(w);
+    dt_reference_train(c, ref, w);
+    double first = losses[c->start_step], last = losses[c->steps - 1], want = ref[c->steps - 1];
+    failed = !(last <= factor * want && last < first);
+    printf("reference (1 process, exact): loss %.6f -> %.6f; %s: %.6f -> %.6f (%.2fx)\n", ref[0],
+           want, what, first, last, last / want);
+    printf("CHECK %s: %s training converges: final loss %.6f <= %.2f x the exact run's %.6f, "
+           "and below its first loss\n",
+           failed ? "FAILED" : "PASSED", what, last, factor, want);
+    fflush(stdout);
+    free(ref), free(w);
+  }
+  MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return failed;
+}

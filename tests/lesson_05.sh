@@ -96,3 +96,17 @@ check "05 samples not a multiple of batch" 2 2 'error: --samples 40 is not a mul
   -- $D05 --samples 40
 check "05 unknown flag" 2 2 "unknown flag '--bogus'" -- $D05 --bogus
 check "05 help" 1 0 'usage: mpirun -np N' '--bucket-mb' '--overlap' '--accum' -- $D05 --help
+
+# --compress topk:R (issue 7): bytes exact against (N-1) x k x 8, the
+# convergence criterion (final loss within 1.25x of the exact run's), and a
+# compression too aggressive for 30 steps, which the check must catch.
+check "05 topk:0.1 np=4 converges, bytes exact" 4 0 \
+  'bytes sent per rank per step 314592, formula \(N-1\) x k x \(4 \+ 4\) = 314592' 'CHECK PASSED: top-k training converges' \
+  -- ./05_dp/dp --compress topk:0.1
+check "05 topk:0.01 np=2 converges, bytes exact" 2 0 \
+  'k = 1311 of 131072' 'bytes sent per rank per step 10488, formula \(N-1\) x k x \(4 \+ 4\) = 10488' 'CHECK PASSED: top-k' \
+  -- ./05_dp/dp --compress topk:0.01
+check "05 topk:0.001 np=4 is too lossy for 30 steps: the check says so" 4 1 'CHECK FAILED: top-k training converges' \
+  -- ./05_dp/dp --compress topk:0.001
+check "05 --compress bad ratio" 2 2 'error: --compress topk:2: expected topk:R with 0 < R <= 1' -- ./05_dp/dp --compress topk:2
+check "05 --compress with --overlap" 2 2 'error: --compress replaces the all-reduce' -- ./05_dp/dp --compress topk:0.1 --overlap
