@@ -117,6 +117,7 @@ static uint64_t part3_token_ring(dt_comm *w, int32_t *token) {
             "each rank adding its rank\n",
             N, N - 1);
   int32_t got = 0, sent = 0;
+  /* exercise: the token ring (who sends first, to whom, and what) */
   if (w->rank == 0) {
     /* Someone must send first: if every rank began with dt_recv, all would
      * wait forever for a token that nobody sent. */
@@ -131,6 +132,7 @@ static uint64_t part3_token_ring(dt_comm *w, int32_t *token) {
     dt_copy_from_host(token, &sent, sizeof sent);
     dt_send(w, token, 1, DT_I32, next);
   }
+  /* end of exercise */
   /* Rank r > 0 gets 0 + 1 + ... + (r-1); rank 0 gets the whole sum back. */
   int32_t want = w->rank == 0 ? N * (N - 1) / 2 : w->rank * (w->rank - 1) / 2;
   checked += 1;

@@ -32,6 +32,7 @@ static void my_linear_broadcast(dt_comm *c, float *buf, size_t count, int root) 
  * the round where mask <= rel < 2*mask, from rel - mask; ranks beyond the
  * holders wait in that recv, so the blocking calls cannot deadlock. */
 static void my_tree_broadcast(dt_comm *c, float *buf, size_t count, int root) {
+  /* exercise: the binomial-tree broadcast */
   int N = c->size, rel = (c->rank - root + N) % N;
   for (int mask = 1; mask < N; mask <<= 1) {
     if (rel < mask) {
@@ -40,6 +41,7 @@ static void my_tree_broadcast(dt_comm *c, float *buf, size_t count, int root) {
       dt_recv(c, buf, count, DT_F32, (rel - mask + root) % N);
     }
   }
+  /* end of exercise */
 }
 
 static void library_broadcast(dt_comm *c, float *buf, size_t count, int root) {
