@@ -141,6 +141,14 @@ bench-matmul:
 	$(MPICC) $(CFLAGS) tests/bench_matmul.c build/cpu/libdt.a -o build/cpu/bench_matmul $(LDLIBS)
 	./build/cpu/bench_matmul
 
+# The benchmark suite (bench/run.sh): collectives of lessons 01-03 against the
+# library, every training lesson at NP=1,2,4 (strong and weak scaling), memory
+# per rank by strategy. Writes bench/results.md, bench/*.csv, and bench/*.png
+# when gnuplot is installed (optional).
+.PHONY: bench
+bench: all
+	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" NCCL_VERSION=$(NCCL_VERSION) bash bench/run.sh
+
 setup:
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	echo "setup: installing Open MPI and OpenBLAS with apt-get"; \

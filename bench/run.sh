@@ -1,0 +1,485 @@
+#!/usr/bin/env bash
+# `make bench`: the benchmark suite. It runs the lessons' own binaries and
+# reads what they print; it measures nothing itself.
+#   1. collectives: every variant of lessons 01-03 (ping-pong; linear, tree and
+#      library broadcast; naive, ring and library all-reduce) over a size sweep:
+#      latency, algbw = S/t, busbw = algbw x the collective's factor;
+#   2. training: every training lesson at NP = 1, 2, 4 with a fixed global batch
+#      (strong scaling) and a batch proportional to NP (weak scaling): step
+#      time, compute, communication, bytes sent per rank, peak memory per rank;
+#   3. memory per rank by strategy at NP=4 with AdamW (optimizer state shows).
+# Writes bench/results.md, bench/*.csv and, when gnuplot is installed,
+# bench/*.png; raw logs and plot data stay in bench/out/ (not tracked).
+# Every mpirun runs under a timeout; any missing line or failed run stops the
+# suite with the log's name, and leaves the previous results in place.
+#
+# Environment: BIN_DIR (where the lesson binaries are, default .), MPIRUN,
+# CORES, BENCH_TIMEOUT (seconds per mpirun), BENCH_LAYERS, BENCH_DIM,
+# BENCH_STEPS, BENCH_BATCH (strong scaling's global batch), BENCH_RANK_BATCH
+# (weak scaling's batch per rank), BENCH_MAX_BYTES (largest collective).
+set -euo pipefail
+shopt -s inherit_errexit # a failed $(grab ...) inside a function stops the suite too
+cd "$(dirname "$0")/.."
+
+BIN_DIR=${BIN_DIR:-.}
+MPIRUN=${MPIRUN:-mpirun}
+CORES=${CORES:-$(nproc 2>/dev/null || echo 1)}
+TIMEOUT=${BENCH_TIMEOUT:-120}
+LAYERS=${BENCH_LAYERS:-4}
+DIM=${BENCH_DIM:-256}
+HIDDEN=$((4 * DIM))
+STEPS=${BENCH_STEPS:-10}
+BATCH=${BENCH_BATCH:-64}
+RANK_BATCH=${BENCH_RANK_BATCH:-16}
+MAX_BYTES=${BENCH_MAX_BYTES:-16M}
+NPS=(1 2 4)
+MEM_NP=4
+
+OUT=bench/out # raw logs and plot data (ignored by git)
+NEW=$OUT/new  # results land here first and replace bench/ only at the end
+rm -rf "$NEW" "$OUT"/logs
+mkdir -p "$NEW" "$OUT"/logs
+: >"$OUT/commands.txt"
+T_START=$(date +%s.%N)
+
+die() {
+  echo "bench: FAILED: $*" >&2
+  exit 1
+}
+say() { echo "bench: $*"; }
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# ---- running one lesson ---------------------------------------------------------
+# run NAME NP BIN ARGS...: one mpirun under a timeout, its output in
+# bench/out/logs/NAME.log; it must exit 0 and print CHECK PASSED (or, for runs
+# with --no-check, exit 0 and print no CHECK FAILED).
+run() {
+  local name=$1 np=$2 bin=$3
+  shift 3
+  local log=$OUT/logs/$name.log flags=()
+  [ -x "$BIN_DIR/$bin" ] || die "$BIN_DIR/$bin is missing: run 'make all' first"
+  if [ "$(id -u)" = 0 ]; then flags+=(--allow-run-as-root); fi
+  if [ "$np" -gt "$CORES" ]; then flags+=(--oversubscribe); fi
+  local cmd=("$MPIRUN" "${flags[@]}" -np "$np" "$BIN_DIR/$bin" "$@")
+  echo "${cmd[*]}" >>"$OUT/commands.txt"
+  local t0 rc=0
+  t0=$(date +%s.%N)
+  timeout -k 5 "$TIMEOUT" "${cmd[@]}" >"$log" 2>&1 || rc=$?
+  if [ "$rc" -eq 124 ]; then die "$name: timed out after ${TIMEOUT}s (${cmd[*]}); see $log"; fi
+  [ "$rc" -eq 0 ] || die "$name: exit code $rc (${cmd[*]}); see $log"
+  if [[ " $* " == *" --no-check "* ]]; then
+    ! grep -q '^CHECK FAILED' "$log" || die "$name: CHECK FAILED; see $log"
+  else
+    grep -q '^CHECK PASSED' "$log" || die "$name: no 'CHECK PASSED' line; see $log"
+  fi
+  say "$(printf '%-28s NP=%d  %5.1f s' "$name" "$np" "$(elapsed "$t0")")"
+}
+
+# grab LOG LINE_RE WORD_RE [NTH]: the NTH number (default 1) after WORD_RE on
+# the first line matching LINE_RE (extended regexes). Dies when there is none:
+# a lesson whose output changed must stop the suite, not feed it a blank.
+grab() {
+  local v
+  v=$(LINE="$2" WORD="$3" NTH="${4:-1}" awk '
+    $0 ~ ENVIRON["LINE"] && match($0, ENVIRON["WORD"]) {
+      s = substr($0, RSTART + RLENGTH)
+      nth = ENVIRON["NTH"] + 0
+      for (k = 1; k <= nth; k++) {
+        if (!match(s, /[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?/)) exit
+        v = substr(s, RSTART, RLENGTH); s = substr(s, RSTART + RLENGTH)
+      }
+      print v; found = 1; exit
+    }
+    END { if (!found) exit 1 }' "$1") || die "$1: no number after /$3/ on a line matching /$2/"
+  echo "$v"
+}
+# grab_all LOG LINE_RE WORD_RE: the first number after WORD_RE on every line
+# matching LINE_RE, space-separated (per-rank lines); dies when none matches.
+grab_all() {
+  local v
+  v=$(LINE="$2" WORD="$3" awk '
+    $0 ~ ENVIRON["LINE"] && match($0, ENVIRON["WORD"]) {
+      s = substr($0, RSTART + RLENGTH)
+      if (match(s, /[0-9]+(\.[0-9]+)?/)) { printf "%s%s", n++ ? " " : "", substr(s, RSTART, RLENGTH) }
+    }
+    END { if (!n) exit 1 }' "$1") || die "$1: no line matching /$2/ with a number after /$3/"
+  echo "$v"
+}
+agg() { # agg max|mean|sum NUMBERS...
+  local how=$1
+  shift
+  echo "$@" | awk -v how="$how" '{ for (i = 1; i <= NF; i++) { s += $i; if (i == 1 || $i > m) m = $i }
+    printf "%.10g\n", how == "max" ? m : how == "sum" ? s : s / NF }'
+}
+
+# ---- 1. collectives ---------------------------------------------------------------
+say "collectives: ping-pong at NP=2, broadcast and all-reduce at NP=4, 64 B to $MAX_BYTES"
+COLL=$NEW/collectives.csv
+echo "collective,variant,np,bytes,latency_us,algbw_GBps,busbw_GBps,time_stat" >"$COLL"
+
+# Ping-pong at NP=2: at NP=4 the two idle ranks would spin in a barrier on the
+# cores the pair needs.
+run 01_send_recv 2 01_send_recv/send_recv --min-bytes 64 --max-bytes "$MAX_BYTES"
+log=$OUT/logs/01_send_recv.log
+grep -Eq '^ +bytes +iters +latency \(us\) +GB/s +wrong *$' "$log" ||
+  die "$log: the ping-pong table's header 'bytes iters latency (us) GB/s wrong' is missing"
+awk '/^ +bytes +iters +latency/ { t = 1; next }
+     t && NF == 5 && $1 ~ /^[0-9]+$/ { printf "send_recv,ping-pong,2,%s,%s,%s,%s,mean_one_way\n", $1, $3, $4, $4; n++; next }
+     t { t = 0 }
+     END { if (!n) exit 1 }' "$log" >>"$COLL" || die "$log: no ping-pong rows"
+
+run 02_broadcast 4 02_broadcast/broadcast --min-bytes 64 --max-bytes "$MAX_BYTES"
+log=$OUT/logs/02_broadcast.log
+grep -Eq '^ +bytes +iters +linear us +tree us +library us' "$log" ||
+  die "$log: the header 'bytes iters linear us tree us library us' is missing"
+# busbw of a broadcast = algbw (factor 1, as nccl-tests): every rank but the
+# root receives S once, however the bytes travel.
+awk '/^ +bytes +iters +linear us/ { t = 1; next }
+     t && NF >= 5 && $1 ~ /^[0-9]+$/ {
+       split("linear tree library", v, " ")
+       for (i = 1; i <= 3; i++) { us = $(2 + i); bw = $1 / us / 1e3
+         printf "broadcast,%s,4,%s,%s,%.6f,%.6f,median_slowest_rank\n", v[i], $1, us, bw, bw }
+       n++; next }
+     t { t = 0 }
+     END { if (!n) exit 1 }' "$log" >>"$COLL" || die "$log: no broadcast rows"
+
+run 03_all_reduce 4 03_all_reduce/all_reduce --min-bytes 64 --max-bytes "$MAX_BYTES" --factor 4
+log=$OUT/logs/03_all_reduce.log
+hdr='^ +bytes +elements +time\(us\) +median\(us\) +algbw\(GB/s\) +busbw\(GB/s\)'
+[ "$(grep -Ec "$hdr" "$log")" = 3 ] ||
+  die "$log: expected 3 tables headed 'bytes elements time(us) median(us) algbw(GB/s) busbw(GB/s)'"
+HDR=$hdr awk '/^(naive|ring|library) all-reduce/ { v = $1; next }
+     $0 ~ ENVIRON["HDR"] { t = 1; next }
+     t && NF >= 6 && $1 ~ /^[0-9]+$/ { printf "all_reduce,%s,4,%s,%s,%s,%s,mean\n", v, $1, $3, $5, $6; n++; next }
+     t { t = 0 }
+     END { if (!n) exit 1 }' "$log" >>"$COLL" || die "$log: no all-reduce rows"
+for v in ring naive library; do
+  grep -q "^all_reduce,$v," "$COLL" || die "$log: no rows for the $v all-reduce"
+done
+BANNER=$(head -1 "$OUT/logs/03_all_reduce.log")
+
+# ---- 2. training ------------------------------------------------------------------
+# name, binary, flags: every strategy the training lessons offer.
+STRATS=(
+  "dp|05_dp/dp|"
+  "zero1|06_fsdp/fsdp|--zero 1"
+  "zero2|06_fsdp/fsdp|--zero 2"
+  "zero3|06_fsdp/fsdp|--zero 3"
+  "tp|07_tp/tp|"
+  "fsdp_tp|08_fsdp_tp/fsdp_tp|"
+  "pp_gpipe|09_pp/pp|--schedule gpipe"
+  "pp_1f1b|09_pp/pp|--schedule 1f1b"
+)
+# HOOK 08_fsdp_tp: benchmarked whenever its binary was built (lesson 08 is new).
+if [ ! -x "$BIN_DIR/08_fsdp_tp/fsdp_tp" ]; then
+  say "08_fsdp_tp is not built: skipped"
+  kept=()
+  for s in "${STRATS[@]}"; do [[ $s == fsdp_tp\|* ]] || kept+=("$s"); done
+  STRATS=("${kept[@]}")
+fi
+MODEL=(--layers "$LAYERS" --dim "$DIM" --hidden "$HIDDEN" --steps "$STEPS")
+
+# parse_training LOG NAME: one CSV tail "step,compute,comm,bytes,params,grads,optim,activ"
+parse_training() {
+  local log=$1 name=$2 step compute comm bytes p g o a
+  case $name in
+  pp_*)
+    # Per stage: busy (compute) and idle (waiting for a neighbour's sendrecv,
+    # the bubble included); busy + idle is the step's span on every stage.
+    local busy idle
+    busy=$(grab_all "$log" '^\[rank [0-9]+\] stage [0-9]+ \| busy' 'busy')
+    idle=$(grab_all "$log" '^\[rank [0-9]+\] stage [0-9]+ \| busy' 'idle')
+    compute=$(agg mean $busy)
+    comm=$(agg mean $idle)
+    step=$(agg sum "$compute" "$comm")
+    local re='^\[rank [0-9]+\] stage [0-9]+ params'
+    bytes=$(grab_all "$log" 'sendrecv bytes per step' 'sendrecv bytes per step')
+    p=$(grab_all "$log" "$re" ' params')
+    g=$(grab_all "$log" "$re" ' grads')
+    o=$(grab_all "$log" "$re" ' optim')
+    a=$(grab_all "$log" 'activ peak' 'activ peak')
+    bytes=$(agg max $bytes) p=$(agg max $p) g=$(agg max $g) o=$(agg max $o) a=$(agg max $a)
+    ;;
+  *)
+    step=$(grab "$log" 'time per step' 'time per step')
+    compute=$(grab "$log" 'time per step' 'compute')
+    case $name in
+    dp | tp) comm=$(grab "$log" 'time per step' 'all-reduce') ;;
+    zero*) comm=$(grab "$log" 'time per step' 'communication') ;;
+    fsdp_tp)
+      local tp fsdp
+      tp=$(grab "$log" 'time per step' 'blocked in tp')
+      fsdp=$(grab "$log" 'time per step' 'in fsdp')
+      comm=$(agg sum "$tp" "$fsdp")
+      ;;
+    esac
+    case $name in
+    dp) bytes=$(grab "$log" 'bytes sent per rank per step' 'per rank per step') ;;
+    fsdp_tp) bytes=$(grab "$log" '^ +total \(every communicator\)' 'communicator\)' 2) ;;
+    *) bytes=$(grab "$log" '^ +total ' 'total') ;;
+    esac
+    # the "measured" column of the memory table (rank 0; every rank alike)
+    p=$(grab "$log" '^ +params +[0-9]' 'params')
+    g=$(grab "$log" '^ +grads +[0-9]' 'grads')
+    o=$(grab "$log" '^ +optim +[0-9]' 'optim')
+    a=$(grab "$log" '^ +activ +[0-9]' 'activ')
+    ;;
+  esac
+  echo "$step,$compute,$comm,$bytes,$p,$g,$o,$a"
+}
+
+TRAIN=$NEW/training.csv
+echo "strategy,lesson,np,scaling,layers,dim,hidden,batch,optimizer,steps,step_ms,compute_ms,comm_ms,bytes_sent_per_rank_step,params_B,grads_B,optim_B,activ_B,peak_sum_B,samples_per_s" >"$TRAIN"
+say "training: L=$LAYERS D=$DIM H=$HIDDEN, $STEPS steps of sgd; strong B=$BATCH, weak B=$RANK_BATCH x NP"
+for s in "${STRATS[@]}"; do
+  IFS='|' read -r name bin extra <<<"$s"
+  for np in "${NPS[@]}"; do
+    weak=$((RANK_BATCH * np))
+    batches=("$BATCH")
+    [ "$weak" = "$BATCH" ] || batches+=("$weak")
+    for b in "${batches[@]}"; do
+      if [ "$b" = "$BATCH" ] && [ "$b" = "$weak" ]; then scaling=strong+weak
+      elif [ "$b" = "$BATCH" ]; then scaling=strong
+      else scaling=weak; fi
+      run "${name}_np${np}_b$b" "$np" "$bin" $extra "${MODEL[@]}" --batch "$b"
+      row=$(parse_training "$OUT/logs/${name}_np${np}_b$b.log" "$name")
+      echo "$name,${bin%%/*},$np,$scaling,$LAYERS,$DIM,$HIDDEN,$b,sgd,$STEPS,$row" |
+        awk -F, -v OFS=, '{ $19 = $15 + $16 + $17 + $18; $20 = sprintf("%.1f", $8 / $11 * 1e3); print }' >>"$TRAIN"
+    done
+  done
+done
+
+# ---- 3. memory by strategy ---------------------------------------------------------
+# AdamW so that the optimizer state shows. Peaks do not depend on timing, so a
+# few steps suffice; --no-check because AdamW can turn a rounding difference
+# at a ReLU kink into a weight difference of up to lr (README, "When things go
+# wrong"), which says nothing about memory.
+MEM=$NEW/memory.csv
+echo "strategy,lesson,np,layers,dim,hidden,batch,optimizer,params_B,grads_B,optim_B,activ_B,peak_sum_B" >"$MEM"
+say "memory: NP=$MEM_NP, AdamW, B=$BATCH"
+for s in "${STRATS[@]}"; do
+  IFS='|' read -r name bin extra <<<"$s"
+  log=$OUT/logs/mem_$name.log
+  run "mem_$name" "$MEM_NP" "$bin" $extra --layers "$LAYERS" --dim "$DIM" --hidden "$HIDDEN" \
+    --batch "$BATCH" --steps 3 --optimizer adamw --no-check
+  row=$(parse_training "$log" "$name")
+  echo "$name,${bin%%/*},$MEM_NP,$LAYERS,$DIM,$HIDDEN,$BATCH,adamw,$(echo "$row" | cut -d, -f5-)" |
+    awk -F, -v OFS=, '{ $13 = $9 + $10 + $11 + $12; print }' >>"$MEM"
+done
+
+# ---- the machine and the libraries --------------------------------------------------
+cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')
+[ -n "$cpu" ] || cpu=$(uname -m)
+mem_gib=$(awk '/MemTotal/ { printf "%.1f", $2 / 1048576 }' /proc/meminfo 2>/dev/null || echo "?")
+os=$( (. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME") || uname -s)
+backend=$(echo "$BANNER" | awk -F' [|] ' '{ sub(/^backend /, "", $2); print $2 }')
+comm=$(echo "$BANNER" | awk -F' [|] ' '{ sub(/^comm /, "", $3); print $3 }')
+[ -n "$backend" ] && [ -n "$comm" ] || die "no backend/comm in the banner '$BANNER'"
+ompi=$("$MPIRUN" --version 2>/dev/null | head -1)
+cc=$(mpicc --version 2>/dev/null | head -1 || echo unknown)
+blas=$(dpkg-query -W -f='${Package} ${Version}\n' 'libopenblas0*' 2>/dev/null | awk '$2 != ""' | paste -sd, - | sed 's/,/, /g')
+gpu_lines=""
+if [ "$backend" = cuda ]; then
+  gpu_lines="- CUDA: $(nvcc --version 2>/dev/null | tail -1); NCCL: ${NCCL_VERSION:-see the comm library above}
+- GPUs: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sort | uniq -c | sed 's/^ *//' | paste -sd';' -)"
+fi
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD -- 2>/dev/null || commit="$commit (with uncommitted changes)"
+
+# ---- plots --------------------------------------------------------------------------
+PLOTS=()
+if command -v gnuplot >/dev/null 2>&1; then
+  mkdir -p "$OUT/plot"
+  awk -F, -v d="$OUT/plot" 'NR > 1 { f = d "/bw_" $1 "_" $2 ".dat"; print $4, $7 > f }' "$COLL"
+  awk -F, -v d="$OUT/plot" 'NR > 1 && $4 ~ /strong/ { print $3, $11 > (d "/strong_" $1 ".dat") }
+                            NR > 1 && $4 ~ /weak/ { print $3, $11 > (d "/weak_" $1 ".dat") }' "$TRAIN"
+  awk -F, 'NR > 1 { printf "%s %.4f %.4f %.4f %.4f\n", $1, $9 / 1048576, $10 / 1048576, $11 / 1048576, $12 / 1048576 }' "$MEM" >"$OUT/plot/memory.dat"
+  strat_names=$(awk -F, 'NR > 1 { printf "%s ", $1 }' "$MEM")
+  cat >"$OUT/plots.gp" <<EOF
+# written by bench/run.sh; run it from the repository root: gnuplot $OUT/plots.gp
+d = "$OUT/plot"
+if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) { set terminal pngcairo size 900,560 font ",10" } else { set terminal png size 900,560 }
+set grid
+set key top left
+set output "$NEW/bandwidth.png"
+set title "busbw against message size ($backend backend, $comm; ping-pong NP=2, others NP=4)"
+set logscale x 2
+set logscale y 10
+set format x "%.0b%BB"
+set xlabel "message size S"
+set ylabel "busbw (GB/s)"
+plot d."/bw_send_recv_ping-pong.dat" w lp t "send/recv ping-pong", \
+     d."/bw_broadcast_linear.dat" w lp t "broadcast linear", \
+     d."/bw_broadcast_tree.dat" w lp t "broadcast tree", \
+     d."/bw_broadcast_library.dat" w lp t "broadcast library", \
+     d."/bw_all_reduce_naive.dat" w lp t "all-reduce naive", \
+     d."/bw_all_reduce_ring.dat" w lp t "all-reduce ring", \
+     d."/bw_all_reduce_library.dat" w lp t "all-reduce library"
+unset logscale
+unset format
+set output "$NEW/step_time.png"
+set multiplot layout 1,2 title "time per step against NP (L=$LAYERS D=$DIM H=$HIDDEN, sgd; $CORES cores, NP=4 oversubscribed)"
+set xtics (1, 2, 4)
+set xrange [0.8:4.2]
+set yrange [0:*]
+set xlabel "NP (ranks)"
+set ylabel "time per step (ms)"
+set title "strong scaling: global batch $BATCH"
+plot for [s in "$strat_names"] d."/strong_".s.".dat" w lp t s
+set title "weak scaling: batch $RANK_BATCH x NP"
+plot for [s in "$strat_names"] d."/weak_".s.".dat" w lp t s
+unset multiplot
+set output "$NEW/memory.png"
+set title "peak memory per rank by kind, NP=$MEM_NP, AdamW (L=$LAYERS D=$DIM H=$HIDDEN, B=$BATCH)"
+set style data histograms
+set style histogram rowstacked
+set style fill solid 0.8 border -1
+set boxwidth 0.7
+set key top right
+set xtics ()
+set autoscale x
+set xlabel "strategy"
+set ylabel "MiB per rank"
+plot d."/memory.dat" u 2:xtic(1) t "params", "" u 3 t "grads", "" u 4 t "optim (AdamW m, v)", "" u 5 t "activations"
+EOF
+  if gnuplot "$OUT/plots.gp" 2>"$OUT/gnuplot.log"; then
+    PLOTS=(bandwidth.png step_time.png memory.png)
+    say "plots: ${PLOTS[*]}"
+  else
+    die "gnuplot failed; see $OUT/gnuplot.log"
+  fi
+else
+  say "gnuplot is not installed: plots skipped (apt-get install gnuplot-nox, then make bench again)"
+fi
+
+# ---- results.md -----------------------------------------------------------------------
+MD=$NEW/results.md
+hb() { awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%g MiB", b / 1048576; else if (b >= 1024) printf "%g KiB", b / 1024; else printf "%d B", b }'; }
+{
+  echo "# Benchmarks"
+  echo
+  echo "Written by \`make bench\` (bench/run.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'), commit $commit."
+  echo "Every number below was parsed from the lessons' own output (raw logs: bench/out/logs/)."
+  echo
+  echo "- Machine: $cpu, $CORES cores, $mem_gib GiB memory, $os, kernel $(uname -r)"
+  echo "- Backend: $backend; communication: $comm"
+  echo "- Open MPI: $ompi; compiler: $cc"
+  echo "- OpenBLAS: ${blas:-unknown} (one thread per rank)"
+  [ -z "$gpu_lines" ] || echo "$gpu_lines"
+  if [ "$CORES" -lt 4 ]; then
+    echo "- NP=4 runs $((4 / CORES)) ranks per core (\`--oversubscribe\`): ranks take turns on the cores, so"
+    echo "  NP=4 times include waiting for a core, not only for the network."
+  fi
+  echo
+  echo "## Collectives"
+  echo
+  echo "S = message size. algbw = S / t. busbw = algbw x the collective's factor, as nccl-tests: 1 for"
+  echo "point to point and broadcast, 2(N-1)/N for all-reduce (so busbw is comparable to a link's"
+  echo "bandwidth). Times: ping-pong: mean one-way time (round trip / 2) between ranks 0 and 1 at NP=2;"
+  echo "broadcast: median over the iterations of the slowest rank's time, NP=4; all-reduce: mean time"
+  echo "of one call, NP=4 (the lesson's log also has the median)."
+  echo
+  awk -F, -v want="$(awk -F, '$1 == "all_reduce" { print $4 }' "$COLL" | sort -un | paste -sd' ' -)" '
+    function hb(b) { return b >= 1048576 ? sprintf("%g MiB", b / 1048576) : b >= 1024 ? sprintf("%g KiB", b / 1024) : sprintf("%d B", b) }
+    BEGIN { n = split(want, w, " "); for (i = 1; i <= n; i++) keep[w[i]] = 1 }
+    NR > 1 { k = $1 "," $2 "," $4; us[k] = $5; alg[k] = $6; bus[k] = $7; seen[$1 "," $2] = 1 }
+    function table(coll, title, vars,   nv, v, i, j, line) {
+      nv = split(vars, v, " ")
+      print "### " title; print ""
+      line = "| S |"; for (j = 1; j <= nv; j++) line = line " " v[j] " us | algbw | busbw |"; print line
+      line = "|--:|"; for (j = 1; j <= nv; j++) line = line "--:|--:|--:|"; print line
+      for (i = 1; i <= n; i++) {
+        line = "| " hb(w[i]) " |"
+        for (j = 1; j <= nv; j++) { k = coll "," v[j] "," w[i]
+          line = line (k in us ? sprintf(" %.1f | %.3f | %.3f |", us[k], alg[k], bus[k]) : " - | - | - |") }
+        print line
+      }
+      print ""
+    }
+    END {
+      table("send_recv", "Point to point (01_send_recv, NP=2): GB/s = 1e9 bytes/s", "ping-pong")
+      table("broadcast", "Broadcast (02_broadcast, NP=4): linear vs binomial tree vs library", "linear tree library")
+      table("all_reduce", "All-reduce (03_all_reduce, NP=4): naive vs ring vs library", "naive ring library")
+    }' "$COLL"
+  echo "Every size of the sweep (the ping-pong doubles, so it has more rows): bench/collectives.csv."
+  echo
+  echo "## Training"
+  echo
+  echo "Model: L=$LAYERS blocks, D=$DIM, H=$HIDDEN ($((2 * LAYERS * DIM * HIDDEN)) parameters,"
+  echo "$(hb $((8 * LAYERS * DIM * HIDDEN))) fp32), $STEPS steps of sgd; every run passed its own check against"
+  echo "single-process training (CHECK PASSED). Strong scaling: global batch $BATCH at every NP. Weak"
+  echo "scaling: $RANK_BATCH samples per rank, global batch $RANK_BATCH x NP."
+  echo
+  echo "What the columns are, from each lesson's summary: *step* is the wall time per step averaged"
+  echo "over the run; *compute* is the step minus the time blocked in collectives; *comm* is the time a"
+  echo "rank was blocked in collectives (dp, tp: all-reduce; zero1-3: all-gather, reduce-scatter and"
+  echo "all-reduce; fsdp_tp: the TP and the FSDP communicators together). For pp_* the lesson reports"
+  echo "per stage the compute (busy) and the idle time, which is waiting for a neighbour's activations"
+  echo "or gradients **including the pipeline bubble**: *compute* and *comm* are their means over"
+  echo "stages, and *step* is their sum (from the common start to the last backward; the optimizer step"
+  echo "is not in it). *sent/rank* is the bytes one rank hands to collectives per step (max over stages"
+  echo "for pp). *peak/rank* is the sum of the per-kind peaks (params, grads, optim, activations; they"
+  echo "need not peak at the same moment, so it is an upper bound), the largest rank for pp."
+  echo
+  echo "### Every run"
+  echo
+  echo "| strategy | lesson | NP | B | step ms | compute ms | comm ms | sent/rank/step | peak/rank | samples/s |"
+  echo "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"
+  awk -F, 'function hb(b) { return b >= 1048576 ? sprintf("%.2f MiB", b / 1048576) : b >= 1024 ? sprintf("%.1f KiB", b / 1024) : sprintf("%d B", b) }
+    NR > 1 { printf "| %s | %s | %d | %d | %.1f | %.1f | %.1f | %s | %s | %.0f |\n", $1, $2, $3, $8, $11, $12, $13, hb($14), hb($19), $20 }' "$TRAIN"
+  echo
+  echo "### Strong scaling (global batch $BATCH)"
+  echo
+  echo "Speedup = T(1) / T(NP); efficiency = speedup / NP."
+  echo
+  echo "| strategy | NP=1 ms | NP=2 ms | NP=4 ms | speedup NP=2 | speedup NP=4 | efficiency NP=4 |"
+  echo "|---|--:|--:|--:|--:|--:|--:|"
+  awk -F, 'NR > 1 && $4 ~ /strong/ { t[$1, $3] = $11; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
+    END { for (i = 1; i <= n; i++) { s = order[i]
+      printf "| %s | %.1f | %.1f | %.1f | %.2f | %.2f | %.0f%% |\n", s, t[s, 1], t[s, 2], t[s, 4],
+        t[s, 1] / t[s, 2], t[s, 1] / t[s, 4], 100 * t[s, 1] / t[s, 4] / 4 } }' "$TRAIN"
+  echo
+  echo "### Weak scaling ($RANK_BATCH samples per rank)"
+  echo
+  echo "Efficiency = T(1) / T(NP): 100% when the time per step stays flat as ranks and batch grow together."
+  echo
+  echo "| strategy | NP=1 (B=$RANK_BATCH) ms | NP=2 (B=$((2 * RANK_BATCH))) ms | NP=4 (B=$((4 * RANK_BATCH))) ms | efficiency NP=2 | efficiency NP=4 |"
+  echo "|---|--:|--:|--:|--:|--:|"
+  awk -F, 'NR > 1 && $4 ~ /weak/ { t[$1, $3] = $11; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
+    END { for (i = 1; i <= n; i++) { s = order[i]
+      printf "| %s | %.1f | %.1f | %.1f | %.0f%% | %.0f%% |\n", s, t[s, 1], t[s, 2], t[s, 4],
+        100 * t[s, 1] / t[s, 2], 100 * t[s, 1] / t[s, 4] } }' "$TRAIN"
+  echo
+  echo "### Memory per rank by strategy (NP=$MEM_NP, AdamW, B=$BATCH)"
+  echo
+  echo "Peak bytes per rank by kind as each lesson's memory table measures them (dt_alloc's"
+  echo "accounting), in MiB; for pp each kind's largest stage. These runs are 3 steps with"
+  echo "\`--no-check\` and give no timings: with AdamW a rounding difference at a ReLU kink can fail"
+  echo "the strict weight comparison (README, \"When things go wrong\"); memory does not depend on it."
+  echo
+  echo "| strategy | params | grads | optim | activations | sum |"
+  echo "|---|--:|--:|--:|--:|--:|"
+  awk -F, 'NR > 1 { printf "| %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", $1, $9 / 1048576, $10 / 1048576, $11 / 1048576, $12 / 1048576, $13 / 1048576 }' "$MEM"
+  echo
+  if [ ${#PLOTS[@]} -gt 0 ]; then
+    echo "## Plots"
+    echo
+    for p in "${PLOTS[@]}"; do echo "![${p%.png}]($p)"; echo; done
+  else
+    echo "Plots: skipped, gnuplot is not installed (\`apt-get install gnuplot-nox\`, then \`make bench\`)."
+    echo
+  fi
+  echo "## Commands"
+  echo
+  echo "Each under \`timeout -k 5 $TIMEOUT\`, in this order; the suite took $(elapsed "$T_START") s (without the build)."
+  echo
+  echo '```'
+  cat "$OUT/commands.txt"
+  echo '```'
+} >"$MD"
+
+# ---- publish ----------------------------------------------------------------------------
+rm -f bench/*.png
+mv "$NEW"/* bench/
+rmdir "$NEW"
+say "wrote bench/results.md bench/collectives.csv bench/training.csv bench/memory.csv${PLOTS:+ and ${#PLOTS[@]} plots} in $(elapsed "$T_START") s"
