@@ -149,6 +149,19 @@ bench-matmul:
 bench: all
 	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" NCCL_VERSION=$(NCCL_VERSION) bash bench/run.sh
 
+# Classroom exercises (TEACHING.md): make exercise-N writes exercises/NN_name/
+# name.c, the lesson with its marked concept cut out and a TODO in its place;
+# make check-N builds that file and runs the lesson's checks at several NP.
+.PHONY: $(foreach d,$(LESSON_DIRS),exercise-$(call lesson_num,$(d)) check-$(call lesson_num,$(d)))
+define exercise_rules
+exercise-$(call lesson_num,$(1)):
+	@bash tests/exercise.sh make $(1)
+check-$(call lesson_num,$(1)): $(BUILD)/libdt.a
+	@MPICC="$(MPICC)" CFLAGS="$(CFLAGS)" LDFLAGS="$(LDFLAGS)" LDLIBS="$(LDLIBS)" LIBDT=$(BUILD)/libdt.a \
+	  OBJDIR=$(BUILD)/exercises MPIRUN="$(MPIRUN)" CORES=$(CORES) bash tests/exercise.sh check $(1)
+endef
+$(foreach d,$(LESSON_DIRS),$(eval $(call exercise_rules,$(d))))
+
 setup:
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	echo "setup: installing Open MPI and OpenBLAS with apt-get"; \

@@ -160,7 +160,9 @@ int main(int argc, char **argv) {
   int64_t problems = 0, changed_min = total, changed_max = 0;
   tally lo = {n, n, n, 0}, hi = {0, 0, 0, 0};
   for (int64_t e = 0; e < epochs; e++) {
+    /* exercise: DistributedSampler (shuffle with seed + epoch, pad, take every N-th) */
     dt_sampler_indices(&s, e, mine);
+    /* end of exercise */
     dt_print0("\nepoch %lld\n", (long long)e);
     dt_print_ranks("positions %d + %dk, k < %lld: %s\n", rank, N, (long long)ns,
                    list(mine, ns, -1));

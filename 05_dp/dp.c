@@ -95,6 +95,7 @@ static void backward(dp_model *m, dt_comm *world, int overlap) {
 
 /* After backward every bucket is averaged: waited on, or all-reduced now. */
 static void average_gradients(dp_model *m, dt_comm *world, int overlap) {
+  /* exercise: averaging the gradients across ranks */
   for (int b = 0; b < m->nbuckets; b++) {
     bucket *k = &m->buckets[b];
     if (overlap)
@@ -102,6 +103,7 @@ static void average_gradients(dp_model *m, dt_comm *world, int overlap) {
     else
       dt_all_reduce(world, m->g + k->offset, m->g + k->offset, k->count, DT_F32, DT_AVG);
   }
+  /* end of exercise */
 }
 
 /* --compress topk:R. Each rank sends only its k = R*P largest gradient

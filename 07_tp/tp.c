@@ -42,6 +42,7 @@ static float *w2_of(const tp_model *m, float *flat, int64_t l) { /* [Hs, D] */
   return flat + (2 * l + 1) * m->c.dim * m->Hs;
 }
 
+/* exercise: the f/g pair (forward and backward of the tensor-parallel blocks) */
 static void forward(tp_model *m) {
   int64_t B = m->c.batch, D = m->c.dim, Hs = m->Hs;
   for (int64_t l = 0; l < m->c.layers; l++) {
@@ -76,6 +77,7 @@ static void backward(tp_model *m) {
     m->dx = m->dnext, m->dnext = t;
   }
 }
+/* end of exercise */
 
 /* The global norm covers the whole model, which no rank holds: each rank
  * squares its own shards and one all-reduce of a single float adds them. */

@@ -15,9 +15,10 @@
 # to the output of a failed run. Its format:
 #     @title   one line                 @run NP FLAGS...  one check per line
 #     @todo    lines until the next @   @stub  C lines until the next @
-#     @require ERE | what it means      (every run's output must match too)
-#     @hint    ERE                      then the hint's lines; the first
-#                                       @hint whose ERE matches a failed
+#     @require ERE | what | KEY         every run's output must match ERE too;
+#                                       else the line matching KEY is shown
+#     @hint    ERE [&& ERE ...]         then the hint's lines; the first
+#                                       @hint whose EREs all match a failed
 #                                       run's output is printed, else @hint-default
 # A lesson with k marked regions has k @todo and @stub blocks, in order.
 #
@@ -134,6 +135,16 @@ mpirun_cmd() {
 
 # The first @hint whose ERE (grep -E, so \1 back-references work) matches
 # the log of a failed run, else @hint-default. A hint's lines are joined.
+# "ERE1 && ERE2" needs both, each on some line of the output.
+matches() {
+  local re=$1 log=$2 part
+  while [ -n "$re" ]; do
+    part=${re%% && *}
+    grep -Eq -- "$part" "$log" || return 1
+    [ "$part" = "$re" ] && return 0
+    re=${re#* && }
+  done
+}
 hint_for() {
   local spec=$1 log=$2 line re="" msg="" def="" sect=""
   while IFS= read -r line || [ -n "$line" ]; do
@@ -141,14 +152,14 @@ hint_for() {
       '#'*) continue ;;
       '@hint-default'*) sect=d; continue ;;
       '@hint '*)
-        [ -n "$re" ] && grep -Eq -- "$re" "$log" && { echo "$msg"; return; }
+        [ -n "$re" ] && matches "$re" "$log" && { echo "$msg"; return; }
         sect=h re=${line#@hint } msg=""; continue ;;
       '@'*) sect=""; continue ;;
     esac
     [ "$sect" = h ] && msg="${msg:+$msg }$line"
     [ "$sect" = d ] && def="${def:+$def }$line"
   done <"$spec"
-  [ -n "$re" ] && grep -Eq -- "$re" "$log" && { echo "$msg"; return; }
+  [ -n "$re" ] && matches "$re" "$log" && { echo "$msg"; return; }
   echo "$def"
 }
 
@@ -182,6 +193,8 @@ cmd_check() {
 
   local -a requires=()
   mapfile -t requires < <(field "$spec" require)
+  local expected="CHECK PASSED" r
+  for r in "${requires[@]}"; do r=${r#* | }; expected="$expected and ${r%% | *}"; done
   local passed=0 failed=0 np args line rc log got verdict run_cmd hint last_hint=""
   while read -r np args; do
     [ -n "$np" ] || continue
@@ -197,22 +210,27 @@ cmd_check() {
     elif line=$(grep -m1 -E '^watchdog: ' "$log"); then
       got="the watchdog stopped it: ${line#watchdog: }"
     elif [ -z "$got" ]; then
-      line=$(grep -m1 -E 'signal|Segmentation|Aborted|error' "$log" || tail -n 1 "$log")
-      got="no verdict, exit code $rc: $line"
+      line=$(grep -m1 -E 'Signal: |exited on signal|error' "$log" || tail -n 1 "$log")
+      got="no verdict, exit code $rc: ${line#*] }"
     elif [ $rc -eq 0 ] && [[ $got == "CHECK PASSED"* ]]; then
       verdict=PASS
-      local r
       for r in "${requires[@]}"; do
-        grep -Eq -- "${r%% | *}" "$log" || { verdict=FAIL; got="$got; but the output lacks: ${r#* | }"; }
+        local re=${r%% | *} what=${r#* | } key="" found
+        [[ $what == *' | '* ]] && key=${what#* | } what=${what%% | *}
+        grep -Eq -- "$re" "$log" && continue
+        verdict=FAIL
+        found=$(grep -m1 -E -- "${key:-^$}" "$log" | sed 's/^ *//; s/  */ /g')
+        got="CHECK PASSED, but $what does not hold${found:+: $found}"
       done
     fi
     [ ${#got} -gt 200 ] && got="${got:0:197}..."
-    echo "$verdict  np=$np $args: expected CHECK PASSED${requires:+ and the formula lines}, got: $got"
+    echo "$verdict  np=$np $args: expected $expected, got: $got"
     if [ $verdict = PASS ]; then
       passed=$((passed + 1))
     else
       failed=$((failed + 1))
       hint=$(hint_for "$spec" "$log")
+      grep -qE 'Signal: |exited on signal' "$log" && hint="it crashed: a pointer or an index outside its buffer? Counts are elements, not bytes; check every offset and count. $hint"
       if [ "$hint" = "$last_hint" ]; then
         echo "      hint: as above"
       else
