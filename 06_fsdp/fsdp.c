@@ -13,10 +13,12 @@
  *   --prefetch  start the next layer's all-gather before computing this one,
  *               to hide it behind compute at the cost of one more layer.
  * It prints memory and bytes per rank next to ZeRO's formulas, then trains the
- * same model in one process and compares. */
+ * same model in one process and compares. With --ckpt, rank 0 gathers the
+ * shards of w, m and v into whole tensors: a checkpoint resumes at any N. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dt.h"
 
@@ -31,6 +33,12 @@ typedef struct {
   float *x, *a, *h, *y, *dx, *dnext, *dh; /* activations of one step */
   float *norm;                            /* one float: the --clip norm's all-reduce */
 } fsdp_model;
+
+static void *xcalloc(size_t n, size_t size) { /* zeroed host memory, or a clear abort */
+  void *p = calloc(n, size);
+  CHECK_ALLOC(p);
+  return p;
+}
 
 /* This rank's shard of layer l: a slice of the full buffer when there is one. */
 static float *shard_of(const fsdp_model *m, float *full, float *shards, int64_t l) {
@@ -63,23 +71,55 @@ static void release(fsdp_model *m, int64_t l) {
   if (m->zero == 3) dt_free(m->full[l]), m->full[l] = NULL;
 }
 
+/* Files and the check hold layer-major host arrays (W1_0, W2_0, W1_1, ...):
+ * layer l's [W1 | W2] is W1_l, W2_l in a row, so a shard is a slice of it and
+ * the rest padding (zero; so is its gradient). Weights, m and v alike; full:
+ * the weights' resident copy (stages 1-2), else NULL and the shards. */
+static int64_t shard_end(const fsdp_model *m) {
+  int64_t hi = (m->rank + 1) * m->S, n = dt_params_per_layer(&m->c);
+  return hi < n ? hi : n;
+}
+static void from_host(fsdp_model *m, float *full, float *shards, const float *host) {
+  int64_t n = dt_params_per_layer(&m->c), lo = m->rank * m->S, hi = shard_end(m);
+  for (int64_t l = 0; l < m->c.layers && hi > lo; l++)
+    dt_copy_from_host(shard_of(m, full, shards, l), host + l * n + lo, (size_t)(hi - lo) * 4);
+}
+
+/* The reverse: each layer all-gathered, for rank 0. Not training's traffic,
+ * so the counters are put back after; but the all-gathers that stages 1-2
+ * leave in flight with --prefetch are training's, and finish first. */
+static void to_host(fsdp_model *m, dt_comm *world, float *full, float *shards, float *host) {
+  size_t n = (size_t)dt_params_per_layer(&m->c);
+  for (int64_t l = 0; l < m->c.layers; l++)
+    if (m->pending[l]) dt_wait(m->pending[l]), m->pending[l] = NULL;
+  dt_counter kept[DT_NKINDS];
+  memcpy(kept, world->count, sizeof kept);
+  float *layer = dt_alloc_f32((size_t)m->NS, DT_OTHER);
+  for (int64_t l = 0; l < m->c.layers; l++) {
+    dt_all_gather(world, shard_of(m, full, shards, l), layer, (size_t)m->S, DT_F32);
+    if (m->rank == 0) dt_copy_to_host(host + (size_t)l * n, layer, n * 4);
+  }
+  dt_free(layer), memcpy(world->count, kept, sizeof kept);
+}
+
 /* Element e of the flat [W1 | W2] is element e of W1 (row-major) or e - DH of
  * W2, and the RNG is keyed by that index: a rank makes its own shard without
  * talking to anyone, even when it starts mid-row. Bounds as in dt_init_w1/w2.
- * Stages 1-2 then gather their full copy. */
-static void init_shard(fsdp_model *m, dt_comm *world, int64_t l, const float *host) {
+ * Or it slices a file. Stages 1-2 then gather their full copy. */
+static void init_weights(fsdp_model *m, dt_comm *world, const float *host) {
   const dt_train_config *c = &m->c;
-  int64_t DH = c->dim * c->hidden, lo = m->rank * m->S, hi = lo + m->S;
-  if (hi > 2 * DH) hi = 2 * DH; /* the rest is padding: zero, and it stays zero */
-  float *dst = shard_of(m, m->w, m->ws, l);
-  if (host && hi > lo) dt_copy_from_host(dst, host + 2 * l * DH + lo, (size_t)(hi - lo) * 4);
-  for (int64_t e = lo, end; !host && e < hi; e = end) { /* W1's tail, then W2's head */
-    int t = e >= DH;
-    end = t || hi < DH ? hi : DH;
-    dt_fill_block(dst + (e - lo), 1, end - e, 0, 0, e - t * DH, (uint64_t)c->seed,
-                  (uint64_t)(2 * l + t), 1.0f / sqrtf((float)(t ? c->hidden : c->dim)));
+  int64_t DH = c->dim * c->hidden, lo = m->rank * m->S, hi = shard_end(m);
+  if (host) from_host(m, m->w, m->ws, host);
+  for (int64_t l = 0; l < c->layers; l++) {
+    float *dst = shard_of(m, m->w, m->ws, l);
+    for (int64_t e = lo, end; !host && e < hi; e = end) { /* W1's tail, then W2's head */
+      int t = e >= DH;
+      end = t || hi < DH ? hi : DH;
+      dt_fill_block(dst + (e - lo), 1, end - e, 0, 0, e - t * DH, (uint64_t)c->seed,
+                    (uint64_t)(2 * l + t), 1.0f / sqrtf((float)(t ? c->hidden : c->dim)));
+    }
+    if (m->zero < 3) gather(m, world, l, 0);
   }
-  if (m->zero < 3) gather(m, world, l, 0);
 }
 
 static void forward(fsdp_model *m, dt_comm *world) {
@@ -142,15 +182,6 @@ static void optimizer_step(fsdp_model *m, dt_comm *world, int64_t step) {
   }
 }
 
-/* Layer-major host copy (W1_0, W2_0, W1_1, ...): a layer's [W1 | W2] is the
- * checkpoint's W1_l, W2_l in a row, so each layer is gathered once more and
- * copied without its padding. */
-static void export_weights(fsdp_model *m, dt_comm *world, float *host) {
-  size_t n = (size_t)dt_params_per_layer(&m->c);
-  for (int64_t l = 0; l < m->c.layers; l++)
-    dt_copy_to_host(host + (size_t)l * n, params_of(m, world, l), n * 4), release(m, l);
-}
-
 int main(int argc, char **argv) {
   dt_train_config c = DT_TRAIN_DEFAULTS;
   int64_t zero = 3;
@@ -181,28 +212,23 @@ int main(int argc, char **argv) {
   if (zero >= 2) m.gs = dt_alloc_f32((size_t)(L * S), DT_GRADS);
   if (c.optimizer[0] == 'a')
     m.m = dt_alloc_f32((size_t)(L * S), DT_OPTIM), m.v = dt_alloc_f32((size_t)(L * S), DT_OPTIM);
-  m.full = calloc((size_t)L, sizeof(float *)), m.pending = calloc((size_t)L, sizeof(void *));
-  CHECK_ALLOC(m.full);
-  CHECK_ALLOC(m.pending);
+  m.full = xcalloc((size_t)L, sizeof(float *)), m.pending = xcalloc((size_t)L, sizeof(void *));
   for (int64_t l = 0; m.w && l < L; l++) m.full[l] = m.w + l * N * S; /* resident */
-  m.x = dt_alloc_f32((size_t)((L + 1) * R * D), DT_ACTIV);
-  m.a = dt_alloc_f32((size_t)(L * R * H), DT_ACTIV);
-  m.h = dt_alloc_f32((size_t)(L * R * H), DT_ACTIV);
-  m.dx = dt_alloc_f32((size_t)(R * D), DT_ACTIV);
-  m.dnext = dt_alloc_f32((size_t)(R * D), DT_ACTIV);
-  m.dh = dt_alloc_f32((size_t)(R * H), DT_ACTIV);
+  float **act[] = {&m.x, &m.a, &m.h, &m.dx, &m.dnext, &m.dh};
+  int64_t len[] = {(L + 1) * R * D, L * R * H, L * R * H, R * D, R * D, R * H};
+  for (int i = 0; i < 6; i++) *act[i] = dt_alloc_f32((size_t)len[i], DT_ACTIV);
   m.y = dt_alloc_f32((size_t)(R * D), DT_DATA);
   m.norm = dt_alloc_f32(1, DT_OTHER);
-  float *host_w = malloc((size_t)P * 4);
-  double *losses = malloc((size_t)c.steps * sizeof(double));
-  int64_t *samples = malloc((size_t)R * sizeof(int64_t));
-  CHECK_ALLOC(host_w);
-  CHECK_ALLOC(losses);
-  CHECK_ALLOC(samples);
+  float *host_w = xcalloc((size_t)P, 4), *host_m = NULL, *host_v = NULL; /* whole model */
+  if (m.m && c.ckpt) host_m = xcalloc((size_t)P, 4), host_v = xcalloc((size_t)P, 4);
+  double *losses = xcalloc((size_t)c.steps, sizeof(double));
+  int64_t *samples = xcalloc((size_t)R, sizeof(int64_t));
   /* Every rank makes its own shards from the counter-based RNG, or slices
-   * them from the same file: no broadcast needed. */
+   * them from the same file, or a checkpoint of any world size: no broadcast. */
   if (c.load) dt_load_model(c.load, &c, host_w);
-  for (int64_t l = 0; l < L; l++) init_shard(&m, world, l, c.load ? host_w : NULL);
+  if (c.resume) dt_ckpt_resume(&c, host_w, host_m, host_v), m.c = c;
+  init_weights(&m, world, c.load || c.resume ? host_w : NULL);
+  if (c.resume && m.m) from_host(&m, NULL, m.m, host_m), from_host(&m, NULL, m.v, host_v);
   static const char *what[4] = {"", ": optimizer state", ": gradients and optimizer state",
                                 " (FSDP): parameters, gradients and optimizer state"};
   dt_train_print(&c);
@@ -219,7 +245,7 @@ int main(int argc, char **argv) {
   dt_comm_reset(world);
   dt_mem_reset_peaks();
   double t_start = dt_now(), compute = 0;
-  for (int64_t step = 0; step < c.steps; step++) {
+  for (int64_t step = c.start_step; step < c.steps; step++) {
     double t0 = dt_now(), comm0 = dt_comm_total(world).seconds, loss;
     dt_step_samples(&c, N, world->rank, step, samples);
     if (m.g) dt_zero(m.g, (size_t)(L * N * S) * 4);
@@ -229,6 +255,11 @@ int main(int argc, char **argv) {
         dt_mse_forward_backward(m.x + L * R * D, m.y, m.dx, (size_t)(R * D), 1.0 / (double)(R * D));
     backward(&m, world);
     optimizer_step(&m, world, step);
+    if (dt_ckpt_due(&c, step)) { /* no rank holds all of w, m and v: rank 0 gathers them */
+      to_host(&m, world, m.w, m.ws, host_w);
+      if (m.m) to_host(&m, world, NULL, m.m, host_m), to_host(&m, world, NULL, m.v, host_v);
+      if (m.rank == 0) dt_ckpt_save(&c, step + 1, host_w, host_m, host_v);
+    }
     /* bookkeeping, not training: the loss for printing, on the host */
     MPI_Allreduce(&loss, &losses[step], 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     losses[step] /= N;
@@ -239,7 +270,8 @@ int main(int argc, char **argv) {
       dt_print0("step %4lld/%lld  loss %.6f  (mean over ranks)  %.2f ms\n", (long long)step + 1,
                 (long long)c.steps, losses[step], dt * 1e3);
   }
-  double ms = 1e3 / (double)c.steps; /* totals to ms per step */
+  size_t steps = (size_t)(c.steps - c.start_step); /* trained in this run */
+  double ms = 1e3 / (double)steps;                 /* totals to ms per step */
   dt_print0("\nsummary (rank 0; every rank does the same work):\n");
   dt_print0(
       "  time per step          %8.2f ms   compute %.2f ms   communication %.2f ms (blocked)\n",
@@ -255,12 +287,12 @@ int main(int argc, char **argv) {
   dt_print0("  bytes sent per rank per step   calls    measured     formula\n");
   for (int i = 0; i < 3; i++)
     dt_print0("    %-24s %9zu %11zu %11zu   %s%s\n", dt_kind_name(kind[i]),
-              (size_t)world->count[kind[i]].calls / c.steps,
-              (size_t)world->count[kind[i]].bytes_sent / c.steps, want[i], how[i],
+              (size_t)world->count[kind[i]].calls / steps,
+              (size_t)world->count[kind[i]].bytes_sent / steps, want[i], how[i],
               i == 2 && clip ? " + 2(N-1)/N x 4, --clip" : "");
   dt_print0(
       "    %-24s %9s %11zu %11zu   %d(N-1)/N x L x N x S x 4%s; DP (05): 2(N-1)/N x P x 4 = %zu\n",
-      "total", "", (size_t)dt_comm_total(world).bytes_sent / c.steps, want[0] + want[1] + want[2],
+      "total", "", (size_t)dt_comm_total(world).bytes_sent / steps, want[0] + want[1] + want[2],
       zero == 2 ? 2 : 3, clip ? " + clip" : "", 2 * (size_t)(N - 1) * (size_t)P * 4 / N);
   /* Memory per rank: the shards, plus what is full-size at the worst moment. */
   size_t K = c.optimizer[0] == 'a' ? 8 : 0, LS = (size_t)(L * S), NS = (size_t)(N * S);
@@ -289,12 +321,13 @@ int main(int argc, char **argv) {
   dt_print_ranks("peak params %zu, grads %zu, optim %zu, activ %zu bytes\n", dt_mem_peak(DT_PARAMS),
                  dt_mem_peak(DT_GRADS), dt_mem_peak(DT_OPTIM), dt_mem_peak(DT_ACTIV));
 
-  export_weights(&m, world, host_w); /* after the summary: its gathers are not training's */
+  to_host(&m, world, m.w, m.ws, host_w); /* after the summary: not training's gathers */
   if (c.save && world->rank == 0) dt_save_model(c.save, &c, c.steps, host_w);
   if (c.save) dt_print0("saved %s\n", c.save);
   if (c.trace) dt_trace_write(c.trace);
   int failed = c.no_check ? 0 : dt_check_against_reference(&c, losses, host_w);
-  free(host_w), free(losses), free(samples), free(m.full), free(m.pending);
+  free(host_w), free(host_m), free(host_v), free(losses), free(samples), free(m.full),
+      free(m.pending);
   dt_finalize();
   return failed;
 }
