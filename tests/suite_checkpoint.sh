@@ -52,3 +52,8 @@ ckpt_killed 05_dp ./05_dp/dp 2
 # 09_pp: stages own contiguous runs of layers (2, 2 at NP=2; 1 each at NP=4)
 ckpt_suite 09_pp ./09_pp/pp 2 --microbatches 2
 ckpt_killed 09_pp ./09_pp/pp 2 --microbatches 2
+# 06_fsdp: w (stage 3), m and v sharded in padded per-layer buffers; stage 1
+# with --prefetch also checkpoints while the weights' all-gathers are in flight
+ckpt_suite 06_fsdp ./06_fsdp/fsdp 2
+ckpt_suite 06_fsdp-zero1 ./06_fsdp/fsdp 2 --zero 1 --prefetch
+ckpt_killed 06_fsdp ./06_fsdp/fsdp 2
