@@ -50,11 +50,13 @@ static float *shard_of(const fsdp_model *m, float *full, float *shards, int64_t 
  * stages 1-2 gather in place into their resident copy. */
 static void gather(fsdp_model *m, dt_comm *world, int64_t l, int async) {
   if (m->zero == 3) m->full[l] = dt_alloc_f32((size_t)m->NS, DT_PARAMS);
+  /* exercise: FSDP, 1 of 2: all-gather a layer's shards */
   const float *mine = shard_of(m, m->w, m->ws, l);
   if (async)
     m->pending[l] = dt_all_gather_async(world, mine, m->full[l], (size_t)m->S, DT_F32);
   else
     dt_all_gather(world, mine, m->full[l], (size_t)m->S, DT_F32);
+  /* end of exercise */
 }
 
 /* Layer l's full parameters, ready to compute with: gathered now unless a
@@ -150,10 +152,12 @@ static void backward(fsdp_model *m, dt_comm *world) {
     dt_span_end("backward", "compute", t0);
     float *t = m->dx;
     m->dx = m->dnext, m->dnext = t;
+    /* exercise: FSDP, 2 of 2: reduce-scatter the layer's gradient */
     if (m->g)
       dt_all_reduce(world, g, g, (size_t)m->NS, DT_F32, DT_AVG);
     else
       dt_reduce_scatter(world, g, m->gs + l * m->S, (size_t)m->S, DT_F32, DT_AVG), dt_free(g);
+    /* end of exercise */
     release(m, l);
   }
 }

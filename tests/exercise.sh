@@ -17,6 +17,7 @@
 #     @todo    lines until the next @   @stub  C lines until the next @
 #     @require ERE | what | KEY         every run's output must match ERE too;
 #                                       else the line matching KEY is shown
+#     @expect  text                     what the check lines say is expected
 #     @hint    ERE [&& ERE ...]         then the hint's lines; the first
 #                                       @hint whose EREs all match a failed
 #                                       run's output is printed, else @hint-default
@@ -195,6 +196,7 @@ cmd_check() {
   mapfile -t requires < <(field "$spec" require)
   local expected="CHECK PASSED" r
   for r in "${requires[@]}"; do r=${r#* | }; expected="$expected and ${r%% | *}"; done
+  [ -n "$(field "$spec" expect)" ] && expected=$(field "$spec" expect)
   local passed=0 failed=0 np args line rc log got verdict run_cmd hint last_hint=""
   while read -r np args; do
     [ -n "$np" ] || continue
