@@ -32,6 +32,8 @@ typedef struct {
   float *x, *a, *h, *y, *dx, *dnext, *dh; /* activations of one micro-step */
   bucket *buckets;
   int nbuckets;
+  dt_dtype wire; /* what gradients travel in: DT_F32, or 16 bits (--precision) */
+  uint16_t *g16; /* their 16-bit copy */
 } dp_model;
 
 /* Backward finishes the last layer first, so the flat buffers hold the layers
@@ -70,6 +72,22 @@ static void forward(dp_model *m) {
   }
 }
 
+/* In 16 bits a bucket travels in half the bytes. Each rank divides by N
+ * before converting, so the sum keeps the mean's size, as PyTorch DDP does,
+ * and converts the sum back. In fp32 the all-reduce averages by itself. */
+static void *wire_of(dp_model *m, bucket *k) {
+  return m->wire == DT_F32 ? (void *)(m->g + k->offset) : (void *)(m->g16 + k->offset);
+}
+static dt_op wire_op(dp_model *m) { return m->wire == DT_F32 ? DT_AVG : DT_SUM; }
+static void to_wire(dp_model *m, bucket *k, int N) {
+  if (m->wire == DT_F32) return;
+  dt_scale(m->g + k->offset, k->count, 1.0f / (float)N);
+  dt_to_half(m->g + k->offset, m->g16 + k->offset, k->count, m->wire);
+}
+static void from_wire(dp_model *m, bucket *k) {
+  if (m->wire != DT_F32) dt_from_half(m->g16 + k->offset, m->g + k->offset, k->count, m->wire);
+}
+
 /* Gradients accumulate into m->g across micro-steps. With overlap, a bucket's
  * all-reduce starts the moment its last layer is done. */
 static void backward(dp_model *m, dt_comm *world, int overlap) {
@@ -84,10 +102,11 @@ static void backward(dp_model *m, dt_comm *world, int overlap) {
     m->dx = m->dnext, m->dnext = t;
     for (int b = 0; overlap && b < m->nbuckets; b++) {
       bucket *k = &m->buckets[b];
-      if (k->ready_layer == l)
-        k->pending = dt_all_reduce_async(world, m->g + k->offset, m->g + k->offset, k->count,
-                                         DT_F32, DT_AVG);
-      else if (k->pending)
+      if (k->ready_layer == l) {
+        to_wire(m, k, world->size);
+        k->pending =
+            dt_all_reduce_async(world, wire_of(m, k), wire_of(m, k), k->count, m->wire, wire_op(m));
+      } else if (k->pending)
         dt_test(k->pending); /* MPI progresses only inside MPI calls */
     }
   }
@@ -101,7 +120,9 @@ static void average_gradients(dp_model *m, dt_comm *world, int overlap) {
     if (overlap)
       dt_wait(k->pending), k->pending = NULL;
     else
-      dt_all_reduce(world, m->g + k->offset, m->g + k->offset, k->count, DT_F32, DT_AVG);
+      to_wire(m, k, world->size),
+          dt_all_reduce(world, wire_of(m, k), wire_of(m, k), k->count, m->wire, wire_op(m));
+    from_wire(m, k);
   }
   /* end of exercise */
 }
@@ -212,6 +233,8 @@ int main(int argc, char **argv) {
   int64_t L = c.layers, D = c.dim, H = c.hidden, R = m.rows, P = L * dt_params_per_layer(&c);
   m.w = dt_alloc_f32((size_t)P, DT_PARAMS);
   m.g = dt_alloc_f32((size_t)P, DT_GRADS);
+  m.wire = dt_precision_type(&c);
+  if (m.wire != DT_F32) m.g16 = dt_alloc((size_t)P * 2, DT_COMMBUF);
   if (c.optimizer[0] == 'a')
     m.m = dt_alloc_f32((size_t)P, DT_OPTIM), m.v = dt_alloc_f32((size_t)P, DT_OPTIM);
   m.x = dt_alloc_f32((size_t)((L + 1) * R * D), DT_ACTIV);
@@ -245,6 +268,7 @@ int main(int argc, char **argv) {
   }
   make_buckets(&m, bucket_mb > 0 ? bucket_mb * (1 << 20) : (overlap ? 1.0 : 0.0));
   topk tk = {0};
+  if (compress && m.wire != DT_F32) dt_fail("--compress works in fp32 only");
   if (compress) {
     double ratio = 0;
     char rest = 0;
@@ -280,6 +304,8 @@ int main(int argc, char **argv) {
                   : (overlap ? "one per tensor, overlapped with backward"
                              : "one per tensor, after backward"));
 
+  dt_loss_scaler scaler; /* fp16: scale the loss, skip steps that overflow */
+  dt_scaler_init(&scaler, &c);
   dt_comm_reset(world);
   dt_mem_reset_peaks();
   double t_start = dt_now(), compute = 0;
@@ -293,16 +319,26 @@ int main(int argc, char **argv) {
       /* mean over this micro-step, divided by accum: the sum is the local mean */
       loss += dt_mse_forward_backward(m.x + L * R * D, m.y, m.dx, (size_t)(R * D),
                                       1.0 / ((double)R * D * accum));
+      if (scaler.scale != 1.0) dt_scale(m.dx, (size_t)(R * D), (float)scaler.scale);
       backward(&m, world, overlap && k == accum - 1);
     }
     if (tk.k)
       topk_average(&m, world, &tk, (size_t)P);
     else
       average_gradients(&m, world, overlap);
-    float clip =
-        dt_clip_factor(&c, dt_sum_squares(m.g, (size_t)P)); /* grads are identical everywhere */
+    /* grads are identical everywhere now: every rank reaches the same verdicts */
+    double used = 1.0;
+    int ok = dt_scaler_update(&scaler, &c, m.wire == DT_F16 && dt_count_nonfinite(m.g, (size_t)P),
+                              &used);
+    if (ok && used != 1.0) dt_scale(m.g, (size_t)P, (float)(1.0 / used));
+    float clip = ok ? dt_clip_factor(&c, dt_sum_squares(m.g, (size_t)P)) : 1.0f;
     if (clip < 1.0f) dt_scale(m.g, (size_t)P, clip);
-    dt_optimizer_step(&c, m.w, m.g, m.m, m.v, (size_t)P, step + 1);
+    if (ok)
+      dt_optimizer_step(&c, m.w, m.g, m.m, m.v, (size_t)P, scaler.taken);
+    else
+      dt_print0("step %4lld: fp16 gradients overflowed at loss scale %g: step skipped, scale "
+                "halved\n",
+                (long long)step + 1, used);
     if (dt_ckpt_due(&c, step)) checkpoint(&m, step + 1, host_w, host_m, host_v);
     /* bookkeeping, not training: the loss for printing, on the host */
     MPI_Allreduce(&loss, &losses[step], 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
@@ -325,7 +361,8 @@ int main(int argc, char **argv) {
     for (int rep = 0; rep < 3; rep++) average_gradients(&m, world, 0);
     blocking = (dt_now() - t0) / 3;
   }
-  uint64_t formula = 2 * (uint64_t)(N - 1) * (uint64_t)P * 4 / (uint64_t)N;
+  size_t es = dt_dtype_size(m.wire); /* bytes per gradient on the wire */
+  uint64_t formula = 2 * (uint64_t)(N - 1) * (uint64_t)P * es / (uint64_t)N;
   dt_print0("\nsummary (rank 0; every rank does the same work):\n");
   dt_print0("  time per step          %8.2f ms   compute %.2f ms   %s %.2f ms (rank "
             "blocked in it)\n",
@@ -337,9 +374,13 @@ int main(int argc, char **argv) {
               (blocking - ar.seconds / (double)trained) * 1e3, blocking * 1e3);
   if (!tk.k)
     dt_print0("  all-reduce calls/step  %8llu      bytes sent per rank per step %llu, formula "
-              "2(N-1)/N x P x 4 = %llu\n",
+              "2(N-1)/N x P x %zu = %llu\n",
               (unsigned long long)(ar.calls / (uint64_t)trained),
-              (unsigned long long)(ar.bytes_sent / (uint64_t)trained), (unsigned long long)formula);
+              (unsigned long long)(ar.bytes_sent / (uint64_t)trained), es,
+              (unsigned long long)formula);
+  if (scaler.skipped || m.wire == DT_F16)
+    dt_print0("  fp16 loss scaling      %lld step%s skipped on overflow; final loss scale %g\n",
+              (long long)scaler.skipped, scaler.skipped == 1 ? "" : "s", scaler.scale);
   uint64_t want[DT_NTAGS] = {0};
   want[DT_PARAMS] = want[DT_GRADS] = (uint64_t)P * 4;
   if (tk.k) want[DT_GRADS] *= 2; /* the error-feedback residual */
@@ -367,6 +408,7 @@ int main(int argc, char **argv) {
     failed = dt_check_against_reference(&c, losses, host_w);
   free(host_w), free(host_m), free(host_v), free(losses), free(samples), free(m.buckets);
   free(tk.host), free(tk.host_idx), free(tk.host_vals);
+  dt_free(m.g16);
   dt_finalize();
   return failed;
 }

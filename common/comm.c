@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "half_core.h"
 #include "internal.h"
 #ifdef DT_CUDA
 #include "dt_cuda.h"
@@ -21,12 +22,44 @@
 #define STAGED(c) 0
 #endif
 
-size_t dt_dtype_size(dt_dtype t) { return t == DT_F32 ? sizeof(float) : sizeof(int32_t); }
-MPI_Datatype dt_mpi_type(dt_dtype t) { return t == DT_F32 ? MPI_FLOAT : MPI_INT32_T; }
+size_t dt_dtype_size(dt_dtype t) { return t == DT_F32 || t == DT_I32 ? 4 : 2; }
+MPI_Datatype dt_mpi_type(dt_dtype t) {
+  return t == DT_F32 ? MPI_FLOAT : t == DT_I32 ? MPI_INT32_T : MPI_UINT16_T;
+}
+
+/* MPI knows no 16-bit floats: they travel as uint16 and are added by these
+ * operations, which round each partial sum back to 16 bits as NCCL does. */
+#define HALF_OP(name, to_f32, from_f32, combine)                                                   \
+  static void name(void *in, void *inout, int *len, MPI_Datatype *type) {                          \
+    (void)type;                                                                                    \
+    const uint16_t *a = in;                                                                        \
+    uint16_t *b = inout;                                                                           \
+    for (int i = 0; i < *len; i++) {                                                               \
+      float x = to_f32(a[i]), y = to_f32(b[i]);                                                    \
+      b[i] = from_f32(combine);                                                                    \
+    }                                                                                              \
+  }
+HALF_OP(bf16_sum, dt_bf16_to_f32, dt_f32_to_bf16, x + y)
+HALF_OP(bf16_max, dt_bf16_to_f32, dt_f32_to_bf16, x > y ? x : y)
+HALF_OP(f16_sum, dt_f16_to_f32, dt_f32_to_f16, x + y)
+HALF_OP(f16_max, dt_f16_to_f32, dt_f32_to_f16, x > y ? x : y)
+
 /* MPI has no average: sum, then scale by 1/N (see dt_finish_avg). */
-MPI_Op dt_mpi_op(dt_op op) { return op == DT_MAX ? MPI_MAX : MPI_SUM; }
+MPI_Op dt_mpi_op(dt_op op, dt_dtype t) {
+  static MPI_Op half_ops[4] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
+  static MPI_User_function *fns[4] = {bf16_sum, bf16_max, f16_sum, f16_max};
+  if (t == DT_F32 || t == DT_I32) return op == DT_MAX ? MPI_MAX : MPI_SUM;
+  int i = (t == DT_F16) * 2 + (op == DT_MAX);
+  if (half_ops[i] == MPI_OP_NULL) CHECK_MPI(MPI_Op_create(fns[i], 1, &half_ops[i]));
+  return half_ops[i];
+}
 #ifdef DT_CUDA
-ncclDataType_t dt_nccl_type(dt_dtype t) { return t == DT_F32 ? ncclFloat32 : ncclInt32; }
+ncclDataType_t dt_nccl_type(dt_dtype t) {
+  return t == DT_F32    ? ncclFloat32
+         : t == DT_I32  ? ncclInt32
+         : t == DT_BF16 ? ncclBfloat16
+                        : ncclFloat16;
+}
 ncclRedOp_t dt_nccl_op(dt_op op) {
   return op == DT_MAX ? ncclMax : op == DT_AVG ? ncclAvg : ncclSum;
 }
@@ -222,7 +255,9 @@ static void mpi_out_done(dt_comm *c, void *buf, const void *host, size_t bytes) 
 
 void dt_finish_avg(dt_comm *c, void *buf, size_t count, dt_dtype t, dt_op op) {
   if (op != DT_AVG) return;
-  if (t != DT_F32) dt_fatal(__FILE__, __LINE__, "dt_op DT_AVG", "average needs DT_F32");
+  if (t != DT_F32)
+    dt_fatal(__FILE__, __LINE__, "dt_op DT_AVG",
+             "average needs DT_F32: sum in 16 bits, scale in 32");
   dt_scale(buf, count, 1.0f / (float)c->size);
 }
 
@@ -322,7 +357,7 @@ void dt_all_reduce(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count,
     void *r = STAGED(c) ? (void *)s : recvbuf; /* staged: reduce in the host copy */
     MPI_Request q;
     CHECK_MPI(MPI_Iallreduce(s == r ? MPI_IN_PLACE : s, r, dt_mpi_count(count), dt_mpi_type(t),
-                             dt_mpi_op(op), c->mpi, &q));
+                             dt_mpi_op(op, t), c->mpi, &q));
     dt_mpi_complete(c, 1, &q);
     mpi_out_done(c, recvbuf, r, bytes);
     dt_finish_avg(c, recvbuf, count, t, op);
@@ -363,7 +398,7 @@ void dt_reduce_scatter(dt_comm *c, const void *sendbuf, void *recvbuf, size_t co
     const void *s = mpi_in(c, sendbuf, bytes * c->size, 0);
     void *r = mpi_out(c, recvbuf, bytes, 1);
     MPI_Request q;
-    CHECK_MPI(MPI_Ireduce_scatter_block(s, r, dt_mpi_count(count), dt_mpi_type(t), dt_mpi_op(op),
+    CHECK_MPI(MPI_Ireduce_scatter_block(s, r, dt_mpi_count(count), dt_mpi_type(t), dt_mpi_op(op, t),
                                         c->mpi, &q));
     dt_mpi_complete(c, 1, &q);
     mpi_out_done(c, recvbuf, r, bytes);

@@ -112,7 +112,7 @@ dt_request *dt_all_reduce_async(dt_comm *c, const void *sendbuf, void *recvbuf, 
   r->host_out = r->host_in ? r->host_in : NULL;
   r->host_in = NULL;
   CHECK_MPI(MPI_Iallreduce(s == out ? MPI_IN_PLACE : s, out, dt_mpi_count(count), dt_mpi_type(t),
-                           dt_mpi_op(op), c->mpi, &r->mpi));
+                           dt_mpi_op(op, t), c->mpi, &r->mpi));
   return started(r, dt_ring_bytes(c, DT_ALL_REDUCE, bytes));
 }
 
@@ -150,7 +150,7 @@ dt_request *dt_reduce_scatter_async(dt_comm *c, const void *sendbuf, void *recvb
 #endif
   const void *s = async_in(r, sendbuf, bytes * c->size);
   void *out = async_out(r, bytes);
-  CHECK_MPI(MPI_Ireduce_scatter_block(s, out, dt_mpi_count(count), dt_mpi_type(t), dt_mpi_op(op),
+  CHECK_MPI(MPI_Ireduce_scatter_block(s, out, dt_mpi_count(count), dt_mpi_type(t), dt_mpi_op(op, t),
                                       c->mpi, &r->mpi));
   return started(r, dt_ring_bytes(c, DT_REDUCE_SCATTER, bytes));
 }

@@ -98,7 +98,9 @@ void dt_print0(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void dt_print_ranks(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ------------------------------------------------------------ collectives */
-typedef enum { DT_F32, DT_I32 } dt_dtype;
+/* DT_BF16 and DT_F16 hold 16-bit floats (uint16_t storage); they sum in
+ * their own precision, as NCCL does (MPI through custom ops). */
+typedef enum { DT_F32, DT_I32, DT_BF16, DT_F16 } dt_dtype;
 typedef enum { DT_SUM, DT_AVG, DT_MAX } dt_op;
 typedef enum {
   DT_SEND,
@@ -256,6 +258,15 @@ float dt_rng_uniform(uint64_t seed, uint64_t stream, uint64_t index); /* [0, 1),
 /* On the backend's memory: host loops on cpu, CUDA kernels on cuda. */
 void dt_add(float *dst, const float *src, size_t n); /* dst += src */
 void dt_scale(float *buf, size_t n, float s);        /* buf *= s */
+/* Mixed precision: float32 <-> 16 bits (t = DT_BF16 or DT_F16), rounding to
+ * nearest even, bit-identical on both backends. */
+void dt_to_half(const float *src, void *dst, size_t n, dt_dtype t);
+void dt_from_half(const void *src, float *dst, size_t n, dt_dtype t);
+void dt_round_half(float *buf, size_t n, dt_dtype t);  /* a round trip through 16 bits */
+size_t dt_count_nonfinite(const float *buf, size_t n); /* inf and NaN: fp16 overflow */
+/* DT_F32 (default), or round both inputs of every dt_matmul to 16 bits and
+ * accumulate in float32, as tensor cores do (the products are exact). */
+void dt_set_matmul_inputs(dt_dtype t);
 /* buf[i] = lo + (hi-lo) * uniform(seed, stream, offset + i) */
 void dt_fill_uniform(float *buf, size_t n, uint64_t seed, uint64_t stream, uint64_t offset,
                      float lo, float hi);

@@ -19,7 +19,7 @@ dt_comm *dt_comm_create(MPI_Comm mpi, int use_nccl);
 void dt_comm_release_staging(void);
 void dt_mpi_complete(dt_comm *c, int n, MPI_Request *reqs); /* waits under the watchdog */
 MPI_Datatype dt_mpi_type(dt_dtype t);
-MPI_Op dt_mpi_op(dt_op op);
+MPI_Op dt_mpi_op(dt_op op, dt_dtype t);
 int dt_mpi_count(size_t count);
 uint64_t dt_ring_bytes(dt_comm *c, dt_kind k, size_t bytes);
 void dt_finish_avg(dt_comm *c, void *buf, size_t count, dt_dtype t, dt_op op);

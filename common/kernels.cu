@@ -4,6 +4,7 @@
 #include <cublas_v2.h>
 
 #include "dt_cuda.h"
+#include "half_core.h"
 #include "rng_core.h"
 
 #define CHECK_CUBLAS(call)                                                                         \
@@ -117,8 +118,79 @@ extern "C" void dt_fill_uniform(float *buf, size_t n, uint64_t seed, uint64_t st
     LAUNCHED();
   }
 }
+__global__ static void to_half_kernel(const float *src, uint16_t *dst, size_t n, int bf16) {
+  size_t i = INDEX;
+  if (i < n) dst[i] = bf16 ? dt_f32_to_bf16(src[i]) : dt_f32_to_f16(src[i]);
+}
+__global__ static void from_half_kernel(const uint16_t *src, float *dst, size_t n, int bf16) {
+  size_t i = INDEX;
+  if (i < n) dst[i] = bf16 ? dt_bf16_to_f32(src[i]) : dt_f16_to_f32(src[i]);
+}
+__global__ static void round_half_kernel(const float *src, float *dst, size_t n, int bf16) {
+  size_t i = INDEX;
+  if (i < n)
+    dst[i] = bf16 ? dt_bf16_to_f32(dt_f32_to_bf16(src[i])) : dt_f16_to_f32(dt_f32_to_f16(src[i]));
+}
+__global__ static void nonfinite_kernel(const float *x, size_t n, unsigned long long *count) {
+  size_t i = INDEX;
+  if (i < n && !isfinite(x[i])) atomicAdd(count, 1ull);
+}
+
+extern "C" void dt_to_half(const float *src, void *dst, size_t n, dt_dtype t) {
+  if (n) {
+    to_half_kernel<<<GRID(n)>>>(src, (uint16_t *)dst, n, t == DT_BF16);
+    LAUNCHED();
+  }
+}
+extern "C" void dt_from_half(const void *src, float *dst, size_t n, dt_dtype t) {
+  if (n) {
+    from_half_kernel<<<GRID(n)>>>((const uint16_t *)src, dst, n, t == DT_BF16);
+    LAUNCHED();
+  }
+}
+extern "C" void dt_round_half(float *buf, size_t n, dt_dtype t) {
+  if (n) {
+    round_half_kernel<<<GRID(n)>>>(buf, buf, n, t == DT_BF16);
+    LAUNCHED();
+  }
+}
+extern "C" size_t dt_count_nonfinite(const float *buf, size_t n) {
+  unsigned long long count = 0;
+  CHECK_CUDA(cudaMemsetAsync(reduce_slot, 0, sizeof(double), dt_stream()));
+  if (n) {
+    nonfinite_kernel<<<GRID(n)>>>(buf, n, (unsigned long long *)reduce_slot);
+    LAUNCHED();
+  }
+  CHECK_CUDA(cudaMemcpyAsync(&count, reduce_slot, sizeof count, cudaMemcpyDeviceToHost, dt_stream()));
+  CHECK_CUDA(cudaStreamSynchronize(dt_stream())); /* the host decides whether to step */
+  return (size_t)count;
+}
+
+/* 16-bit matmul inputs: rounded copies of A and B, kept between calls. */
+static dt_dtype matmul_inputs = DT_F32;
+static float *rounded[2];
+static size_t rounded_size[2];
+extern "C" void dt_set_matmul_inputs(dt_dtype t) { matmul_inputs = t; }
+
+static const float *rounded_copy(int which, const float *x, size_t n) {
+  if (rounded_size[which] < n) {
+    CHECK_CUDA(cudaFree(rounded[which]));
+    CHECK_CUDA(cudaMalloc(&rounded[which], n * sizeof(float)));
+    rounded_size[which] = n;
+  }
+  if (n) {
+    round_half_kernel<<<GRID(n)>>>(x, rounded[which], n, matmul_inputs == DT_BF16);
+    LAUNCHED();
+  }
+  return rounded[which];
+}
+
 extern "C" void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
                           const float *A, const float *B, float *C, int accumulate) {
+  if (matmul_inputs != DT_F32) {
+    A = rounded_copy(0, A, (size_t)(M * K));
+    B = rounded_copy(1, B, (size_t)(K * N));
+  }
   /* cuBLAS is column-major: the row-major C = op(A) op(B) is the
    * column-major C^T = op(B)^T op(A)^T, so pass B first. */
   const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;

@@ -3,8 +3,10 @@
  * are plain loops. kernels.cu holds the same functions for the GPU. */
 #include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "dt.h"
+#include "half_core.h"
 #include "rng_core.h"
 
 void dt_kernels_init(void) { openblas_set_num_threads(1); }
@@ -31,8 +33,53 @@ void dt_fill_block(float *buf, int64_t rows, int64_t cols, int64_t full_cols, in
                     (uint64_t)((row0 + r) * full_cols + col0), -bound, bound);
 }
 
+void dt_to_half(const float *src, void *dst, size_t n, dt_dtype t) {
+  uint16_t *h = dst;
+  for (size_t i = 0; i < n; i++)
+    h[i] = t == DT_BF16 ? dt_f32_to_bf16(src[i]) : dt_f32_to_f16(src[i]);
+}
+
+void dt_from_half(const void *src, float *dst, size_t n, dt_dtype t) {
+  const uint16_t *h = src;
+  for (size_t i = 0; i < n; i++) dst[i] = t == DT_BF16 ? dt_bf16_to_f32(h[i]) : dt_f16_to_f32(h[i]);
+}
+
+void dt_round_half(float *buf, size_t n, dt_dtype t) {
+  for (size_t i = 0; i < n; i++)
+    buf[i] = t == DT_BF16 ? dt_bf16_to_f32(dt_f32_to_bf16(buf[i]))
+                          : dt_f16_to_f32(dt_f32_to_f16(buf[i]));
+}
+
+size_t dt_count_nonfinite(const float *buf, size_t n) {
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) bad += !isfinite(buf[i]);
+  return bad;
+}
+
+/* 16-bit matmul inputs: rounded copies of A and B, kept between calls. */
+static dt_dtype matmul_inputs = DT_F32;
+static float *rounded[2];
+static size_t rounded_size[2];
+void dt_set_matmul_inputs(dt_dtype t) { matmul_inputs = t; }
+
+static const float *rounded_copy(int which, const float *x, size_t n) {
+  if (rounded_size[which] < n) {
+    free(rounded[which]);
+    rounded[which] = malloc(n * sizeof(float));
+    CHECK_ALLOC(rounded[which]);
+    rounded_size[which] = n;
+  }
+  for (size_t i = 0; i < n; i++) rounded[which][i] = x[i];
+  dt_round_half(rounded[which], n, matmul_inputs);
+  return rounded[which];
+}
+
 void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
                const float *B, float *C, int accumulate) {
+  if (matmul_inputs != DT_F32) {
+    A = rounded_copy(0, A, (size_t)(M * K));
+    B = rounded_copy(1, B, (size_t)(K * N));
+  }
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
               trans_b ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A,
               trans_a ? (int)M : (int)K, B, trans_b ? (int)K : (int)N, accumulate ? 1.0f : 0.0f, C,

@@ -1,6 +1,7 @@
 /* model.c: the training config and the residual MLP block, forward and
  * backward, on whatever slice of the weights a lesson holds. */
 #include <math.h>
+#include <string.h>
 
 #include "dt.h"
 
@@ -12,6 +13,10 @@ void dt_train_resolve(dt_train_config *c) {
     dt_fail("--samples %lld is not a multiple of --batch %lld: every epoch must split into whole "
             "global batches, so that every world size sees the same batches",
             (long long)c->samples, (long long)c->batch);
+  dt_set_matmul_inputs(dt_precision_type(c));
+  if (c->resume && dt_precision_type(c) == DT_F16)
+    dt_fail("--resume with --precision fp16 is not supported: checkpoints do not hold the loss "
+            "scaler's state");
   if ((c->save_every > 0 || c->resume) && !c->ckpt)
     dt_fail("--save-every and --resume need --ckpt DIR, the checkpoint folder");
   /* Every lesson holds the whole model somewhere (rank 0 checks it), so a
@@ -28,12 +33,12 @@ int64_t dt_params_per_layer(const dt_train_config *c) { return 2 * c->dim * c->h
 
 void dt_train_print(const dt_train_config *c) {
   dt_print0("model: L=%lld D=%lld H=%lld (%lld parameters, %.2f MiB fp32) | batch B=%lld, "
-            "%lld samples | %lld steps of %s, lr %g%s\n",
+            "%lld samples | %lld steps of %s, lr %g%s | precision %s\n",
             (long long)c->layers, (long long)c->dim, (long long)c->hidden,
             (long long)(c->layers * dt_params_per_layer(c)),
             4.0 * (double)(c->layers * dt_params_per_layer(c)) / (1 << 20), (long long)c->batch,
             (long long)c->samples, (long long)c->steps, c->optimizer, c->lr,
-            c->clip > 0 ? ", clipped" : "");
+            c->clip > 0 ? ", clipped" : "", c->precision);
 }
 
 /* PyTorch's nn.Linear draws from uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)). */
@@ -83,4 +88,28 @@ float dt_clip_factor(const dt_train_config *c, double global_sq_norm) {
 
 int dt_ckpt_due(const dt_train_config *c, int64_t step) {
   return c->ckpt && c->save_every > 0 && (step + 1) % c->save_every == 0;
+}
+
+dt_dtype dt_precision_type(const dt_train_config *c) {
+  return strcmp(c->precision, "bf16") == 0   ? DT_BF16
+         : strcmp(c->precision, "fp16") == 0 ? DT_F16
+                                             : DT_F32;
+}
+
+void dt_scaler_init(dt_loss_scaler *s, const dt_train_config *c) {
+  *s = (dt_loss_scaler){.scale = dt_precision_type(c) == DT_F16 ? c->loss_scale : 1.0,
+                        .taken = c->start_step};
+}
+
+int dt_scaler_update(dt_loss_scaler *s, const dt_train_config *c, int found_nonfinite,
+                     double *scale_used) {
+  *scale_used = s->scale;
+  if (found_nonfinite) { /* skip the step, back off */
+    s->scale *= 0.5, s->good_steps = 0, s->skipped++;
+    return 0;
+  }
+  if (dt_precision_type(c) == DT_F16 && ++s->good_steps == c->growth_interval)
+    s->scale *= 2.0, s->good_steps = 0;
+  s->taken++;
+  return 1;
 }

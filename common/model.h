@@ -19,6 +19,9 @@ typedef struct {
   int64_t layers, dim, hidden, batch, steps, samples, seed, data_seed;
   double lr, weight_decay, clip;
   const char *optimizer; /* "sgd" or "adamw" */
+  const char *precision; /* "fp32", "bf16", "fp16" */
+  double loss_scale;     /* fp16: the initial loss scale */
+  int64_t growth_interval;
   const char *save, *load, *dump_data, *trace, *ckpt;
   int64_t save_every;
   int no_check, resume;
@@ -31,7 +34,8 @@ typedef struct {
 #define DT_TRAIN_DEFAULTS                                                                          \
   {                                                                                                \
     .layers = 4, .dim = 64, .hidden = 0, .batch = 32, .steps = 30, .samples = 0, .seed = 1,        \
-    .data_seed = 2, .lr = 0, .weight_decay = 0.01, .clip = 0, .optimizer = "sgd"                   \
+    .data_seed = 2, .lr = 0, .weight_decay = 0.01, .clip = 0, .optimizer = "sgd",                  \
+    .precision = "fp32", .loss_scale = 65536, .growth_interval = 2000                              \
   }
 
 /* The flags every training lesson shares; put it first in the option table. */
@@ -44,6 +48,11 @@ typedef struct {
       DT_INT("--samples", &(c)->samples, 0, 1 << 30, "dataset size, a multiple of B (0: 8*B)"),    \
       DT_DOUBLE("--lr", &(c)->lr, 0, 100, "learning rate (0: 0.2 for sgd, 0.003 for adamw)"),      \
       DT_STRING("--optimizer", &(c)->optimizer, "sgd|adamw", "optimizer"),                         \
+      DT_STRING("--precision", &(c)->precision, "fp32|bf16|fp16",                                  \
+                "16-bit matmul inputs and communication; fp32 master weights, optimizer"),         \
+      DT_DOUBLE("--loss-scale", &(c)->loss_scale, 1, 1e30, "fp16: the initial loss scale"),        \
+      DT_INT("--growth-interval", &(c)->growth_interval, 1, 1 << 30,                               \
+             "fp16: double the loss scale after this many steps without overflow"),                \
       DT_DOUBLE("--weight-decay", &(c)->weight_decay, 0, 1, "AdamW's decoupled weight decay"),     \
       DT_DOUBLE("--clip", &(c)->clip, 0, 1e9, "clip the gradients' global norm to this (0: off)"), \
       DT_INT("--seed", &(c)->seed, 0, INT64_MAX, "seed of the initial weights"),                   \
@@ -81,6 +90,26 @@ void dt_adamw_step(float *w, const float *g, float *m, float *v, size_t n, float
  * keyed by the element's index in the full tensor. */
 void dt_fill_block(float *buf, int64_t rows, int64_t cols, int64_t full_cols, int64_t row0,
                    int64_t col0, uint64_t seed, uint64_t stream, float bound);
+
+/* Mixed precision. The 16-bit type of --precision (DT_F32 for fp32): what
+ * matmul inputs are rounded to and what gradients, parameters and
+ * activations travel in. Master weights and optimizer state stay float32. */
+dt_dtype dt_precision_type(const dt_train_config *c);
+
+/* fp16's dynamic loss scaling, as torch.cuda.amp.GradScaler does it: the
+ * loss gradient is multiplied by `scale` before backward, so small gradients
+ * survive fp16; a step whose gradients overflowed (inf or NaN) is skipped and
+ * the scale halved; after growth_interval good steps in a row it doubles.
+ * For fp32 and bf16 the scale stays 1 and nothing is ever skipped. */
+typedef struct {
+  double scale;
+  int64_t good_steps, skipped, taken; /* taken: AdamW's step count t */
+} dt_loss_scaler;
+void dt_scaler_init(dt_loss_scaler *s, const dt_train_config *c);
+/* After the gradients are complete (communicated): 1 to take the step (then
+ * multiply the gradients by 1/scale_used first), 0 to skip it. */
+int dt_scaler_update(dt_loss_scaler *s, const dt_train_config *c, int found_nonfinite,
+                     double *scale_used);
 
 /* The optimizer the config names, on any contiguous slice (a shard is fine);
  * m and v are AdamW's state (NULL for sgd); step t counts from 1. */

@@ -21,9 +21,12 @@ static float kth_largest(float *a, int64_t n, int64_t k) {
         a[i++] = a[j], a[j--] = t;
       }
     }
-    if (want <= j) hi = j;
-    else if (want >= i) lo = i;
-    else break;
+    if (want <= j)
+      hi = j;
+    else if (want >= i)
+      lo = i;
+    else
+      break;
   }
   return a[want];
 }

@@ -110,3 +110,26 @@ check "05 topk:0.001 np=4 is too lossy for 30 steps: the check says so" 4 1 'CHE
   -- ./05_dp/dp --compress topk:0.001
 check "05 --compress bad ratio" 2 2 'error: --compress topk:2: expected topk:R with 0 < R <= 1' -- ./05_dp/dp --compress topk:2
 check "05 --compress with --overlap" 2 2 'error: --compress replaces the all-reduce' -- ./05_dp/dp --compress topk:0.1 --overlap
+
+# --precision (issue 7): 16-bit gradients on the wire halve the bytes
+# (2(N-1)/N x P x 2), and each run matches the reference trained at the
+# same precision within the stated relative tolerance.
+for prec in bf16 fp16; do
+  check "05 --precision $prec np=4 sgd: bytes halve, matches the $prec reference" 4 0 \
+    'bytes sent per rank per step 393216, formula 2\(N-1\)/N x P x 2 = 393216' \
+    "CHECK PASSED: per-step loss and final weights match single-process $prec training" \
+    -- ./05_dp/dp --precision $prec --steps 10
+  check "05 --precision $prec np=2 adamw overlap" 2 0 "CHECK PASSED: .*$prec training" \
+    -- ./05_dp/dp --precision $prec --optimizer adamw --overlap --bucket-mb 0.1 --steps 10
+done
+# fp16 dynamic loss scaling: a scale far too large overflows, steps are
+# skipped and the scale halves until the gradients fit; the reference
+# skips the same steps.
+check "05 fp16 loss scale backs off on overflow" 2 0 'step +1: fp16 gradients overflowed at loss scale 1e\+12' \
+  '[1-9][0-9]* steps skipped on overflow' 'CHECK PASSED: .*fp16 training' \
+  -- ./05_dp/dp --precision fp16 --loss-scale 1e12 --steps 30
+check "05 fp16 loss scale grows after good steps" 2 0 'fp16 loss scaling +0 steps skipped on overflow; final loss scale 262144' \
+  -- ./05_dp/dp --precision fp16 --growth-interval 5 --steps 10 --no-check
+check "05 --compress needs fp32" 2 2 'error: --compress works in fp32 only' -- ./05_dp/dp --precision bf16 --compress topk:0.1
+check "05 --resume refused in fp16" 2 2 'error: --resume with --precision fp16 is not supported' \
+  -- ./05_dp/dp --precision fp16 --ckpt build/none --resume

@@ -61,6 +61,78 @@ static void test_rng(void) {
   dt_free(buf);
 }
 
+/* float32 -> 16 bits, on known values, round-to-nearest-even ties, fp16's
+ * overflow and subnormals; every 16-bit pattern round-trips; the backend's
+ * kernels agree bit for bit; 16-bit all-reduce sums exactly-representable
+ * values exactly. */
+static uint16_t half_of(float f, dt_dtype t) {
+  float *d = dt_alloc_f32(1, DT_OTHER);
+  uint16_t *h = dt_alloc(2, DT_OTHER), out;
+  dt_copy_from_host(d, &f, 4);
+  dt_to_half(d, h, 1, t);
+  dt_copy_to_host(&out, h, 2);
+  dt_free(d), dt_free(h);
+  return out;
+}
+
+static void test_half(dt_comm *w) {
+  struct {
+    float f;
+    uint16_t bf16, f16;
+  } known[] = {
+      {1.0f, 0x3f80, 0x3c00},           {-2.0f, 0xc000, 0xc000},
+      {1.00390625f, 0x3f80, 0x3c04}, /* 1 + 2^-8: a bf16 tie, to even (down) */
+      {1.01171875f, 0x3f82, 0x3c0c}, /* 1 + 3 x 2^-8: a bf16 tie, to even (up) */
+      {65504.0f, 0x4780, 0x7bff},    /* fp16's largest; 0x477fe000 rounds bf16 up */
+      {65519.0f, 0x4780, 0x7bff},       {65520.0f, 0x4780, 0x7c00}, /* fp16: a tie, to inf */
+      {5.9604645e-08f, 0x3380, 0x0001}, /* 2^-24: fp16's smallest subnormal */
+      {2.9802322e-08f, 0x3300, 0x0000}, /* 2^-25: a tie, to even (zero) */
+      {4.4703484e-08f, 0x3340, 0x0001}, /* 1.5 x 2^-25 rounds up */
+      {0.33333334f, 0x3eab, 0x3555},    {-0.0f, 0x8000, 0x8000},
+      {1e30f, 0x714a, 0x7c00},          {-1e30f, 0xf14a, 0xfc00}};
+  for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
+    uint16_t b = half_of(known[i].f, DT_BF16), h = half_of(known[i].f, DT_F16);
+    EXPECT(b == known[i].bf16 && h == known[i].f16,
+           "%g -> bf16 %04x (want %04x), fp16 %04x (want %04x)", known[i].f, b, known[i].bf16, h,
+           known[i].f16);
+  }
+  EXPECT(half_of(NAN, DT_BF16) == 0x7fc0 && (half_of(NAN, DT_F16) & 0x7e00) == 0x7e00,
+         "NaN stays NaN");
+  /* every pattern survives the trip to float32 and back (NaNs aside) */
+  enum { ALL = 65536 };
+  uint16_t *pat = malloc(ALL * 2), *back = malloc(ALL * 2);
+  float *asf = malloc(ALL * 4);
+  for (int i = 0; i < ALL; i++) pat[i] = (uint16_t)i;
+  uint16_t *d16 = dt_alloc(ALL * 2, DT_OTHER);
+  float *d32 = dt_alloc_f32(ALL, DT_OTHER);
+  dt_dtype types[2] = {DT_BF16, DT_F16};
+  for (int t = 0; t < 2; t++) {
+    dt_copy_from_host(d16, pat, ALL * 2);
+    dt_from_half(d16, d32, ALL, types[t]);
+    dt_to_half(d32, d16, ALL, types[t]);
+    dt_copy_to_host(back, d16, ALL * 2);
+    dt_copy_to_host(asf, d32, ALL * 4);
+    int bad = 0;
+    for (int i = 0; i < ALL; i++) bad += !isnan(asf[i]) && back[i] != pat[i];
+    EXPECT(bad == 0, "type %d: %d patterns do not round-trip", types[t], bad);
+  }
+  /* a 16-bit all-reduce of small integers (exact in both formats) is exact */
+  int N = w->size;
+  float v[4] = {(float)w->rank, 1.0f, -3.0f, 0.5f}, got[4];
+  for (int t = 0; t < 2; t++) {
+    dt_copy_from_host(d32, v, 16);
+    dt_to_half(d32, d16, 4, types[t]);
+    dt_all_reduce(w, d16, d16, 4, types[t], DT_SUM);
+    dt_from_half(d16, d32, 4, types[t]);
+    dt_copy_to_host(got, d32, 16);
+    EXPECT(got[0] == (float)(N * (N - 1) / 2) && got[1] == (float)N && got[2] == -3.0f * N &&
+               got[3] == 0.5f * N,
+           "16-bit all-reduce type %d: %g %g %g %g", types[t], got[0], got[1], got[2], got[3]);
+  }
+  free(pat), free(back), free(asf);
+  dt_free(d16), dt_free(d32);
+}
+
 static void test_all_reduce(dt_comm *w, size_t n) {
   int N = w->size;
   float *in = malloc(n * sizeof(float) + 1);
@@ -229,6 +301,7 @@ int main(int argc, char **argv) {
     test_point_to_point(w, sizes[s]);
   }
   test_split(w);
+  test_half(w);
   int total = 0;
   MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   dt_print0("%s: %d checks per rank, %d failures over %d ranks\n",
