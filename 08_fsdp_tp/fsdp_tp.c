@@ -167,8 +167,10 @@ int main(int argc, char **argv) {
     dt_fail("--batch %lld does not split over F = N/T = %d rows: F must divide B",
             (long long)c.batch, F);
   /* rank r: row r / T (its samples, its FSDP piece), column r % T (its TP shard) */
+  /* exercise: the 2D mesh, one sub-communicator per row and per column */
   dt_comm *tp = dt_comm_split(world, rank / T, rank % T);   /* color: the row, key: the column */
   dt_comm *fsdp = dt_comm_split(world, rank % T, rank / T); /* color: the column, key: the row */
+  /* end of exercise */
   dt_trace_enable(c.trace != NULL);
   if (c.dump_data) dt_dump_data(c.dump_data, &c);
 

@@ -20,7 +20,8 @@
 #     @expect  text                     what the check lines say is expected
 #     @hint    ERE [&& ERE ...]         then the hint's lines; the first
 #                                       @hint whose EREs all match a failed
-#                                       run's output is printed, else @hint-default
+#                                       run's output is printed, else @hint-default;
+#     @hint-crash                       lines, instead of all that after a crash
 # A lesson with k marked regions has k @todo and @stub blocks, in order.
 #
 # The workspace is $EXERCISE_DIR/NN_name/name.c (default exercises/, ignored
@@ -135,8 +136,9 @@ mpirun_cmd() {
 }
 
 # The first @hint whose ERE (grep -E, so \1 back-references work) matches
-# the log of a failed run, else @hint-default. A hint's lines are joined.
-# "ERE1 && ERE2" needs both, each on some line of the output.
+# the log of a failed run, else @hint-default (or, with a third argument W,
+# the block @hint-W alone). A hint's lines are joined. "ERE1 && ERE2" needs
+# both, each on some line of the output.
 matches() {
   local re=$1 log=$2 part
   while [ -n "$re" ]; do
@@ -147,14 +149,17 @@ matches() {
   done
 }
 hint_for() {
-  local spec=$1 log=$2 line re="" msg="" def="" sect=""
+  local spec=$1 log=$2 which=${3:-default} line re="" msg="" def="" sect=""
   while IFS= read -r line || [ -n "$line" ]; do
     case $line in
       '#'*) continue ;;
-      '@hint-default'*) sect=d; continue ;;
+      "@hint-$which"*) sect=d; continue ;;
+      '@hint-'*) sect=""; continue ;;
       '@hint '*)
         [ -n "$re" ] && matches "$re" "$log" && { echo "$msg"; return; }
-        sect=h re=${line#@hint } msg=""; continue ;;
+        sect=h re=${line#@hint } msg=""
+        [ "$which" = default ] || re=""
+        continue ;;
       '@'*) sect=""; continue ;;
     esac
     [ "$sect" = h ] && msg="${msg:+$msg }$line"
@@ -232,7 +237,10 @@ cmd_check() {
     else
       failed=$((failed + 1))
       hint=$(hint_for "$spec" "$log")
-      grep -qE 'Signal: |exited on signal' "$log" && hint="it crashed: a pointer or an index outside its buffer? Counts are elements, not bytes; check every offset and count. $hint"
+      if grep -qE 'Signal: |exited on signal' "$log"; then
+        hint=$(hint_for "$spec" /dev/null crash)
+        [ -n "$hint" ] || hint="it crashed: a pointer or an index outside its buffer? Counts are elements, not bytes: check every count and offset."
+      fi
       if [ "$hint" = "$last_hint" ]; then
         echo "      hint: as above"
       else
