@@ -43,11 +43,13 @@ typedef struct {
 /* Stage s's 2M actions in order. 1F1B's warm-up fills the pipeline below
  * stage s; after it every forward is followed by the oldest backward. */
 static int make_plan(int N, int s, int64_t M, int gpipe, action *p) {
+  /* exercise: the schedules, 1F1B's warm-up, steady state and cool-down */
   int n = 0, warm = gpipe ? (int)M : (int)(N - 1 - s < M ? N - 1 - s : M);
   for (int m = 0; m < warm; m++) p[n++] = (action){'F', m};
   for (int m = warm; m < M; m++) p[n++] = (action){'F', m}, p[n++] = (action){'B', m - warm};
   for (int m = (int)M - warm; m < M; m++) p[n++] = (action){'B', m};
   return n;
+  /* end of exercise */
 }
 
 /* Balanced stages: the first L%N get one layer more. */

@@ -15,8 +15,9 @@
 # to the output of a failed run. Its format:
 #     @title   one line                 @run NP FLAGS...  one check per line
 #     @todo    lines until the next @   @stub  C lines until the next @
-#     @require ERE | what | KEY         every run's output must match ERE too;
-#                                       else the line matching KEY is shown
+#     @require ERE | what | KEY         every line of a run's output that KEY
+#                                       finds (one at least) must match ERE too;
+#                                       else the first that does not is shown
 #     @expect  text                     what the check lines say is expected
 #     @hint    ERE [&& ERE ...]         then the hint's lines; the first
 #                                       @hint whose EREs all match a failed
@@ -224,9 +225,13 @@ cmd_check() {
       for r in "${requires[@]}"; do
         local re=${r%% | *} what=${r#* | } key="" found
         [[ $what == *' | '* ]] && key=${what#* | } what=${what%% | *}
-        grep -Eq -- "$re" "$log" && continue
+        if [ -z "$key" ]; then
+          grep -Eq -- "$re" "$log" && continue
+        else # every line KEY finds must match, and there must be one
+          grep -Eq -- "$key" "$log" && ! grep -E -- "$key" "$log" | grep -Evq -- "$re" && continue
+        fi
         verdict=FAIL
-        found=$(grep -m1 -E -- "${key:-^$}" "$log" | sed 's/^ *//; s/  */ /g')
+        found=$(grep -E -- "${key:-^$}" "$log" | grep -Ev -- "$re" | head -n 1 | sed 's/^ *//; s/  */ /g')
         got="CHECK PASSED, but $what does not hold${found:+: $found}"
       done
     fi
