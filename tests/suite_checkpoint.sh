@@ -57,3 +57,6 @@ ckpt_killed 09_pp ./09_pp/pp 2 --microbatches 2
 ckpt_suite 06_fsdp ./06_fsdp/fsdp 2
 ckpt_suite 06_fsdp-zero1 ./06_fsdp/fsdp 2 --zero 1 --prefetch
 ckpt_killed 06_fsdp ./06_fsdp/fsdp 2
+# 08_fsdp_tp: the default --tp 0 is 2 (1 at odd NP), valid at NP 4, 2 and 1
+ckpt_suite 08_fsdp_tp ./08_fsdp_tp/fsdp_tp 2
+ckpt_killed 08_fsdp_tp ./08_fsdp_tp/fsdp_tp 2
