@@ -10,8 +10,9 @@
  * it: the block input fed every slice, so its gradient is again a sum, one
  * more all-reduce (Megatron's f). The weight gradients are complete on their
  * own rank, since every rank saw the whole batch: gradients are never
- * all-reduced and weights never gathered. It ends by training the same model
- * in one process and comparing. */
+ * all-reduced and weights never gathered. With --precision bf16|fp16 the
+ * activations travel in 16 bits: half the bytes. It ends by training the
+ * same model in one process and comparing. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,8 +26,10 @@ typedef struct {
   int64_t Hs;                             /* hidden units on this rank: H/N */
   float *w, *g, *m, *v;                   /* flat shards: layer l's [W1_s | W2_s] */
   float *x, *a, *h, *y, *dx, *dnext, *dh; /* x, dx: [B, D] on every rank; a, h: [B, Hs] */
-  float *normbuf;                         /* --clip: the squared norm, one float */
-  dt_counter norm;                        /* the --clip all-reduces, counted apart */
+  dt_dtype wire;                          /* what activations travel in (--precision) */
+  uint16_t *x16;                          /* 16 bits: the copy of a [B, D] partial */
+  float *scalar;                          /* one float: the clip norm, the overflow flag */
+  dt_counter norm, flag;                  /* their all-reduces, counted apart from f/g */
 } tp_model;
 
 static void *xmalloc(size_t bytes) { /* host memory, or a clear abort */
@@ -42,6 +45,18 @@ static float *w2_of(const tp_model *m, float *flat, int64_t l) { /* [Hs, D] */
   return flat + (2 * l + 1) * m->c.dim * m->Hs;
 }
 
+/* In 16 bits a partial [B, D] travels as a 16-bit copy, is summed in 16 bits
+ * as NCCL does, and comes back to fp32 before the residual is added. A SUM:
+ * the partials are pieces of the value. In fp32 the buffer itself travels. */
+static void *to_wire(tp_model *m, float *buf) {
+  if (m->wire == DT_F32) return buf;
+  dt_to_half(buf, m->x16, (size_t)(m->c.batch * m->c.dim), m->wire);
+  return m->x16;
+}
+static void from_wire(tp_model *m, float *buf) {
+  if (m->wire != DT_F32) dt_from_half(m->x16, buf, (size_t)(m->c.batch * m->c.dim), m->wire);
+}
+
 /* exercise: the f/g pair (forward and backward of the tensor-parallel blocks) */
 static void forward(tp_model *m) {
   int64_t B = m->c.batch, D = m->c.dim, Hs = m->Hs;
@@ -53,7 +68,9 @@ static void forward(tp_model *m) {
                      out, B, D, Hs, 0); /* out = h_s W2_s, a partial sum */
     dt_span_end("forward", "compute", t0);
     /* g, forward: sum the partials, in place where x_{l+1} lives ... */
-    dt_all_reduce(m->world, out, out, (size_t)(B * D), DT_F32, DT_SUM);
+    void *p = to_wire(m, out);
+    dt_all_reduce(m->world, p, p, (size_t)(B * D), m->wire, DT_SUM);
+    from_wire(m, out);
     dt_add(out, x, (size_t)(B * D)); /* ... then the residual, once, not once per rank */
   }
 }
@@ -71,7 +88,9 @@ static void backward(tp_model *m) {
     /* f, backward: x_l fed every slice, so its gradient sums over them. Layer
      * 0's is not needed here (x_0 is data), but under a real network there is
      * an embedding below that needs it: every block does the same. */
-    dt_all_reduce(m->world, m->dnext, m->dnext, (size_t)(B * D), DT_F32, DT_SUM);
+    void *p = to_wire(m, m->dnext);
+    dt_all_reduce(m->world, p, p, (size_t)(B * D), m->wire, DT_SUM);
+    from_wire(m, m->dnext);
     dt_add(m->dnext, m->dx, (size_t)(B * D)); /* the residual path */
     float *t = m->dx;
     m->dx = m->dnext, m->dnext = t;
@@ -79,18 +98,30 @@ static void backward(tp_model *m) {
 }
 /* end of exercise */
 
-/* The global norm covers the whole model, which no rank holds: each rank
- * squares its own shards and one all-reduce of a single float adds them. */
+/* Facts about the whole model, which no rank holds, from one float per rank
+ * (summed or maxed over the ranks), counted on its own row. */
+static float all_reduce_scalar(tp_model *m, float v, dt_op op, dt_counter *row) {
+  dt_copy_from_host(m->scalar, &v, sizeof v);
+  uint64_t bytes0 = m->world->count[DT_ALL_REDUCE].bytes_sent;
+  dt_all_reduce(m->world, m->scalar, m->scalar, 1, DT_F32, op);
+  row->calls++, row->bytes_sent += m->world->count[DT_ALL_REDUCE].bytes_sent - bytes0;
+  dt_copy_to_host(&v, m->scalar, sizeof v);
+  return v;
+}
+
+/* The global norm: each rank squares its own shards, one all-reduce adds. */
 static void clip_gradients(tp_model *m, size_t n) {
   if (m->c.clip <= 0) return;
-  float sq = (float)dt_sum_squares(m->g, n);
-  dt_copy_from_host(m->normbuf, &sq, sizeof sq);
-  uint64_t bytes0 = m->world->count[DT_ALL_REDUCE].bytes_sent;
-  dt_all_reduce(m->world, m->normbuf, m->normbuf, 1, DT_F32, DT_SUM);
-  m->norm.calls++, m->norm.bytes_sent += m->world->count[DT_ALL_REDUCE].bytes_sent - bytes0;
-  dt_copy_to_host(&sq, m->normbuf, sizeof sq);
-  float f = dt_clip_factor(&m->c, sq);
+  float f =
+      dt_clip_factor(&m->c, all_reduce_scalar(m, (float)dt_sum_squares(m->g, n), DT_SUM, &m->norm));
   if (f < 1.0f) dt_scale(m->g, n, f);
+}
+
+/* fp16: were any gradients too large for 16 bits? The shards differ from rank
+ * to rank, so the verdict is a flag maxed over the ranks: all skip, or none. */
+static int overflowed(tp_model *m, size_t n) {
+  if (m->wire != DT_F16) return 0;
+  return all_reduce_scalar(m, dt_count_nonfinite(m->g, n) > 0, DT_MAX, &m->flag) > 0;
 }
 
 /* A formula's value, whole or to two decimals. The counters add whole bytes
@@ -175,7 +206,9 @@ int main(int argc, char **argv) {
   m.dnext = dt_alloc_f32((size_t)(B * D), DT_ACTIV);
   m.dh = dt_alloc_f32((size_t)(B * Hs), DT_ACTIV);
   m.y = dt_alloc_f32((size_t)(B * D), DT_DATA);
-  if (c.clip > 0) m.normbuf = dt_alloc_f32(1, DT_COMMBUF);
+  m.wire = dt_precision_type(&c);
+  if (m.wire != DT_F32) m.x16 = dt_alloc((size_t)(B * D) * 2, DT_COMMBUF);
+  if (c.clip > 0 || m.wire == DT_F16) m.scalar = dt_alloc_f32(1, DT_COMMBUF);
   /* whole-model host arrays, for files and the check: weights, AdamW m and v */
   int adamw = c.optimizer[0] == 'a', state = adamw && c.ckpt;
   float *host_w = xmalloc((size_t)(2 * L * P) * 4);
@@ -207,6 +240,8 @@ int main(int argc, char **argv) {
                  (long long)col0, (long long)(col0 + Hs), (long long)Hs, (long long)D, (long long)S,
                  (long long)(2 * L * P));
 
+  dt_loss_scaler scaler; /* fp16: scale the loss, skip steps that overflow */
+  dt_scaler_init(&scaler, &c);
   dt_comm_reset(world);
   dt_mem_reset_peaks();
   double t_start = dt_now(), compute = 0, spread = 0;
@@ -219,10 +254,21 @@ int main(int argc, char **argv) {
      * same loss and the same dLoss/dx_L: no loss all-reduce needed. */
     losses[step] =
         dt_mse_forward_backward(m.x + L * B * D, m.y, m.dx, (size_t)(B * D), 1.0 / (double)(B * D));
+    if (scaler.scale != 1.0) dt_scale(m.dx, (size_t)(B * D), (float)scaler.scale);
     dt_zero(m.g, (size_t)S * 4);
     backward(&m);
-    clip_gradients(&m, (size_t)S);
-    dt_optimizer_step(&c, m.w, m.g, m.m, m.v, (size_t)S, step + 1); /* shards only */
+    /* Weight gradients never travel, but they are held in 16 bits as the
+     * reference holds them: an fp16 gradient beyond 65504 becomes inf here. */
+    if (m.wire != DT_F32) dt_round_half(m.g, (size_t)S, m.wire);
+    double used = 1.0;
+    if (dt_scaler_update(&scaler, &c, overflowed(&m, (size_t)S), &used)) {
+      if (used != 1.0) dt_scale(m.g, (size_t)S, (float)(1.0 / used));
+      clip_gradients(&m, (size_t)S);
+      dt_optimizer_step(&c, m.w, m.g, m.m, m.v, (size_t)S, scaler.taken); /* shards only */
+    } else
+      dt_print0("step %4lld: fp16 gradients overflowed at loss scale %g: step skipped, scale "
+                "halved\n",
+                (long long)step + 1, used);
     if (dt_ckpt_due(&c, step)) checkpoint(&m, step + 1, host_w, host_m, host_v);
     dt_sync();
     double dt = dt_now() - t0;
@@ -238,13 +284,17 @@ int main(int argc, char **argv) {
   int64_t trained = c.steps - c.start_step; /* fewer after --resume */
   double per_step = (dt_now() - t_start) / (double)trained;
   dt_counter ar = world->count[DT_ALL_REDUCE], all = dt_comm_total(world), act = ar;
-  act.calls -= m.norm.calls, act.bytes_sent -= m.norm.bytes_sent; /* f/g: all but the norm's */
+  act.calls -= m.norm.calls + m.flag.calls; /* f/g: all but the norm's and the flag's */
+  act.bytes_sent -= m.norm.bytes_sent + m.flag.bytes_sent;
 
   /* Per rank per step, ring model (dt.h). */
   uint64_t steps = (uint64_t)trained;
   double ring = 2.0 * (N - 1) / N, K = c.optimizer[0] == 'a' ? 8 : 0, b = (double)B / N;
   double flops = 12.0 * (double)(L * B * D * Hs); /* forward 2 matmuls, backward 4 */
-  double want_act = 2.0 * (double)L * ring * (double)(B * D) * 4, want_norm = ring * 4;
+  size_t es = dt_dtype_size(m.wire);              /* bytes per activation on the wire */
+  double want_act = 2.0 * (double)L * ring * (double)(B * D) * (double)es, want_norm = ring * 4;
+  double taken = (double)(scaler.taken - c.start_step) / (double)trained; /* fp16 skips some */
+  double want_all = want_act + (c.clip > 0) * want_norm * taken + (m.wire == DT_F16) * want_norm;
   char f1[32], f2[32], f3[32];
   dt_print0("\nsummary (rank 0; every rank does the same work):\n");
   dt_print0("  time per step          %8.2f ms   compute %.2f ms   all-reduce %.2f ms (rank "
@@ -252,25 +302,29 @@ int main(int argc, char **argv) {
             per_step * 1e3, compute / (double)trained * 1e3, ar.seconds / (double)trained * 1e3);
   dt_print0("  bytes sent per rank per step    calls    measured     formula\n");
   dt_print0(
-      "    %-26s %6llu %11llu %11s   2L x 2(N-1)/N x B x D x 4: x_l+1 forward, dx_l backward\n",
+      "    %-26s %6llu %11llu %11s   2L x 2(N-1)/N x B x D x %zu: x_l+1 forward, dx_l backward\n",
       "all_reduce f/g (activ)", (unsigned long long)(act.calls / steps),
-      (unsigned long long)(act.bytes_sent / steps), num(f1, want_act));
+      (unsigned long long)(act.bytes_sent / steps), num(f1, want_act), es);
   if (c.clip > 0)
     dt_print0("    %-26s %6llu %11llu %11s   2(N-1)/N x 4: one float, the squared norm\n",
               "all_reduce norm (--clip)", (unsigned long long)(m.norm.calls / steps),
-              (unsigned long long)(m.norm.bytes_sent / steps), num(f1, want_norm));
+              (unsigned long long)(m.norm.bytes_sent / steps), num(f1, want_norm * taken));
+  if (m.wire == DT_F16)
+    dt_print0("    %-26s %6llu %11llu %11s   2(N-1)/N x 4: one float, 1 if a shard overflowed\n",
+              "all_reduce overflow (fp16)", (unsigned long long)(m.flag.calls / steps),
+              (unsigned long long)(m.flag.bytes_sent / steps), num(f1, want_norm));
   dt_print0("    %-26s %6llu %11llu %11d   no weight gathered, no gradient reduced\n",
             "any other collective", (unsigned long long)((all.calls - ar.calls) / steps),
             (unsigned long long)((all.bytes_sent - ar.bytes_sent) / steps), 0);
-  dt_print0("    %-26s %6s %11llu %11s   DP (05): 2(N-1)/N x 2LDH x 4 = %s: TP/DP = B/H = %.4f\n",
-            "total", "", (unsigned long long)(all.bytes_sent / steps),
-            num(f1, want_act + (c.clip > 0 ? want_norm : 0)),
-            num(f2, ring * (double)(2 * L * P) * 4), (double)B / (double)H);
+  dt_print0("    %-26s %6s %11llu %11s   DP (05): 2(N-1)/N x 2LDH x %zu = %s: TP/DP = B/H = %.4f\n",
+            "total", "", (unsigned long long)(all.bytes_sent / steps), num(f1, want_all), es,
+            num(f2, ring * (double)(2 * L * P) * (double)es), (double)B / (double)H);
   if (N > 1)
     dt_print0(
         "  FLOPs per rank per step 12 x L x B x D x H/N = %.0f: %.1f per byte of f/g, formula "
-        "3H/(4(N-1)) = %.1f at any B\n",
-        flops, flops / (double)(act.bytes_sent / steps), 3.0 * (double)H / (4.0 * (N - 1)));
+        "3H/(%zu(N-1)) = %.1f at any B\n",
+        flops, flops / (double)(act.bytes_sent / steps), es,
+        3.0 * (double)H / ((double)es * (N - 1)));
   double mem[4] = {4.0 * (double)S, 4.0 * (double)S, K * (double)S,
                    4.0 * (double)((L + 1) * B * D + 2 * L * B * Hs + 2 * B * D + B * Hs)};
   /* 05 runs B/N samples per rank: its activations are n/a where N does not divide B */
@@ -285,6 +339,9 @@ int main(int argc, char **argv) {
               num(f1, mem[t]), t == DT_ACTIV && B % N ? "n/a" : num(f3, dp[t]), why[t]);
   dt_print0("  loss on every rank: largest spread across ranks %.2e over %lld steps\n", spread,
             (long long)trained);
+  if (m.wire == DT_F16)
+    dt_print0("  fp16 loss scaling: %lld step%s skipped on overflow; final loss scale %g\n",
+              (long long)scaler.skipped, scaler.skipped == 1 ? "" : "s", scaler.scale);
 
   dt_comm_reset(world); /* the export is not training: count it on its own */
   to_host(&m, m.w, host_w);

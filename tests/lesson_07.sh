@@ -69,3 +69,38 @@ check "07 load shape mismatch" 2 2 'error: --load .*"layers.0.w1" has shape \[64
 check "07 help" 1 0 'usage: mpirun -np N ./07_tp/tp' '--hidden N' -- $L07 --help
 check "07 resume without ckpt" 2 2 'error: --save-every and --resume need --ckpt DIR' \
   -- $L07 --resume
+
+# --precision (issue 7): the activations travel in 16 bits, so the f/g bytes
+# halve (2L x 2(N-1)/N x B x D x 2: 32768 at NP=2, 43688 at NP=3, 49152 at
+# NP=4); weight gradients never travel. fp16 adds one all-reduce of one float
+# per step, the overflow flag maxed over the ranks (each holds other shards),
+# on its own row. Each run matches the reference trained at the same
+# precision within the stated relative tolerance.
+L07_AR16='2L x 2\(N-1\)/N x B x D x 2: '
+check "07 np=2 bf16 sgd" 2 0 "${L07_AR}32768 +32768 +${L07_AR16}" \
+  'CHECK PASSED: .*single-process bf16 training' -- $L07 "${L07_FAST[@]}" --precision bf16
+check "07 np=3 bf16 adamw hidden=192" 3 0 "${L07_AR}43688 +43690\.67 " \
+  'CHECK PASSED: .*single-process bf16 training' \
+  -- $L07 "${L07_FAST[@]}" --precision bf16 --optimizer adamw --hidden 192
+check "07 np=4 bf16 adamw" 4 0 "${L07_AR}49152 +49152 +${L07_AR16}" \
+  'total +49152 +49152 +DP \(05\): 2\(N-1\)/N x 2LDH x 2 = 393216' \
+  'CHECK PASSED: .*single-process bf16 training' -- $L07 "${L07_FAST[@]}" --precision bf16 --optimizer adamw
+check "07 np=2 fp16 adamw" 2 0 "${L07_AR}32768 +32768 " 'all_reduce overflow \(fp16\) +1 +4 +4 ' \
+  'total +32772 +32772 ' 'CHECK PASSED: .*single-process fp16 training' \
+  -- $L07 "${L07_FAST[@]}" --precision fp16 --optimizer adamw
+check "07 np=4 fp16 sgd" 4 0 "${L07_AR}49152 +49152 " 'all_reduce overflow \(fp16\) +1 +6 +6 ' \
+  'total +49158 +49158 ' '128\.0 per byte of f/g, formula 3H/\(2\(N-1\)\) = 128\.0' \
+  'fp16 loss scaling: 0 steps skipped on overflow; final loss scale 65536' \
+  'CHECK PASSED: .*single-process fp16 training' -- $L07 "${L07_FAST[@]}" --precision fp16
+# fp16 dynamic loss scaling: at 1e12 the scaled gradients overflow 16 bits,
+# every rank skips the step (the flag is maxed), the scale halves until they
+# fit, and the reference skips the same steps. --clip's all-reduce runs on the
+# 3 steps taken of 20: 2(N-1)/N x 4 x 3/20 = 0.90 bytes per step.
+check "07 np=4 fp16 loss scale backs off" 4 0 'step +1: fp16 gradients overflowed at loss scale 1e\+12' \
+  '[1-9][0-9]* steps skipped on overflow' 'CHECK PASSED: .*fp16 training' \
+  'all_reduce norm \(--clip\) +0 +0 +0\.90 ' \
+  -- $L07 --steps 20 --precision fp16 --loss-scale 1e12 --clip 0.05
+check "07 np=2 fp16 loss scale grows" 2 0 'fp16 loss scaling: 0 steps skipped on overflow; final loss scale 262144' \
+  -- $L07 --steps 10 --precision fp16 --growth-interval 5 --no-check
+check "07 bad precision" 2 2 "error: --precision: 'fp8' is not one of fp32\|bf16\|fp16" \
+  -- $L07 --precision fp8
