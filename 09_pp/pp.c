@@ -12,7 +12,9 @@
  *                     backward, then the rest of the backwards: at most N-s.
  * Both leave the same bubble, (N-1)/(M+N-1) of the time idle, which this
  * program measures and draws as a timeline of the fastest step. Checkpoints
- * hold the whole model, so a run resumes at any number of stages. */
+ * hold the whole model, so a run resumes at any number of stages. With
+ * --precision bf16|fp16 the activations and their gradients travel in 16
+ * bits: half the bytes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,10 +36,12 @@ typedef struct {
   float *w, *g, *m, *v;   /* this stage's layers, layer-major: W1, W2 of each */
   float **stash, **spare; /* stash[mb] while mb is in flight; spare: slots to reuse */
   int nfree, live, peak_live;
-  float *d[2], *dh; /* activation gradients (ping-pong) and scratch */
-  int res;          /* d[res] holds the last backward's result */
-  float *bx, *by;   /* the global batch: x on stage 0, y on the last stage */
-  double loss;
+  float *d[2], *dh;       /* activation gradients (ping-pong) and scratch */
+  int res;                /* d[res] holds the last backward's result */
+  float *bx, *by;         /* the global batch: x on stage 0, y on the last stage */
+  double loss, scale;     /* scale: fp16's loss scale, 1 otherwise */
+  dt_dtype wire;          /* what travels between stages (--precision) */
+  uint16_t *out16, *in16; /* 16 bits: copies of what one exchange sends and receives */
 } stage;
 
 /* Stage s's 2M actions in order. 1F1B's warm-up fills the pipeline below
@@ -91,9 +95,11 @@ static void forward(stage *p, int mb) {
 static void backward(stage *p, int mb) {
   int64_t D = p->D, R = p->R;
   int k = 1 - p->res;
-  if (p->s == p->N - 1)
+  if (p->s == p->N - 1) {
     p->loss += dt_mse_forward_backward(x_of(p, mb, p->nl), p->by + mb * R * D, p->d[k],
                                        (size_t)(R * D), 1.0 / ((double)p->c.batch * D));
+    if (p->scale != 1.0) dt_scale(p->d[k], (size_t)(R * D), (float)p->scale);
+  }
   for (int64_t l = p->nl - 1; l >= 0; l--, k = 1 - k)
     dt_block_backward(x_of(p, mb, l), a_of(p, mb, l), h_of(p, mb, l), w1_of(p, p->w, l),
                       w2_of(p, p->w, l), p->d[k], p->d[1 - k], w1_of(p, p->g, l), w2_of(p, p->g, l),
@@ -116,8 +122,13 @@ static void exchange(stage *p, dt_comm *world, const action *done, const action 
   if (next && next->type == 'F' && p->s > 0)
     stash_open(p, next->mb), in = x_of(p, next->mb, 0), src = p->s - 1;
   if (next && next->type == 'B' && p->s < last) in = p->d[1 - p->res], src = p->s + 1;
-  if (dst != DT_NOBODY || src != DT_NOBODY)
-    dt_sendrecv(world, out, out ? n : 0, dst, in, in ? n : 0, src, DT_F32);
+  if (dst == DT_NOBODY && src == DT_NOBODY) return;
+  /* In 16 bits: convert before sending, convert back after receiving. */
+  int half = p->wire != DT_F32;
+  if (half && out) dt_to_half(out, p->out16, n, p->wire);
+  dt_sendrecv(world, half && out ? (const void *)p->out16 : out, out ? n : 0, dst,
+              half && in ? (void *)p->in16 : in, in ? n : 0, src, p->wire);
+  if (half && in) dt_from_half(p->in16, in, n, p->wire);
 }
 
 /* A stage's layers are one run of the layer-major host array W1_0, W2_0, W1_1,
@@ -197,6 +208,10 @@ int main(int argc, char **argv) {
   p.stash = calloc((size_t)M, sizeof(float *)), p.spare = calloc((size_t)M, sizeof(float *));
   for (int k = 0; k < 2; k++) p.d[k] = dt_alloc_f32((size_t)(R * D), DT_ACTIV);
   p.dh = dt_alloc_f32((size_t)(R * H), DT_ACTIV);
+  p.wire = dt_precision_type(&c);
+  if (p.wire != DT_F32)
+    p.out16 = dt_alloc((size_t)(R * D) * 2, DT_COMMBUF),
+    p.in16 = dt_alloc((size_t)(R * D) * 2, DT_COMMBUF);
   if (s == 0 || s == N - 1) /* the data: x for the first stage, y for the last */
     p.bx = dt_alloc_f32((size_t)(B * D), DT_DATA), p.by = dt_alloc_f32((size_t)(B * D), DT_DATA);
   action *plan = malloc((size_t)(2 * M) * sizeof(action));
@@ -231,6 +246,8 @@ int main(int argc, char **argv) {
             (long long)R, gpipe ? "gpipe (all F, then all B)" : "1f1b (warm-up, 1F1B, cool-down)");
   dt_print_ranks("%s%s\n", line, n > 32 ? " ..." : "");
 
+  dt_loss_scaler scaler; /* fp16: scale the loss, skip steps that overflow */
+  dt_scaler_init(&scaler, &c);
   dt_comm_reset(world);
   dt_mem_reset_peaks();
   double busy_sum = 0, span_sum = 0, T = 0, best_T = 1e30, *best = rec + 8 * M;
@@ -238,7 +255,7 @@ int main(int argc, char **argv) {
     dt_step_samples(&c, 1, 0, step, samples);
     if (s == 0 || s == N - 1) dt_make_batch(&c, samples, B, p.bx, p.by);
     dt_zero(p.g, (size_t)(nl * P) * 4);
-    p.loss = 0;
+    p.loss = 0, p.scale = scaler.scale;
     dt_sync();
     MPI_Barrier(MPI_COMM_WORLD); /* measurement only: every stage's clock starts together */
     double t_start = dt_now(), busy = 0;
@@ -259,11 +276,26 @@ int main(int argc, char **argv) {
       busy += t1 - t0;
     }
     exchange(&p, world, &plan[n - 1], NULL);
-    /* Clipping needs the norm over every stage's gradients: one number. */
-    double sq = c.clip > 0 ? dt_sum_squares(p.g, (size_t)(nl * P)) : 0;
-    if (c.clip > 0) MPI_Allreduce(MPI_IN_PLACE, &sq, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    if (dt_clip_factor(&c, sq) < 1.0f) dt_scale(p.g, (size_t)(nl * P), dt_clip_factor(&c, sq));
-    dt_optimizer_step(&c, p.w, p.g, p.m, p.v, (size_t)(nl * P), step + 1);
+    /* Gradients are held in 16 bits as the reference holds them: an fp16
+     * one beyond 65504 becomes inf here. Each stage holds other layers, so
+     * the fp16 verdict is one int maxed over the stages, and clipping needs
+     * one norm summed over them: scalars on host MPI, not in the counters. */
+    size_t np = (size_t)(nl * P);
+    if (p.wire != DT_F32) dt_round_half(p.g, np, p.wire);
+    int overflow = p.wire == DT_F16 && dt_count_nonfinite(p.g, np) > 0;
+    if (p.wire == DT_F16)
+      MPI_Allreduce(MPI_IN_PLACE, &overflow, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    double used = 1.0;
+    if (dt_scaler_update(&scaler, &c, overflow, &used)) {
+      if (used != 1.0) dt_scale(p.g, np, (float)(1.0 / used));
+      double sq = c.clip > 0 ? dt_sum_squares(p.g, np) : 0;
+      if (c.clip > 0) MPI_Allreduce(MPI_IN_PLACE, &sq, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      if (dt_clip_factor(&c, sq) < 1.0f) dt_scale(p.g, np, dt_clip_factor(&c, sq));
+      dt_optimizer_step(&c, p.w, p.g, p.m, p.v, np, scaler.taken);
+    } else
+      dt_print0("step %4lld: fp16 gradients overflowed at loss scale %g: step skipped, scale "
+                "halved\n",
+                (long long)step + 1, used);
     if (dt_ckpt_due(&c, step)) checkpoint(&p, step + 1, host_w, host_m, host_v);
     /* bookkeeping: the loss lives on the last stage; the step's length is
      * from the common start to the last backward anywhere (stage 0's) */
@@ -281,15 +313,16 @@ int main(int argc, char **argv) {
   double steps = (double)trained, idle = span_sum - busy_sum, all_idle = 0;
   MPI_Reduce(&idle, &all_idle, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
   dt_counter sr = world->count[DT_SENDRECV];
-  uint64_t want_bytes = (uint64_t)(B * D * 4) * (uint64_t)((s < N - 1) + (s > 0));
+  size_t es = dt_dtype_size(p.wire); /* bytes per activation on the wire */
+  uint64_t want_bytes = (uint64_t)(B * D) * es * (uint64_t)((s < N - 1) + (s > 0));
   int64_t k1 = N - s < M ? N - s : M, want_live = gpipe ? M : k1, other = gpipe ? k1 : M;
   uint64_t slot = (uint64_t)p.S * 4, scratch = (uint64_t)(2 * R * D + R * H) * 4;
   dt_print0("\nsummary per stage (%lld steps; busy = forward and backward compute):\n",
             (long long)trained);
   dt_print_ranks("stage %d | busy %.3f ms idle %.3f ms per step (%.1f%% idle) | sendrecv bytes "
-                 "per step %llu (formula %d fwd + %d bwd x B*D*4 = %llu)\n",
+                 "per step %llu (formula %d fwd + %d bwd x B*D*%zu = %llu)\n",
                  s, busy_sum / steps * 1e3, idle / steps * 1e3, 100 * idle / span_sum,
-                 (unsigned long long)(sr.bytes_sent / (uint64_t)trained), (s < N - 1), (s > 0),
+                 (unsigned long long)(sr.bytes_sent / (uint64_t)trained), (s < N - 1), (s > 0), es,
                  (unsigned long long)want_bytes);
   dt_print0("bubble over all steps: measured idle / (N x step) = %.1f%%; formula (N-1)/(M+N-1) = "
             "%d/%lld = %.1f%%\n",
@@ -306,6 +339,10 @@ int main(int argc, char **argv) {
                  "%llu each)\n",
                  s, dt_mem_peak(DT_PARAMS), dt_mem_peak(DT_GRADS), dt_mem_peak(DT_OPTIM),
                  (long long)nl, (unsigned long long)(nl * P * 4));
+
+  if (p.wire == DT_F16)
+    dt_print0("fp16 loss scaling: %lld step%s skipped on overflow; final loss scale %g\n",
+              (long long)scaler.skipped, scaler.skipped == 1 ? "" : "s", scaler.scale);
 
   double *all_rec = s == 0 ? malloc((size_t)(8 * M * N) * sizeof(double)) : NULL;
   MPI_Gather(best, 4 * n, MPI_DOUBLE, all_rec, 4 * n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
