@@ -11,7 +11,9 @@
  *   --zero 3    parameters too (FSDP, the default): all-gather a layer before
  *               its forward and again before its backward, free it after each;
  *   --prefetch  start the next layer's all-gather before computing this one,
- *               to hide it behind compute at the cost of one more layer.
+ *               to hide it behind compute at the cost of one more layer;
+ *   --precision bf16|fp16  parameters and gradients travel in 16 bits (half
+ *               the bytes); master shards and AdamW state stay fp32.
  * It prints memory and bytes per rank next to ZeRO's formulas, then trains the
  * same model in one process and compares. With --ckpt, rank 0 gathers the
  * shards of w, m and v into whole tensors: a checkpoint resumes at any N. */
@@ -32,6 +34,11 @@ typedef struct {
   dt_request **pending;   /* layer l's all-gather, while in flight */
   float *x, *a, *h, *y, *dx, *dnext, *dh; /* activations of one step */
   float *norm;                            /* one float: the --clip norm's all-reduce */
+  dt_dtype wire;                          /* what travels: DT_F32, or 16 bits */
+  dt_op op;                               /* the gradients': DT_AVG, or DT_SUM in 16 bits */
+  uint16_t **half, *gw; /* 16 bits: layer l while gathered; a layer's gradient + shard */
+  int *bad;             /* fp16: one int, the overflow verdict's all-reduce */
+  dt_counter verdict;   /* its traffic, kept out of the per-kind figures */
 } fsdp_model;
 
 static void *xcalloc(size_t n, size_t size) { /* zeroed host memory, or a clear abort */
@@ -45,25 +52,46 @@ static float *shard_of(const fsdp_model *m, float *full, float *shards, int64_t 
   return full ? full + l * m->NS + m->rank * m->S : shards + l * m->S;
 }
 
+/* A gathered layer has arrived. In 16 bits it becomes fp32 again for compute,
+ * which rounds its inputs to 16 bits anyway, so nothing is lost. Stages 1-2
+ * skip their own slot [lo, hi): the fp32 master shard, stepped in place;
+ * stage 3's buffer is fresh, all of it from the wire (lo = hi = NS). */
+static void landed(fsdp_model *m, int64_t l) {
+  if (m->pending[l]) dt_wait(m->pending[l]), m->pending[l] = NULL;
+  if (!m->half[l]) return;
+  int64_t lo = m->zero == 3 ? m->NS : m->rank * m->S, hi = m->zero == 3 ? m->NS : lo + m->S;
+  dt_from_half(m->half[l], m->full[l], (size_t)lo, m->wire);
+  dt_from_half(m->half[l] + hi, m->full[l] + hi, (size_t)(m->NS - hi), m->wire);
+  dt_free(m->half[l]), m->half[l] = NULL;
+}
+
 /* Every rank's shard of layer l into its full buffer. Stage 3 allocates that
  * buffer now and frees it after use, so the accounting sees it come and go;
- * stages 1-2 gather in place into their resident copy. */
+ * stages 1-2 gather in place into their resident copy. In 16 bits a 16-bit
+ * copy of the shard travels instead, into a 16-bit layer (in place too). */
 static void gather(fsdp_model *m, dt_comm *world, int64_t l, int async) {
   if (m->zero == 3) m->full[l] = dt_alloc_f32((size_t)m->NS, DT_PARAMS);
+  const void *mine = shard_of(m, m->w, m->ws, l);
+  void *all = m->full[l];
+  if (m->wire != DT_F32) {
+    all = m->half[l] = dt_alloc((size_t)m->NS * 2, DT_COMMBUF);
+    dt_to_half(mine, m->half[l] + m->rank * m->S, (size_t)m->S, m->wire);
+    mine = m->half[l] + m->rank * m->S;
+  }
   /* exercise: FSDP, 1 of 2: all-gather a layer's shards */
-  const float *mine = shard_of(m, m->w, m->ws, l);
   if (async)
-    m->pending[l] = dt_all_gather_async(world, mine, m->full[l], (size_t)m->S, DT_F32);
+    m->pending[l] = dt_all_gather_async(world, mine, all, (size_t)m->S, m->wire);
   else
-    dt_all_gather(world, mine, m->full[l], (size_t)m->S, DT_F32);
+    dt_all_gather(world, mine, all, (size_t)m->S, m->wire);
   /* end of exercise */
+  if (!async) landed(m, l);
 }
 
 /* Layer l's full parameters, ready to compute with: gathered now unless a
  * prefetch already started it, in which case only its end is waited for. */
 static float *params_of(fsdp_model *m, dt_comm *world, int64_t l) {
   if (!m->full[l]) gather(m, world, l, 0);
-  if (m->pending[l]) dt_wait(m->pending[l]), m->pending[l] = NULL;
+  landed(m, l);
   return m->full[l];
 }
 static void prefetch(fsdp_model *m, dt_comm *world, int64_t l) {
@@ -92,8 +120,7 @@ static void from_host(fsdp_model *m, float *full, float *shards, const float *ho
  * leave in flight with --prefetch are training's, and finish first. */
 static void to_host(fsdp_model *m, dt_comm *world, float *full, float *shards, float *host) {
   size_t n = (size_t)dt_params_per_layer(&m->c);
-  for (int64_t l = 0; l < m->c.layers; l++)
-    if (m->pending[l]) dt_wait(m->pending[l]), m->pending[l] = NULL;
+  for (int64_t l = 0; l < m->c.layers; l++) landed(m, l);
   dt_counter kept[DT_NKINDS];
   memcpy(kept, world->count, sizeof kept);
   float *layer = dt_alloc_f32((size_t)m->NS, DT_OTHER);
@@ -137,6 +164,16 @@ static void forward(fsdp_model *m, dt_comm *world) {
   }
 }
 
+/* In 16 bits a layer's gradient travels as a 16-bit copy. Each rank divides
+ * by N before converting, so the sum keeps the mean's size (as PyTorch does),
+ * and the collective sums; in fp32 it averages by itself. */
+static void *grad_to_wire(fsdp_model *m, float *g, int N) {
+  if (m->wire == DT_F32) return g;
+  dt_scale(g, (size_t)m->NS, 1.0f / (float)N);
+  dt_to_half(g, m->gw, (size_t)m->NS, m->wire);
+  return m->gw;
+}
+
 /* Stage 1 keeps every gradient and all-reduces each layer's as in 05. Stages
  * 2-3 make a layer's gradient in a transient buffer and reduce-scatter it at
  * once: the average of this rank's shard is all that survives. */
@@ -152,21 +189,54 @@ static void backward(fsdp_model *m, dt_comm *world) {
     dt_span_end("backward", "compute", t0);
     float *t = m->dx;
     m->dx = m->dnext, m->dnext = t;
+    void *send = grad_to_wire(m, g, world->size), *recv = send;
+    if (!m->g) recv = m->wire == DT_F32 ? (void *)(m->gs + l * m->S) : (void *)(m->gw + m->NS);
     /* exercise: FSDP, 2 of 2: reduce-scatter the layer's gradient */
     if (m->g)
-      dt_all_reduce(world, g, g, (size_t)m->NS, DT_F32, DT_AVG);
+      dt_all_reduce(world, send, recv, (size_t)m->NS, m->wire, m->op);
     else
-      dt_reduce_scatter(world, g, m->gs + l * m->S, (size_t)m->S, DT_F32, DT_AVG), dt_free(g);
+      dt_reduce_scatter(world, send, recv, (size_t)m->S, m->wire, m->op), dt_free(g);
     /* end of exercise */
+    if (m->wire != DT_F32) /* back to fp32: only this rank's shard, all its optimizer reads */
+      dt_from_half((uint16_t *)recv + (m->g ? m->rank * m->S : 0), shard_of(m, m->g, m->gs, l),
+                   (size_t)m->S, m->wire);
     release(m, l);
   }
 }
 
+/* fp16: did any gradient overflow? Each rank sees only its shards, so the
+ * verdict is a MAX over ranks: every rank must skip the same steps. */
+static int overflowed(fsdp_model *m, dt_comm *world) {
+  if (m->wire != DT_F16) return 0;
+  int64_t L = m->c.layers, S = m->S;
+  int bad = m->gs ? dt_count_nonfinite(m->gs, (size_t)(L * S)) > 0 : 0;
+  for (int64_t l = 0; !m->gs && l < L; l++)
+    bad |= dt_count_nonfinite(m->g + l * m->NS + m->rank * S, (size_t)S) > 0;
+  dt_counter *ar = &world->count[DT_ALL_REDUCE], kept = *ar;
+  dt_copy_from_host(m->bad, &bad, 4);
+  dt_all_reduce(world, m->bad, m->bad, 1, DT_I32, DT_MAX);
+  dt_copy_to_host(&bad, m->bad, 4);
+  m->verdict.calls += ar->calls - kept.calls,
+      m->verdict.bytes_sent += ar->bytes_sent - kept.bytes_sent;
+  m->verdict.seconds += ar->seconds - kept.seconds, *ar = kept;
+  return bad;
+}
+
 /* Each rank steps its own shard only; stages 1-2 then all-gather the updated
  * shards into every rank's full copy (with --prefetch the next forward waits
- * for each layer just before it needs it). */
-static void optimizer_step(fsdp_model *m, dt_comm *world, int64_t step) {
+ * for each layer just before it needs it). fp16 skips a step that overflowed,
+ * gathering nothing: the weights did not change. */
+static void optimizer_step(fsdp_model *m, dt_comm *world, dt_loss_scaler *scaler, int64_t step) {
   int64_t L = m->c.layers, S = m->S;
+  double used = 1.0;
+  if (!dt_scaler_update(scaler, &m->c, overflowed(m, world), &used)) {
+    dt_print0("step %4lld: fp16 gradients overflowed at loss scale %g: step skipped, scale "
+              "halved\n",
+              (long long)step + 1, used);
+    return;
+  }
+  for (int64_t l = 0; used != 1.0 && l < L; l++)
+    dt_scale(shard_of(m, m->g, m->gs, l), (size_t)S, (float)(1.0 / used));
   float clip = 1.0f;
   if (m->c.clip > 0) { /* the global norm: the shards' squares, summed over ranks */
     double sq = 0;
@@ -181,7 +251,7 @@ static void optimizer_step(fsdp_model *m, dt_comm *world, int64_t step) {
     float *g = shard_of(m, m->g, m->gs, l);
     if (clip < 1.0f) dt_scale(g, (size_t)S, clip);
     dt_optimizer_step(&m->c, shard_of(m, m->w, m->ws, l), g, m->m ? m->m + l * S : NULL,
-                      m->v ? m->v + l * S : NULL, (size_t)S, step + 1);
+                      m->v ? m->v + l * S : NULL, (size_t)S, scaler->taken);
     if (m->zero < 3) gather(m, world, l, m->prefetch);
   }
 }
@@ -222,7 +292,10 @@ int main(int argc, char **argv) {
   int64_t len[] = {(L + 1) * R * D, L * R * H, L * R * H, R * D, R * D, R * H};
   for (int i = 0; i < 6; i++) *act[i] = dt_alloc_f32((size_t)len[i], DT_ACTIV);
   m.y = dt_alloc_f32((size_t)(R * D), DT_DATA);
-  m.norm = dt_alloc_f32(1, DT_OTHER);
+  m.norm = dt_alloc_f32(1, DT_OTHER), m.bad = dt_alloc(4, DT_OTHER);
+  m.wire = dt_precision_type(&c), m.op = m.wire == DT_F32 ? DT_AVG : DT_SUM;
+  m.half = xcalloc((size_t)L, sizeof(uint16_t *));
+  if (m.wire != DT_F32) m.gw = dt_alloc((size_t)(N * S + (zero >= 2 ? S : 0)) * 2, DT_COMMBUF);
   float *host_w = xcalloc((size_t)P, 4), *host_m = NULL, *host_v = NULL; /* whole model */
   if (m.m && c.ckpt) host_m = xcalloc((size_t)P, 4), host_v = xcalloc((size_t)P, 4);
   double *losses = xcalloc((size_t)c.steps, sizeof(double));
@@ -246,6 +319,8 @@ int main(int argc, char **argv) {
                  (long long)lo, (long long)(lo + S), (long long)w1, (long long)(S - w1 - pad),
                  (long long)pad);
 
+  dt_loss_scaler scaler; /* fp16: scale the loss, skip steps that overflow */
+  dt_scaler_init(&scaler, &c);
   dt_comm_reset(world);
   dt_mem_reset_peaks();
   double t_start = dt_now(), compute = 0;
@@ -257,8 +332,9 @@ int main(int argc, char **argv) {
     forward(&m, world);
     loss =
         dt_mse_forward_backward(m.x + L * R * D, m.y, m.dx, (size_t)(R * D), 1.0 / (double)(R * D));
+    if (scaler.scale != 1.0) dt_scale(m.dx, (size_t)(R * D), (float)scaler.scale);
     backward(&m, world);
-    optimizer_step(&m, world, step);
+    optimizer_step(&m, world, &scaler, step);
     if (dt_ckpt_due(&c, step)) { /* no rank holds all of w, m and v: rank 0 gathers them */
       to_host(&m, world, m.w, m.ws, host_w);
       if (m.m) to_host(&m, world, NULL, m.m, host_m), to_host(&m, world, NULL, m.v, host_v);
@@ -280,14 +356,21 @@ int main(int argc, char **argv) {
   dt_print0(
       "  time per step          %8.2f ms   compute %.2f ms   communication %.2f ms (blocked)\n",
       (dt_now() - t_start) * ms, compute * ms, dt_comm_total(world).seconds * ms);
-  /* Ring model (dt.h): gathering or scattering every layer sends L(N-1)S x 4 bytes per rank */
-  size_t ring = (size_t)(L * (N - 1) * S) * 4, clip = c.clip > 0 ? 2 * (size_t)(N - 1) * 4 / N : 0;
+  /* Ring model (dt.h): gathering or scattering every layer sends L(N-1)S x E bytes per rank,
+   * E = 4 in fp32, 2 in 16 bits; the --clip norm is one fp32 all-reduced */
+  size_t es = dt_dtype_size(m.wire), ring = (size_t)(L * (N - 1) * S) * es;
+  size_t clip = c.clip > 0 ? 2 * (size_t)(N - 1) * 4 / N : 0;
   dt_kind kind[3] = {DT_ALL_GATHER, DT_REDUCE_SCATTER, DT_ALL_REDUCE};
-  size_t want[3] = {(zero == 3 ? 2 : 1) * ring, zero >= 2 ? ring : 0,
+  size_t took = (size_t)(scaler.taken - c.start_step); /* stages 1-2 gather after a step */
+  size_t want[3] = {zero == 3 ? 2 * ring : ring * took / steps, zero >= 2 ? ring : 0,
                     (zero == 1 ? 2 * ring : 0) + clip};
-  const char *how[3] = {
-      zero == 3 ? "2 x L x (N-1) x S x 4: forward, backward" : "L x (N-1) x S x 4",
-      zero >= 2 ? "L x (N-1) x S x 4" : "0", zero == 1 ? "2 x L x (N-1) x S x 4, as 05" : "0"};
+  char how[3][96];
+  snprintf(how[0], 96,
+           zero == 3 ? "2 x L x (N-1) x S x %zu: forward, backward" : "L x (N-1) x S x %zu", es);
+  if (zero < 3 && took < steps)
+    snprintf(how[0] + strlen(how[0]), 96 - strlen(how[0]), " x %zu/%zu steps taken", took, steps);
+  snprintf(how[1], 96, zero >= 2 ? "L x (N-1) x S x %zu" : "0", es);
+  snprintf(how[2], 96, zero == 1 ? "2 x L x (N-1) x S x %zu, as 05" : "0", es);
   dt_print0("  bytes sent per rank per step   calls    measured     formula\n");
   for (int i = 0; i < 3; i++)
     dt_print0("    %-24s %9zu %11zu %11zu   %s%s\n", dt_kind_name(kind[i]),
@@ -295,9 +378,19 @@ int main(int argc, char **argv) {
               (size_t)world->count[kind[i]].bytes_sent / steps, want[i], how[i],
               i == 2 && clip ? " + 2(N-1)/N x 4, --clip" : "");
   dt_print0(
-      "    %-24s %9s %11zu %11zu   %d(N-1)/N x L x N x S x 4%s; DP (05): 2(N-1)/N x P x 4 = %zu\n",
+      "    %-24s %9s %11zu %11zu   %d(N-1)/N x L x N x S x %zu%s; DP (05): 2(N-1)/N x P x %zu "
+      "= %zu\n",
       "total", "", (size_t)dt_comm_total(world).bytes_sent / steps, want[0] + want[1] + want[2],
-      zero == 2 ? 2 : 3, clip ? " + clip" : "", 2 * (size_t)(N - 1) * (size_t)P * 4 / N);
+      zero == 2 ? 2 : 3, es, clip ? " + clip" : "", es, 2 * (size_t)(N - 1) * (size_t)P * es / N);
+  if (m.wire == DT_F16) {
+    dt_print0("    %-24s %9zu %11zu %11zu   2(N-1)/N x 4: one int, MAX over ranks; not in the "
+              "total\n",
+              "overflow verdict (fp16)", (size_t)m.verdict.calls / steps,
+              (size_t)m.verdict.bytes_sent / steps, 2 * (size_t)(N - 1) * 4 / N);
+    dt_print0("  fp16 loss scaling      %lld step%s skipped on overflow; "
+              "final loss scale %g\n",
+              (long long)scaler.skipped, scaler.skipped == 1 ? "" : "s", scaler.scale);
+  }
   /* Memory per rank: the shards, plus what is full-size at the worst moment. */
   size_t K = c.optimizer[0] == 'a' ? 8 : 0, LS = (size_t)(L * S), NS = (size_t)(N * S);
   size_t two = zero == 3 && prefetch && L > 1, mem[4], dp[4] = {4 * P, 4 * P, K * P, 0};
@@ -322,6 +415,13 @@ int main(int argc, char **argv) {
   dt_print0("    %-24s %11zu %11zu %11zu   ZeRO paper, fp32: %s = %.0f\n", "model states",
             dt_mem_peak(DT_PARAMS) + dt_mem_peak(DT_GRADS) + dt_mem_peak(DT_OPTIM),
             mem[0] + mem[1] + mem[2], dp[0] + dp[1] + dp[2], paper[zero], Z);
+  if (m.wire != DT_F32) { /* the 16-bit copies that travel; 05 keeps one of every gradient */
+    size_t fly = zero < 3 && prefetch ? (size_t)L : 1, gs = zero >= 2 ? (size_t)S : 0;
+    dt_print0("    %-24s %11zu %11zu %11zu   2 x (%s x NS + NS%s): gathers in flight, a layer's "
+              "gradient%s\n",
+              dt_tag_name(DT_COMMBUF), dt_mem_peak(DT_COMMBUF), 2 * (fly * NS + NS + gs),
+              2 * (size_t)P, fly > 1 ? "L" : "1", gs ? " + S" : "", gs ? " and its shard" : "");
+  }
   dt_print_ranks("peak params %zu, grads %zu, optim %zu, activ %zu bytes\n", dt_mem_peak(DT_PARAMS),
                  dt_mem_peak(DT_GRADS), dt_mem_peak(DT_OPTIM), dt_mem_peak(DT_ACTIV));
 
@@ -331,7 +431,8 @@ int main(int argc, char **argv) {
   if (c.trace) dt_trace_write(c.trace);
   int failed = c.no_check ? 0 : dt_check_against_reference(&c, losses, host_w);
   free(host_w), free(host_m), free(host_v), free(losses), free(samples), free(m.full),
-      free(m.pending);
+      free(m.pending), free(m.half);
+  dt_free(m.gw), dt_free(m.bad);
   dt_finalize();
   return failed;
 }
