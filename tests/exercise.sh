@@ -34,7 +34,7 @@
 # and an outer limit of $EXERCISE_LIMIT seconds in case even that fails.
 # EXERCISE_FIRST=K runs only the first K checks (the test suite's shortcut).
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 
 EXERCISE_DIR=${EXERCISE_DIR:-exercises}
 EXERCISE_TIMEOUT=${EXERCISE_TIMEOUT:-10}
@@ -112,7 +112,8 @@ make_workspace() {
 
 cmd_make() {
   local d src spec dest
-  d=$(lesson_dir "$1"); src=$(lesson_src "$d"); spec=$(spec_of "$d")
+  d=$(lesson_dir "$1") || exit 2
+  src=$(lesson_src "$d") spec=$(spec_of "$d")
   [ -f "$spec" ] || die "lesson $d has no exercise yet ($spec is missing)"
   dest="$EXERCISE_DIR/$d/${d#*_}.c"
   if [ -e "$dest" ]; then
@@ -173,10 +174,12 @@ hint_for() {
 
 cmd_check() {
   local d src spec name bin obj log_dir
-  d=$(lesson_dir "$1"); spec=$(spec_of "$d"); name=${d#*_}
+  d=$(lesson_dir "$1") || exit 2
+  spec=$(spec_of "$d") name=${d#*_}
   [ -f "$spec" ] || die "lesson $d has no exercise yet ($spec is missing)"
   src="$EXERCISE_DIR/$d/$name.c"
   [ -f "$src" ] || die "no $src yet: run 'make exercise-$((10#${d%%_*}))' first"
+  [ -f "$LIBDT" ] || die "no $LIBDT: build the common library first ('make', or run 'make check-N')"
   local tag
   tag=$(echo "$EXERCISE_DIR" | tr -c 'A-Za-z0-9_\n' '_')
   obj="$OBJDIR/$tag/$d/$name.o"
