@@ -94,6 +94,45 @@ check "08 np=2 tp=1 resumes the np=4 tp=2 checkpoint" 2 0 'resume: step 5' 'CHEC
 check "08 np=4 tp=4 resumes the np=4 tp=2 checkpoint" 4 0 'resume: step 5' 'CHECK PASSED' \
   -- $L08 --optimizer adamw --steps 8 --tp 4 --ckpt "$L08_DIR/ck" --resume
 
+# --precision (issue 7): weights gathered, gradients reduce-scattered and
+# activations all-reduced in 16 bits: every byte formula is x 2, half the
+# figures above; the check is against the reference at the same precision.
+# The 16-bit copies (comm): 2 x (2FS + S, F > 1; + RD, T > 1). At T=2, F=2:
+# 2 x (2 x 2 x 8192 + 8192 + 16 x 64) = 83968; 06's column 2 x (2 x 4 x 8192
+# + 8192) = 147456, 07's 2 x 32 x 64 = 4096.
+for prec in bf16 fp16; do
+  check "08 np=4 tp=2 $prec bytes halve" 4 0 "CHECK PASSED: .*single-process $prec training" \
+    'tp all_reduce \(activ\) +16384 +16384 +0 +49152 +2L x 2\(T-1\)/T x \(B/F\) x D x 2' \
+    'fsdp all_gather \(params\) +131072 +131072 +393216 +0 ' 'fsdp reduce_scatter \(grads\) +65536 +65536 +196608 +0 ' \
+    'total \(every communicator\) +212992 +212992 +589824 +49152 ' 'params +196608 +196608 ' \
+    'comm \(16-bit copies\) +83968 +83968 +147456 +4096 ' -- $L08 "${L08_FAST[@]}" --precision $prec
+  for opt in sgd adamw; do
+    check "08 np=4 tp=1 $prec $opt" 4 0 "CHECK PASSED: .*$prec training" \
+      'fsdp all_gather \(params\) +393216 +393216 ' 'comm \(16-bit copies\) +147456 +147456 ' \
+      -- $L08 "${L08_FAST[@]}" --tp 1 --precision $prec --optimizer $opt
+    check "08 np=2 tp=2 $prec $opt" 2 0 "CHECK PASSED: .*$prec training" \
+      'tp all_reduce \(activ\) +32768 +32768 ' 'total \(every communicator\) +32768 +32768 ' \
+      -- $L08 "${L08_FAST[@]}" --tp 2 --precision $prec --optimizer $opt
+  done
+done
+check "08 np=4 tp=4 bf16 (= 07)" 4 0 'CHECK PASSED: .*bf16 training' \
+  'tp all_reduce \(activ\) +49152 +49152 +0 +49152 ' 'comm \(16-bit copies\) +4096 +4096 ' \
+  -- $L08 "${L08_FAST[@]}" --tp 4 --precision bf16
+check "08 np=3 tp=3 bf16" 3 0 'CHECK PASSED: .*bf16 training' \
+  'tp all_reduce \(activ\) +43688 +43690\.67 ' -- $L08 "${L08_FAST[@]}" --tp 3 --hidden 192 --precision bf16
+check "08 np=1 fp16" 1 0 'CHECK PASSED: .*fp16 training' -- $L08 "${L08_FAST[@]}" --precision fp16
+# fp16: each rank holds different pieces, so the overflow verdict is one int
+# maxed over the world, on its own row (2(N-1)/N x 4 = 6 bytes at N=4). A loss
+# scale of 1e12 overflows; every rank skips the same steps as the reference.
+check "08 np=4 fp16 overflow verdict" 4 0 'overflow verdict \(fp16\) +6 +6 ' \
+  'fp16 loss scaling: 0 steps skipped' 'total \(every communicator\) +212992 +212992 ' \
+  -- $L08 "${L08_FAST[@]}" --precision fp16 --no-check
+check "08 np=4 fp16 loss scale backs off" 4 0 'step +1: fp16 gradients overflowed at loss scale 1e\+12' \
+  '17 steps skipped on overflow; final loss scale 7.62939e\+06' 'CHECK PASSED: .*fp16 training' \
+  -- $L08 --precision fp16 --loss-scale 1e12 --optimizer adamw
+check "08 np=2 tp=2 fp16 loss scale backs off (F = 1)" 2 0 '17 steps skipped on overflow' \
+  'CHECK PASSED: .*fp16 training' -- $L08 --tp 2 --precision fp16 --loss-scale 1e12
+
 # Bad input: a clear message and exit code 2, never a hang.
 check "08 np=4 tp=3" 4 2 'error: --tp 3 does not divide the number of ranks, 4' -- $L08 --tp 3
 check "08 np=2 tp=4" 2 2 'error: --tp 4 does not divide the number of ranks, 2' -- $L08 --tp 4
