@@ -73,8 +73,9 @@ int dt_mpi_count(size_t count) {
 }
 
 const char *dt_kind_name(dt_kind k) {
-  static const char *names[DT_NKINDS] = {"send",       "recv",       "sendrecv",       "broadcast",
-                                         "all_reduce", "all_gather", "reduce_scatter", "barrier"};
+  static const char *names[DT_NKINDS] = {"send",       "recv",           "sendrecv",
+                                         "broadcast",  "reduce",         "all_reduce",
+                                         "all_gather", "reduce_scatter", "barrier"};
   return names[k];
 }
 
@@ -341,6 +342,29 @@ void dt_broadcast(dt_comm *c, void *buf, size_t count, dt_dtype t, int root) {
   /* ring model: every rank forwards S except the last in the chain from root */
   int last = (root + c->size - 1) % c->size;
   finish(c, DT_BROADCAST, c->rank == last ? 0 : bytes, t0);
+}
+
+void dt_reduce(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t, dt_op op,
+               int root) {
+  size_t bytes = count * dt_dtype_size(t);
+  double t0 = begin(c, DT_REDUCE, count, root);
+#ifdef DT_CUDA
+  if (c->nccl)
+    CHECK_NCCL(ncclReduce(sendbuf, recvbuf, count, dt_nccl_type(t), dt_nccl_op(op), root,
+                          c->nccl_comm, dt_stream()));
+#endif
+  if (!c->nccl) {
+    int mine = c->rank == root, in_place = mine && sendbuf == recvbuf && !STAGED(c);
+    const void *s = in_place ? MPI_IN_PLACE : mpi_in(c, sendbuf, bytes, 0);
+    void *r = mine ? mpi_out(c, recvbuf, bytes, 1) : NULL;
+    MPI_Request q;
+    CHECK_MPI(
+        MPI_Ireduce(s, r, dt_mpi_count(count), dt_mpi_type(t), dt_mpi_op(op, t), root, c->mpi, &q));
+    dt_mpi_complete(c, 1, &q);
+    if (mine) mpi_out_done(c, recvbuf, r, bytes), dt_finish_avg(c, recvbuf, count, t, op);
+  }
+  /* ring model: every rank but the root passes S along the chain to it */
+  finish(c, DT_REDUCE, c->rank == root ? 0 : bytes, t0);
 }
 
 void dt_all_reduce(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t,

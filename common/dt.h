@@ -107,6 +107,7 @@ typedef enum {
   DT_RECV,
   DT_SENDRECV,
   DT_BROADCAST,
+  DT_REDUCE,
   DT_ALL_REDUCE,
   DT_ALL_GATHER,
   DT_REDUCE_SCATTER,
@@ -118,7 +119,8 @@ typedef enum {
  * bytes this rank handed to send; for the library collectives the bytes this
  * rank sends in the bandwidth-optimal ring algorithm, the model behind
  * nccl-tests' bus bandwidth (all-reduce 2(N-1)/N*S, all-gather and
- * reduce-scatter (N-1)/N*S, broadcast S on every rank but the ring's last). */
+ * reduce-scatter (N-1)/N*S, broadcast S on every rank but the ring's last,
+ * reduce S on every rank but the root). */
 typedef struct {
   uint64_t calls, bytes_sent;
   double seconds; /* wall time the caller was blocked in the call or wait */
@@ -153,6 +155,9 @@ void dt_recv(dt_comm *c, void *buf, size_t count, dt_dtype t, int peer);
 void dt_sendrecv(dt_comm *c, const void *sendbuf, size_t sendcount, int dst, void *recvbuf,
                  size_t recvcount, int src, dt_dtype t);
 void dt_broadcast(dt_comm *c, void *buf, size_t count, dt_dtype t, int root);
+/* the reduction lands in recvbuf on root only (recvbuf is ignored elsewhere) */
+void dt_reduce(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t, dt_op op,
+               int root);
 /* sendbuf == recvbuf means in place */
 void dt_all_reduce(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t,
                    dt_op op);

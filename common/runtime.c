@@ -32,13 +32,16 @@ void dt_fatal(const char *file, int line, const char *call, const char *msg) {
 }
 
 void dt_fail(const char *fmt, ...) {
-  if (rt.rank == 0) {
+  if (rt.rank == 0) { /* one write: mpirun forwards stdout and stderr apart, so a line
+                        written in pieces can be cut by the banner */
+    char line[2048];
     va_list ap;
     va_start(ap, fmt);
-    fputs("error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    int n = snprintf(line, sizeof line, "error: ");
+    vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
     va_end(ap);
+    strcat(line, "\n");
+    fputs(line, stderr);
     fflush(stderr);
   }
   MPI_Finalize();

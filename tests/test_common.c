@@ -253,6 +253,23 @@ static void test_point_to_point(dt_comm *w, size_t n) {
     EXPECT(w->count[DT_BROADCAST].bytes_sent == want, "broadcast bytes");
     free(out);
   }
+  for (int root = 0; root < N; root++) { /* reduce: the sum lands on root only */
+    dt_copy_from_host(buf, in, n * sizeof(float));
+    dt_comm_reset(w);
+    dt_reduce(w, buf, got, n, DT_F32, DT_SUM, root);
+    if (w->rank == root) {
+      out = download(got, n);
+      bad = 0;
+      for (size_t i = 0; i < n; i++) {
+        float sum = 0;
+        for (int r = 0; r < N; r++) sum += value(r, i);
+        bad += out[i] != sum;
+      }
+      EXPECT(bad == 0, "reduce to root %d n=%zu: %d wrong", root, n, bad);
+      free(out);
+    }
+    EXPECT(w->count[DT_REDUCE].bytes_sent == (w->rank == root ? 0 : n * 4), "reduce bytes");
+  }
   dt_barrier(w);
   free(in);
   dt_free(buf), dt_free(got);
