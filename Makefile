@@ -54,7 +54,7 @@ endif
 BUILD_ROOT ?= build
 BUILD   := $(BUILD_ROOT)/$(BACKEND)
 OPT     ?= -O2 -g
-CFLAGS  := $(OPT) -std=c11 -Wall -Wextra -Icommon -MMD -MP
+CFLAGS  := $(OPT) -std=c11 -Wall -Wextra -Icommon -Itests -MMD -MP
 LDLIBS  := -lopenblas -lm
 COMMON_SRC := $(filter-out common/kernels_cpu.c,$(wildcard common/*.c))
 ifeq ($(BACKEND),cuda)

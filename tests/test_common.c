@@ -8,19 +8,7 @@
 #include <string.h>
 
 #include "dt.h"
-
-static int failures = 0, checks = 0;
-
-#define EXPECT(cond, ...)                                                                          \
-  do {                                                                                             \
-    checks++;                                                                                      \
-    if (!(cond)) {                                                                                 \
-      failures++;                                                                                  \
-      printf("[rank %d] %s:%d: expected %s: ", dt_rank(), __FILE__, __LINE__, #cond);              \
-      printf(__VA_ARGS__);                                                                         \
-      printf("\n");                                                                                \
-    }                                                                                              \
-  } while (0)
+#include "unit.h"
 
 /* A device buffer holding host values, and its contents back on the host. */
 static float *upload(const float *host, size_t n, dt_tag tag) {
@@ -319,10 +307,5 @@ int main(int argc, char **argv) {
   }
   test_split(w);
   test_half(w);
-  int total = 0;
-  MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  dt_print0("%s: %d checks per rank, %d failures over %d ranks\n",
-            total ? "UNIT FAILED" : "UNIT PASSED", checks, total, w->size);
-  dt_finalize();
-  return total ? 1 : 0;
+  return unit_verdict();
 }

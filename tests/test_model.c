@@ -8,18 +8,8 @@
 #include <string.h>
 
 #include "dt.h"
+#include "unit.h"
 
-static int failures = 0, checks = 0;
-#define EXPECT(cond, ...)                                                                          \
-  do {                                                                                             \
-    checks++;                                                                                      \
-    if (!(cond)) {                                                                                 \
-      failures++;                                                                                  \
-      printf("[rank %d] %s:%d: expected %s: ", dt_rank(), __FILE__, __LINE__, #cond);              \
-      printf(__VA_ARGS__);                                                                         \
-      printf("\n");                                                                                \
-    }                                                                                              \
-  } while (0)
 
 static float *on_device(const float *host, size_t n) {
   float *d = dt_alloc_f32(n, DT_OTHER);
@@ -168,10 +158,5 @@ int main(int argc, char **argv) {
   test_gradients();
   test_adamw();
   test_checkpoint_and_reference();
-  int total = 0;
-  MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  dt_print0("%s: %d checks per rank, %d failures over %d ranks\n",
-            total ? "UNIT FAILED" : "UNIT PASSED", checks, total, dt_size());
-  dt_finalize();
-  return total ? 1 : 0;
+  return unit_verdict();
 }
