@@ -333,12 +333,7 @@ int main(int argc, char **argv) {
     if (ok && used != 1.0) dt_scale(m.g, (size_t)P, (float)(1.0 / used));
     float clip = ok ? dt_clip_factor(&c, dt_sum_squares(m.g, (size_t)P)) : 1.0f;
     if (clip < 1.0f) dt_scale(m.g, (size_t)P, clip);
-    if (ok)
-      dt_optimizer_step(&c, m.w, m.g, m.m, m.v, (size_t)P, scaler.taken);
-    else
-      dt_print0("step %4lld: fp16 gradients overflowed at loss scale %g: step skipped, scale "
-                "halved\n",
-                (long long)step + 1, used);
+    if (ok) dt_optimizer_step(&c, m.w, m.g, m.m, m.v, (size_t)P, scaler.taken);
     if (dt_ckpt_due(&c, step)) checkpoint(&m, step + 1, host_w, host_m, host_v);
     /* bookkeeping, not training: the loss for printing, on the host */
     MPI_Allreduce(&loss, &losses[step], 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);

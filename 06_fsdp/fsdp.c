@@ -226,15 +226,10 @@ static int overflowed(fsdp_model *m, dt_comm *world) {
  * shards into every rank's full copy (with --prefetch the next forward waits
  * for each layer just before it needs it). fp16 skips a step that overflowed,
  * gathering nothing: the weights did not change. */
-static void optimizer_step(fsdp_model *m, dt_comm *world, dt_loss_scaler *scaler, int64_t step) {
+static void optimizer_step(fsdp_model *m, dt_comm *world, dt_loss_scaler *scaler) {
   int64_t L = m->c.layers, S = m->S;
   double used = 1.0;
-  if (!dt_scaler_update(scaler, &m->c, overflowed(m, world), &used)) {
-    dt_print0("step %4lld: fp16 gradients overflowed at loss scale %g: step skipped, scale "
-              "halved\n",
-              (long long)step + 1, used);
-    return;
-  }
+  if (!dt_scaler_update(scaler, &m->c, overflowed(m, world), &used)) return;
   for (int64_t l = 0; used != 1.0 && l < L; l++)
     dt_scale(shard_of(m, m->g, m->gs, l), (size_t)S, (float)(1.0 / used));
   float clip = 1.0f;
@@ -334,7 +329,7 @@ int main(int argc, char **argv) {
         dt_mse_forward_backward(m.x + L * R * D, m.y, m.dx, (size_t)(R * D), 1.0 / (double)(R * D));
     if (scaler.scale != 1.0) dt_scale(m.dx, (size_t)(R * D), (float)scaler.scale);
     backward(&m, world);
-    optimizer_step(&m, world, &scaler, step);
+    optimizer_step(&m, world, &scaler);
     if (dt_ckpt_due(&c, step)) { /* no rank holds all of w, m and v: rank 0 gathers them */
       to_host(&m, world, m.w, m.ws, host_w);
       if (m.m) to_host(&m, world, NULL, m.m, host_m), to_host(&m, world, NULL, m.v, host_v);

@@ -265,10 +265,7 @@ int main(int argc, char **argv) {
       if (used != 1.0) dt_scale(m.g, (size_t)S, (float)(1.0 / used));
       clip_gradients(&m, (size_t)S);
       dt_optimizer_step(&c, m.w, m.g, m.m, m.v, (size_t)S, scaler.taken); /* shards only */
-    } else
-      dt_print0("step %4lld: fp16 gradients overflowed at loss scale %g: step skipped, scale "
-                "halved\n",
-                (long long)step + 1, used);
+    }
     if (dt_ckpt_due(&c, step)) checkpoint(&m, step + 1, host_w, host_m, host_v);
     dt_sync();
     double dt = dt_now() - t0;

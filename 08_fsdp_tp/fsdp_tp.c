@@ -313,10 +313,7 @@ int main(int argc, char **argv) {
       if (used != 1.0) dt_scale(m.g, (size_t)(L * S), (float)(1.0 / used));
       clip_gradients(&m, (size_t)(L * S));
       dt_optimizer_step(&c, m.w, m.g, m.m, m.v, (size_t)(L * S), scaler.taken); /* pieces only */
-    } else
-      dt_print0("step %4lld: fp16 gradients overflowed at loss scale %g: step skipped, scale "
-                "halved\n",
-                (long long)step + 1, used);
+    }
     if (dt_ckpt_due(&c, step)) checkpoint(&m, step + 1, host_w, host_m, host_v);
     /* bookkeeping: the rows' mean is the global batch's (a row's T ranks agree) */
     MPI_Allreduce(&loss, &losses[step], 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);

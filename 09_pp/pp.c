@@ -292,10 +292,7 @@ int main(int argc, char **argv) {
       if (c.clip > 0) MPI_Allreduce(MPI_IN_PLACE, &sq, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
       if (dt_clip_factor(&c, sq) < 1.0f) dt_scale(p.g, np, dt_clip_factor(&c, sq));
       dt_optimizer_step(&c, p.w, p.g, p.m, p.v, np, scaler.taken);
-    } else
-      dt_print0("step %4lld: fp16 gradients overflowed at loss scale %g: step skipped, scale "
-                "halved\n",
-                (long long)step + 1, used);
+    }
     if (dt_ckpt_due(&c, step)) checkpoint(&p, step + 1, host_w, host_m, host_v);
     /* bookkeeping: the loss lives on the last stage; the step's length is
      * from the common start to the last backward anywhere (stage 0's) */

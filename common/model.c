@@ -104,7 +104,11 @@ void dt_scaler_init(dt_loss_scaler *s, const dt_train_config *c) {
 int dt_scaler_update(dt_loss_scaler *s, const dt_train_config *c, int found_nonfinite,
                      double *scale_used) {
   *scale_used = s->scale;
-  if (found_nonfinite) { /* skip the step, back off */
+  if (found_nonfinite) { /* skip the step, back off; every rank reaches this alike */
+    if (!s->quiet)
+      dt_print0("step %4lld: fp16 gradients overflowed at loss scale %g: step skipped, scale "
+                "halved\n",
+                (long long)(s->taken + s->skipped + 1), s->scale);
     s->scale *= 0.5, s->good_steps = 0, s->skipped++;
     return 0;
   }

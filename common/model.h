@@ -104,6 +104,7 @@ dt_dtype dt_precision_type(const dt_train_config *c);
 typedef struct {
   double scale;
   int64_t good_steps, skipped, taken; /* taken: AdamW's step count t */
+  int quiet;                          /* no "step skipped" line (the reference's) */
 } dt_loss_scaler;
 void dt_scaler_init(dt_loss_scaler *s, const dt_train_config *c);
 /* After the gradients are complete (communicated): 1 to take the step (then

@@ -42,6 +42,7 @@ void dt_reference_train(const dt_train_config *c, double *losses, float *weights
   dt_loss_scaler scaler;
   dt_scaler_init(&scaler, c);
   scaler.taken = 0; /* the reference always trains from step 0 */
+  scaler.quiet = 1;
   size_t n = (size_t)(2 * L * P);
   for (int64_t step = 0; step < c->steps; step++) {
     dt_step_samples(c, 1, 0, step, samples);
