@@ -78,6 +78,7 @@ static void ring_step(dt_comm *c, float *buf, size_t count, int send_k, int recv
 
 static void ring_all_reduce(dt_comm *c, float *buf, size_t count, float *scratch, size_t seg) {
   int n = c->size, r = c->rank;
+  /* exercise: the ring all-reduce, its two phases */
   /* Reduce-scatter. At step s rank r passes on chunk r-s, which holds the sum
    * of ranks r-s..r, and adds its own part to chunk r-s-1 arriving from r-1.
    * Each chunk travels the whole ring once, picking up one term per hop:
@@ -89,6 +90,7 @@ static void ring_all_reduce(dt_comm *c, float *buf, size_t count, float *scratch
    * finished or just received, and receives chunk r-s in place. */
   for (int s = 0; s < n - 1; s++)
     ring_step(c, buf, count, mod(r + 1 - s, n), mod(r - s, n), NULL, 0);
+  /* end of exercise */
 }
 
 /* Bytes this rank should send in one call, from the algorithm alone. */
