@@ -2,8 +2,8 @@
 # tests/run_tests.sh (pass/fail come from tests/lib.sh). For every lesson
 # with an exercise (tests/exercises/NN_name.txt):
 #   - the lesson itself passes its own `make check-N` (EXERCISE_DIR=.);
-#   - the untouched exercise, as `make exercise-N` writes it, builds and
-#     fails `make check-N` cleanly: a FAIL line per run with what came out,
+#   - the untouched exercise, as `make exercise-N` writes it, builds without
+#     warnings and fails `make check-N` cleanly: a FAIL line per run with what came out,
 #     and a hint, no build error, no crash, no hang, within a time limit
 #     (its first two runs: the stubs fail every run alike).
 # Then the mechanism itself: every lesson's markers cut cleanly, an existing
@@ -51,6 +51,7 @@ for spec in tests/exercises/[0-9][0-9]_*.txt; do
   [ $ex_rc -eq 124 ] || [ $ex_rc -eq 137 ] && why="no answer within ${EX_LIMIT}s"
   [ -z "$why" ] && [ $ex_rc -eq 0 ] && why="the untouched exercise passed"
   [ -z "$why" ] && grep -q '^FAIL  build' "$log" && why="it does not build"
+  [ -z "$why" ] && grep -q '^  warnings' "$log" && why="it builds with warnings (a stub out of date?)"
   [ -z "$why" ] && grep -q 'no answer within' "$log" && why="a run hung past the watchdog"
   [ -z "$why" ] && grep -qE 'Signal: |exited on signal' "$log" && why="a run crashed"
   [ -z "$why" ] && ! grep -q '^FAIL  np=.*got: ' "$log" && why="no FAIL line with what came out"
