@@ -368,7 +368,7 @@ EOF
     die "gnuplot failed; see $OUT/gnuplot.log"
   fi
 else
-  say "gnuplot is not installed: plots skipped (apt-get install gnuplot-nox, then make bench again)"
+  say "gnuplot is not installed: plots skipped, and the old bench/*.png removed since they no longer match (apt-get install gnuplot-nox, then make bench again)"
 fi
 
 # ---- results.md -----------------------------------------------------------------------
