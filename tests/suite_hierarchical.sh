@@ -17,3 +17,5 @@ check "03 hierarchical np=3, odd count, 3 nodes of 1" 3 0 'both variants: 0' 'CH
   -- "$A03" --count 1001 --iters 2 --ranks-per-node 1
 check "03 --ranks-per-node must divide NP" 4 2 'error: --ranks-per-node 3 does not divide the 4 ranks' \
   -- "$A03" --ranks-per-node 3
+check "03 hierarchical np=2, 2 nodes of 1" 2 0 'flat ring +[0-9.]+ +8388608 ' 'hierarchical +[0-9.]+ +8388608 ' \
+  'CHECK PASSED' -- "$A03" --min-bytes 4M --max-bytes 4M --iters 2 --ranks-per-node 1
