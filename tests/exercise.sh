@@ -42,7 +42,7 @@ EXERCISE_LIMIT=${EXERCISE_LIMIT:-90}
 MPICC=${MPICC:-mpicc}
 CFLAGS=${CFLAGS:--O2 -g -std=c11 -Wall -Wextra -Icommon}
 LDFLAGS=${LDFLAGS:-}
-LDLIBS=${LDLIBS:--lopenblas -lm}
+LDLIBS=${LDLIBS:--lopenblas -lm -pthread}
 LIBDT=${LIBDT:-build/cpu/libdt.a}
 OBJDIR=${OBJDIR:-build/cpu/exercises}
 MPIRUN=${MPIRUN:-mpirun}
