@@ -55,7 +55,7 @@ BUILD_ROOT ?= build
 BUILD   := $(BUILD_ROOT)/$(BACKEND)
 OPT     ?= -O2 -g
 CFLAGS  := $(OPT) -std=c11 -Wall -Wextra -Icommon -Itests -MMD -MP
-LDLIBS  := -lopenblas -lm
+LDLIBS  := -lopenblas -lm -pthread
 COMMON_SRC := $(filter-out common/kernels_cpu.c,$(wildcard common/*.c))
 ifeq ($(BACKEND),cuda)
   CFLAGS  += -DDT_CUDA -I$(CUDA_HOME)/include -I$(NCCL_HOME)/include

@@ -134,65 +134,11 @@ dt_counter dt_comm_total(const dt_comm *c) {
 
 void dt_comm_reset(dt_comm *c) { memset(c->count, 0, sizeof c->count); }
 
-/* ---- the watchdog ---- */
-static struct {
-  const char *file;
-  int line;
-  dt_kind kind;
-  size_t count;
-  int peer;
-} current;
-
-void dt_call_site(const char *file, int line) { current.file = file, current.line = line; }
-
-/* A blocking call that outlives --timeout: say exactly where, then take the
- * whole job down, rather than leave every rank waiting forever. */
-static void watchdog_fire(dt_comm *c) {
-  char peer[32] = "";
-  if (current.peer >= 0) snprintf(peer, sizeof peer, ", peer rank %d", current.peer);
-  fprintf(stderr,
-          "watchdog: rank %d stuck for %.0f s in %s #%llu on the %s communicator (%zu elements%s), "
-          "called from %s:%d; aborting the job\n",
-          dt_rank(), dt_timeout(), dt_kind_name(current.kind), (unsigned long long)c->seq, c->name,
-          current.count, peer, current.file ? current.file : "?", current.line);
-  fflush(stderr);
-#ifdef DT_CUDA
-  if (c->nccl) ncclCommAbort((ncclComm_t)c->nccl_comm);
-#endif
-  MPI_Abort(MPI_COMM_WORLD, 3);
-}
-
-/* MPI: every blocking call is a nonblocking one completed here, so a wait
- * can end at the deadline instead of never. */
-void dt_mpi_complete(dt_comm *c, int n, MPI_Request *reqs) {
-  double deadline = dt_now() + dt_timeout();
-  int done = 0;
-  for (unsigned spin = 0; !done; spin++) {
-    CHECK_MPI(MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE));
-    if (!done && spin % 64 == 0 && dt_now() > deadline) watchdog_fire(c);
-  }
-}
-
-#ifdef DT_CUDA
-/* NCCL: poll the stream, and NCCL's own asynchronous errors, until done. */
-void dt_nccl_complete(dt_comm *c) {
-  double deadline = dt_now() + dt_timeout();
-  cudaError_t state;
-  while ((state = cudaStreamQuery(dt_stream())) == cudaErrorNotReady) {
-    ncclResult_t async = ncclSuccess;
-    CHECK_NCCL(ncclCommGetAsyncError((ncclComm_t)c->nccl_comm, &async));
-    CHECK_NCCL(async);
-    if (dt_now() > deadline) watchdog_fire(c);
-  }
-  CHECK_CUDA(state);
-}
-#endif
-
 /* ---- timing and counting ---- */
 static double begin(dt_comm *c, dt_kind k, size_t count, int peer) {
   if (c->nccl) dt_sync(); /* so the seconds counted are the collective's alone */
   c->seq++;
-  current.kind = k, current.count = count, current.peer = peer;
+  dt_watch_begin(c, k, count, peer); /* from here on, the watchdog minds the deadline */
   return dt_now();
 }
 
@@ -204,7 +150,7 @@ static void finish(dt_comm *c, dt_kind k, uint64_t bytes, double t0) {
   c->count[k].bytes_sent += bytes;
   c->count[k].seconds += dt_now() - t0;
   dt_span_end(dt_kind_name(k), "comm", t0);
-  current.file = NULL;
+  dt_watch_end();
 }
 
 /* Bytes a rank sends in the ring algorithm (see dt.h). */
@@ -270,10 +216,8 @@ void dt_send(dt_comm *c, const void *buf, size_t count, dt_dtype t, int peer) {
   if (c->nccl) CHECK_NCCL(ncclSend(buf, count, dt_nccl_type(t), peer, c->nccl_comm, dt_stream()));
 #endif
   if (!c->nccl) {
-    MPI_Request r;
-    CHECK_MPI(MPI_Isend(mpi_in(c, buf, bytes, 0), dt_mpi_count(count), dt_mpi_type(t), peer, 0,
-                        c->mpi, &r));
-    dt_mpi_complete(c, 1, &r);
+    CHECK_MPI(
+        MPI_Send(mpi_in(c, buf, bytes, 0), dt_mpi_count(count), dt_mpi_type(t), peer, 0, c->mpi));
   }
   finish(c, DT_SEND, bytes, t0);
 }
@@ -286,9 +230,8 @@ void dt_recv(dt_comm *c, void *buf, size_t count, dt_dtype t, int peer) {
 #endif
   if (!c->nccl) {
     void *host = mpi_out(c, buf, bytes, 0);
-    MPI_Request r;
-    CHECK_MPI(MPI_Irecv(host, dt_mpi_count(count), dt_mpi_type(t), peer, 0, c->mpi, &r));
-    dt_mpi_complete(c, 1, &r);
+    CHECK_MPI(
+        MPI_Recv(host, dt_mpi_count(count), dt_mpi_type(t), peer, 0, c->mpi, MPI_STATUS_IGNORE));
     mpi_out_done(c, buf, host, bytes);
   }
   finish(c, DT_RECV, 0, t0);
@@ -313,12 +256,10 @@ void dt_sendrecv(dt_comm *c, const void *sendbuf, size_t sendcount, int dst, voi
   if (!c->nccl) {
     const void *s = dst == DT_NOBODY ? sendbuf : mpi_in(c, sendbuf, sbytes, 0);
     void *r = src == DT_NOBODY ? recvbuf : mpi_out(c, recvbuf, recvcount * es, 1);
-    MPI_Request q[2]; /* both posted before either waits: no deadlock */
-    CHECK_MPI(MPI_Irecv(r, dt_mpi_count(recvcount), dt_mpi_type(t),
-                        src == DT_NOBODY ? MPI_PROC_NULL : src, 0, c->mpi, &q[0]));
-    CHECK_MPI(MPI_Isend(s, dt_mpi_count(sendcount), dt_mpi_type(t),
-                        dst == DT_NOBODY ? MPI_PROC_NULL : dst, 0, c->mpi, &q[1]));
-    dt_mpi_complete(c, 2, q);
+    CHECK_MPI(MPI_Sendrecv(s, dt_mpi_count(sendcount), dt_mpi_type(t),
+                           dst == DT_NOBODY ? MPI_PROC_NULL : dst, 0, r, dt_mpi_count(recvcount),
+                           dt_mpi_type(t), src == DT_NOBODY ? MPI_PROC_NULL : src, 0, c->mpi,
+                           MPI_STATUS_IGNORE));
     if (src != DT_NOBODY) mpi_out_done(c, recvbuf, r, recvcount * es);
   }
   finish(c, DT_SENDRECV, sbytes, t0);
@@ -334,9 +275,7 @@ void dt_broadcast(dt_comm *c, void *buf, size_t count, dt_dtype t, int root) {
 #endif
   if (!c->nccl) {
     void *host = c->rank == root ? (void *)mpi_in(c, buf, bytes, 0) : mpi_out(c, buf, bytes, 0);
-    MPI_Request r;
-    CHECK_MPI(MPI_Ibcast(host, dt_mpi_count(count), dt_mpi_type(t), root, c->mpi, &r));
-    dt_mpi_complete(c, 1, &r);
+    CHECK_MPI(MPI_Bcast(host, dt_mpi_count(count), dt_mpi_type(t), root, c->mpi));
     if (c->rank != root) mpi_out_done(c, buf, host, bytes);
   }
   /* ring model: every rank forwards S except the last in the chain from root */
@@ -357,10 +296,8 @@ void dt_reduce(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_
     int mine = c->rank == root, in_place = mine && sendbuf == recvbuf && !STAGED(c);
     const void *s = in_place ? MPI_IN_PLACE : mpi_in(c, sendbuf, bytes, 0);
     void *r = mine ? mpi_out(c, recvbuf, bytes, 1) : NULL;
-    MPI_Request q;
     CHECK_MPI(
-        MPI_Ireduce(s, r, dt_mpi_count(count), dt_mpi_type(t), dt_mpi_op(op, t), root, c->mpi, &q));
-    dt_mpi_complete(c, 1, &q);
+        MPI_Reduce(s, r, dt_mpi_count(count), dt_mpi_type(t), dt_mpi_op(op, t), root, c->mpi));
     if (mine) mpi_out_done(c, recvbuf, r, bytes), dt_finish_avg(c, recvbuf, count, t, op);
   }
   /* ring model: every rank but the root passes S along the chain to it */
@@ -379,10 +316,8 @@ void dt_all_reduce(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count,
   if (!c->nccl) {
     const void *s = mpi_in(c, sendbuf, bytes, 0);
     void *r = STAGED(c) ? (void *)s : recvbuf; /* staged: reduce in the host copy */
-    MPI_Request q;
-    CHECK_MPI(MPI_Iallreduce(s == r ? MPI_IN_PLACE : s, r, dt_mpi_count(count), dt_mpi_type(t),
-                             dt_mpi_op(op, t), c->mpi, &q));
-    dt_mpi_complete(c, 1, &q);
+    CHECK_MPI(MPI_Allreduce(s == r ? MPI_IN_PLACE : s, r, dt_mpi_count(count), dt_mpi_type(t),
+                            dt_mpi_op(op, t), c->mpi));
     mpi_out_done(c, recvbuf, r, bytes);
     dt_finish_avg(c, recvbuf, count, t, op);
   }
@@ -400,10 +335,8 @@ void dt_all_gather(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count,
     int in_place = sendbuf == (const char *)recvbuf + (size_t)c->rank * bytes && !STAGED(c);
     const void *s = in_place ? MPI_IN_PLACE : mpi_in(c, sendbuf, bytes, 0);
     void *r = mpi_out(c, recvbuf, bytes * c->size, 1);
-    MPI_Request q;
-    CHECK_MPI(MPI_Iallgather(s, dt_mpi_count(count), dt_mpi_type(t), r, dt_mpi_count(count),
-                             dt_mpi_type(t), c->mpi, &q));
-    dt_mpi_complete(c, 1, &q);
+    CHECK_MPI(MPI_Allgather(s, dt_mpi_count(count), dt_mpi_type(t), r, dt_mpi_count(count),
+                            dt_mpi_type(t), c->mpi));
     mpi_out_done(c, recvbuf, r, bytes * c->size);
   }
   finish(c, DT_ALL_GATHER, dt_ring_bytes(c, DT_ALL_GATHER, bytes), t0);
@@ -421,10 +354,8 @@ void dt_reduce_scatter(dt_comm *c, const void *sendbuf, void *recvbuf, size_t co
   if (!c->nccl) {
     const void *s = mpi_in(c, sendbuf, bytes * c->size, 0);
     void *r = mpi_out(c, recvbuf, bytes, 1);
-    MPI_Request q;
-    CHECK_MPI(MPI_Ireduce_scatter_block(s, r, dt_mpi_count(count), dt_mpi_type(t), dt_mpi_op(op, t),
-                                        c->mpi, &q));
-    dt_mpi_complete(c, 1, &q);
+    CHECK_MPI(MPI_Reduce_scatter_block(s, r, dt_mpi_count(count), dt_mpi_type(t), dt_mpi_op(op, t),
+                                       c->mpi));
     mpi_out_done(c, recvbuf, r, bytes);
     dt_finish_avg(c, recvbuf, count, t, op);
   }
@@ -433,8 +364,6 @@ void dt_reduce_scatter(dt_comm *c, const void *sendbuf, void *recvbuf, size_t co
 
 void dt_barrier(dt_comm *c) {
   double t0 = begin(c, DT_BARRIER, 0, -1);
-  MPI_Request r;
-  CHECK_MPI(MPI_Ibarrier(c->mpi, &r));
-  dt_mpi_complete(c, 1, &r);
+  CHECK_MPI(MPI_Barrier(c->mpi));
   finish(c, DT_BARRIER, 0, t0);
 }

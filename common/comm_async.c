@@ -172,7 +172,11 @@ void dt_wait(dt_request *r) {
   }
 #endif
   if (!r->done_event) {
-    if (!r->mpi_done) dt_mpi_complete(r->c, 1, &r->mpi); /* under the watchdog */
+    if (!r->mpi_done) { /* under the watchdog */
+      dt_watch_begin(r->c, r->kind, r->result_count, -1);
+      CHECK_MPI(MPI_Wait(&r->mpi, MPI_STATUS_IGNORE));
+      dt_watch_end();
+    }
     if (r->host_out)
       dt_copy_from_host(r->result, r->host_out, r->result_count * dt_dtype_size(r->t));
     if (r->kind != DT_ALL_GATHER) dt_finish_avg(r->c, r->result, r->result_count, r->t, r->op);

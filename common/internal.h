@@ -14,10 +14,18 @@ int dt_cli_parse(int argc, char **argv, const dt_lesson *lesson, dt_option *opti
 /* kernels_cpu.c / kernels.cu: one-time setup (BLAS threads, cuBLAS handle) */
 void dt_kernels_init(void);
 
+/* watchdog.c: what the blocking call in progress is, and its deadline */
+void dt_watch_begin(const dt_comm *c, dt_kind k, size_t count, int peer);
+void dt_watch_end(void);
+void dt_watchdog_start(void);
+void dt_watchdog_stop(void);
+#ifdef DT_CUDA
+void dt_nccl_complete(dt_comm *c);
+#endif
+
 /* comm.c */
 dt_comm *dt_comm_create(MPI_Comm mpi, int use_nccl);
 void dt_comm_release_staging(void);
-void dt_mpi_complete(dt_comm *c, int n, MPI_Request *reqs); /* waits under the watchdog */
 MPI_Datatype dt_mpi_type(dt_dtype t);
 MPI_Op dt_mpi_op(dt_op op, dt_dtype t);
 int dt_mpi_count(size_t count);

@@ -131,6 +131,7 @@ dt_comm *dt_init(int *argc, char ***argv, const dt_lesson *lesson, dt_option *op
     MPI_Finalize();
     exit(0);
   }
+  dt_watchdog_start(); /* knows --timeout now */
   if (rt.size < lesson->min_ranks)
     dt_fail("%s needs at least %d ranks, got %d: run it as 'mpirun -np %d %s'", lesson->name,
             lesson->min_ranks, rt.size, lesson->min_ranks < 4 ? 4 : lesson->min_ranks, (*argv)[0]);
@@ -156,6 +157,7 @@ dt_comm *dt_init(int *argc, char ***argv, const dt_lesson *lesson, dt_option *op
 }
 
 void dt_finalize(void) {
+  dt_watchdog_stop();
   dt_comm_free(rt.world);
   dt_comm_release_staging();
 #ifdef DT_CUDA

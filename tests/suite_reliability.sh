@@ -48,3 +48,11 @@ dead_rank_test() {
 dead_rank_test 2 1
 dead_rank_test 4 2
 dead_rank_test 4 0
+
+# A collective that never completes (rank 0 never joins): the other ranks
+# sit inside a blocking MPI_Allreduce, where only the watchdog thread can see
+# them. It must name the call and end the job with exit 3, well within the
+# test's own timeout.
+check "watchdog ends a hung collective np=3" 3 3 \
+  'watchdog: rank [12] stuck for 2 s in all_reduce #1 on the world communicator \(1 elements\), called from tests/test_common.c:[0-9]+' \
+  -- ./tests/test_common --hang --timeout 2

@@ -2,10 +2,12 @@
  * NP = 1..4. Inputs are small integers, so every float sum is exact and
  * results are compared with ==. Failures on any rank are summed into the
  * verdict and the exit code. */
+#define _POSIX_C_SOURCE 200809L /* sleep */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dt.h"
 #include "unit.h"
@@ -295,8 +297,19 @@ static void test_memory(void) {
 }
 
 int main(int argc, char **argv) {
+  int hang = 0;
+  dt_option options[] = {
+      DT_FLAG("--hang", &hang, "rank 0 skips an all-reduce: the watchdog must end the job"),
+      DT_END};
   dt_lesson lesson = {"test_common", "unit tests of the common layer", 1};
-  dt_comm *w = dt_init(&argc, &argv, &lesson, NULL);
+  dt_comm *w = dt_init(&argc, &argv, &lesson, options);
+  if (hang) { /* the others block inside MPI_Allreduce, which only the watchdog thread can see */
+    int32_t *x = dt_alloc(4, DT_OTHER);
+    if (w->rank == 0)
+      sleep(120);
+    else
+      dt_all_reduce(w, x, x, 1, DT_I32, DT_SUM);
+  }
   test_rng();
   test_memory();
   size_t sizes[] = {1, 3, 7, 64, 1000, 4099, 1 << 16};
