@@ -7,6 +7,7 @@
 #
 # Variables: BACKEND=auto|cpu|cuda NP MPIRUN ARGS CUDA_HOME NCCL_HOME MPI_HOME ARCH
 .DEFAULT_GOAL := all
+.SECONDARY: # keep intermediate objects: no "rm" after the test summary, no rebuilds
 SHELL := /bin/bash
 
 BACKEND   ?= auto
