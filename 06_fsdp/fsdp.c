@@ -341,9 +341,7 @@ int main(int argc, char **argv) {
     dt_sync();
     double dt = dt_now() - t0;
     compute += dt - (dt_comm_total(world).seconds - comm0);
-    if (step < 5 || step % 10 == 9 || step == c.steps - 1)
-      dt_print0("step %4lld/%lld  loss %.6f  (mean over ranks)  %.2f ms\n", (long long)step + 1,
-                (long long)c.steps, losses[step], dt * 1e3);
+    dt_print_step(&c, step, losses[step], "mean over ranks", dt);
   }
   size_t steps = (size_t)(c.steps - c.start_step); /* trained in this run */
   double ms = 1e3 / (double)steps;                 /* totals to ms per step */

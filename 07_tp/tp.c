@@ -274,9 +274,7 @@ int main(int argc, char **argv) {
     double both[2] = {losses[step], -losses[step]};
     MPI_Allreduce(MPI_IN_PLACE, both, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     spread = fmax(spread, both[0] + both[1]);
-    if (step < 5 || step % 10 == 9 || step == c.steps - 1)
-      dt_print0("step %4lld/%lld  loss %.6f  (rank 0; every rank computes it alike)  %.2f ms\n",
-                (long long)step + 1, (long long)c.steps, losses[step], dt * 1e3);
+    dt_print_step(&c, step, losses[step], "rank 0; every rank computes it alike", dt);
   }
   int64_t trained = c.steps - c.start_step; /* fewer after --resume */
   double per_step = (dt_now() - t_start) / (double)trained;

@@ -319,9 +319,7 @@ int main(int argc, char **argv) {
     MPI_Allreduce(&loss, &losses[step], 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     losses[step] /= N;
     dt_sync();
-    if (step < 5 || step % 10 == 9 || step == c.steps - 1)
-      dt_print0("step %4lld/%lld  loss %.6f  (mean over the %d rows)  %.2f ms\n",
-                (long long)step + 1, (long long)c.steps, losses[step], F, (dt_now() - t0) * 1e3);
+    dt_print_step(&c, step, losses[step], "mean over the rows", dt_now() - t0);
   }
 
   uint64_t steps = (uint64_t)(c.steps - c.start_step); /* fewer after --resume */

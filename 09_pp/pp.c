@@ -301,9 +301,7 @@ int main(int argc, char **argv) {
     MPI_Allreduce(&rec[4 * n - 3], &T, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     busy_sum += busy, span_sum += T;
     if (T < best_T) best_T = T, memcpy(best, rec, (size_t)(8 * M) * sizeof(double));
-    if (step - c.start_step < 3 || step % 10 == 9 || step == c.steps - 1)
-      dt_print0("step %4lld/%lld  loss %.6f  (last stage, sum over %lld microbatches)  %.2f ms\n",
-                (long long)step + 1, (long long)c.steps, losses[step], (long long)M, T * 1e3);
+    dt_print_step(&c, step, losses[step], "last stage, sum over the microbatches", T);
   }
 
   int64_t trained = c.steps - c.start_step; /* this run's steps, after a resume */

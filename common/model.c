@@ -117,3 +117,10 @@ int dt_scaler_update(dt_loss_scaler *s, const dt_train_config *c, int found_nonf
   s->taken++;
   return 1;
 }
+
+void dt_print_step(const dt_train_config *c, int64_t step, double loss, const char *how,
+                   double seconds) {
+  if (step - c->start_step < 5 || step % 10 == 9 || step == c->steps - 1)
+    dt_print0("step %4lld/%lld  loss %.6f  (%s)  %.2f ms\n", (long long)step + 1,
+              (long long)c->steps, loss, how, seconds * 1e3);
+}

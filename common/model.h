@@ -66,6 +66,11 @@ typedef struct {
       DT_FLAG("--resume", &(c)->resume, "continue from the latest checkpoint in --ckpt"),          \
       DT_FLAG("--no-check", &(c)->no_check, "skip the comparison with single-process training")
 
+/* A training step's loss line, on the steps worth reading (the first five
+ * of the run, every tenth, the last); `how` says where the number comes from. */
+void dt_print_step(const dt_train_config *c, int64_t step, double loss, const char *how,
+                   double seconds);
+
 /* Fill derived defaults and reject what no lesson can run; dt_fail on error. */
 void dt_train_resolve(dt_train_config *c);
 void dt_train_print(const dt_train_config *c);         /* rank 0: one line of config */
