@@ -398,7 +398,7 @@ int main(int argc, char **argv) {
   if (tk.k && !c.no_check)
     failed = dt_check_convergence(&c, losses, 1.25, "top-k");
   else if (!c.no_check)
-    failed = dt_check_against_reference(&c, losses, host_w);
+    failed = dt_check_against_reference(&c, losses, host_w, 1);
   free(host_w), free(host_m), free(host_v), free(losses), free(samples), free(m.buckets);
   free(tk.host), free(tk.host_idx), free(tk.host_vals);
   dt_free(m.g16);

@@ -422,7 +422,7 @@ int main(int argc, char **argv) {
   if (c.save && world->rank == 0) dt_save_model(c.save, &c, c.steps, host_w);
   if (c.save) dt_print0("saved %s\n", c.save);
   if (c.trace) dt_trace_write(c.trace);
-  int failed = c.no_check ? 0 : dt_check_against_reference(&c, losses, host_w);
+  int failed = c.no_check ? 0 : dt_check_against_reference(&c, losses, host_w, 0);
   free(host_w), free(host_m), free(host_v), free(losses), free(samples), free(m.full),
       free(m.pending), free(m.half);
   dt_free(m.gw), dt_free(m.bad);

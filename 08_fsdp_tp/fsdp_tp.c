@@ -378,7 +378,7 @@ int main(int argc, char **argv) {
   if (c.save && rank == 0) dt_save_model(c.save, &c, c.steps, host_w);
   if (c.save) dt_print0("saved %s\n", c.save);
   if (c.trace) dt_trace_write(c.trace);
-  int failed = c.no_check ? 0 : dt_check_against_reference(&c, losses, host_w);
+  int failed = c.no_check ? 0 : dt_check_against_reference(&c, losses, host_w, 0);
   float *bufs[] = {m.w, m.g, m.m, m.v, m.x, m.a, m.h, m.dx, m.dnext, m.dh, m.y, m.normbuf};
   dt_free(m.p16), dt_free(m.g16), dt_free(m.a16), dt_free(m.bad);
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)

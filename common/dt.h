@@ -85,6 +85,7 @@ typedef struct {
 dt_comm *dt_init(int *argc, char ***argv, const dt_lesson *lesson, dt_option *options);
 void dt_finalize(void);
 
+dt_comm *dt_world(void);       /* what dt_init returned */
 int dt_rank(void);             /* rank in MPI_COMM_WORLD */
 int dt_size(void);             /* number of ranks */
 int dt_local_rank(void);       /* rank among the ranks of this node */

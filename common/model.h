@@ -175,19 +175,29 @@ void dt_sampler_indices(const dt_sampler *s, int64_t epoch, int64_t *out); /* nu
 void dt_shuffle(int64_t n, uint64_t seed, int64_t epoch, int64_t *perm);   /* perm of 0..n-1 */
 
 /* -------------------------------------------------------------- reference */
-/* Train the same config in one process on rank 0 and compare: per-step loss
- * and final weights (full W1/W2 of every layer, host copies, layer-major:
- * W1_0, W2_0, W1_1, ...). Prints the differences and CHECK PASSED or CHECK
- * FAILED on rank 0; returns 0 or 1 on every rank (collective). */
+/* Train the same config in one process on rank 0 and compare (check.c, the
+ * criterion in CHECKING.md): per-step loss and final weights (full W1/W2 of
+ * every layer, host copies, layer-major: W1_0, W2_0, W1_1, ...; on rank 0).
+ * replicated: every rank holds the whole model in final_weights, and all
+ * copies must be bit-identical. Prints each figure beside its bound and CHECK
+ * PASSED or CHECK FAILED on rank 0; returns 0 or 1 on every rank (collective). */
 int dt_check_against_reference(const dt_train_config *c, const double *losses,
-                               const float *final_weights);
+                               const float *final_weights, int replicated);
 /* For methods that change the gradients on purpose (top-k compression):
  * the final loss must be within `factor` of the exact reference's and below
  * the run's first loss. Prints both and CHECK PASSED/FAILED; collective. */
 int dt_check_convergence(const dt_train_config *c, const double *losses, double factor,
                          const char *what);
-/* The reference trainer itself: losses[steps], weights as above (host). */
-void dt_reference_train(const dt_train_config *c, double *losses, float *weights);
+/* The reference trainer itself. losses[steps] and weights (as above, host)
+ * are filled; initial (optional, host) gets the weights before step 0; reach
+ * is how far the optimizer could move any one weight in the steps run. */
+typedef struct {
+  double *losses;
+  float *weights, *initial;
+  double reach;
+} dt_reference_run;
+void dt_reference_train(const dt_train_config *c, dt_reference_run *out);
+double dt_adamw_max_update(int64_t t); /* |m_hat / (sqrt(v_hat) + eps)| <= this at step t */
 
 /* ------------------------------------------------------------ checkpoints */
 /* safetensors, F32, "layers.{l}.w1" [D,H] and "layers.{l}.w2" [H,D], written

@@ -156,6 +156,8 @@ dt_comm *dt_init(int *argc, char ***argv, const dt_lesson *lesson, dt_option *op
   return rt.world;
 }
 
+dt_comm *dt_world(void) { return rt.world; }
+
 void dt_finalize(void) {
   dt_watchdog_stop();
   dt_comm_free(rt.world);

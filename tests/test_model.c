@@ -10,7 +10,6 @@
 #include "dt.h"
 #include "unit.h"
 
-
 static float *on_device(const float *host, size_t n) {
   float *d = dt_alloc_f32(n, DT_OTHER);
   dt_copy_from_host(d, host, n * 4);
@@ -129,6 +128,31 @@ static void test_adamw(void) {
   dt_free(dw), dt_free(dg), dt_free(dm), dt_free(dv);
 }
 
+/* The check's per-element bound: no AdamW step moves a weight by more than
+ * lr x dt_adamw_max_update(t), whatever the gradients, and the gradients
+ * that make Cauchy-Schwarz an equality (g_k proportional to a_k / b_k, from
+ * step 1 on) come within eps of it: the bound is tight. */
+static void test_adamw_max_update(void) {
+  EXPECT(fabs(dt_adamw_max_update(1) - 1) < 1e-12, "one step moves by lr: %g",
+         dt_adamw_max_update(1));
+  for (int trial = 0; trial < 3; trial++) {
+    int T = 40;
+    double m = 0, v = 0, worst = 0, tight = 0;
+    for (int t = 1; t <= T; t++) {
+      /* trial 0: random signs and sizes; 1: a growing gradient; 2: the extremal one for T */
+      double g = trial == 0   ? (dt_rng_uniform(7, 0, (uint64_t)t) - 0.5) * pow(10, t % 5)
+                 : trial == 1 ? (double)t * t
+                              : pow(0.9 / 0.999, T - t);
+      m = 0.9 * m + 0.1 * g, v = 0.999 * v + 0.001 * g * g;
+      double step = (m / (1 - pow(0.9, t))) / (sqrt(v / (1 - pow(0.999, t))) + 1e-8);
+      worst = fmax(worst, fabs(step) / dt_adamw_max_update(t));
+      if (t == T) tight = fabs(step) / dt_adamw_max_update(t);
+    }
+    EXPECT(worst <= 1 + 1e-9, "an AdamW step beyond the bound: %g of it", worst);
+    if (trial == 2) EXPECT(tight > 0.999, "the bound is tight at t=%d: %g of it", T, tight);
+  }
+}
+
 static void test_checkpoint_and_reference(void) {
   dt_train_config c = DT_TRAIN_DEFAULTS;
   c.layers = 2, c.dim = 16, c.batch = 8, c.steps = 30;
@@ -136,7 +160,8 @@ static void test_checkpoint_and_reference(void) {
   size_t n = (size_t)(c.layers * dt_params_per_layer(&c));
   double *loss = malloc((size_t)c.steps * sizeof(double));
   float *w = malloc(n * 4), *back = malloc(n * 4);
-  dt_reference_train(&c, loss, w);
+  dt_reference_run ref = {.losses = loss, .weights = w};
+  dt_reference_train(&c, &ref);
   EXPECT(loss[c.steps - 1] < 0.7 * loss[0], "loss falls: %g -> %g", loss[0], loss[c.steps - 1]);
   char path[64];
   snprintf(path, sizeof path, "build/test-model-%d.safetensors", dt_rank());
@@ -157,6 +182,7 @@ int main(int argc, char **argv) {
       test_matmul(f & 1, f >> 1, shapes[s][0], shapes[s][1], shapes[s][2], s % 2);
   test_gradients();
   test_adamw();
+  test_adamw_max_update();
   test_checkpoint_and_reference();
   return unit_verdict();
 }

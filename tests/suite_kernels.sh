@@ -1,0 +1,49 @@
+# The self-check on every BLAS kernel this CPU can run (CHECKING.md).
+#
+# OpenBLAS picks its kernel from the CPU, so one machine's verdict says
+# nothing about another's: the same lesson sums in another order on an
+# AVX-512 machine than on an AVX2 one. OPENBLAS_CORETYPE forces a kernel, so
+# this suite runs the training lessons' checks under several of them (SSE3 up
+# to AVX-512), several seeds, NP 2 and 4, AdamW and SGD. Every run must end
+# CHECK PASSED. A kernel this CPU cannot execute is skipped, and said so.
+KERNELS=${KERNELS:-Prescott Nehalem Sandybridge Haswell SkylakeX Zen}
+KERNEL_SEEDS=${KERNEL_SEEDS:-1 2 3}
+
+if [ "${BACKEND:-cpu}" != cpu ]; then
+  echo "SKIP kernel matrix: OpenBLAS kernels concern the cpu backend (this run: ${BACKEND})"
+else
+  probe=build/openblas_core
+  mkdir -p build
+  cc -O1 tests/openblas_core.c -o "$probe" -lopenblas 2>"$LOGS/openblas_core.log"
+  ran=() skipped=()
+  for k in $KERNELS; do
+    got=$(OPENBLAS_CORETYPE=$k timeout 20 "./$probe" 2>/dev/null)
+    rc=$?
+    if [ $rc -eq 132 ] || [ $rc -eq 4 ]; then
+      skipped+=("$k (this CPU cannot execute it: SIGILL)"); continue
+    elif [ $rc -ne 0 ]; then
+      skipped+=("$k (the probe failed, exit $rc)"); continue
+    elif [ "${got,,}" != "${k,,}" ]; then
+      skipped+=("$k (OpenBLAS runs $got instead)"); continue
+    fi
+    ran+=("$k")
+    for seed in $KERNEL_SEEDS; do
+      for np in 2 4; do
+        for opt in adamw sgd; do
+          # SGD's verdict is the tighter one and moves little with the seed
+          [ $opt = sgd ] && [ "$seed" != "${KERNEL_SEEDS%% *}" ] && continue
+          for bin in 05_dp/dp 06_fsdp/fsdp 07_tp/tp 08_fsdp_tp/fsdp_tp 09_pp/pp; do
+            OPENBLAS_CORETYPE=$k check "kernel $k $(basename "$bin") np=$np $opt seed=$seed" "$np" 0 \
+              'CHECK PASSED' -- "./$bin" --optimizer "$opt" --seed "$seed"
+          done
+        done
+      done
+    done
+  done
+  echo "kernel matrix: ran ${ran[*]:-none}; skipped: ${skipped[*]:-none}"
+  if [ ${#ran[@]} -ge 4 ]; then
+    pass "kernel matrix covers at least 4 OpenBLAS kernels (${#ran[@]})"
+  else
+    fail "kernel matrix covers at least 4 OpenBLAS kernels (${#ran[@]})" "" "skipped: ${skipped[*]}"
+  fi
+fi

@@ -1,0 +1,132 @@
+# The mutation suite: is the self-check able to fail?
+#
+# Each mutant is a realistic bug planted in a copy of one source file (a
+# lesson's, or common's) by a perl substitution; the tree itself never holds
+# it. The copy is compiled, linked with the normal common library (a mutated
+# common file takes precedence over its archive member), and the lesson runs
+# with its default settings at NP 2 and 4. The bug is caught when every run
+# ends in the lesson's "CHECK FAILED" with exit code 1: not a crash, not a
+# hang. CHECKING.md explains the criterion and why some mutants run with SGD.
+#
+# A substitution that no longer matches the source fails loudly, so a
+# refactoring cannot silently retire a mutant: update the pattern instead.
+MUT_DIR=${MUT_DIR:-build/mutants}
+MUT_CAUGHT=0
+MUT_TOTAL=0
+
+# mutant ID LESSON_DIR FILE PERL_SUBSTITUTION DESCRIPTION -- ARGS...
+mutant() {
+  local id=$1 lesson=$2 file=$3 subst=$4 desc=$5
+  shift 5
+  [ "$1" = "--" ] && shift
+  local dir="$MUT_DIR/$id" name src obj bin
+  name=$(basename "$lesson"); name=${name#*_}
+  src="$dir/$(basename "$file")" obj="$dir/mutant.o" bin="$dir/$name"
+  MUT_TOTAL=$((MUT_TOTAL + 1))
+  mkdir -p "$dir"
+  cp "$file" "$src"
+  perl -0pi -e "$subst" "$src"
+  if cmp -s "$file" "$src"; then
+    fail "mutant $id ($desc): the substitution no longer matches $file" "" "update it in tests/suite_mutants.sh"
+    return
+  fi
+  local cflags="-O2 -std=c11 -Wall -Wextra -Wno-unused -Icommon -Itests"
+  local link=("$obj" "$BUILD_DIR/libdt.a")
+  case $file in
+    common/*) link=("$BUILD_DIR/$lesson/$name.o" "$obj" "$BUILD_DIR/libdt.a" -Wl,--allow-multiple-definition) ;;
+  esac
+  if ! mpicc $cflags -c "$src" -o "$obj" >"$dir/build.log" 2>&1 ||
+     ! mpicc "${link[@]}" -o "$bin" -lopenblas -lm -pthread >>"$dir/build.log" 2>&1; then
+    fail "mutant $id ($desc): does not build" "$dir/build.log"
+    return
+  fi
+  local before=$FAILED np
+  for np in 2 4; do
+    check "mutant $id np=$np: $desc" "$np" 1 'CHECK FAILED' -- "./$bin" "$@"
+  done
+  [ "$FAILED" = "$before" ] && MUT_CAUGHT=$((MUT_CAUGHT + 1))
+}
+
+BUILD_DIR=build/${BACKEND:-cpu}
+if [ "${BACKEND:-cpu}" != cpu ]; then
+  echo "SKIP mutants: they are built for the cpu backend (this run: ${BACKEND})"
+else
+  # The harness itself must not change a result: an unmutated copy passes.
+  for spec in "05_dp 05_dp/dp.c" "05_dp common/data.c"; do
+    set -- $spec
+    mkdir -p "$MUT_DIR/control"
+    n=$(basename "$1"); n=${n#*_}
+    mpicc -O2 -std=c11 -Icommon -Itests -c "$2" -o "$MUT_DIR/control/m.o" 2>"$MUT_DIR/control/build.log"
+    case $2 in
+      common/*) l=("$BUILD_DIR/$1/$n.o" "$MUT_DIR/control/m.o" "$BUILD_DIR/libdt.a" -Wl,--allow-multiple-definition) ;;
+      *) l=("$MUT_DIR/control/m.o" "$BUILD_DIR/libdt.a") ;;
+    esac
+    mpicc "${l[@]}" -o "$MUT_DIR/control/$n" -lopenblas -lm -pthread 2>>"$MUT_DIR/control/build.log"
+    check "mutants: an unmutated copy of $2 built by the harness passes" 2 0 'CHECK PASSED' -- \
+      "./$MUT_DIR/control/$n" --optimizer adamw
+  done
+
+  mutant 03-ring 03_all_reduce 03_all_reduce/all_reduce.c \
+    's/ring_step\(c, buf, count, mod\(r - s, n\)/ring_step(c, buf, count, mod(r + 1 - s, n)/' \
+    "ring reduce-scatter sends the wrong chunk"
+  mutant 04-seed 04_sampler common/data.c \
+    's/dt_shuffle\(n, s->seed, epoch, order\)/dt_shuffle(n, s->seed + (uint64_t)s->rank, epoch, order)/' \
+    "each rank shuffles with its own seed"
+  mutant 05-sum 05_dp 05_dp/dp.c \
+    's/m->wire == DT_F32 \? DT_AVG : DT_SUM/DT_SUM/' \
+    "gradients summed, not averaged" -- --optimizer sgd
+  mutant 05-bucket 05_dp 05_dp/dp.c \
+    's/(exercise: averaging the gradients across ranks \*\/\n  for \(int b = 0; b < m->nbuckets)/$1 - 1/' \
+    "the last bucket is never all-reduced"
+  mutant 05-zero 05_dp 05_dp/dp.c \
+    's/    dt_zero\(m\.g, \(size_t\)P \* 4\);\n//' \
+    "gradients not zeroed between steps" -- --optimizer sgd
+  mutant 05-sampler 05_dp 05_dp/dp.c \
+    's/dt_step_samples\(&c, N, world->rank, step, samples\)/dt_step_samples(&c, N, 0, step, samples)/' \
+    "every rank trains on rank 0's samples"
+  mutant 05-replica 05_dp 05_dp/dp.c \
+    's/if \(ok\) dt_optimizer_step\(/if (ok && world->rank == 0) dt_optimizer_step(/' \
+    "only rank 0 steps its replica (a broadcast forgotten)"
+  mutant 05-unscale 05_dp 05_dp/dp.c \
+    's/if \(ok && used != 1\.0\) dt_scale/if (0) dt_scale/' \
+    "fp16 loss scale never divided out" -- --precision fp16 --optimizer sgd
+  mutant 05-topk 05_dp 05_dp/dp.c \
+    's/dt_add\(t->residual, m->g, P\);/dt_copy(t->residual, m->g, P * 4);/' \
+    "top-k residual not fed back" -- --compress topk:0.01
+  mutant 06-offset 06_fsdp 06_fsdp/fsdp.c \
+    's/DH = c->dim \* c->hidden, lo = m->rank \* m->S,/DH = c->dim * c->hidden, lo = m->rank * m->S + 1,/' \
+    "a shard's offset off by one element"
+  mutant 06-sum 06_fsdp 06_fsdp/fsdp.c \
+    's/m\.op = m\.wire == DT_F32 \? DT_AVG : DT_SUM/m.op = DT_SUM/' \
+    "gradients reduce-scattered as sums, not averages" -- --optimizer sgd
+  mutant 06-moments 06_fsdp 06_fsdp/fsdp.c \
+    's/m->m \? m->m \+ l \* S : NULL,\s*m->v \? m->v \+ l \* S : NULL/m->m, m->v/' \
+    "every layer's shard uses layer 0's AdamW moments" -- --optimizer adamw
+  mutant 07-f 07_tp 07_tp/tp.c \
+    's/(void \*p = to_wire\(m, m->dnext\);\n)\s*dt_all_reduce\([^\n]*\n/$1/' \
+    "TP backward all-reduce (f) omitted"
+  mutant 07-residual 07_tp 07_tp/tp.c \
+    's/(    void \*p = to_wire\(m, out\);)/    dt_add(out, x, (size_t)(B * D));\n$1/; s/    dt_add\(out, x, \(size_t\)\(B \* D\)\); \/\*[^\n]*\n//' \
+    "residual added to every rank's partial sum"
+  mutant 07-shard 07_tp 07_tp/tp.c \
+    's/dt_init_w2\(&c, l, w2_of\(&m, m\.w, l\), col0, Hs\)/dt_init_w2(&c, l, w2_of(&m, m.w, l), 0, Hs)/' \
+    "every rank starts W2 from rank 0's rows"
+  mutant 08-mesh 08_fsdp_tp 08_fsdp_tp/fsdp_tp.c \
+    's/dt_all_reduce\(m->tp, buf, buf, n, DT_F32, DT_SUM\)/dt_all_reduce(m->fsdp, buf, buf, n, DT_F32, DT_SUM)/' \
+    "TP sum over the FSDP column instead of the TP row"
+  mutant 08-avg 08_fsdp_tp 08_fsdp_tp/fsdp_tp.c \
+    's/dt_reduce_scatter\(m->fsdp, g, m->g \+ l \* S, \(size_t\)S, DT_F32, DT_AVG\)/dt_reduce_scatter(m->fsdp, g, m->g + l * S, (size_t)S, DT_F32, DT_SUM)/' \
+    "FSDP gradients summed over the rows, not averaged" -- --optimizer sgd --tp 1
+  mutant 09-scale 09_pp 09_pp/pp.c \
+    's/1\.0 \/ \(\(double\)p->c\.batch \* D\)/1.0 \/ ((double)R * D)/' \
+    "micro-batch losses not scaled by 1/M (last stage only)" -- --optimizer sgd
+  mutant 09-order 09_pp 09_pp/pp.c \
+    's/p->bx \+ mb \* p->R \* p->D/p->bx + (mb + 1) % (p->c.batch \/ p->R) * p->R * p->D/' \
+    "micro-batches fed out of order (first stage only)"
+  echo "mutants: $MUT_CAUGHT caught of $MUT_TOTAL"
+  if [ "$MUT_CAUGHT" = "$MUT_TOTAL" ]; then
+    pass "mutants: every planted bug ends CHECK FAILED at NP 2 and 4"
+  else
+    fail "mutants: every planted bug ends CHECK FAILED at NP 2 and 4" "" "$MUT_CAUGHT caught of $MUT_TOTAL"
+  fi
+fi
