@@ -127,7 +127,7 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
          why);
   printf("  weights, worst tensor rel L2 diff         %-12.2e %-9.1e %s, of how far training "
          "moved it (layers.%d.w%d)\n",
-         f.tensor, tensor_bound, why, f.worst / 2, 1 + f.worst % 2);
+         f.tensor, tensor_bound, adamw ? why : "S x K x u", f.worst / 2, 1 + f.worst % 2);
   printf("  weights off alone, worst tensor           %-12zu %-9zu %g%% of %zu, off by more than "
          "the bound x the tensor's rms movement\n",
          f.outlier_max, out_bound, OUTLIER_SHARE * 100, n);
