@@ -14,35 +14,45 @@ MUT_DIR=${MUT_DIR:-build/mutants}
 MUT_CAUGHT=0
 MUT_TOTAL=0
 
+# build_copy DIR LESSON_DIR FILE [PERL_SUBSTITUTION]: DIR/<name>, the lesson
+# built with FILE replaced by a copy (mutated when a substitution is given).
+# Returns 2 when the substitution no longer matches, 1 when it does not build.
+build_copy() {
+  local dir=$1 lesson=$2 file=$3 subst=${4:-} name
+  name=$(basename "$lesson"); name=${name#*_}
+  mkdir -p "$dir"
+  cp "$file" "$dir/$(basename "$file")"
+  if [ -n "$subst" ]; then
+    perl -0pi -e "$subst" "$dir/$(basename "$file")"
+    cmp -s "$file" "$dir/$(basename "$file")" && return 2
+  fi
+  local link=("$dir/copy.o" "$BUILD_DIR/libdt.a")
+  case $file in
+    common/*) link=("$BUILD_DIR/$lesson/$name.o" "$dir/copy.o" "$BUILD_DIR/libdt.a" -Wl,--allow-multiple-definition) ;;
+  esac
+  mpicc -O2 -std=c11 -Icommon -Itests -c "$dir/$(basename "$file")" -o "$dir/copy.o" >"$dir/build.log" 2>&1 &&
+    mpicc "${link[@]}" -o "$dir/$name" -lopenblas -lm -pthread >>"$dir/build.log" 2>&1 || return 1
+}
+
 # mutant ID LESSON_DIR FILE PERL_SUBSTITUTION DESCRIPTION -- ARGS...
 mutant() {
-  local id=$1 lesson=$2 file=$3 subst=$4 desc=$5
+  local id=$1 lesson=$2 file=$3 subst=$4 desc=$5 name rc
   shift 5
   [ "$1" = "--" ] && shift
-  local dir="$MUT_DIR/$id" name src obj bin
   name=$(basename "$lesson"); name=${name#*_}
-  src="$dir/$(basename "$file")" obj="$dir/mutant.o" bin="$dir/$name"
   MUT_TOTAL=$((MUT_TOTAL + 1))
-  mkdir -p "$dir"
-  cp "$file" "$src"
-  perl -0pi -e "$subst" "$src"
-  if cmp -s "$file" "$src"; then
+  build_copy "$MUT_DIR/$id" "$lesson" "$file" "$subst"
+  rc=$?
+  if [ $rc = 2 ]; then
     fail "mutant $id ($desc): the substitution no longer matches $file" "" "update it in tests/suite_mutants.sh"
     return
-  fi
-  local cflags="-O2 -std=c11 -Wall -Wextra -Wno-unused -Icommon -Itests"
-  local link=("$obj" "$BUILD_DIR/libdt.a")
-  case $file in
-    common/*) link=("$BUILD_DIR/$lesson/$name.o" "$obj" "$BUILD_DIR/libdt.a" -Wl,--allow-multiple-definition) ;;
-  esac
-  if ! mpicc $cflags -c "$src" -o "$obj" >"$dir/build.log" 2>&1 ||
-     ! mpicc "${link[@]}" -o "$bin" -lopenblas -lm -pthread >>"$dir/build.log" 2>&1; then
-    fail "mutant $id ($desc): does not build" "$dir/build.log"
+  elif [ $rc != 0 ]; then
+    fail "mutant $id ($desc): does not build" "$MUT_DIR/$id/build.log"
     return
   fi
   local before=$FAILED np
   for np in 2 4; do
-    check "mutant $id np=$np: $desc" "$np" 1 'CHECK FAILED' -- "./$bin" "$@"
+    check "mutant $id np=$np: $desc" "$np" 1 'CHECK FAILED' -- "./$MUT_DIR/$id/$name" "$@"
   done
   [ "$FAILED" = "$before" ] && MUT_CAUGHT=$((MUT_CAUGHT + 1))
 }
@@ -51,19 +61,11 @@ BUILD_DIR=build/${BACKEND:-cpu}
 if [ "${BACKEND:-cpu}" != cpu ]; then
   echo "SKIP mutants: they are built for the cpu backend (this run: ${BACKEND})"
 else
-  # The harness itself must not change a result: an unmutated copy passes.
-  for spec in "05_dp 05_dp/dp.c" "05_dp common/data.c"; do
-    set -- $spec
-    mkdir -p "$MUT_DIR/control"
-    n=$(basename "$1"); n=${n#*_}
-    mpicc -O2 -std=c11 -Icommon -Itests -c "$2" -o "$MUT_DIR/control/m.o" 2>"$MUT_DIR/control/build.log"
-    case $2 in
-      common/*) l=("$BUILD_DIR/$1/$n.o" "$MUT_DIR/control/m.o" "$BUILD_DIR/libdt.a" -Wl,--allow-multiple-definition) ;;
-      *) l=("$MUT_DIR/control/m.o" "$BUILD_DIR/libdt.a") ;;
-    esac
-    mpicc "${l[@]}" -o "$MUT_DIR/control/$n" -lopenblas -lm -pthread 2>>"$MUT_DIR/control/build.log"
-    check "mutants: an unmutated copy of $2 built by the harness passes" 2 0 'CHECK PASSED' -- \
-      "./$MUT_DIR/control/$n" --optimizer adamw
+  # The harness itself must not change a result: unmutated copies pass.
+  for file in 05_dp/dp.c common/data.c; do
+    build_copy "$MUT_DIR/control-${file//\//-}" 05_dp "$file"
+    check "mutants: an unmutated copy of $file built by the harness passes" 2 0 'CHECK PASSED' -- \
+      "./$MUT_DIR/control-${file//\//-}/dp" --optimizer adamw
   done
 
   mutant 03-ring 03_all_reduce 03_all_reduce/all_reduce.c \
