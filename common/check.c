@@ -11,10 +11,11 @@
  *   - AdamW divides each update by the gradient's own running size, so a
  *     gradient that rounding tips across zero (a ReLU input within rounding
  *     of 0) becomes a full step of lr, and the models drift apart a little
- *     from then on. Measured over 5 BLAS kernels x 3 seeds x NP 2/4 x lessons
- *     05-09: up to 9.2e-3 of the movement in weights, 3.2e-4 in the loss; the
- *     bounds below leave 5x and 15x of margin. No weight can differ by more
- *     than twice what AdamW can move one weight in the steps run.
+ *     from then on. Measured over 5 BLAS kernels, seeds, NP 2/4, lessons
+ *     05-09, 30 to 300 steps: up to 1.8e-2 of the movement in weights and
+ *     5.7e-5 of the first loss; the bounds below leave 2.7x and 90x of margin.
+ *     No weight can differ by more than twice what AdamW can move one weight
+ *     in the steps run.
  * A bug, even one confined to one rank's shard or stage, is off by far more
  * (CHECKING.md has the table of planted bugs). */
 #define DT_COMMON_IMPL
@@ -28,7 +29,7 @@
 #define U32                (1.0 / 16777216.0) /* float32's unit roundoff, 2^-24 */
 #define ADAMW_LOSS_BOUND   5e-3
 #define ADAMW_WEIGHT_BOUND 5e-2
-#define OUTLIER_SHARE      0.05 /* of a tensor, each still within 2 x reach */
+#define OUTLIER_SHARE      0.10 /* of a tensor, each still within 2 x reach */
 /* In 16 bits every rank rounds its partial sums where one process rounds once,
  * so results agree to the format's precision: the loss per step within REL16,
  * the weights within REL16 in L2 norm. Measured on lesson 05 (4 ranks, 30
