@@ -20,12 +20,18 @@ void dt_watch_end(void);
 void dt_watchdog_start(void);
 void dt_watchdog_stop(void);
 #ifdef DT_CUDA
+/* NCCL work is asynchronous: these poll until the compute stream is idle, or
+ * the event has happened, checking NCCL's errors, under the deadline. */
 void dt_nccl_complete(dt_comm *c);
+void dt_nccl_wait_event(dt_comm *c, void *event);
 #endif
 
 /* comm.c */
 dt_comm *dt_comm_create(MPI_Comm mpi, int use_nccl);
 void dt_comm_release_staging(void);
+#ifdef DT_CUDA
+void dt_comm_abort_nccl(void); /* dt_fail: abort every live NCCL communicator */
+#endif
 MPI_Datatype dt_mpi_type(dt_dtype t);
 MPI_Op dt_mpi_op(dt_op op, dt_dtype t);
 int dt_mpi_count(size_t count);
