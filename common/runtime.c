@@ -196,6 +196,7 @@ void dt_finalize(void) {
   dt_comm_free(rt.world);
   dt_comm_release_staging();
 #ifdef DT_CUDA
+  dt_mem_release_cache();
   cudaStreamDestroy(rt.stream);
   cudaStreamDestroy(rt.side_stream);
 #endif
