@@ -4,6 +4,7 @@
 #   make lesson-3        build one lesson          make run-3 NP=4 ARGS="--max-bytes 1M"
 #   make tour            run every lesson at NP=4  make test    the whole test suite
 #   make setup           install Open MPI and OpenBLAS (apt-get, through sudo when not root)
+#   make gpu-node-kit    pack Open MPI into .gpu-kit/ for a GPU machine without network
 #
 # Variables: BACKEND=auto|cpu|cuda NP MPIRUN ARGS CUDA_HOME NCCL_HOME MPI_HOME ARCH
 .DEFAULT_GOAL := all
@@ -14,29 +15,14 @@ BACKEND   ?= auto
 NP        ?= 4
 ARGS      ?=
 CUDA_HOME ?= /usr/local/cuda
-NCCL_HOME ?= $(CUDA_HOME)
+NCCL_HOME ?=
 MPI_HOME  ?=
 ARCH      ?= 80 90
 MPIRUN    ?= $(if $(MPI_HOME),$(MPI_HOME)/bin/mpirun,mpirun)
 
 # ---- what this machine has -------------------------------------------------
-find_mpicc = $(if $(MPI_HOME),$(wildcard $(MPI_HOME)/bin/mpicc),$(shell command -v mpicc 2>/dev/null))
-MPICC := $(find_mpicc)
-HAVE_CBLAS := $(shell echo '\#include <cblas.h>' | cc -E -x c - >/dev/null 2>&1 && echo yes)
-NO_MPI_GOALS := setup clean help
-ifeq ($(and $(MPICC),$(HAVE_CBLAS)),)
-ifneq ($(filter-out $(NO_MPI_GOALS),$(or $(MAKECMDGOALS),all)),)
-$(info mpicc or cblas.h not found: running 'make setup' to install Open MPI and OpenBLAS first)
-SETUP_STATUS := $(shell $(MAKE) --no-print-directory setup >&2; echo $$?)
-MPICC := $(find_mpicc)
-$(if $(MPICC),,$(error 'make setup' did not provide mpicc; install Open MPI (openmpi-bin libopenmpi-dev) and retry))
-endif
-endif
-
 NVCC := $(firstword $(wildcard $(CUDA_HOME)/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
 GPUS := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-NCCL_VERSION := $(shell sed -n 's/^\#define NCCL_\(MAJOR\|MINOR\|PATCH\) *\([0-9]*\).*/\2/p' \
-                  $(NCCL_HOME)/include/nccl.h 2>/dev/null | paste -sd. -)
 CORES := $(shell nproc 2>/dev/null || echo 1)
 
 ifeq ($(BACKEND),auto)
@@ -45,9 +31,36 @@ endif
 ifeq ($(filter cpu cuda,$(BACKEND)),)
   $(error BACKEND must be auto, cpu or cuda, not '$(BACKEND)')
 endif
+
+# The cpu backend needs OpenBLAS (cblas.h); the cuda backend only cuBLAS.
+find_mpicc = $(if $(MPI_HOME),$(wildcard $(MPI_HOME)/bin/mpicc),$(shell command -v mpicc 2>/dev/null))
+MPICC := $(find_mpicc)
+HAVE_CBLAS := $(if $(filter cuda,$(BACKEND)),not needed,$(shell echo '\#include <cblas.h>' | cc -E -x c - >/dev/null 2>&1 && echo yes))
+NO_MPI_GOALS := setup clean help gpu-node-kit test-gpu-node-kit
+ifeq ($(and $(MPICC),$(HAVE_CBLAS)),)
+ifneq ($(filter-out $(NO_MPI_GOALS),$(or $(MAKECMDGOALS),all)),)
+$(info mpicc or cblas.h not found: running 'make setup' to install Open MPI and OpenBLAS first)
+SETUP_STATUS := $(shell $(MAKE) --no-print-directory setup >&2; echo $$?)
+MPICC := $(find_mpicc)
+$(if $(MPICC),,$(error 'make setup' did not provide mpicc; install Open MPI (openmpi-bin libopenmpi-dev) and retry$(if $(MPI_HOME), or fix MPI_HOME=$(MPI_HOME))))
+endif
+endif
+
 ifeq ($(BACKEND),cuda)
   ifeq ($(NVCC),)
     $(error BACKEND=cuda needs nvcc: set CUDA_HOME (now $(CUDA_HOME)))
+  endif
+endif
+# NCCL: NCCL_HOME, else pip's nvidia-nccl-cu* of python3, else the system
+# (tools/find_nccl.sh); looked for only where nvcc is.
+NCCL_FOUND := $(if $(NVCC),$(shell CUDA_HOME=$(CUDA_HOME) NCCL_HOME=$(NCCL_HOME) bash tools/find_nccl.sh 2>/dev/null))
+NCCL_INC := $(word 1,$(NCCL_FOUND))
+NCCL_LIB := $(word 2,$(NCCL_FOUND))
+NCCL_FROM := $(wordlist 3,99,$(NCCL_FOUND))
+NCCL_VERSION := $(word 2,$(NCCL_FROM))
+ifeq ($(BACKEND),cuda)
+  ifeq ($(NCCL_FOUND),)
+    $(error $(shell CUDA_HOME=$(CUDA_HOME) NCCL_HOME=$(NCCL_HOME) bash tools/find_nccl.sh 2>&1 >/dev/null))
   endif
 endif
 
@@ -56,16 +69,22 @@ BUILD_ROOT ?= build
 BUILD   := $(BUILD_ROOT)/$(BACKEND)
 OPT     ?= -O2 -g
 CFLAGS  := $(OPT) -std=c11 -Wall -Wextra -Icommon -Itests -MMD -MP
-LDLIBS  := -lopenblas -lm -pthread
+LDLIBS  := $(if $(filter cpu,$(BACKEND)),-lopenblas) -lm -pthread
 COMMON_SRC := $(filter-out common/kernels_cpu.c,$(wildcard common/*.c))
 ifeq ($(BACKEND),cuda)
-  CFLAGS  += -DDT_CUDA -I$(CUDA_HOME)/include -I$(NCCL_HOME)/include
-  NVFLAGS := -O2 -g -std=c++17 -DDT_CUDA -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX -Icommon -I$(NCCL_HOME)/include \
+  CFLAGS  += -DDT_CUDA -I$(CUDA_HOME)/include -I$(NCCL_INC)
+  # sm_XX machine code for each ARCH, and PTX of the newest, which the driver
+  # compiles (JIT) for a GPU newer than all of them.
+  PTX_ARCH := $(shell printf '%s\n' $(ARCH) | sort -n | tail -n 1)
+  NVFLAGS := -O2 -g -std=c++17 -DDT_CUDA -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX -Icommon -I$(NCCL_INC) \
              $(addprefix -I,$(shell $(MPICC) --showme:incdirs 2>/dev/null)) \
              $(foreach a,$(ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
+             -gencode arch=compute_$(PTX_ARCH),code=compute_$(PTX_ARCH) \
              -Xcompiler -Wall,-Wextra -MMD -MP
-  LDLIBS  += -L$(CUDA_HOME)/lib64 -L$(NCCL_HOME)/lib -Wl,-rpath,$(CUDA_HOME)/lib64 \
-             -Wl,-rpath,$(NCCL_HOME)/lib -lnccl -lcublas -lcudart -lstdc++
+  # -l:libnccl.so.2, the SONAME: pip's wheel ships no unversioned libnccl.so.
+  # NCCL's folder first, in -L and rpath: a CUDA tree may hold another NCCL.
+  LDLIBS  += -L$(NCCL_LIB) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(NCCL_LIB) \
+             -Wl,-rpath,$(CUDA_HOME)/lib64 -l:libnccl.so.2 -lcublas -lcudart -lstdc++
   COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o) $(patsubst %.cu,$(BUILD)/%.o,$(wildcard common/*.cu))
 else
   COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/kernels_cpu.o
@@ -94,6 +113,7 @@ all: banner $(LESSON_BINS) $(TEST_BINS)
 
 banner:
 	@echo "make: backend=$(BACKEND) mpicc=$(or $(MPICC),none) nvcc=$(or $(NVCC),none) nccl=$(or $(NCCL_VERSION),none) gpus=$(GPUS) cores=$(CORES)"
+	@$(if $(filter cuda,$(BACKEND)),echo "make: $(NCCL_FROM) (nccl.h in $(NCCL_INC); links $(NCCL_LIB)/libnccl.so.2)",:)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
@@ -162,6 +182,16 @@ check-$(call lesson_num,$(1)): $(BUILD)/libdt.a
 	  OBJDIR=$(BUILD)/exercises MPIRUN="$(MPIRUN)" CORES=$(CORES) bash tests/exercise.sh check $(1)
 endef
 $(foreach d,$(LESSON_DIRS),$(eval $(call exercise_rules,$(d))))
+
+# A GPU machine without network (README, "Running on a GPU node"): pack
+# .gpu-kit/ here (Open MPI from PyPI), copy it along, and begin each command
+# there with 'source tools/gpu-node/env.sh &&'. test-gpu-node-kit packs it and
+# checks it here with the system's Open MPI hidden (downloads: not in make test).
+.PHONY: gpu-node-kit test-gpu-node-kit
+gpu-node-kit:
+	@bash tools/gpu-node/pack.sh
+test-gpu-node-kit: gpu-node-kit
+	@CORES=$(CORES) bash tools/gpu-node/test_kit.sh
 
 setup:
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \

@@ -386,6 +386,7 @@ int main(int argc, char **argv) {
   for (int t = DT_PARAMS; t <= DT_ACTIV; t++)
     dt_print0("    %-8s %21zu %12llu   %s\n", dt_tag_name((dt_tag)t), dt_mem_peak((dt_tag)t),
               (unsigned long long)want[t], why[t]);
+  dt_print_memory_uncounted();
 
   to_host(&m, m.w, host_w);
   if (c.save && world->rank == 0) dt_save_model(c.save, &c, c.steps, host_w);

@@ -415,6 +415,7 @@ int main(int argc, char **argv) {
               dt_tag_name(DT_COMMBUF), dt_mem_peak(DT_COMMBUF), 2 * (fly * NS + NS + gs),
               2 * (size_t)P, fly > 1 ? "L" : "1", gs ? " + S" : "", gs ? " and its shard" : "");
   }
+  dt_print_memory_uncounted();
   dt_print_ranks("peak params %zu, grads %zu, optim %zu, activ %zu bytes\n", dt_mem_peak(DT_PARAMS),
                  dt_mem_peak(DT_GRADS), dt_mem_peak(DT_OPTIM), dt_mem_peak(DT_ACTIV));
 

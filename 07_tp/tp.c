@@ -332,6 +332,7 @@ int main(int argc, char **argv) {
   for (int t = DT_PARAMS; t <= DT_ACTIV; t++)
     dt_print0("    %-24s %11zu %11s %11s   %s\n", dt_tag_name((dt_tag)t), dt_mem_peak((dt_tag)t),
               num(f1, mem[t]), t == DT_ACTIV && B % N ? "n/a" : num(f3, dp[t]), why[t]);
+  dt_print_memory_uncounted();
   dt_print0("  loss on every rank: largest spread across ranks %.2e over %lld steps\n", spread,
             (long long)trained);
   if (m.wire == DT_F16)

@@ -373,6 +373,7 @@ int main(int argc, char **argv) {
                 "overflow verdict (fp16)", (size_t)(m.verdict / steps), 2 * (N - 1) * 4 / N, "", "",
                 (long long)scaler.skipped, scaler.skipped == 1 ? "" : "s", scaler.scale);
   }
+  dt_print_memory_uncounted();
 
   to_host(&m, m.w, host_w); /* after the summary: these gathers are not training's */
   if (c.save && rank == 0) dt_save_model(c.save, &c, c.steps, host_w);

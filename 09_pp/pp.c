@@ -334,6 +334,7 @@ int main(int argc, char **argv) {
                  "%llu each)\n",
                  s, dt_mem_peak(DT_PARAMS), dt_mem_peak(DT_GRADS), dt_mem_peak(DT_OPTIM),
                  (long long)nl, (unsigned long long)(nl * P * 4));
+  dt_print_memory_uncounted();
 
   if (p.wire == DT_F16)
     dt_print0("fp16 loss scaling: %lld step%s skipped on overflow; final loss scale %g\n",

@@ -79,6 +79,33 @@ const char *dt_kind_name(dt_kind k) {
   return names[k];
 }
 
+#ifdef DT_CUDA
+/* The live NCCL communicators, so that dt_fail can abort them: an exit
+ * without it leaves NCCL's proxy threads and buffers to the process's end. */
+enum { MAX_NCCL = 64 };
+static dt_comm *live_nccl[MAX_NCCL];
+static void nccl_remember(dt_comm *c) {
+  for (int i = 0; i < MAX_NCCL; i++)
+    if (!live_nccl[i]) {
+      live_nccl[i] = c;
+      return;
+    }
+}
+static void nccl_forget(dt_comm *c) {
+  for (int i = 0; i < MAX_NCCL; i++)
+    if (live_nccl[i] == c) live_nccl[i] = NULL;
+}
+/* Abort, not destroy: a failing run may leave operations in flight that the
+ * other ranks will never match, and ncclCommDestroy would wait for them. */
+void dt_comm_abort_nccl(void) {
+  for (int i = 0; i < MAX_NCCL; i++)
+    if (live_nccl[i]) {
+      ncclCommAbort((ncclComm_t)live_nccl[i]->nccl_comm);
+      live_nccl[i]->nccl = 0, live_nccl[i] = NULL;
+    }
+}
+#endif
+
 dt_comm *dt_comm_create(MPI_Comm mpi, int use_nccl) {
   dt_comm *c = calloc(1, sizeof *c);
   CHECK_ALLOC(c);
@@ -93,6 +120,7 @@ dt_comm *dt_comm_create(MPI_Comm mpi, int use_nccl) {
     if (c->rank == 0) CHECK_NCCL(ncclGetUniqueId(&id));
     CHECK_MPI(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, mpi));
     CHECK_NCCL(ncclCommInitRank((ncclComm_t *)&c->nccl_comm, c->size, id, c->rank));
+    nccl_remember(c);
   }
 #endif
   return c;
@@ -106,9 +134,11 @@ dt_comm *dt_comm_split(dt_comm *parent, int color, int key) {
   snprintf(c->name, sizeof c->name, "split %d", color);
 #ifdef DT_CUDA
   c->nccl = parent->nccl;
-  if (c->nccl)
+  if (c->nccl) {
     CHECK_NCCL(ncclCommSplit((ncclComm_t)parent->nccl_comm, color, key, (ncclComm_t *)&c->nccl_comm,
                              NULL));
+    nccl_remember(c);
+  }
 #endif
   return c;
 }
@@ -116,7 +146,7 @@ dt_comm *dt_comm_split(dt_comm *parent, int color, int key) {
 void dt_comm_free(dt_comm *c) {
   if (!c) return;
 #ifdef DT_CUDA
-  if (c->nccl) ncclCommDestroy((ncclComm_t)c->nccl_comm);
+  if (c->nccl) nccl_forget(c), ncclCommDestroy((ncclComm_t)c->nccl_comm);
 #endif
   if (c->mpi != MPI_COMM_WORLD) MPI_Comm_free(&c->mpi);
   free(c);
@@ -136,9 +166,13 @@ void dt_comm_reset(dt_comm *c) { memset(c->count, 0, sizeof c->count); }
 
 /* ---- timing and counting ---- */
 static double begin(dt_comm *c, dt_kind k, size_t count, int peer) {
-  if (c->nccl) dt_sync(); /* so the seconds counted are the collective's alone */
   c->seq++;
   dt_watch_begin(c, k, count, peer); /* from here on, the watchdog minds the deadline */
+#ifdef DT_CUDA
+  /* Let the stream's earlier work finish, so the seconds counted are the
+   * collective's alone; polled under the deadline, never a bare sync. */
+  if (c->nccl) dt_nccl_complete(c);
+#endif
   return dt_now();
 }
 

@@ -3,8 +3,9 @@
  * 06_fsdp --prefetch).
  *
  * NCCL: the collective runs on a second stream that first waits for the
- * compute stream (its inputs are ready), and dt_wait makes the compute
- * stream wait for it in turn; the host never blocks.
+ * compute stream (its inputs are ready), so it overlaps the kernels queued
+ * after it; dt_wait polls its end under the watchdog (a hung NCCL call is
+ * named, not waited on forever), then the compute stream goes on.
  * MPI: MPI_I* calls. MPI progresses a nonblocking collective only while the
  * rank is inside MPI, which is why lessons call dt_test between layers. */
 #define _POSIX_C_SOURCE 200809L
@@ -157,7 +158,16 @@ dt_request *dt_reduce_scatter_async(dt_comm *c, const void *sendbuf, void *recvb
 
 int dt_test(dt_request *r) {
 #ifdef DT_CUDA
-  if (r->done_event) return cudaEventQuery((cudaEvent_t)r->done_event) == cudaSuccess;
+  if (r->done_event) { /* an error, CUDA's or NCCL's, is an error, not "not ready" */
+    cudaError_t state = cudaEventQuery((cudaEvent_t)r->done_event);
+    if (state == cudaSuccess) return 1;
+    if (state != cudaErrorNotReady) CHECK_CUDA(state);
+    ncclResult_t async = ncclSuccess;
+    CHECK_NCCL(ncclCommGetAsyncError((ncclComm_t)r->c->nccl_comm, &async));
+    if (async != ncclSuccess)
+      dt_fatal(__FILE__, __LINE__, dt_kind_name(r->kind), ncclGetErrorString(async));
+    return 0;
+  }
 #endif
   if (!r->mpi_done) CHECK_MPI(MPI_Test(&r->mpi, &r->mpi_done, MPI_STATUS_IGNORE));
   return r->mpi_done;
@@ -166,7 +176,10 @@ int dt_test(dt_request *r) {
 void dt_wait(dt_request *r) {
   double t0 = dt_now();
 #ifdef DT_CUDA
-  if (r->done_event) { /* the compute stream waits; the host does not */
+  if (r->done_event) { /* the host polls its end under the deadline */
+    dt_watch_begin(r->c, r->kind, r->result_count, -1);
+    dt_nccl_wait_event(r->c, r->done_event);
+    dt_watch_end();
     CHECK_CUDA(cudaStreamWaitEvent(dt_stream(), (cudaEvent_t)r->done_event, 0));
     CHECK_CUDA(cudaEventDestroy((cudaEvent_t)r->done_event));
   }

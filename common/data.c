@@ -6,7 +6,7 @@
  * (L blocks) can fit it, so the loss falls; any rank can make any sample. */
 #include <stdlib.h>
 
-#include "dt.h"
+#include "internal.h"
 
 #define TEACHER_SEED 0x7eac4e5ULL
 #define X_STREAM     0
@@ -94,8 +94,7 @@ static void teacher_ready(int64_t D, int64_t rows) {
 void dt_make_batch(const dt_train_config *c, const int64_t *samples, int64_t count, float *x,
                    float *y) {
   int64_t D = c->dim;
-  for (int64_t k = 0; k < count; k++)
-    dt_fill_block(x + k * D, 1, D, D, samples[k], 0, (uint64_t)c->data_seed, X_STREAM, 1.0f);
+  dt_fill_rows(x, samples, count, D, (uint64_t)c->data_seed, X_STREAM, 1.0f);
   teacher_ready(D, count);
   dt_block_forward(x, teacher.t1, teacher.t2, teacher.a, teacher.h, y, count, D, D, 1);
 }

@@ -231,6 +231,10 @@ size_t dt_mem_current(dt_tag tag);
 size_t dt_mem_peak(dt_tag tag);
 size_t dt_mem_peak_total(void); /* peak of the sum over tags */
 void dt_mem_reset_peaks(void);  /* peaks restart from the current usage */
+/* Under a lesson's memory table: what it leaves out, where there is some
+ * (matmul's 16-bit rounding copies; on a GPU the CUDA context, cuBLAS and
+ * NCCL). */
+void dt_print_memory_uncounted(void);
 
 /* ---------------------------------------------------------------- timing */
 double dt_now(void); /* MPI_Wtime, seconds */

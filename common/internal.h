@@ -13,6 +13,12 @@ int dt_cli_parse(int argc, char **argv, const dt_lesson *lesson, dt_option *opti
 
 /* kernels_cpu.c / kernels.cu: one-time setup (BLAS threads, cuBLAS handle) */
 void dt_kernels_init(void);
+/* bytes held by matmul's 16-bit rounding copies (dt_alloc'ed, DT_OTHER) */
+size_t dt_rounding_bytes(void);
+/* the rows of samples rows[0..count) of the data set, each cols wide, as
+ * dt_fill_block makes row rows[k] of the full matrix: one launch for all */
+void dt_fill_rows(float *buf, const int64_t *rows, int64_t count, int64_t cols, uint64_t seed,
+                  uint64_t stream, float bound);
 
 /* watchdog.c: what the blocking call in progress is, and its deadline */
 void dt_watch_begin(const dt_comm *c, dt_kind k, size_t count, int peer);
@@ -20,12 +26,23 @@ void dt_watch_end(void);
 void dt_watchdog_start(void);
 void dt_watchdog_stop(void);
 #ifdef DT_CUDA
+/* NCCL work is asynchronous: these poll until the compute stream is idle, or
+ * the event has happened, checking NCCL's errors, under the deadline. */
 void dt_nccl_complete(dt_comm *c);
+void dt_nccl_wait_event(dt_comm *c, void *event);
+#endif
+
+/* memory.c: the cuda backend's cached device blocks, freed (dt_finalize) */
+#ifdef DT_CUDA
+void dt_mem_release_cache(void);
 #endif
 
 /* comm.c */
 dt_comm *dt_comm_create(MPI_Comm mpi, int use_nccl);
 void dt_comm_release_staging(void);
+#ifdef DT_CUDA
+void dt_comm_abort_nccl(void); /* dt_fail: abort every live NCCL communicator */
+#endif
 MPI_Datatype dt_mpi_type(dt_dtype t);
 MPI_Op dt_mpi_op(dt_op op, dt_dtype t);
 int dt_mpi_count(size_t count);

@@ -19,7 +19,7 @@ static double *reduce_slot; /* device scalar for loss and norm reductions */
 
 static unsigned blocks_for(size_t n) { return (unsigned)((n + 255) / 256); }
 #define GRID(n) blocks_for(n), 256, 0, dt_stream()
-#define INDEX (blockIdx.x * (size_t)blockDim.x + threadIdx.x)
+#define INDEX   (blockIdx.x * (size_t)blockDim.x + threadIdx.x)
 
 extern "C" void dt_kernels_init(void) {
   CHECK_CUBLAS(cublasCreate(&blas));
@@ -43,6 +43,16 @@ __global__ static void fill_block_kernel(float *buf, int64_t rows, int64_t cols,
   if (i >= (size_t)(rows * cols)) return;
   int64_t r = (int64_t)i / cols, c = (int64_t)i % cols;
   float u = dt_rng_core_uniform(seed, stream, (uint64_t)((row0 + r) * full_cols + col0 + c));
+  buf[i] = __fadd_rn(lo, __fmul_rn(width, u));
+}
+/* Row k is row rows[k] of the full matrix: the batch's samples in one launch. */
+__global__ static void fill_rows_kernel(float *buf, const int64_t *rows, int64_t count,
+                                        int64_t cols, uint64_t seed, uint64_t stream, float lo,
+                                        float width) {
+  size_t i = INDEX;
+  if (i >= (size_t)(count * cols)) return;
+  int64_t k = (int64_t)i / cols, c = (int64_t)i % cols;
+  float u = dt_rng_core_uniform(seed, stream, (uint64_t)(rows[k] * cols + c));
   buf[i] = __fadd_rn(lo, __fmul_rn(width, u));
 }
 __global__ static void relu_forward_kernel(const float *a, float *h, size_t n) {
@@ -105,18 +115,35 @@ extern "C" void dt_fill_block(float *buf, int64_t rows, int64_t cols, int64_t fu
                               float bound) {
   size_t n = (size_t)(rows * cols);
   if (n) {
-    fill_block_kernel<<<GRID(n)>>>(buf, rows, cols, full_cols, row0, col0, seed, stream,
-                                        -bound, 2 * bound);
+    fill_block_kernel<<<GRID(n)>>>(buf, rows, cols, full_cols, row0, col0, seed, stream, -bound,
+                                   2 * bound);
     LAUNCHED();
   }
 }
 extern "C" void dt_fill_uniform(float *buf, size_t n, uint64_t seed, uint64_t stream,
                                 uint64_t offset, float lo, float hi) {
   if (n) {
-    fill_block_kernel<<<GRID(n)>>>(buf, 1, (int64_t)n, 0, 0, (int64_t)offset, seed, stream,
-                                        lo, hi - lo);
+    fill_block_kernel<<<GRID(n)>>>(buf, 1, (int64_t)n, 0, 0, (int64_t)offset, seed, stream, lo,
+                                   hi - lo);
     LAUNCHED();
   }
+}
+static int64_t *fill_rows_index; /* the sample indices, on the device */
+static int64_t fill_rows_size;
+extern "C" void dt_fill_rows(float *buf, const int64_t *rows, int64_t count, int64_t cols,
+                             uint64_t seed, uint64_t stream, float bound) {
+  if (count <= 0 || cols <= 0) return;
+  if (fill_rows_size < count) {
+    dt_free(fill_rows_index);
+    fill_rows_index = (int64_t *)dt_alloc((size_t)count * sizeof(int64_t), DT_OTHER);
+    fill_rows_size = count;
+  }
+  /* from pageable memory this returns once rows is copied out: reusable */
+  CHECK_CUDA(cudaMemcpyAsync(fill_rows_index, rows, (size_t)count * sizeof(int64_t),
+                             cudaMemcpyHostToDevice, dt_stream()));
+  size_t n = (size_t)(count * cols);
+  fill_rows_kernel<<<GRID(n)>>>(buf, fill_rows_index, count, cols, seed, stream, -bound, 2 * bound);
+  LAUNCHED();
 }
 __global__ static void to_half_kernel(const float *src, uint16_t *dst, size_t n, int bf16) {
   size_t i = INDEX;
@@ -161,7 +188,8 @@ extern "C" size_t dt_count_nonfinite(const float *buf, size_t n) {
     nonfinite_kernel<<<GRID(n)>>>(buf, n, (unsigned long long *)reduce_slot);
     LAUNCHED();
   }
-  CHECK_CUDA(cudaMemcpyAsync(&count, reduce_slot, sizeof count, cudaMemcpyDeviceToHost, dt_stream()));
+  CHECK_CUDA(
+      cudaMemcpyAsync(&count, reduce_slot, sizeof count, cudaMemcpyDeviceToHost, dt_stream()));
   CHECK_CUDA(cudaStreamSynchronize(dt_stream())); /* the host decides whether to step */
   return (size_t)count;
 }
@@ -171,11 +199,14 @@ static dt_dtype matmul_inputs = DT_F32;
 static float *rounded[2];
 static size_t rounded_size[2];
 extern "C" void dt_set_matmul_inputs(dt_dtype t) { matmul_inputs = t; }
+extern "C" size_t dt_rounding_bytes(void) {
+  return (rounded_size[0] + rounded_size[1]) * sizeof(float);
+}
 
 static const float *rounded_copy(int which, const float *x, size_t n) {
   if (rounded_size[which] < n) {
-    CHECK_CUDA(cudaFree(rounded[which]));
-    CHECK_CUDA(cudaMalloc(&rounded[which], n * sizeof(float)));
+    dt_free(rounded[which]); /* dt_alloc: the memory tables know of them */
+    rounded[which] = dt_alloc_f32(n, DT_OTHER);
     rounded_size[which] = n;
   }
   if (n) {
@@ -185,8 +216,8 @@ static const float *rounded_copy(int which, const float *x, size_t n) {
   return rounded[which];
 }
 
-extern "C" void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
-                          const float *A, const float *B, float *C, int accumulate) {
+extern "C" void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
+                          const float *B, float *C, int accumulate) {
   if (matmul_inputs != DT_F32) {
     A = rounded_copy(0, A, (size_t)(M * K));
     B = rounded_copy(1, B, (size_t)(K * N));
@@ -258,8 +289,7 @@ extern "C" void dt_adamw_step(float *w, const float *g, float *m, float *v, size
                               float weight_decay, int64_t t) {
   float bias1 = 1.0f - powf(0.9f, (float)t), bias2_sqrt = sqrtf(1.0f - powf(0.999f, (float)t));
   if (n) {
-    adamw_kernel<<<GRID(n)>>>(w, g, m, v, n, lr, 1.0f - lr * weight_decay, lr / bias1,
-                                   bias2_sqrt);
+    adamw_kernel<<<GRID(n)>>>(w, g, m, v, n, lr, 1.0f - lr * weight_decay, lr / bias1, bias2_sqrt);
     LAUNCHED();
   }
 }

@@ -5,8 +5,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "dt.h"
 #include "half_core.h"
+#include "internal.h"
 #include "rng_core.h"
 
 void dt_kernels_init(void) { openblas_set_num_threads(1); }
@@ -31,6 +31,12 @@ void dt_fill_block(float *buf, int64_t rows, int64_t cols, int64_t full_cols, in
   for (int64_t r = 0; r < rows; r++)
     dt_fill_uniform(buf + r * cols, (size_t)cols, seed, stream,
                     (uint64_t)((row0 + r) * full_cols + col0), -bound, bound);
+}
+
+void dt_fill_rows(float *buf, const int64_t *rows, int64_t count, int64_t cols, uint64_t seed,
+                  uint64_t stream, float bound) {
+  for (int64_t k = 0; k < count; k++)
+    dt_fill_block(buf + k * cols, 1, cols, cols, rows[k], 0, seed, stream, bound);
 }
 
 void dt_to_half(const float *src, void *dst, size_t n, dt_dtype t) {
@@ -61,12 +67,12 @@ static dt_dtype matmul_inputs = DT_F32;
 static float *rounded[2];
 static size_t rounded_size[2];
 void dt_set_matmul_inputs(dt_dtype t) { matmul_inputs = t; }
+size_t dt_rounding_bytes(void) { return (rounded_size[0] + rounded_size[1]) * sizeof(float); }
 
 static const float *rounded_copy(int which, const float *x, size_t n) {
   if (rounded_size[which] < n) {
-    free(rounded[which]);
-    rounded[which] = malloc(n * sizeof(float));
-    CHECK_ALLOC(rounded[which]);
+    dt_free(rounded[which]); /* dt_alloc: the memory tables know of them */
+    rounded[which] = dt_alloc_f32(n, DT_OTHER);
     rounded_size[which] = n;
   }
   for (size_t i = 0; i < n; i++) rounded[which][i] = x[i];

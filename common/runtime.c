@@ -44,6 +44,9 @@ void dt_fail(const char *fmt, ...) {
     fputs(line, stderr);
     fflush(stderr);
   }
+#ifdef DT_CUDA
+  dt_comm_abort_nccl(); /* NCCL's threads and GPU memory end with their communicators */
+#endif
   MPI_Finalize();
   exit(2);
 }
@@ -71,25 +74,35 @@ static void mpi_library_name(char *out, size_t n) {
 }
 
 #ifdef DT_CUDA
-/* One GPU per rank when there are enough; otherwise ranks share GPUs and
- * NCCL (before 2.30) refuses them, so collectives stage through host memory
- * over MPI. Returns whether NCCL is used. */
+/* Why a rank has no GPU, said by the lowest such rank through rank 0: the
+ * CUDA error (no device, driver too old, no permission) is the diagnosis. */
+static void fail_without_gpu(int ngpus, cudaError_t err) {
+  int mine = ngpus > 0 ? rt.size : rt.rank, first = rt.size;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (first == rt.size) return;
+  char why[256];
+  const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+  snprintf(why, sizeof why, "%s%s%s%s",
+           err != cudaSuccess ? cudaGetErrorString(err) : "cudaGetDeviceCount found 0 devices",
+           visible ? " (CUDA_VISIBLE_DEVICES=" : "", visible ? visible : "", visible ? ")" : "");
+  MPI_Bcast(why, sizeof why, MPI_CHAR, first, MPI_COMM_WORLD);
+  dt_fail("this binary was built with BACKEND=cuda but rank %d sees no CUDA GPU: %s; "
+          "rebuild with 'make BACKEND=cpu' to run on CPUs",
+          first, why);
+}
+
+/* Each rank takes GPU local_rank % (GPUs it sees): one GPU per rank when a
+ * node has enough, or when a scheduler gives each rank its own through
+ * CUDA_VISIBLE_DEVICES (then every rank sees one, its "GPU 0"). Whether ranks
+ * share a GPU is decided by comparing the GPUs' UUIDs across ranks, not by
+ * counting: NCCL (before 2.30) refuses two ranks of one communicator on one
+ * GPU, and then collectives stage through host memory over MPI. Returns
+ * whether NCCL is used. */
 static int choose_device(const char *comm_choice, char *gpu_name, size_t n) {
   int ngpus = 0;
-  if (cudaGetDeviceCount(&ngpus) != cudaSuccess) ngpus = 0;
-  int fewest = 0, shared = 0, local_shared = rt.local_size > ngpus;
-  MPI_Allreduce(&ngpus, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (fewest == 0)
-    dt_fail("this binary was built with BACKEND=cuda but a rank sees no CUDA GPU; "
-            "rebuild with 'make BACKEND=cpu' to run on CPUs");
-  MPI_Allreduce(&local_shared, &shared, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  int nccl_version = 0;
-  ncclGetVersion(&nccl_version);
-  if (shared && strcmp(comm_choice, "nccl") == 0)
-    dt_fail("--comm nccl: %d ranks share %d GPU(s) on a node, and NCCL %d refuses two ranks "
-            "of one communicator on one GPU (\"Duplicate GPU detected\"); use --comm mpi or at "
-            "most one rank per GPU",
-            rt.local_size, ngpus, nccl_version);
+  cudaError_t err = cudaGetDeviceCount(&ngpus);
+  if (err != cudaSuccess) ngpus = 0;
+  fail_without_gpu(ngpus, err);
   rt.device = rt.local_rank % ngpus;
   CHECK_CUDA(cudaSetDevice(rt.device));
   CHECK_CUDA(cudaStreamCreateWithFlags(&rt.stream, cudaStreamNonBlocking));
@@ -97,15 +110,37 @@ static int choose_device(const char *comm_choice, char *gpu_name, size_t n) {
   struct cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, rt.device));
   snprintf(gpu_name, n, "%.100s", prop.name);
+
+  /* UUIDs are unique across machines too, so the world can compare them */
+  enum { U = sizeof prop.uuid.bytes };
+  char *uuids = malloc((size_t)rt.size * U);
+  CHECK_ALLOC(uuids);
+  CHECK_MPI(MPI_Allgather(prop.uuid.bytes, U, MPI_BYTE, uuids, U, MPI_BYTE, MPI_COMM_WORLD));
+  int distinct = 0;
+  for (int r = 0; r < rt.size; r++) {
+    int seen = 0;
+    for (int q = 0; q < r && !seen; q++)
+      seen = !memcmp(uuids + (size_t)r * U, uuids + (size_t)q * U, U);
+    distinct += !seen;
+  }
+  free(uuids);
+  int shared = distinct < rt.size;
+
+  int nccl_version = 0;
+  ncclGetVersion(&nccl_version);
+  if (shared && strcmp(comm_choice, "nccl") == 0)
+    dt_fail("--comm nccl: %d ranks share %d GPU(s), and NCCL %d refuses two ranks of one "
+            "communicator on one GPU (\"Duplicate GPU detected\"); use --comm mpi or at most one "
+            "rank per GPU",
+            rt.size, distinct, nccl_version);
   int use_nccl = strcmp(comm_choice, "mpi") != 0 && !shared;
   if (use_nccl)
     snprintf(rt.comm_lib, sizeof rt.comm_lib, "NCCL %d.%d.%d", nccl_version / 10000,
              nccl_version / 100 % 100, nccl_version % 100);
   if (shared)
     snprintf(rt.notice, sizeof rt.notice,
-             "note: %d ranks share %d GPU(s) on a node; collectives stage through host memory "
-             "over MPI\n",
-             rt.local_size, ngpus);
+             "note: %d ranks share %d GPU(s); collectives stage through host memory over MPI\n",
+             rt.size, distinct);
   return use_nccl;
 }
 #endif
@@ -163,6 +198,7 @@ void dt_finalize(void) {
   dt_comm_free(rt.world);
   dt_comm_release_staging();
 #ifdef DT_CUDA
+  dt_mem_release_cache();
   cudaStreamDestroy(rt.stream);
   cudaStreamDestroy(rt.side_stream);
 #endif

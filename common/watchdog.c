@@ -107,14 +107,23 @@ void dt_watchdog_stop(void) {
 }
 
 #ifdef DT_CUDA
-/* NCCL: poll the stream, and NCCL's own asynchronous errors, until done; on
- * the deadline abort the communicator (which releases its kernels) first. */
-void dt_nccl_complete(dt_comm *c) {
+/* NCCL: poll the stream (or an event), and NCCL's own asynchronous errors,
+ * until done; on the deadline abort the communicator (which releases its
+ * kernels) first. */
+static void nccl_poll(dt_comm *c, cudaStream_t stream, cudaEvent_t event) {
   cudaError_t state;
-  while ((state = cudaStreamQuery(dt_stream())) == cudaErrorNotReady) {
+  while ((state = event ? cudaEventQuery(event) : cudaStreamQuery(stream)) == cudaErrorNotReady) {
     ncclResult_t async = ncclSuccess;
     CHECK_NCCL(ncclCommGetAsyncError((ncclComm_t)c->nccl_comm, &async));
-    CHECK_NCCL(async);
+    if (async != ncclSuccess) {
+      pthread_mutex_lock(&wd.lock);
+      char what[96];
+      snprintf(what, sizeof what, "%s #%llu on the %s communicator", dt_kind_name(wd.kind),
+               (unsigned long long)wd.seq, wd.comm);
+      pthread_mutex_unlock(&wd.lock);
+      dt_fatal(wd.file ? wd.file : __FILE__, wd.file ? wd.line : __LINE__, what,
+               ncclGetErrorString(async));
+    }
     pthread_mutex_lock(&wd.lock);
     int late = wd.armed && monotonic() > wd.deadline - 0.1; /* before the thread's turn */
     if (late) say_stuck();
@@ -126,4 +135,6 @@ void dt_nccl_complete(dt_comm *c) {
   }
   CHECK_CUDA(state);
 }
+void dt_nccl_complete(dt_comm *c) { nccl_poll(c, dt_stream(), NULL); }
+void dt_nccl_wait_event(dt_comm *c, void *event) { nccl_poll(c, NULL, (cudaEvent_t)event); }
 #endif

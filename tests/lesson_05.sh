@@ -113,10 +113,13 @@ check "05 --compress with --overlap" 2 2 'error: --compress replaces the all-red
 
 # --precision (issue 7): 16-bit gradients on the wire halve the bytes
 # (2(N-1)/N x P x 2), and each run matches the reference trained at the
-# same precision within the stated relative tolerance.
+# same precision within the stated relative tolerance. Under the memory
+# table, matmul's rounded copies of its largest A and B, b = B/N = 8:
+# (b x H + D x H) x 4 = (2048 + 16384) x 4 = 73728.
 for prec in bf16 fp16; do
   check "05 --precision $prec np=4 sgd: bytes halve, matches the $prec reference" 4 0 \
     'bytes sent per rank per step 393216, formula 2\(N-1\)/N x P x 2 = 393216' \
+    "not in the table: matmul's 16-bit rounding copies of its inputs, 73728 bytes" \
     "CHECK PASSED: per-step loss and final weights match single-process $prec training" \
     -- ./05_dp/dp --precision $prec --steps 10
   check "05 --precision $prec np=2 adamw overlap" 2 0 "CHECK PASSED: .*$prec training" \

@@ -93,10 +93,13 @@ check "06 help" 1 0 '--zero' '--prefetch' -- $B --help
 # Stage 3, N=4: all-gather 2*4*3*512*2 = 24576, reduce-scatter 12288, total
 # 36864 against DP's 2(N-1)/N x P x 2 = 24576. The 16-bit copies (comm):
 # one gathered layer, a layer's gradient and its shard, 2(2NS + S) = 9216.
+# Under the table, matmul's rounded copies of its largest A and B, b = B/N = 8:
+# (b x H + D x H) x 4 = (512 + 1024) x 4 = 6144.
 for prec in bf16 fp16; do
   check "06 np=4 zero=3 $prec bytes halve" 4 0 "CHECK PASSED: .*single-process $prec training" \
     'all_gather +8 +24576 +24576 +2 x L x \(N-1\) x S x 2' 'reduce_scatter +4 +12288 +12288 ' \
     'total +36864 +36864 .*DP \(05\): 2\(N-1\)/N x P x 2 = 24576' 'comm +9216 +9216 ' \
+    "not in the table: matmul's 16-bit rounding copies of its inputs, 6144 bytes" \
     -- $B $SMALL --zero 3 --precision $prec
   # Stage 1, N=4: all-reduce 2*4*3*512*2 = 24576, all-gather 12288; with
   # prefetch all L layers' 16-bit gathers are in flight: 2(L NS + NS) = 20480.

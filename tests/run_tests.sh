@@ -2,7 +2,8 @@
 # The driver behind `make test`. It runs, each under a timeout:
 #   - the unit tests of common (tests/test_*.c) at several NP,
 #   - every lesson's own checks (tests/lesson_NN.sh, one file per lesson),
-#   - a compile and link of the cuda backend whenever nvcc exists,
+#   - a compile and link of the cuda backend whenever nvcc exists, and then
+#     the checks of tests/cuda_build.sh that need no GPU,
 # and ends with the line "N passed, N failed" (exit 1 if any failed).
 set -u
 cd "$(dirname "$0")/.."
@@ -23,6 +24,7 @@ if [ -n "${NVCC:-}" ] && [ "${BACKEND:-cpu}" != cuda ]; then
   if timeout 900 ${MAKE:-make} -s BACKEND=cuda BIN_DIR=build/cuda/bin all >"$LOGS/cuda-build.log" 2>&1 \
      && ! grep -qi "warning" "$LOGS/cuda-build.log"; then
     pass "cuda backend compiles and links without warnings"
+    source tests/cuda_build.sh
   else
     fail "cuda backend compiles and links without warnings" "$LOGS/cuda-build.log"
   fi

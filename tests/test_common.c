@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "dt.h"
+#include "internal.h" /* dt_fill_rows */
 #include "unit.h"
 
 /* A device buffer holding host values, and its contents back on the host. */
@@ -294,6 +295,56 @@ static void test_memory(void) {
   EXPECT(dt_mem_current(DT_GRADS) == 64, "grads tag");
   dt_free(b), dt_free(g);
   EXPECT(dt_mem_current(DT_PARAMS) == base && dt_mem_current(DT_GRADS) == 0, "all freed");
+
+  /* a buffer of a size just freed (reused from the cache on a GPU) is zero-filled too */
+  enum { N = 1000 };
+  float ones[N], *got;
+  for (int i = 0; i < N; i++) ones[i] = 1.0f;
+  float *x = upload(ones, N, DT_OTHER);
+  dt_free(x);
+  x = dt_alloc_f32(N, DT_OTHER);
+  got = download(x, N);
+  int nonzero = 0;
+  for (int i = 0; i < N; i++) nonzero += got[i] != 0.0f;
+  EXPECT(nonzero == 0, "a reallocated buffer holds %d nonzero values", nonzero);
+  free(got);
+
+  /* dt_copy of overlapping ranges, either way: memmove's result */
+  float v[N];
+  for (int i = 0; i < N; i++) v[i] = (float)i;
+  for (int shift = -3; shift <= 3; shift += 6) {
+    dt_copy_from_host(x, v, sizeof v);
+    size_t len = N - 3;
+    float *dst = shift > 0 ? x + shift : x, *src = shift > 0 ? x : x - shift;
+    dt_copy(dst, src, len * sizeof(float));
+    got = download(x, N);
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+      int from = shift > 0 ? (i < shift ? i : i - shift) : (i < (int)len ? i - shift : i);
+      bad += got[i] != (float)from;
+    }
+    EXPECT(bad == 0, "dt_copy overlapping by %d: %d wrong values", shift, bad);
+    free(got);
+  }
+  dt_free(x);
+}
+
+/* A batch's rows in one call equal the rows made one by one. */
+static void test_fill_rows(void) {
+  enum { D = 24, K = 5 };
+  const int64_t rows[K] = {7, 0, 123456, 7, 42};
+  float *all = dt_alloc_f32(K * D, DT_DATA), *one = dt_alloc_f32(D, DT_DATA);
+  dt_fill_rows(all, rows, K, D, 99, 0, 1.0f);
+  float *got = download(all, K * D);
+  int bad = 0;
+  for (int k = 0; k < K; k++) {
+    dt_fill_block(one, 1, D, D, rows[k], 0, 99, 0, 1.0f);
+    float *want = download(one, D);
+    bad += memcmp(want, got + k * D, D * sizeof(float)) != 0;
+    free(want);
+  }
+  EXPECT(bad == 0, "dt_fill_rows: %d of %d rows differ from dt_fill_block", bad, K);
+  free(got), dt_free(all), dt_free(one);
 }
 
 int main(int argc, char **argv) {
@@ -312,6 +363,7 @@ int main(int argc, char **argv) {
   }
   test_rng();
   test_memory();
+  test_fill_rows();
   size_t sizes[] = {1, 3, 7, 64, 1000, 4099, 1 << 16};
   for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
     test_all_reduce(w, sizes[s]);
