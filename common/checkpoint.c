@@ -51,6 +51,7 @@ void dt_ckpt_save(const dt_train_config *c, int64_t step, const float *w, const 
   snprintf(path, sizeof path, "%s/step-%08lld.safetensors", c->ckpt, (long long)step);
   dt_save_state(path, c, step, w, m, v);
   snprintf(tmp, sizeof tmp, "%s/latest.tmp", c->ckpt);
+  DT_WATCH("writing the checkpoint manifest");
   FILE *f = fopen(tmp, "w");
   int ok = f && fprintf(f, "step-%08lld.safetensors\n", (long long)step) > 0 && fflush(f) == 0 &&
            fsync(fileno(f)) == 0;
@@ -59,6 +60,7 @@ void dt_ckpt_save(const dt_train_config *c, int64_t step, const float *w, const 
   if (!ok || rename(tmp, path) != 0)
     dt_fatal(__FILE__, __LINE__, "write the manifest", strerror(errno));
   sync_dir(c->ckpt);
+  dt_watch_done();
   /* keep this one and the one before; anything older may go */
   for (int64_t s = previous - 1; s >= 0 && previous >= 0; s--) {
     snprintf(path, sizeof path, "%s/step-%08lld.safetensors", c->ckpt, (long long)s);
@@ -72,6 +74,7 @@ void dt_ckpt_save(const dt_train_config *c, int64_t step, const float *w, const 
 
 int64_t dt_ckpt_resume(dt_train_config *c, float *w, float *m, float *v) {
   char err[600] = "", path[4096];
+  DT_WATCH("reading the checkpoint (--resume)");
   int64_t step = manifest_step(c->ckpt), stored = -1;
   if (step < 0) snprintf(err, sizeof err, "--resume: no readable manifest %s/latest", c->ckpt);
   snprintf(path, sizeof path, "%s/step-%08lld.safetensors", c->ckpt, (long long)step);
@@ -84,8 +87,9 @@ int64_t dt_ckpt_resume(dt_train_config *c, float *w, float *m, float *v) {
   if (!err[0] && step >= c->steps)
     snprintf(err, sizeof err, "the checkpoint is at step %lld: --steps %lld leaves nothing to do",
              (long long)step, (long long)c->steps);
+  dt_watch_done();
   int bad = err[0] != '\0', any = 0;
-  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  DT_MPI(MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   if (any) dt_fail("%s", bad ? err : "--resume failed on another rank");
   c->start_step = step;
   dt_print0("resume: step %lld from %s (weights%s)\n", (long long)step, path,

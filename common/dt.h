@@ -201,6 +201,21 @@ double dt_timeout(void);
 #define dt_barrier(...)        DT_SITE(dt_barrier(__VA_ARGS__))
 #define dt_wait(...)           DT_SITE(dt_wait(__VA_ARGS__))
 #endif
+/* The same deadline for what is not a collective of this layer: host MPI
+ * calls on host memory (losses, timings, verdicts), file writes and reads.
+ * DT_MPI(MPI_Allreduce(...)) checks the call and, past --timeout, the
+ * watchdog names it ("stuck ... in MPI_Allreduce(...)") with its line.
+ * DT_WATCH("what") ... dt_watch_done() brackets anything else that may
+ * block (a file on a stalled file system). One at a time: no nesting. */
+void dt_watch_call(const char *what, const char *file, int line);
+void dt_watch_done(void);
+#define DT_WATCH(what) dt_watch_call(what, __FILE__, __LINE__)
+#define DT_MPI(call)                                                                               \
+  do {                                                                                             \
+    dt_watch_call(#call, __FILE__, __LINE__);                                                      \
+    CHECK_MPI(call);                                                                               \
+    dt_watch_done();                                                                               \
+  } while (0)
 
 /* ---------------------------------------------------------------- memory */
 /* Every buffer is accounted under a tag, so lessons can print memory per rank

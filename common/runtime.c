@@ -31,6 +31,15 @@ void dt_fatal(const char *file, int line, const char *call, const char *msg) {
   abort(); /* not reached: keeps the compiler sure we never return */
 }
 
+/* MPI_Finalize waits for every rank: one stopped or stuck elsewhere would
+ * keep the others in it forever, so it runs under the watchdog (which keeps
+ * watching after it, until exit). */
+static void finalize_watched(void) {
+  DT_WATCH("MPI_Finalize, waiting for the other ranks to finish");
+  MPI_Finalize();
+  dt_watch_done();
+}
+
 void dt_fail(const char *fmt, ...) {
   if (rt.rank == 0) { /* one write: mpirun forwards stdout and stderr apart, so a line
                         written in pieces can be cut by the banner */
@@ -44,7 +53,7 @@ void dt_fail(const char *fmt, ...) {
     fputs(line, stderr);
     fflush(stderr);
   }
-  MPI_Finalize();
+  finalize_watched();
   exit(2);
 }
 
@@ -157,14 +166,14 @@ dt_comm *dt_init(int *argc, char ***argv, const dt_lesson *lesson, dt_option *op
 }
 
 void dt_finalize(void) {
-  dt_watchdog_stop();
   dt_comm_free(rt.world);
   dt_comm_release_staging();
 #ifdef DT_CUDA
   cudaStreamDestroy(rt.stream);
   cudaStreamDestroy(rt.side_stream);
 #endif
-  MPI_Finalize();
+  finalize_watched();
+  dt_watchdog_stop();
 }
 
 void dt_print0(const char *fmt, ...) {
@@ -187,7 +196,7 @@ void dt_print_ranks(const char *fmt, ...) {
   va_end(ap);
   char *all = rt.rank == 0 ? malloc((size_t)rt.size * LINE) : NULL;
   if (rt.rank == 0) CHECK_ALLOC(all);
-  CHECK_MPI(MPI_Gather(line, LINE, MPI_CHAR, all, LINE, MPI_CHAR, 0, MPI_COMM_WORLD));
+  DT_MPI(MPI_Gather(line, LINE, MPI_CHAR, all, LINE, MPI_CHAR, 0, MPI_COMM_WORLD));
   if (rt.rank == 0) {
     for (int r = 0; r < rt.size; r++) printf("[rank %d] %s", r, all + (size_t)r * LINE);
     fflush(stdout);

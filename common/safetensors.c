@@ -52,6 +52,9 @@ static void write_atomically(const char *path, const tensor *t, int n, const cha
   CHECK_ALLOC(header);
   uint64_t len = header_json(header, cap, t, n, meta);
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  char what[4200];
+  snprintf(what, sizeof what, "writing %s", path);
+  DT_WATCH(what); /* a stalled file system must not hang the job */
   FILE *f = fopen(tmp, "wb");
   if (!f) dt_fatal(__FILE__, __LINE__, "fopen", strerror(errno));
   unsigned char le[8];
@@ -65,6 +68,7 @@ static void write_atomically(const char *path, const tensor *t, int n, const cha
     unlink(tmp);
     dt_fatal(__FILE__, __LINE__, "write safetensors", strerror(errno));
   }
+  dt_watch_done();
   free(header);
 }
 
@@ -176,10 +180,13 @@ void dt_load_weights_host(const char *path, const dt_train_config *c, float *wei
 
 /* Every rank reads; if any fails, all stop with the first rank's reason. */
 void dt_load_model(const char *path, const dt_train_config *c, float *weights) {
-  char err[512] = "";
+  char err[512] = "", what[4200];
+  snprintf(what, sizeof what, "reading --load %s", path);
+  DT_WATCH(what);
   dt_load_weights_host(path, c, weights, err, sizeof err);
+  dt_watch_done();
   int bad = err[0] != '\0', any = 0;
-  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  DT_MPI(MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   if (any) dt_fail("--load %s", bad ? err : "failed on another rank");
 }
 

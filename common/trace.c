@@ -23,7 +23,7 @@ static double origin;
 
 void dt_trace_enable(int on) {
   enabled = on;
-  MPI_Barrier(MPI_COMM_WORLD); /* a common time origin for all ranks */
+  DT_MPI(MPI_Barrier(MPI_COMM_WORLD)); /* a common time origin for all ranks */
   origin = dt_now();
 }
 int dt_trace_enabled(void) { return enabled; }
@@ -52,12 +52,15 @@ void dt_trace_write(const char *path) {
   int *counts = malloc((size_t)size * sizeof(int)), *offsets = malloc((size_t)size * sizeof(int));
   CHECK_ALLOC(counts);
   CHECK_ALLOC(offsets);
-  MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD);
+  DT_MPI(MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD));
   int total = 0;
   for (int r = 0; r < size; r++) offsets[r] = total, total += counts[r];
   span *all = dt_rank() == 0 ? malloc((size_t)total + 1) : NULL;
-  MPI_Gatherv(spans, mine, MPI_BYTE, all, counts, offsets, MPI_BYTE, 0, MPI_COMM_WORLD);
+  DT_MPI(MPI_Gatherv(spans, mine, MPI_BYTE, all, counts, offsets, MPI_BYTE, 0, MPI_COMM_WORLD));
   if (dt_rank() == 0) {
+    char what[4200];
+    snprintf(what, sizeof what, "writing --trace %s", path);
+    DT_WATCH(what); /* a FIFO with no reader, a stalled file system */
     FILE *f = fopen(path, "w");
     if (!f) dt_fatal(__FILE__, __LINE__, "fopen", path);
     fprintf(f, "{\"traceEvents\":[\n");
@@ -77,6 +80,7 @@ void dt_trace_write(const char *path) {
     }
     fprintf(f, "\n]}\n");
     fclose(f);
+    dt_watch_done();
     printf("trace: %d spans from %d ranks written to %s (open in ui.perfetto.dev)\n",
            total / (int)sizeof(span), size, path);
   }

@@ -56,3 +56,68 @@ dead_rank_test 4 0
 check "watchdog ends a hung collective np=3" 3 3 \
   'watchdog: rank [12] stuck for 2 s in all_reduce #1 on the world communicator \(1 elements\), called from tests/test_common.c:[0-9]+' \
   -- ./tests/test_common --hang --timeout 2
+
+# A rank stopped (SIGSTOP: a swapped-out, preempted or debugger-held process)
+# never dies, so mpirun sees nothing: the other ranks wait in whatever
+# blocking call comes next (a collective, the loss all-reduce, the final
+# check, MPI_Finalize). Each is watched, so the job must end within --timeout
+# plus a few seconds, naming a rank and the call, with a non-zero exit.
+# WHEN is a pattern of the run's output that says the moment to stop it.
+STOPPED_BOUND=${STOPPED_BOUND:-30}
+stopped_rank_test() {
+  local np=$1 victim=$2 when=$3 want=$4 label=$5; shift 5
+  local name="a rank stopped $label ends the job np=$np (rank $victim stopped)"
+  local tag=$((RANDOM * 32768 + RANDOM)) log="$LOGS/stopped-rank-$np-$victim-${label// /_}.log"
+  : >"$log"
+  $(mpirun_cmd "$np") "$@" --timeout 2 --seed "$tag" >"$log" 2>&1 &
+  local launcher=$! started=""
+  for _ in $(seq 300); do # up to 30 s
+    grep -Eq -- "$when" "$log" 2>/dev/null && { started=1; break; }
+    kill -0 $launcher 2>/dev/null || break
+    sleep 0.1
+  done
+  local pids=($(pgrep -f -- "--timeout 2 --seed $tag\$" | grep -vx "$launcher" | sort -n))
+  if [ -z "$started" ] || [ ${#pids[@]} -ne "$np" ]; then
+    kill -9 $launcher "${pids[@]}" 2>/dev/null; wait $launcher 2>/dev/null
+    fail "$name" "$log" "did not reach /$when/ with $np ranks (found ${#pids[@]} processes)"
+    return
+  fi
+  kill -STOP "${pids[$victim]}"
+  local t0=$(date +%s.%N) waited=0
+  while kill -0 $launcher 2>/dev/null && [ $waited -lt $((STOPPED_BOUND * 10)) ]; do
+    sleep 0.1; waited=$((waited + 1))
+  done
+  local hung=""
+  kill -0 $launcher 2>/dev/null && hung=1
+  for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
+  kill -9 $launcher 2>/dev/null; wait $launcher; local rc=$?
+  local took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  if [ -n "$hung" ]; then fail "$name" "$log" "still running ${STOPPED_BOUND}s after the stop: a hang"; return; fi
+  if [ $rc -ne 0 ] && grep -Eq -- "$want" "$log"; then
+    pass "$name: exit $rc after ${took}s, $(grep -Eo -m1 -- "$want" "$log" | cut -c1-110)"
+  else
+    fail "$name" "$log" "exit $rc, or no line matching /$want/"
+  fi
+}
+
+# mid-training: the others wait in a gradient collective or the loss all-reduce
+stopped_rank_test 2 1 '^step +20/' 'watchdog: rank 0 stuck for 2 s in (all_reduce|MPI_Allreduce)' \
+  "mid-training" ./05_dp/dp --steps 1000000 --no-check
+stopped_rank_test 3 0 '^step +20/' 'watchdog: rank [12] stuck for 2 s in ' \
+  "mid-training" ./06_fsdp/fsdp --steps 1000000 --no-check --batch 24
+stopped_rank_test 2 1 '^step +20/' 'watchdog: rank 0 stuck for 2 s in (sendrecv|MPI_)' \
+  "mid-training" ./09_pp/pp --steps 1000000 --no-check --microbatches 2
+stopped_rank_test 2 0 '^step +20/' 'watchdog: rank 1 stuck for 2 s in ' \
+  "mid-training" ./08_fsdp_tp/fsdp_tp --steps 1000000 --no-check
+# during the final check: rank 0 trains the reference, then waits for rank 1
+# in MPI_Finalize
+stopped_rank_test 2 1 '^ +activ ' 'watchdog: rank 0 stuck for 2 s in MPI_Finalize' \
+  "during the final check" ./05_dp/dp --steps 60 --layers 8 --dim 128
+
+# Hung I/O: a FIFO nobody reads stands in for a stalled file system. Rank 0
+# blocks opening it; the watchdog names the file and ends the job.
+rm -f build/test-fifo && mkfifo build/test-fifo
+check "hung I/O: --trace to a FIFO nobody reads ends the job" 2 nonzero \
+  'watchdog: rank 0 stuck for 2 s in writing --trace build/test-fifo' \
+  -- ./05_dp/dp --steps 3 --no-check --trace build/test-fifo --timeout 2
+rm -f build/test-fifo
