@@ -121,3 +121,25 @@ check "hung I/O: --trace to a FIFO nobody reads ends the job" 2 nonzero \
   'watchdog: rank 0 stuck for 2 s in writing --trace build/test-fifo' \
   -- ./05_dp/dp --steps 3 --no-check --trace build/test-fifo --timeout 2
 rm -f build/test-fifo
+
+# Divergence: a loss that explodes or stops being a number ends training at
+# that step, every rank alike, with a message naming divergence and what to
+# change, and never reaches a final check that would blame the parallelism.
+check "divergence: an exploding loss stops 05 at step 2" 2 2 \
+  '^error: training diverged at step 2: the loss is 8\.2[0-9]*e\+06, 8e\+07 times the 0\.104646 of step 1' \
+  'lower --lr \(now 100; try 10\), or bound each update with --clip 1' \
+  -- ./05_dp/dp --lr 100 --steps 30
+check "divergence: a NaN loss stops 05 (AdamW, 16 layers)" 2 2 \
+  '^error: training diverged at step 2: the loss is NaN\. .*lower --lr \(now 100; try 10\)' \
+  -- ./05_dp/dp --optimizer adamw --lr 100 --layers 16 --steps 30
+check "divergence: 06 zero-1 with prefetch in flight stops cleanly" 2 2 '^error: training diverged at step 2' \
+  -- ./06_fsdp/fsdp --zero 1 --prefetch --lr 100
+check "divergence: 07 stops" 2 2 '^error: training diverged at step 2' -- ./07_tp/tp --lr 100
+check "divergence: 08 stops" 4 2 '^error: training diverged at step 2' -- ./08_fsdp_tp/fsdp_tp --lr 100
+check "divergence: 09 in bf16 stops, suggests fp32" 2 2 \
+  '^error: training diverged at step 2: .*or train in --precision fp32' \
+  -- ./09_pp/pp --microbatches 2 --precision bf16 --lr 100
+div_log=$(ls "$LOGS"/divergence__an_exploding_loss_stops_05*.log 2>/dev/null | head -1)
+if [ -f "$div_log" ] && grep -q '^step    2/30' "$div_log" && ! grep -q 'CHECK' "$div_log"; then
+  pass "divergence: no final check after divergence"
+else fail "divergence: no final check after divergence" "$div_log"; fi
