@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dt.h"
+#include "internal.h"
 
 void dt_save_state(const char *path, const dt_train_config *c, int64_t step, const float *w,
                    const float *m, const float *v);
@@ -37,30 +37,21 @@ static int64_t manifest_step(const char *dir) { /* -1 when there is none */
   return step;
 }
 
-static void sync_dir(const char *dir) { /* make the renames themselves durable */
-  int fd = open(dir, O_RDONLY);
-  if (fd >= 0) fsync(fd), close(fd);
-}
-
 void dt_ckpt_save(const dt_train_config *c, int64_t step, const float *w, const float *m,
                   const float *v) {
-  char path[4096], tmp[4096];
+  char path[4096];
   if (mkdir(c->ckpt, 0777) != 0 && errno != EEXIST)
     dt_fatal(__FILE__, __LINE__, "mkdir --ckpt", strerror(errno));
   int64_t previous = manifest_step(c->ckpt);
   snprintf(path, sizeof path, "%s/step-%08lld.safetensors", c->ckpt, (long long)step);
   dt_save_state(path, c, step, w, m, v);
-  snprintf(tmp, sizeof tmp, "%s/latest.tmp", c->ckpt);
-  DT_WATCH("writing the checkpoint manifest");
-  FILE *f = fopen(tmp, "w");
-  int ok = f && fprintf(f, "step-%08lld.safetensors\n", (long long)step) > 0 && fflush(f) == 0 &&
-           fsync(fileno(f)) == 0;
-  if (f) ok = fclose(f) == 0 && ok;
+  char name[64];
+  snprintf(name, sizeof name, "step-%08lld.safetensors\n", (long long)step);
   snprintf(path, sizeof path, "%s/latest", c->ckpt);
-  if (!ok || rename(tmp, path) != 0)
-    dt_fatal(__FILE__, __LINE__, "write the manifest", strerror(errno));
-  sync_dir(c->ckpt);
-  dt_watch_done();
+  dt_out f; /* replaced atomically like the checkpoint itself */
+  dt_out_open(&f, "--ckpt", path);
+  dt_out_write(&f, name, strlen(name));
+  dt_out_close(&f);
   /* keep this one and the one before; anything older may go */
   for (int64_t s = previous - 1; s >= 0 && previous >= 0; s--) {
     snprintf(path, sizeof path, "%s/step-%08lld.safetensors", c->ckpt, (long long)s);

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dt.h"
+#include "internal.h"
 
 void dt_train_resolve(dt_train_config *c) {
   if (c->hidden == 0) c->hidden = 4 * c->dim;
@@ -20,6 +20,7 @@ void dt_train_resolve(dt_train_config *c) {
             "scaler's state");
   if ((c->save_every > 0 || c->resume) && !c->ckpt)
     dt_fail("--save-every and --resume need --ckpt DIR, the checkpoint folder");
+  dt_check_outputs(c); /* before any training, not after it */
   /* Every lesson holds the whole model somewhere (rank 0 checks it), so a
    * model larger than the memory left is refused before anything runs. */
   double bytes = 4.0 * (double)c->layers * 2 * (double)c->dim * (double)c->hidden;

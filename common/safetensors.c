@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dt.h"
+#include "internal.h"
 
 typedef struct {
   char name[64];
@@ -46,29 +46,21 @@ static size_t header_json(char *out, size_t cap, const tensor *t, int n, const c
   return len;
 }
 
-static void write_atomically(const char *path, const tensor *t, int n, const char *meta) {
+/* flag: what the user asked for it with ("--save"), named in any error. */
+static void write_atomically(const char *path, const char *flag, const tensor *t, int n,
+                             const char *meta) {
   size_t cap = 256 + (size_t)n * 160 + strlen(meta);
-  char *header = malloc(cap), tmp[4096];
+  char *header = malloc(cap);
   CHECK_ALLOC(header);
   uint64_t len = header_json(header, cap, t, n, meta);
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  char what[4200];
-  snprintf(what, sizeof what, "writing %s", path);
-  DT_WATCH(what); /* a stalled file system must not hang the job */
-  FILE *f = fopen(tmp, "wb");
-  if (!f) dt_fatal(__FILE__, __LINE__, "fopen", strerror(errno));
+  dt_out o;
+  dt_out_open(&o, flag, path);
   unsigned char le[8];
   for (int i = 0; i < 8; i++) le[i] = (unsigned char)(len >> (8 * i));
-  int ok = fwrite(le, 1, 8, f) == 8 && fwrite(header, 1, len, f) == len;
-  for (int i = 0; i < n && ok; i++)
-    ok = fwrite(t[i].data, 4, (size_t)elements(&t[i]), f) == (size_t)elements(&t[i]);
-  ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-  ok = fclose(f) == 0 && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    unlink(tmp);
-    dt_fatal(__FILE__, __LINE__, "write safetensors", strerror(errno));
-  }
-  dt_watch_done();
+  dt_out_write(&o, le, 8);
+  dt_out_write(&o, header, len);
+  for (int i = 0; i < n; i++) dt_out_write(&o, t[i].data, 4 * (size_t)elements(&t[i]));
+  dt_out_close(&o);
   free(header);
 }
 
@@ -104,12 +96,18 @@ void dt_save_state(const char *path, const dt_train_config *c, int64_t step, con
         model_tensors(t + 2 * n, c, "optim.exp_avg_sq.", v);
   char meta[512];
   meta_of(c, step, meta, sizeof meta);
-  write_atomically(path, t, (int)(m ? 3 * n : n), meta);
+  write_atomically(path, "--ckpt", t, (int)(m ? 3 * n : n), meta);
   free(t);
 }
 
 void dt_save_model(const char *path, const dt_train_config *c, int64_t step, const float *weights) {
-  dt_save_state(path, c, step, weights, NULL, NULL);
+  tensor *t = calloc((size_t)(2 * c->layers), sizeof *t);
+  CHECK_ALLOC(t);
+  model_tensors(t, c, "", weights);
+  char meta[512];
+  meta_of(c, step, meta, sizeof meta);
+  write_atomically(path, "--save", t, (int)(2 * c->layers), meta);
+  free(t);
 }
 
 /* Reads the 2L tensors named prefix + "layers.{l}.w{1,2}" and checks each
@@ -195,6 +193,7 @@ void dt_dump_data(const char *path, const dt_train_config *c) {
   if ((double)S * B * D * 8 > 2e9)
     dt_fail("--dump-data: %lld steps of [%lld, %lld] exceed 2 GB", (long long)S, (long long)B,
             (long long)D);
+  if (dt_rank() != 0) return; /* every rank would write the same file */
   float *x = malloc((size_t)(S * B * D) * 4), *y = malloc((size_t)(S * B * D) * 4);
   float *xd = dt_alloc_f32((size_t)(B * D), DT_DATA), *yd = dt_alloc_f32((size_t)(B * D), DT_DATA);
   int64_t *samples = malloc((size_t)B * sizeof *samples);
@@ -210,7 +209,7 @@ void dt_dump_data(const char *path, const dt_train_config *c) {
   tensor t[2] = {{"x", 3, {S, B, D}, x}, {"y", 3, {S, B, D}, y}};
   char meta[512];
   meta_of(c, S, meta, sizeof meta);
-  write_atomically(path, t, 2, meta);
+  write_atomically(path, "--dump-data", t, 2, meta);
   dt_free(xd), dt_free(yd);
   free(x), free(y), free(samples);
 }
