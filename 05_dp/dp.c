@@ -276,6 +276,9 @@ int main(int argc, char **argv) {
       dt_fail("--compress %s: expected topk:R with 0 < R <= 1, e.g. topk:0.01", compress);
     if (overlap || bucket_mb > 0)
       dt_fail("--compress replaces the all-reduce: no --overlap or --bucket-mb");
+    if (c.ckpt) /* the residual is state a resumed run would lack: not exact */
+      dt_fail("--compress with --ckpt: checkpoints do not hold top-k's error-feedback residual, "
+              "so a resumed run could not continue exactly; drop --ckpt or --compress");
     tk.k = (int64_t)ceil(ratio * (double)P);
     tk.residual = dt_alloc_f32((size_t)P, DT_GRADS);
     tk.vals = dt_alloc_f32((size_t)tk.k, DT_COMMBUF);

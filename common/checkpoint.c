@@ -25,12 +25,16 @@ void dt_save_state(const char *path, const dt_train_config *c, int64_t step, con
                    const float *m, const float *v);
 void dt_load_tensors(const char *path, const dt_train_config *c, const char *prefix, float *dst,
                      int64_t *step, char *err, size_t errlen);
+int64_t dt_meta_steps(const char *path);
 
 static int64_t manifest_step(const char *dir) { /* -1 when there is none */
   char path[4096], name[256];
   long long step = -1;
   snprintf(path, sizeof path, "%s/latest", dir);
-  FILE *f = fopen(path, "r");
+  int fd = open(path, O_RDONLY | O_NONBLOCK); /* a FIFO must not block, nor count */
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) close(fd), fd = -1;
+  FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
   if (f && fgets(name, sizeof name, f) && sscanf(name, "step-%lld.safetensors", &step) != 1)
     step = -1;
   if (f) fclose(f);
@@ -83,7 +87,12 @@ int64_t dt_ckpt_resume(dt_train_config *c, float *w, float *m, float *v) {
   DT_MPI(MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   if (any) dt_fail("%s", bad ? err : "--resume failed on another rank");
   c->start_step = step;
-  dt_print0("resume: step %lld from %s (weights%s)\n", (long long)step, path,
-            m ? ", AdamW m and v" : "");
+  dt_print0("resume: step %lld from %s (weights%s; configuration and checksum verified)\n",
+            (long long)step, path, m ? ", AdamW m and v" : "");
+  int64_t planned = dt_rank() == 0 ? dt_meta_steps(path) : -1;
+  if (planned >= 0 && planned != c->steps)
+    dt_print0("resume: the checkpoint's run was set for --steps %lld, this one trains to %lld: "
+              "fine, the steps so far are the same training\n",
+              (long long)planned, (long long)c->steps);
   return step;
 }
