@@ -40,6 +40,9 @@ void dt_out_write(dt_out *o, const void *buf, size_t bytes);
 void dt_out_printf(dt_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void dt_out_close(dt_out *o);
 
+/* memory.c: where dt_memory_available's figure came from, for messages */
+const char *dt_memory_source(void);
+
 /* comm.c */
 dt_comm *dt_comm_create(MPI_Comm mpi, int use_nccl);
 void dt_comm_release_staging(void);

@@ -26,9 +26,9 @@ void dt_train_resolve(dt_train_config *c) {
   double bytes = 4.0 * (double)c->layers * 2 * (double)c->dim * (double)c->hidden;
   double available = dt_memory_available();
   if (bytes > available)
-    dt_fail("the model needs %.2f GiB for its weights alone (L x 2 x D x H x 4 bytes); this "
-            "machine has %.2f GiB available",
-            bytes / 1073741824.0, available / 1073741824.0);
+    dt_fail("the model needs %.2f GiB for its weights alone (L x 2 x D x H x 4 bytes); only "
+            "%.2f GiB are available (%s): choose a smaller --layers, --dim or --hidden",
+            bytes / 1073741824.0, available / 1073741824.0, dt_memory_source());
 }
 
 int64_t dt_params_per_layer(const dt_train_config *c) { return 2 * c->dim * c->hidden; }

@@ -143,3 +143,27 @@ div_log=$(ls "$LOGS"/divergence__an_exploding_loss_stops_05*.log 2>/dev/null | h
 if [ -f "$div_log" ] && grep -q '^step    2/30' "$div_log" && ! grep -q 'CHECK' "$div_log"; then
   pass "divergence: no final check after divergence"
 else fail "divergence: no final check after divergence" "$div_log"; fi
+
+# The memory guard respects the job's cgroup limit (what Slurm, Kubernetes or
+# Docker set), not only the machine's free memory: past the limit the kernel
+# would kill the job without a word. Needs a cgroup we may create (root);
+# skipped elsewhere.
+cgroup_test() {
+  local rel v1=0 root dir
+  rel=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ { print $3; exit }' /proc/self/cgroup)
+  if [ -n "$rel" ]; then v1=1; root=/sys/fs/cgroup/memory; else rel=$(awk -F: '$1 == 0 { print $3 }' /proc/self/cgroup); root=/sys/fs/cgroup; fi
+  dir="$root${rel%/}/dt-test-$$"
+  local limit_file=memory.max; [ $v1 = 1 ] && limit_file=memory.limit_in_bytes
+  if [ "$(id -u)" != 0 ] || ! mkdir "$dir" 2>/dev/null; then echo "SKIP cgroup memory limit: cannot create a cgroup"; return; fi
+  if ! echo $((300 << 20)) >"$dir/$limit_file" 2>/dev/null; then rmdir "$dir"; echo "SKIP cgroup memory limit: cannot set $limit_file"; return; fi
+  # weights of 0.5 GiB under a 300 MiB limit, on a machine with far more free
+  check "memory guard: a model over the cgroup limit is refused" 0 2 \
+    "^error: the model needs 0\.50 GiB for its weights alone .*only 0\.[0-9]+ GiB are available \(under the job's cgroup memory limit: .*/dt-test-$$/$limit_file = 0\.29 GiB" \
+    -- bash -c "echo \$\$ >'$dir/cgroup.procs' && exec $(mpirun_cmd 2) ./05_dp/dp --layers 64 --dim 1024 --hidden 1024 --steps 1"
+  # weights that fit, but weights + gradients do not: dt_alloc's guard says so
+  check "memory guard: allocations past the cgroup limit end with a message" 0 nonzero \
+    "dt_alloc failed: 0\.16 GiB of grads asked for, only 0\.[01][0-9] GiB available \(under the job's cgroup memory limit" \
+    -- bash -c "echo \$\$ >'$dir/cgroup.procs' && exec $(mpirun_cmd 1) ./05_dp/dp --layers 20 --dim 1024 --hidden 1024 --steps 1 --no-check"
+  rmdir "$dir" 2>/dev/null || { sleep 2; rmdir "$dir"; }
+}
+cgroup_test
