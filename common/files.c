@@ -110,8 +110,13 @@ static int check_ckpt(const dt_train_config *c, char *err, size_t n) {
   if (strlen(c->ckpt) >= PATH_MAX - 64) {
     snprintf(why, sizeof why, "the path is too long");
   } else if (stat(c->ckpt, &st) == 0) {
+    char latest[PATH_MAX + 16];
+    snprintf(latest, sizeof latest, "%s/latest", c->ckpt);
     if (!S_ISDIR(st.st_mode))
       snprintf(why, sizeof why, "is %s; --ckpt names a folder", kind_of(st.st_mode));
+    else if (stat(latest, &st) == 0 && !S_ISREG(st.st_mode))
+      snprintf(why, sizeof why, "its manifest %s is %s, not a regular file", latest,
+               kind_of(st.st_mode));
     else if (c->save_every > 0)
       probe_dir(c->ckpt, why, sizeof why);
     if (!why[0]) clean_stale(c->ckpt, "");

@@ -333,6 +333,14 @@ void dt_dump_data(const char *path, const dt_train_config *c) {
   if ((double)S * B * D * 8 > 2e9)
     dt_fail("--dump-data: %lld steps of [%lld, %lld] exceed 2 GB", (long long)S, (long long)B,
             (long long)D);
+  /* rank 0 holds all of it on the host: ask first, as dt_alloc does */
+  double need = (double)S * B * D * 8, left = dt_rank() == 0 ? dt_memory_available() : 0;
+  DT_MPI(MPI_Bcast(&left, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+  if (need > left)
+    dt_fail("--dump-data: %lld steps of [%lld, %lld] need %.2f GiB on rank 0; only %.2f GiB are "
+            "available (%s)",
+            (long long)S, (long long)B, (long long)D, need / 1073741824.0, left / 1073741824.0,
+            dt_memory_source());
   if (dt_rank() != 0) return; /* every rank would write the same file */
   float *x = malloc((size_t)(S * B * D) * 4), *y = malloc((size_t)(S * B * D) * 4);
   float *xd = dt_alloc_f32((size_t)(B * D), DT_DATA), *yd = dt_alloc_f32((size_t)(B * D), DT_DATA);

@@ -109,6 +109,17 @@ stopped_rank_test 2 1 '^step +20/' 'watchdog: rank 0 stuck for 2 s in (sendrecv|
   "mid-training" ./09_pp/pp --steps 1000000 --no-check --microbatches 2
 stopped_rank_test 2 0 '^step +20/' 'watchdog: rank 1 stuck for 2 s in ' \
   "mid-training" ./08_fsdp_tp/fsdp_tp --steps 1000000 --no-check
+# rank 0 stopped while it checkpoints every step (the others wait for it in
+# the loss all-reduce); the manifest still names a complete checkpoint
+rm -rf build/test-stop-ck
+stopped_rank_test 2 0 '^checkpoint: step 20 ' 'watchdog: rank 1 stuck for 2 s in ' \
+  "while checkpointing" ./05_dp/dp --steps 1000000 --no-check --ckpt build/test-stop-ck --save-every 1
+stop_at=$(sed -n 's/^step-0*\([0-9]*\)\.safetensors$/\1/p' build/test-stop-ck/latest 2>/dev/null)
+stop_seed=$(head -c 2000 "build/test-stop-ck/step-$(printf %08d "${stop_at:-0}").safetensors" 2>/dev/null |
+  grep -ao '"seed":"[0-9]*"' | grep -o '[0-9]\+') # the run's tag, which resume must match
+check "a rank stopped while checkpointing: its checkpoint resumes" 2 0 "resume: step ${stop_at:-none} " \
+  -- ./05_dp/dp --no-check --ckpt build/test-stop-ck --resume --steps $((${stop_at:-0} + 1)) --seed "${stop_seed:-0}"
+rm -rf build/test-stop-ck
 # during the final check: rank 0 trains the reference, then waits for rank 1
 # in MPI_Finalize
 stopped_rank_test 2 1 '^ +activ ' 'watchdog: rank 0 stuck for 2 s in MPI_Finalize' \
@@ -164,6 +175,10 @@ cgroup_test() {
   check "memory guard: allocations past the cgroup limit end with a message" 0 nonzero \
     "dt_alloc failed: 0\.16 GiB of grads asked for, only 0\.[01][0-9] GiB available \(under the job's cgroup memory limit" \
     -- bash -c "echo \$\$ >'$dir/cgroup.procs' && exec $(mpirun_cmd 1) ./05_dp/dp --layers 20 --dim 1024 --hidden 1024 --steps 1 --no-check"
+  # --dump-data holds every batch on rank 0's host: 0.49 GiB here
+  check "memory guard: --dump-data past the cgroup limit is refused" 0 2 \
+    "^error: --dump-data: 1000 steps of \[256, 256\] need 0\.49 GiB on rank 0; only 0\.[0-9]+ GiB are available \(under the job's cgroup" \
+    -- bash -c "echo \$\$ >'$dir/cgroup.procs' && exec $(mpirun_cmd 2) ./05_dp/dp --steps 1000 --batch 256 --dim 256 --no-check --dump-data build/never.safetensors"
   rmdir "$dir" 2>/dev/null || { sleep 2; rmdir "$dir"; }
 }
 cgroup_test

@@ -38,6 +38,11 @@ check "writes: --ckpt under a missing folder refused" 2 2 "^error: --ckpt $WR/a/
 check "writes: --trace /dev/full reports the failure" 2 nonzero \
   'error: --trace /dev/full: cannot write it: No space left on device' -- ./05_dp/dp --steps 3 --no-check --trace /dev/full
 
+mkdir -p "$WR/fifo-ck" && mkfifo "$WR/fifo-ck/latest"
+check "writes: a FIFO as the checkpoint manifest refused at start-up" 2 2 \
+  "^error: --ckpt $WR/fifo-ck: its manifest $WR/fifo-ck/latest is a FIFO, not a regular file" \
+  -- ./05_dp/dp --steps 3 --ckpt "$WR/fifo-ck" --save-every 1 --timeout 5
+
 # through a symlink: the file it names is replaced, the link stays a link
 echo old >"$WR/target.safetensors"; ln -sf target.safetensors "$WR/link.safetensors"
 check "writes: --save through a symlink" 2 0 "saved $WR/link.safetensors" -- ./05_dp/dp --steps 3 --no-check --save "$WR/link.safetensors"
@@ -76,6 +81,10 @@ if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=256k tmpfs "$full" 2>/dev/null; 
      && grep -qx 'step-00000002.safetensors' "$full/ck/latest" && ! ls "$full"/*.tmp.* "$full"/ck/*.tmp.* >/dev/null 2>&1; then
     pass "writes: after the failures the old file and checkpoint are intact, no temporary left"
   else fail "writes: after the failures the old file and checkpoint are intact, no temporary left" "" "$(ls -la "$full" "$full/ck")"; fi
+  mount -o remount,ro "$full"
+  check "writes: --save on a read-only file system refused at start-up" 2 2 \
+    "^error: --save $full/new.safetensors: cannot create files in $full: Read-only file system" \
+    -- ./05_dp/dp "${args[@]}" --save "$full/new.safetensors"
   umount "$full"
 else
   echo "SKIP writes on a full tmpfs: needs root and mount"
