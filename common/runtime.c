@@ -87,11 +87,11 @@ static int choose_device(const char *comm_choice, char *gpu_name, size_t n) {
   int ngpus = 0;
   if (cudaGetDeviceCount(&ngpus) != cudaSuccess) ngpus = 0;
   int fewest = 0, shared = 0, local_shared = rt.local_size > ngpus;
-  MPI_Allreduce(&ngpus, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  DT_MPI(MPI_Allreduce(&ngpus, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
   if (fewest == 0)
     dt_fail("this binary was built with BACKEND=cuda but a rank sees no CUDA GPU; "
             "rebuild with 'make BACKEND=cpu' to run on CPUs");
-  MPI_Allreduce(&local_shared, &shared, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  DT_MPI(MPI_Allreduce(&local_shared, &shared, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   int nccl_version = 0;
   ncclGetVersion(&nccl_version);
   if (shared && strcmp(comm_choice, "nccl") == 0)
@@ -125,22 +125,21 @@ dt_comm *dt_init(int *argc, char ***argv, const dt_lesson *lesson, dt_option *op
   MPI_Comm_rank(MPI_COMM_WORLD, &rt.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &rt.size);
 
-  /* Ranks that share memory share a node: their order picks the GPU. */
-  MPI_Comm node;
-  CHECK_MPI(
-      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rt.rank, MPI_INFO_NULL, &node));
-  MPI_Comm_rank(node, &rt.local_rank);
-  MPI_Comm_size(node, &rt.local_size);
-  MPI_Comm_free(&node);
-  int leader = rt.local_rank == 0;
-  MPI_Allreduce(&leader, &rt.nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-
   const char *comm_choice = "auto";
   if (dt_cli_parse(*argc, *argv, lesson, options, &comm_choice)) {
     MPI_Finalize();
     exit(0);
   }
   dt_watchdog_start(); /* knows --timeout now */
+  /* Ranks that share memory share a node: their order picks the GPU. Both
+   * calls wait for every rank, so the watchdog is already running. */
+  MPI_Comm node;
+  DT_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rt.rank, MPI_INFO_NULL, &node));
+  MPI_Comm_rank(node, &rt.local_rank);
+  MPI_Comm_size(node, &rt.local_size);
+  MPI_Comm_free(&node);
+  int leader = rt.local_rank == 0;
+  DT_MPI(MPI_Allreduce(&leader, &rt.nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
   if (rt.size < lesson->min_ranks)
     dt_fail("%s needs at least %d ranks, got %d: run it as 'mpirun -np %d %s'", lesson->name,
             lesson->min_ranks, rt.size, lesson->min_ranks < 4 ? 4 : lesson->min_ranks, (*argv)[0]);
