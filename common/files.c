@@ -135,7 +135,14 @@ void dt_check_outputs(const dt_train_config *c) {
   char err[PATH_MAX + 512] = "";
   if (dt_rank() == 0) { /* the rank that writes them */
     DT_WATCH("checking the output paths (a stalled file system?)");
-    if (c->save) check_file("--save", c->save, 0, err, sizeof err);
+    const char *flags[4] = {"--save", "--dump-data", "--trace", "--ckpt"};
+    const char *paths[4] = {c->save, c->dump_data, c->trace, c->ckpt};
+    for (int i = 0; i < 4; i++) /* one would overwrite the other, or find a folder there */
+      for (int j = i + 1; j < 4 && !err[0]; j++)
+        if (paths[i] && paths[j] && strcmp(paths[i], paths[j]) == 0)
+          snprintf(err, sizeof err, "%s and %s both name %s: give each its own path", flags[i],
+                   flags[j], paths[i]);
+    if (!err[0] && c->save) check_file("--save", c->save, 0, err, sizeof err);
     if (!err[0] && c->dump_data) check_file("--dump-data", c->dump_data, 0, err, sizeof err);
     if (!err[0] && c->trace) check_file("--trace", c->trace, 1, err, sizeof err);
     if (!err[0] && c->ckpt) check_ckpt(c, err, sizeof err);

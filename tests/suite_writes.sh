@@ -43,6 +43,15 @@ check "writes: a FIFO as the checkpoint manifest refused at start-up" 2 2 \
   "^error: --ckpt $WR/fifo-ck: its manifest $WR/fifo-ck/latest is a FIFO, not a regular file" \
   -- ./05_dp/dp --steps 3 --ckpt "$WR/fifo-ck" --save-every 1 --timeout 5
 
+check "writes: --save and --ckpt naming one path refused" 2 2 \
+  "^error: --save and --ckpt both name $WR/same: give each its own path" \
+  -- ./05_dp/dp --steps 3 --save "$WR/same" --ckpt "$WR/same" --save-every 1
+# reading: a FIFO or a device in place of a file is refused, never waited on
+mkfifo "$WR/fifo-load"
+check "reads: --load of a FIFO refused at once" 2 2 "^error: --load $WR/fifo-load: not a regular file" \
+  -- ./05_dp/dp --steps 3 --load "$WR/fifo-load" --timeout 5
+check "reads: --load /dev/zero refused" 2 2 "^error: --load /dev/zero: not a regular file" -- ./05_dp/dp --steps 3 --load /dev/zero
+
 # through a symlink: the file it names is replaced, the link stays a link
 echo old >"$WR/target.safetensors"; ln -sf target.safetensors "$WR/link.safetensors"
 check "writes: --save through a symlink" 2 0 "saved $WR/link.safetensors" -- ./05_dp/dp --steps 3 --no-check --save "$WR/link.safetensors"
