@@ -44,9 +44,11 @@ static int64_t manifest_step(const char *dir) { /* -1 when there is none */
 void dt_ckpt_save(const dt_train_config *c, int64_t step, const float *w, const float *m,
                   const float *v) {
   char path[4096];
+  DT_WATCH("reading the checkpoint manifest (--ckpt)"); /* the writes below watch themselves */
   if (mkdir(c->ckpt, 0777) != 0 && errno != EEXIST)
     dt_fatal(__FILE__, __LINE__, "mkdir --ckpt", strerror(errno));
   int64_t previous = manifest_step(c->ckpt);
+  dt_watch_done();
   snprintf(path, sizeof path, "%s/step-%08lld.safetensors", c->ckpt, (long long)step);
   dt_save_state(path, c, step, w, m, v);
   char name[64];
@@ -57,11 +59,13 @@ void dt_ckpt_save(const dt_train_config *c, int64_t step, const float *w, const 
   dt_out_write(&f, name, strlen(name));
   dt_out_close(&f);
   /* keep this one and the one before; anything older may go */
+  DT_WATCH("removing old checkpoints (--ckpt)");
   for (int64_t s = previous - 1; s >= 0 && previous >= 0; s--) {
     snprintf(path, sizeof path, "%s/step-%08lld.safetensors", c->ckpt, (long long)s);
     remove(path);
     if (s < previous - 1000) break; /* steps are close together: do not scan forever */
   }
+  dt_watch_done();
   printf("checkpoint: step %lld saved to %s/step-%08lld.safetensors\n", (long long)step, c->ckpt,
          (long long)step);
   fflush(stdout);
