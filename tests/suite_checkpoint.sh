@@ -110,7 +110,7 @@ cp "$CFG/good" "$ck_file"
 check "ckpt: the restored checkpoint resumes" 2 0 "resume: step 4" -- ./05_dp/dp "${ck_args[@]}" --steps 5 --resume
 # a FIFO as the manifest neither blocks nor counts
 mv "$CFG/latest" "$CFG/latest.saved" && mkfifo "$CFG/latest"
-check "ckpt: a FIFO as the manifest is refused at once" 2 2 "^error: --resume: no readable manifest" \
+check "ckpt: a FIFO as the manifest is refused at once" 2 2 "^error: --ckpt $CFG: its manifest $CFG/latest is a FIFO, not a regular file" \
   -- ./05_dp/dp "${ck_args[@]}" --steps 6 --resume --timeout 5
 rm -f "$CFG/latest"
 # top-k's error-feedback residual is not in checkpoints: no exact resume, so refused
