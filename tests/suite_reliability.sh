@@ -94,7 +94,7 @@ stopped_rank_test() {
   local took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   if [ -n "$hung" ]; then fail "$name" "$log" "still running ${STOPPED_BOUND}s after the stop: a hang"; return; fi
   if [ $rc -ne 0 ] && grep -Eq -- "$want" "$log"; then
-    pass "$name: exit $rc after ${took}s, $(grep -Eo -m1 -- "$want" "$log" | cut -c1-110)"
+    pass "$name: exit $rc after ${took}s, $(grep -E -m1 -- "$want" "$log" | cut -c1-150)"
   else
     fail "$name" "$log" "exit $rc, or no line matching /$want/"
   fi
