@@ -124,6 +124,14 @@ rm -rf build/test-stop-ck
 # in MPI_Finalize
 stopped_rank_test 2 1 '^ +activ ' 'watchdog: rank 0 stuck for 2 s in MPI_Finalize' \
   "during the final check" ./05_dp/dp --steps 60 --layers 8 --dim 128
+# rank 0 stopped while it trains the reference: the others wait in the final
+# check's broadcast (common/reference.c), watched once that file watches it
+if grep -Eq 'DT_MPI\(MPI_Bcast|dt_broadcast\(|DT_WATCH' common/reference.c; then
+  stopped_rank_test 2 0 '^ +activ ' 'watchdog: rank 1 stuck for 2 s in ' \
+    "during the final check" ./05_dp/dp --steps 60 --layers 8 --dim 128
+else
+  echo "SKIP a rank 0 stopped during the final check: common/reference.c's broadcast is not watched yet"
+fi
 
 # Hung I/O: a FIFO nobody reads stands in for a stalled file system. Rank 0
 # blocks opening it; the watchdog names the file and ends the job.
