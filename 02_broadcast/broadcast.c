@@ -85,7 +85,7 @@ static double run(dt_comm *w, int way, float *buf, size_t n, int root, const flo
     double t0 = dt_now();
     ways[way](w, buf, n, root);
     double mine = dt_now() - t0;
-    MPI_Allreduce(&mine, &times[it], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    DT_MPI(MPI_Allreduce(&mine, &times[it], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
     dt_copy_to_host(host, buf, n * sizeof(float));
     for (size_t i = 0; i < n; i++) *wrong += host[i] != want[i];
   }
@@ -165,8 +165,8 @@ int main(int argc, char **argv) {
                  (unsigned long long)sent[1], kids, (unsigned long long)formula[1],
                  (unsigned long long)sent[2]);
   uint64_t total[3], root_calls[3] = {calls[0], calls[1], calls[2]};
-  MPI_Allreduce(sent, total, 3, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-  MPI_Bcast(root_calls, 3, MPI_UINT64_T, R, MPI_COMM_WORLD);
+  DT_MPI(MPI_Allreduce(sent, total, 3, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
+  DT_MPI(MPI_Bcast(root_calls, 3, MPI_UINT64_T, R, MPI_COMM_WORLD));
   dt_print0("total over %d ranks: linear %llu B, tree %llu B, library %llu B; "
             "formula (N-1)*S = %llu B\n"
             "root's send calls: linear %llu (N-1 = %d), tree %llu (ceil(log2 N) = %d)\n",
@@ -221,12 +221,12 @@ int main(int argc, char **argv) {
   double t0 = dt_now(), mine, slowest;
   dt_broadcast(w, weights, P, DT_F32, 0);
   mine = dt_now() - t0;
-  MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  DT_MPI(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
   dt_copy_to_host(wh, weights, P * sizeof(float));
   uint64_t sum = checksum(wh, P), lo, hi;
   dt_print_ranks("after dt_broadcast: checksum %016llx\n", (unsigned long long)sum);
-  MPI_Allreduce(&sum, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(&sum, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  DT_MPI(MPI_Allreduce(&sum, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD));
+  DT_MPI(MPI_Allreduce(&sum, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD));
   /* The RNG is counter-based: the value at (seed, stream, index) is a pure
    * function of the three, so every rank can draw rank 0's weights itself,
    * with no communication at all. Later lessons initialise this way. */
@@ -245,7 +245,7 @@ int main(int argc, char **argv) {
       slowest * 1e6, draw * 1e6);
 
   long totals[3] = {wrong, bytes_bad, differ}, all[3];
-  MPI_Allreduce(totals, all, 3, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  DT_MPI(MPI_Allreduce(totals, all, 3, MPI_LONG, MPI_SUM, MPI_COMM_WORLD));
   int ok = all[0] == 0 && all[1] == 0 && all[2] == 0 && lo == hi;
   dt_print0("CHECK %s: linear, tree and library broadcast from root %d, %d sizes, every result "
             "on %d ranks: %ld wrong elements (exact compare); bytes vs formula: %ld mismatches; "

@@ -152,9 +152,9 @@ static long compare_hierarchical(dt_comm *w, int K, size_t count, const float *w
       across[1] = leaders->count[DT_ALL_REDUCE].bytes_sent / (uint64_t)iters,
       across[3] = 2 * (uint64_t)(M - 1) * count * sizeof(float) / (uint64_t)M;
   }
-  MPI_Allreduce(MPI_IN_PLACE, across, 4, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-  MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  DT_MPI(MPI_Allreduce(MPI_IN_PLACE, across, 4, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
+  DT_MPI(MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  DT_MPI(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD));
   /* the formulas; the exact per-rank predictions (chunk sizes, and the
    * model's bytes per call) differ from them only when N or M does not
    * divide the count */
@@ -306,9 +306,10 @@ int main(int argc, char **argv) {
       seconds[NVARIANTS + v] = (t[(iters - 1) / 2] + t[iters / 2]) / 2;
     }
     /* the slowest rank's time; the busiest rank's bytes; errors of all ranks */
-    MPI_Allreduce(MPI_IN_PLACE, seconds, 2 * NVARIANTS, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Allreduce(sent, sent_max, NVARIANTS, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Allreduce(MPI_IN_PLACE, wrong, NVARIANTS + 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    DT_MPI(
+        MPI_Allreduce(MPI_IN_PLACE, seconds, 2 * NVARIANTS, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    DT_MPI(MPI_Allreduce(sent, sent_max, NVARIANTS, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD));
+    DT_MPI(MPI_Allreduce(MPI_IN_PLACE, wrong, NVARIANTS + 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD));
     for (int v = 0; v < NVARIANTS; v++)
       rows[v * nsizes + k] =
           (row){seconds[v], seconds[NVARIANTS + v],
@@ -349,7 +350,7 @@ int main(int argc, char **argv) {
                  (unsigned long long)pred[NAIVE], (unsigned long long)sent[RING], busbw_factor * S,
                  (unsigned long long)pred[RING], (unsigned long long)sent[LIBRARY]);
   uint64_t sums[2] = {sent[NAIVE], sent[RING]};
-  MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  DT_MPI(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
   dt_print0("all ranks together: naive %llu, ring %llu, 2(N-1)*S = %llu: the same bytes, but the "
             "ring spreads them evenly while naive puts half of them on rank 0\n",
             (unsigned long long)sums[0], (unsigned long long)sums[1],

@@ -208,9 +208,9 @@ int main(int argc, char **argv) {
   /* Every rank must hold the same count, or the all-gather (and in training
    * the all-reduce of every step) would not match up. */
   int64_t ns_min, ns_max, ns_sum;
-  MPI_Allreduce(&ns, &ns_min, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(&ns, &ns_max, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Allreduce(&ns, &ns_sum, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  DT_MPI(MPI_Allreduce(&ns, &ns_min, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD));
+  DT_MPI(MPI_Allreduce(&ns, &ns_max, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD));
+  DT_MPI(MPI_Allreduce(&ns, &ns_sum, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
   problems += (ns_min != want_ns) + (ns_max != want_ns) + (ns_sum != want_total);
   dt_print0("\nsummary over %lld epoch%s: measured (all-gathered indices) | formula\n",
             (long long)epochs, epochs > 1 ? "s" : "");
@@ -231,7 +231,7 @@ int main(int argc, char **argv) {
                  (long long)problems, (long long)wrong05);
 
   int64_t local[2] = {problems, wrong05}, sum[2];
-  MPI_Allreduce(local, sum, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  DT_MPI(MPI_Allreduce(local, sum, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
   int failed = sum[0] + sum[1] != 0;
   dt_print0(
       "\nCHECK %s: %lld epoch(s) all-gathered and checked by %d ranks: coverage, duplicates = "

@@ -276,6 +276,9 @@ int main(int argc, char **argv) {
       dt_fail("--compress %s: expected topk:R with 0 < R <= 1, e.g. topk:0.01", compress);
     if (overlap || bucket_mb > 0)
       dt_fail("--compress replaces the all-reduce: no --overlap or --bucket-mb");
+    if (c.ckpt) /* the residual is state a resumed run would lack: not exact */
+      dt_fail("--compress with --ckpt: checkpoints do not hold top-k's error-feedback residual, "
+              "so a resumed run could not continue exactly; drop --ckpt or --compress");
     tk.k = (int64_t)ceil(ratio * (double)P);
     tk.residual = dt_alloc_f32((size_t)P, DT_GRADS);
     tk.vals = dt_alloc_f32((size_t)tk.k, DT_COMMBUF);
@@ -336,7 +339,7 @@ int main(int argc, char **argv) {
     if (ok) dt_optimizer_step(&c, m.w, m.g, m.m, m.v, (size_t)P, scaler.taken);
     if (dt_ckpt_due(&c, step)) checkpoint(&m, step + 1, host_w, host_m, host_v);
     /* bookkeeping, not training: the loss for printing, on the host */
-    MPI_Allreduce(&loss, &losses[step], 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    DT_MPI(MPI_Allreduce(&loss, &losses[step], 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     losses[step] /= N;
     dt_sync();
     double dt = dt_now() - t0;

@@ -336,7 +336,7 @@ int main(int argc, char **argv) {
       if (m.rank == 0) dt_ckpt_save(&c, step + 1, host_w, host_m, host_v);
     }
     /* bookkeeping, not training: the loss for printing, on the host */
-    MPI_Allreduce(&loss, &losses[step], 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    DT_MPI(MPI_Allreduce(&loss, &losses[step], 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     losses[step] /= N;
     dt_sync();
     double dt = dt_now() - t0;

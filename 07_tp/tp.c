@@ -272,7 +272,7 @@ int main(int argc, char **argv) {
     compute += dt - (world->count[DT_ALL_REDUCE].seconds - comm0);
     /* bookkeeping: do the ranks' losses really agree? (max of x and of -x) */
     double both[2] = {losses[step], -losses[step]};
-    MPI_Allreduce(MPI_IN_PLACE, both, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    DT_MPI(MPI_Allreduce(MPI_IN_PLACE, both, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
     spread = fmax(spread, both[0] + both[1]);
     dt_print_step(&c, step, losses[step], "rank 0; every rank computes it alike", dt);
   }

@@ -316,7 +316,7 @@ int main(int argc, char **argv) {
     }
     if (dt_ckpt_due(&c, step)) checkpoint(&m, step + 1, host_w, host_m, host_v);
     /* bookkeeping: the rows' mean is the global batch's (a row's T ranks agree) */
-    MPI_Allreduce(&loss, &losses[step], 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    DT_MPI(MPI_Allreduce(&loss, &losses[step], 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     losses[step] /= N;
     dt_sync();
     dt_print_step(&c, step, losses[step], "mean over the rows", dt_now() - t0);

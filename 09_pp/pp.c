@@ -139,8 +139,8 @@ static void slice_in(stage *p, float *flat, const float *host) {
 static void gather_layers(stage *p, const float *flat, float *host) {
   float *mine = host + p->off[p->s];
   dt_copy_to_host(mine, flat, (size_t)p->cnt[p->s] * 4);
-  MPI_Gatherv(p->s ? mine : MPI_IN_PLACE, p->cnt[p->s], MPI_FLOAT, host, p->cnt, p->off, MPI_FLOAT,
-              0, MPI_COMM_WORLD);
+  DT_MPI(MPI_Gatherv(p->s ? mine : MPI_IN_PLACE, p->cnt[p->s], MPI_FLOAT, host, p->cnt, p->off,
+                     MPI_FLOAT, 0, MPI_COMM_WORLD));
 }
 static void checkpoint(stage *p, int64_t steps_done, float *w, float *m, float *v) {
   gather_layers(p, p->w, w);
@@ -257,7 +257,7 @@ int main(int argc, char **argv) {
     dt_zero(p.g, (size_t)(nl * P) * 4);
     p.loss = 0, p.scale = scaler.scale;
     dt_sync();
-    MPI_Barrier(MPI_COMM_WORLD); /* measurement only: every stage's clock starts together */
+    DT_MPI(MPI_Barrier(MPI_COMM_WORLD)); /* measurement only: every stage's clock starts together */
     double t_start = dt_now(), busy = 0;
     for (int i = 0; i < n; i++) {
       exchange(&p, world, i ? &plan[i - 1] : NULL, &plan[i]);
@@ -284,12 +284,13 @@ int main(int argc, char **argv) {
     if (p.wire != DT_F32) dt_round_half(p.g, np, p.wire);
     int overflow = p.wire == DT_F16 && dt_count_nonfinite(p.g, np) > 0;
     if (p.wire == DT_F16)
-      MPI_Allreduce(MPI_IN_PLACE, &overflow, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+      DT_MPI(MPI_Allreduce(MPI_IN_PLACE, &overflow, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     double used = 1.0;
     if (dt_scaler_update(&scaler, &c, overflow, &used)) {
       if (used != 1.0) dt_scale(p.g, np, (float)(1.0 / used));
       double sq = c.clip > 0 ? dt_sum_squares(p.g, np) : 0;
-      if (c.clip > 0) MPI_Allreduce(MPI_IN_PLACE, &sq, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      if (c.clip > 0)
+        DT_MPI(MPI_Allreduce(MPI_IN_PLACE, &sq, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
       if (dt_clip_factor(&c, sq) < 1.0f) dt_scale(p.g, np, dt_clip_factor(&c, sq));
       dt_optimizer_step(&c, p.w, p.g, p.m, p.v, np, scaler.taken);
     }
@@ -297,8 +298,8 @@ int main(int argc, char **argv) {
     /* bookkeeping: the loss lives on the last stage; the step's length is
      * from the common start to the last backward anywhere (stage 0's) */
     losses[step] = p.loss;
-    MPI_Bcast(&losses[step], 1, MPI_DOUBLE, N - 1, MPI_COMM_WORLD);
-    MPI_Allreduce(&rec[4 * n - 3], &T, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    DT_MPI(MPI_Bcast(&losses[step], 1, MPI_DOUBLE, N - 1, MPI_COMM_WORLD));
+    DT_MPI(MPI_Allreduce(&rec[4 * n - 3], &T, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
     busy_sum += busy, span_sum += T;
     if (T < best_T) best_T = T, memcpy(best, rec, (size_t)(8 * M) * sizeof(double));
     dt_print_step(&c, step, losses[step], "last stage, sum over the microbatches", T);
@@ -306,7 +307,7 @@ int main(int argc, char **argv) {
 
   int64_t trained = c.steps - c.start_step; /* this run's steps, after a resume */
   double steps = (double)trained, idle = span_sum - busy_sum, all_idle = 0;
-  MPI_Reduce(&idle, &all_idle, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  DT_MPI(MPI_Reduce(&idle, &all_idle, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
   dt_counter sr = world->count[DT_SENDRECV];
   size_t es = dt_dtype_size(p.wire); /* bytes per activation on the wire */
   uint64_t want_bytes = (uint64_t)(B * D) * es * (uint64_t)((s < N - 1) + (s > 0));
@@ -341,7 +342,7 @@ int main(int argc, char **argv) {
               (long long)scaler.skipped, scaler.skipped == 1 ? "" : "s", scaler.scale);
 
   double *all_rec = s == 0 ? malloc((size_t)(8 * M * N) * sizeof(double)) : NULL;
-  MPI_Gather(best, 4 * n, MPI_DOUBLE, all_rec, 4 * n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  DT_MPI(MPI_Gather(best, 4 * n, MPI_DOUBLE, all_rec, 4 * n, MPI_DOUBLE, 0, MPI_COMM_WORLD));
   if (s == 0) draw_timeline(all_rec, N, n, best_T);
 
   gather_layers(&p, p.w, host_w); /* the final weights, on rank 0 for the check */

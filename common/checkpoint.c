@@ -19,52 +19,53 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dt.h"
+#include "internal.h"
 
 void dt_save_state(const char *path, const dt_train_config *c, int64_t step, const float *w,
                    const float *m, const float *v);
 void dt_load_tensors(const char *path, const dt_train_config *c, const char *prefix, float *dst,
                      int64_t *step, char *err, size_t errlen);
+int64_t dt_meta_steps(const char *path);
 
 static int64_t manifest_step(const char *dir) { /* -1 when there is none */
   char path[4096], name[256];
   long long step = -1;
   snprintf(path, sizeof path, "%s/latest", dir);
-  FILE *f = fopen(path, "r");
+  int fd = open(path, O_RDONLY | O_NONBLOCK); /* a FIFO must not block, nor count */
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) close(fd), fd = -1;
+  FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
   if (f && fgets(name, sizeof name, f) && sscanf(name, "step-%lld.safetensors", &step) != 1)
     step = -1;
   if (f) fclose(f);
   return step;
 }
 
-static void sync_dir(const char *dir) { /* make the renames themselves durable */
-  int fd = open(dir, O_RDONLY);
-  if (fd >= 0) fsync(fd), close(fd);
-}
-
 void dt_ckpt_save(const dt_train_config *c, int64_t step, const float *w, const float *m,
                   const float *v) {
-  char path[4096], tmp[4096];
+  char path[4096];
+  DT_WATCH("reading the checkpoint manifest (--ckpt)"); /* the writes below watch themselves */
   if (mkdir(c->ckpt, 0777) != 0 && errno != EEXIST)
     dt_fatal(__FILE__, __LINE__, "mkdir --ckpt", strerror(errno));
   int64_t previous = manifest_step(c->ckpt);
+  dt_watch_done();
   snprintf(path, sizeof path, "%s/step-%08lld.safetensors", c->ckpt, (long long)step);
   dt_save_state(path, c, step, w, m, v);
-  snprintf(tmp, sizeof tmp, "%s/latest.tmp", c->ckpt);
-  FILE *f = fopen(tmp, "w");
-  int ok = f && fprintf(f, "step-%08lld.safetensors\n", (long long)step) > 0 && fflush(f) == 0 &&
-           fsync(fileno(f)) == 0;
-  if (f) ok = fclose(f) == 0 && ok;
+  char name[64];
+  snprintf(name, sizeof name, "step-%08lld.safetensors\n", (long long)step);
   snprintf(path, sizeof path, "%s/latest", c->ckpt);
-  if (!ok || rename(tmp, path) != 0)
-    dt_fatal(__FILE__, __LINE__, "write the manifest", strerror(errno));
-  sync_dir(c->ckpt);
+  dt_out f; /* replaced atomically like the checkpoint itself */
+  dt_out_open(&f, "--ckpt", path);
+  dt_out_write(&f, name, strlen(name));
+  dt_out_close(&f);
   /* keep this one and the one before; anything older may go */
+  DT_WATCH("removing old checkpoints (--ckpt)");
   for (int64_t s = previous - 1; s >= 0 && previous >= 0; s--) {
     snprintf(path, sizeof path, "%s/step-%08lld.safetensors", c->ckpt, (long long)s);
     remove(path);
     if (s < previous - 1000) break; /* steps are close together: do not scan forever */
   }
+  dt_watch_done();
   printf("checkpoint: step %lld saved to %s/step-%08lld.safetensors\n", (long long)step, c->ckpt,
          (long long)step);
   fflush(stdout);
@@ -72,6 +73,7 @@ void dt_ckpt_save(const dt_train_config *c, int64_t step, const float *w, const 
 
 int64_t dt_ckpt_resume(dt_train_config *c, float *w, float *m, float *v) {
   char err[600] = "", path[4096];
+  DT_WATCH("reading the checkpoint (--resume)");
   int64_t step = manifest_step(c->ckpt), stored = -1;
   if (step < 0) snprintf(err, sizeof err, "--resume: no readable manifest %s/latest", c->ckpt);
   snprintf(path, sizeof path, "%s/step-%08lld.safetensors", c->ckpt, (long long)step);
@@ -84,11 +86,17 @@ int64_t dt_ckpt_resume(dt_train_config *c, float *w, float *m, float *v) {
   if (!err[0] && step >= c->steps)
     snprintf(err, sizeof err, "the checkpoint is at step %lld: --steps %lld leaves nothing to do",
              (long long)step, (long long)c->steps);
+  dt_watch_done();
   int bad = err[0] != '\0', any = 0;
-  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  DT_MPI(MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   if (any) dt_fail("%s", bad ? err : "--resume failed on another rank");
   c->start_step = step;
-  dt_print0("resume: step %lld from %s (weights%s)\n", (long long)step, path,
-            m ? ", AdamW m and v" : "");
+  dt_print0("resume: step %lld from %s (weights%s; configuration and checksum verified)\n",
+            (long long)step, path, m ? ", AdamW m and v" : "");
+  int64_t planned = dt_rank() == 0 ? dt_meta_steps(path) : -1;
+  if (planned >= 0 && planned != c->steps)
+    dt_print0("resume: the checkpoint's run was set for --steps %lld, this one trains to %lld: "
+              "fine, the steps so far are the same training\n",
+              (long long)planned, (long long)c->steps);
   return step;
 }

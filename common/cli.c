@@ -69,38 +69,56 @@ static dt_option *find(dt_option *options, const char *name, size_t len) {
   return NULL;
 }
 
+static const char *what_kind(const dt_option *o) {
+  return o->kind == DT_OPT_INT ? "whole number" : o->kind == DT_OPT_SIZE ? "byte count" : "number";
+}
+
 /* Strict number parsing: the whole text must be a number in range. */
 static double parse_number(const dt_option *o, const char *text) {
   char *end = NULL;
   errno = 0;
-  double v;
-  if (o->kind == DT_OPT_DOUBLE) {
-    v = strtod(text, &end);
-  } else {
-    long long i = strtoll(text, &end, 10);
-    v = (double)i;
-    if (o->kind == DT_OPT_SIZE && end && *end) {
-      int shift = *end == 'K' || *end == 'k'   ? 10
-                  : *end == 'M' || *end == 'm' ? 20
-                  : *end == 'G' || *end == 'g' ? 30
-                                               : -1;
-      if (shift > 0) {
+  double v = strtod(text, &end);
+  if (end == text || *end != '\0' || isspace((unsigned char)text[0]))
+    dt_fail("%s: '%s' is not a %s (run with --help)", o->name, text, what_kind(o));
+  if (errno == ERANGE || !isfinite(v) || v < o->min || v > o->max)
+    dt_fail("%s: %s is out of range; it must be between %g and %g", o->name, text, o->min, o->max);
+  return v;
+}
+
+/* The option's bounds as integers (INT64_MAX is 2^63 as a double). */
+static int64_t int_bound(double b) {
+  return b >= 0x1p63 ? INT64_MAX : b <= -0x1p63 ? INT64_MIN : (int64_t)b;
+}
+
+/* Integers never go through a double: 2^53 + 1 and INT64_MAX stay exact. */
+static int64_t parse_integer(const dt_option *o, const char *text) {
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  int overflow = errno == ERANGE, shift = 0;
+  if (o->kind == DT_OPT_SIZE && end != text && *end) {
+    shift = *end == 'K' || *end == 'k'   ? 10
+            : *end == 'M' || *end == 'm' ? 20
+            : *end == 'G' || *end == 'g' ? 30
+                                         : 0;
+    if (shift) {
+      end++;
+      if (*end == 'i' && end[1] == 'B')
+        end += 2;
+      else if (*end == 'B')
         end++;
-        if (*end == 'i' && end[1] == 'B')
-          end += 2;
-        else if (*end == 'B')
-          end++;
-        v = ldexp(v, shift);
-      }
     }
   }
   if (end == text || *end != '\0' || isspace((unsigned char)text[0]))
-    dt_fail("%s: '%s' is not a %s (run with --help)", o->name, text,
-            o->kind == DT_OPT_INT    ? "whole number"
-            : o->kind == DT_OPT_SIZE ? "byte count"
-                                     : "number");
-  if (errno == ERANGE || !isfinite(v) || v < o->min || v > o->max)
-    dt_fail("%s: %s is out of range; it must be between %g and %g", o->name, text, o->min, o->max);
+    dt_fail("%s: '%s' is not a %s (run with --help)", o->name, text, what_kind(o));
+  if (shift && (v > (INT64_MAX >> shift) || v < -(INT64_MAX >> shift)))
+    overflow = 1;
+  else
+    v *= (long long)1 << shift;
+  int64_t lo = int_bound(o->min), hi = int_bound(o->max);
+  if (overflow || v < lo || v > hi)
+    dt_fail("%s: %s is out of range; it must be between %lld and %lld", o->name, text,
+            (long long)lo, (long long)hi);
   return v;
 }
 
@@ -108,7 +126,7 @@ static void set_value(dt_option *o, const char *text) {
   if (text[0] == '\0') dt_fail("%s: the value is empty (run with --help)", o->name);
   switch (o->kind) {
   case DT_OPT_INT:
-  case DT_OPT_SIZE: *(int64_t *)o->value = (int64_t)parse_number(o, text); break;
+  case DT_OPT_SIZE: *(int64_t *)o->value = parse_integer(o, text); break;
   case DT_OPT_DOUBLE: *(double *)o->value = parse_number(o, text); break;
   case DT_OPT_STRING:
     if (o->choices) {

@@ -118,7 +118,7 @@ dt_comm *dt_comm_create(MPI_Comm mpi, int use_nccl) {
   if (use_nccl) { /* the bootstrap: rank 0 makes the id, MPI carries it to all */
     ncclUniqueId id;
     if (c->rank == 0) CHECK_NCCL(ncclGetUniqueId(&id));
-    CHECK_MPI(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, mpi));
+    DT_MPI(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, mpi));
     CHECK_NCCL(ncclCommInitRank((ncclComm_t *)&c->nccl_comm, c->size, id, c->rank));
     nccl_remember(c);
   }
@@ -128,7 +128,7 @@ dt_comm *dt_comm_create(MPI_Comm mpi, int use_nccl) {
 
 dt_comm *dt_comm_split(dt_comm *parent, int color, int key) {
   MPI_Comm sub;
-  CHECK_MPI(MPI_Comm_split(parent->mpi, color, key, &sub));
+  DT_MPI(MPI_Comm_split(parent->mpi, color, key, &sub));
   MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
   dt_comm *c = dt_comm_create(sub, 0);
   snprintf(c->name, sizeof c->name, "split %d", color);

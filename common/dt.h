@@ -85,7 +85,7 @@ typedef struct {
 dt_comm *dt_init(int *argc, char ***argv, const dt_lesson *lesson, dt_option *options);
 void dt_finalize(void);
 
-dt_comm *dt_world(void);       /* what dt_init returned */
+double dt_uptime(void);        /* seconds since dt_init began */
 int dt_rank(void);             /* rank in MPI_COMM_WORLD */
 int dt_size(void);             /* number of ranks */
 int dt_local_rank(void);       /* rank among the ranks of this node */
@@ -202,6 +202,23 @@ double dt_timeout(void);
 #define dt_barrier(...)        DT_SITE(dt_barrier(__VA_ARGS__))
 #define dt_wait(...)           DT_SITE(dt_wait(__VA_ARGS__))
 #endif
+/* The same deadline for what is not a collective of this layer: host MPI
+ * calls on host memory (losses, timings, verdicts), file writes and reads.
+ * DT_MPI(MPI_Allreduce(...)) checks the call and, past --timeout, the
+ * watchdog names it ("stuck ... in MPI_Allreduce(...)") with its line.
+ * DT_WATCH("what") ... dt_watch_done() brackets anything else that may
+ * block (a file on a stalled file system). One at a time: no nesting. */
+void dt_watch_call(const char *what, const char *file, int line);
+/* the same with a deadline of its own, for a wait known to be longer */
+void dt_watch_call_within(const char *what, const char *file, int line, double seconds);
+void dt_watch_done(void);
+#define DT_WATCH(what) dt_watch_call(what, __FILE__, __LINE__)
+#define DT_MPI(call)                                                                               \
+  do {                                                                                             \
+    dt_watch_call(#call, __FILE__, __LINE__);                                                      \
+    CHECK_MPI(call);                                                                               \
+    dt_watch_done();                                                                               \
+  } while (0)
 
 /* ---------------------------------------------------------------- memory */
 /* Every buffer is accounted under a tag, so lessons can print memory per rank

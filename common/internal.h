@@ -3,6 +3,8 @@
 #ifndef DT_INTERNAL_H
 #define DT_INTERNAL_H
 
+#include <stdio.h>
+
 #include "dt.h"
 
 /* cli.c: parse argv into the lesson's options and the common ones. Returns 1
@@ -36,6 +38,24 @@ void dt_nccl_wait_event(dt_comm *c, void *event);
 #ifdef DT_CUDA
 void dt_mem_release_cache(void);
 #endif
+
+/* files.c: check the output paths at start-up (collective: rank 0 looks,
+ * every rank fails alike), and write a file as files.c describes: open,
+ * write or printf, close; any failure names the flag and path and aborts. */
+void dt_check_outputs(const dt_train_config *c);
+typedef struct {
+  FILE *f;
+  const char *flag, *shown; /* "--save", and the path as the user gave it */
+  int in_place;             /* a device or FIFO (--trace only): no temporary, no rename */
+  char path[4096], tmp[4128], what[4200];
+} dt_out;
+void dt_out_open(dt_out *o, const char *flag, const char *path);
+void dt_out_write(dt_out *o, const void *buf, size_t bytes);
+void dt_out_printf(dt_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void dt_out_close(dt_out *o);
+
+/* memory.c: where dt_memory_available's figure came from, for messages */
+const char *dt_memory_source(void);
 
 /* comm.c */
 dt_comm *dt_comm_create(MPI_Comm mpi, int use_nccl);

@@ -67,12 +67,85 @@ const char *dt_tag_name(dt_tag tag) {
   return names[tag];
 }
 
+static char memory_source[512] = "MemAvailable of this machine";
+const char *dt_memory_source(void) { return memory_source; }
+
+#ifndef DT_CUDA
+static double read_number(const char *dir, const char *file, const char *key) {
+  char path[1024], line[256];
+  double v = -1;
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  FILE *f = fopen(path, "r");
+  size_t klen = key ? strlen(key) : 0;
+  while (f && fgets(line, sizeof line, f)) {
+    if (key && (strncmp(line, key, klen) != 0 || line[klen] != ' ')) continue;
+    if (sscanf(line + klen, "%lf", &v) != 1) v = -1; /* "max": no limit */
+    break;
+  }
+  if (f) fclose(f);
+  return v;
+}
+
+/* A scheduler (Slurm, Kubernetes, Docker) confines a job to a cgroup whose
+ * memory limit can be far below the machine's free memory; past it the
+ * kernel kills the job without a word. Walk from this process's cgroup to
+ * the root (the limit of any ancestor binds too) and return what the
+ * tightest one still allows, or -1 when none is set. cgroup v2 (memory.max)
+ * and v1 (memory.limit_in_bytes); reclaimable page cache counts as free. */
+static double cgroup_available(void) {
+  char line[1024], rel[1024] = "";
+  int v1 = 0;
+  FILE *f = fopen("/proc/self/cgroup", "r");
+  while (f && fgets(line, sizeof line, f)) {
+    char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+    if (!b) continue;
+    b[strcspn(b, "\n")] = '\0';
+    *b = '\0';
+    int memory_v1 = strstr(a + 1, "memory") != NULL, unified = a[1] == '\0';
+    if (memory_v1 || (unified && !v1)) snprintf(rel, sizeof rel, "%s", b + 1), v1 = memory_v1;
+  }
+  if (f) fclose(f);
+  if (!rel[0]) return -1;
+  const char *root = v1 ? "/sys/fs/cgroup/memory" : "/sys/fs/cgroup";
+  const char *limit_file = v1 ? "memory.limit_in_bytes" : "memory.max";
+  const char *usage_file = v1 ? "memory.usage_in_bytes" : "memory.current";
+  const char *cache_key = v1 ? "total_inactive_file" : "inactive_file";
+  double best = -1;
+  for (;;) {
+    char dir[2100];
+    snprintf(dir, sizeof dir, "%s%s", root, strcmp(rel, "/") == 0 ? "" : rel);
+    double limit = read_number(dir, limit_file, NULL);
+    if (limit > 0 && limit < 0x1p60) { /* v1 writes "no limit" as ~2^63 */
+      double used = read_number(dir, usage_file, NULL),
+             cache = read_number(dir, "memory.stat", cache_key);
+      double left = limit - (used > 0 ? used : 0) + (cache > 0 ? cache : 0);
+      if (left < 0) left = 0;
+      if (best < 0 || left < best) {
+        best = left;
+        snprintf(memory_source, sizeof memory_source,
+                 "under the job's cgroup memory limit: %.300s/%s = %.2f GiB, %.2f GiB in use", dir,
+                 limit_file, limit / 1073741824.0, (used > 0 ? used : 0) / 1073741824.0);
+      }
+    }
+    char *slash = strrchr(rel, '/');
+    if (!slash || strcmp(rel, "/") == 0) break;
+    if (slash == rel)
+      rel[1] = '\0';
+    else
+      *slash = '\0';
+  }
+  return best;
+}
+#endif
+
 /* What a new allocation may use: free GPU memory, or the kernel's estimate
- * of available host memory (MemAvailable). */
+ * of available host memory (MemAvailable), or less when the job's cgroup
+ * limit allows less. dt_memory_source says which. */
 double dt_memory_available(void) {
 #ifdef DT_CUDA
   size_t free_bytes = 0, total = 0;
   CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total));
+  snprintf(memory_source, sizeof memory_source, "free memory of this rank's GPU");
   return (double)free_bytes + (double)cached_bytes;
 #else
   double kib = -1;
@@ -81,7 +154,11 @@ double dt_memory_available(void) {
   while (f && fgets(line, sizeof line, f))
     if (sscanf(line, "MemAvailable: %lf kB", &kib) == 1) break;
   if (f) fclose(f);
-  return kib < 0 ? 1e18 : kib * 1024; /* unknown: do not refuse */
+  double machine = kib < 0 ? 1e18 : kib * 1024; /* unknown: do not refuse */
+  double job = cgroup_available();
+  if (job >= 0 && job < machine) return job; /* cgroup_available named the limit */
+  snprintf(memory_source, sizeof memory_source, "MemAvailable of this machine");
+  return machine;
 #endif
 }
 
@@ -91,9 +168,10 @@ void *dt_alloc(size_t bytes, dt_tag tag) {
   /* Ask first: a request the machine cannot hold gets a clear message, not
    * the OOM killer or a swap storm. Small ones are not worth the look. */
   if (bytes > (64u << 20) && (double)bytes > dt_memory_available()) {
-    char msg[160];
-    snprintf(msg, sizeof msg, "%.2f GiB of %s asked for, only %.2f GiB available",
-             bytes / 1073741824.0, dt_tag_name(tag), dt_memory_available() / 1073741824.0);
+    char msg[800];
+    double left = dt_memory_available();
+    snprintf(msg, sizeof msg, "%.2f GiB of %s asked for, only %.2f GiB available (%s)",
+             bytes / 1073741824.0, dt_tag_name(tag), left / 1073741824.0, dt_memory_source());
     dt_fatal(__FILE__, __LINE__, "dt_alloc", msg);
   }
 #ifdef DT_CUDA

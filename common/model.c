@@ -1,9 +1,10 @@
 /* model.c: the training config and the residual MLP block, forward and
  * backward, on whatever slice of the weights a lesson holds. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "dt.h"
+#include "internal.h"
 
 void dt_train_resolve(dt_train_config *c) {
   if (c->hidden == 0) c->hidden = 4 * c->dim;
@@ -19,14 +20,15 @@ void dt_train_resolve(dt_train_config *c) {
             "scaler's state");
   if ((c->save_every > 0 || c->resume) && !c->ckpt)
     dt_fail("--save-every and --resume need --ckpt DIR, the checkpoint folder");
+  dt_check_outputs(c); /* before any training, not after it */
   /* Every lesson holds the whole model somewhere (rank 0 checks it), so a
    * model larger than the memory left is refused before anything runs. */
   double bytes = 4.0 * (double)c->layers * 2 * (double)c->dim * (double)c->hidden;
   double available = dt_memory_available();
   if (bytes > available)
-    dt_fail("the model needs %.2f GiB for its weights alone (L x 2 x D x H x 4 bytes); this "
-            "machine has %.2f GiB available",
-            bytes / 1073741824.0, available / 1073741824.0);
+    dt_fail("the model needs %.2f GiB for its weights alone (L x 2 x D x H x 4 bytes); only "
+            "%.2f GiB are available (%s): choose a smaller --layers, --dim or --hidden",
+            bytes / 1073741824.0, available / 1073741824.0, dt_memory_source());
 }
 
 int64_t dt_params_per_layer(const dt_train_config *c) { return 2 * c->dim * c->hidden; }
@@ -118,9 +120,35 @@ int dt_scaler_update(dt_loss_scaler *s, const dt_train_config *c, int found_nonf
   return 1;
 }
 
+/* A loss that is no longer a number, or that grew DIVERGED-fold since this
+ * run's first step, does not come back: training has diverged. Stop at once
+ * with the likely cause, instead of training on and letting the final check
+ * blame the parallelism (one process diverges alike). Every rank holds the
+ * same loss here, so every rank stops at the same step. */
+#define DIVERGED 1e4
+static void stop_if_diverged(const dt_train_config *c, int64_t step, double loss) {
+  static double first;
+  if (step == c->start_step) first = loss;
+  if (isfinite(loss) && !(step > c->start_step && loss > DIVERGED * first)) return;
+  char why[96];
+  if (isfinite(loss))
+    snprintf(why, sizeof why, "%g, %.0e times the %g of step %lld", loss, loss / first, first,
+             (long long)c->start_step + 1);
+  else
+    snprintf(why, sizeof why, "%s", isnan(loss) ? "NaN" : "infinite");
+  dt_fail("training diverged at step %lld: the loss is %s. The updates are too large for this "
+          "model, not wrong across ranks (one process diverges alike): lower --lr (now %g; try "
+          "%g)%s%s",
+          (long long)step + 1, why, c->lr, c->lr / 10,
+          c->clip > 0 ? "" : ", or bound each update with --clip 1",
+          dt_precision_type(c) == DT_F32 ? "" : ", or train in --precision fp32");
+}
+
 void dt_print_step(const dt_train_config *c, int64_t step, double loss, const char *how,
                    double seconds) {
-  if (step - c->start_step < 5 || step % 10 == 9 || step == c->steps - 1)
+  int diverged = !isfinite(loss);
+  if (step - c->start_step < 5 || step % 10 == 9 || step == c->steps - 1 || diverged)
     dt_print0("step %4lld/%lld  loss %.6f  (%s)  %.2f ms\n", (long long)step + 1,
               (long long)c->steps, loss, how, seconds * 1e3);
+  stop_if_diverged(c, step, loss);
 }

@@ -67,7 +67,10 @@ typedef struct {
       DT_FLAG("--no-check", &(c)->no_check, "skip the comparison with single-process training")
 
 /* A training step's loss line, on the steps worth reading (the first five
- * of the run, every tenth, the last); `how` says where the number comes from. */
+ * of the run, every tenth, the last); `how` says where the number comes from.
+ * Called by every rank every step with the same loss: a loss that is not
+ * finite or has exploded (10^4 x the run's first) ends the job there with a
+ * message naming divergence and what to change (dt_fail, exit 2). */
 void dt_print_step(const dt_train_config *c, int64_t step, double loss, const char *how,
                    double seconds);
 

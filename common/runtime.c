@@ -19,6 +19,7 @@ static struct {
   char comm_lib[128];
   char notice[160]; /* printed under the banner, which must stay the first line */
   dt_comm *world;
+  double start; /* MPI_Wtime after MPI_Init */
 #ifdef DT_CUDA
   cudaStream_t stream, side_stream;
 #endif
@@ -29,6 +30,15 @@ void dt_fatal(const char *file, int line, const char *call, const char *msg) {
   fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, 1);
   abort(); /* not reached: keeps the compiler sure we never return */
+}
+
+/* MPI_Finalize waits for every rank: one stopped or stuck elsewhere would
+ * keep the others in it forever, so it runs under the watchdog (which keeps
+ * watching after it, until exit). */
+static void finalize_watched(void) {
+  DT_WATCH("MPI_Finalize, waiting for the other ranks to finish");
+  MPI_Finalize();
+  dt_watch_done();
 }
 
 void dt_fail(const char *fmt, ...) {
@@ -47,7 +57,7 @@ void dt_fail(const char *fmt, ...) {
 #ifdef DT_CUDA
   dt_comm_abort_nccl(); /* NCCL's threads and GPU memory end with their communicators */
 #endif
-  MPI_Finalize();
+  finalize_watched();
   exit(2);
 }
 
@@ -78,14 +88,14 @@ static void mpi_library_name(char *out, size_t n) {
  * CUDA error (no device, driver too old, no permission) is the diagnosis. */
 static void fail_without_gpu(int ngpus, cudaError_t err) {
   int mine = ngpus > 0 ? rt.size : rt.rank, first = rt.size;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  DT_MPI(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
   if (first == rt.size) return;
   char why[256];
   const char *visible = getenv("CUDA_VISIBLE_DEVICES");
   snprintf(why, sizeof why, "%s%s%s%s",
            err != cudaSuccess ? cudaGetErrorString(err) : "cudaGetDeviceCount found 0 devices",
            visible ? " (CUDA_VISIBLE_DEVICES=" : "", visible ? visible : "", visible ? ")" : "");
-  MPI_Bcast(why, sizeof why, MPI_CHAR, first, MPI_COMM_WORLD);
+  DT_MPI(MPI_Bcast(why, sizeof why, MPI_CHAR, first, MPI_COMM_WORLD));
   dt_fail("this binary was built with BACKEND=cuda but rank %d sees no CUDA GPU: %s; "
           "rebuild with 'make BACKEND=cpu' to run on CPUs",
           first, why);
@@ -115,7 +125,7 @@ static int choose_device(const char *comm_choice, char *gpu_name, size_t n) {
   enum { U = sizeof prop.uuid.bytes };
   char *uuids = malloc((size_t)rt.size * U);
   CHECK_ALLOC(uuids);
-  CHECK_MPI(MPI_Allgather(prop.uuid.bytes, U, MPI_BYTE, uuids, U, MPI_BYTE, MPI_COMM_WORLD));
+  DT_MPI(MPI_Allgather(prop.uuid.bytes, U, MPI_BYTE, uuids, U, MPI_BYTE, MPI_COMM_WORLD));
   int distinct = 0;
   for (int r = 0; r < rt.size; r++) {
     int seen = 0;
@@ -147,19 +157,10 @@ static int choose_device(const char *comm_choice, char *gpu_name, size_t n) {
 
 dt_comm *dt_init(int *argc, char ***argv, const dt_lesson *lesson, dt_option *options) {
   CHECK_MPI(MPI_Init(argc, argv));
+  rt.start = MPI_Wtime();
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* so CHECK_MPI sees errors */
   MPI_Comm_rank(MPI_COMM_WORLD, &rt.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &rt.size);
-
-  /* Ranks that share memory share a node: their order picks the GPU. */
-  MPI_Comm node;
-  CHECK_MPI(
-      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rt.rank, MPI_INFO_NULL, &node));
-  MPI_Comm_rank(node, &rt.local_rank);
-  MPI_Comm_size(node, &rt.local_size);
-  MPI_Comm_free(&node);
-  int leader = rt.local_rank == 0;
-  MPI_Allreduce(&leader, &rt.nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
 
   const char *comm_choice = "auto";
   if (dt_cli_parse(*argc, *argv, lesson, options, &comm_choice)) {
@@ -167,6 +168,15 @@ dt_comm *dt_init(int *argc, char ***argv, const dt_lesson *lesson, dt_option *op
     exit(0);
   }
   dt_watchdog_start(); /* knows --timeout now */
+  /* Ranks that share memory share a node: their order picks the GPU. Both
+   * calls wait for every rank, so the watchdog is already running. */
+  MPI_Comm node;
+  DT_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rt.rank, MPI_INFO_NULL, &node));
+  MPI_Comm_rank(node, &rt.local_rank);
+  MPI_Comm_size(node, &rt.local_size);
+  MPI_Comm_free(&node);
+  int leader = rt.local_rank == 0;
+  DT_MPI(MPI_Allreduce(&leader, &rt.nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
   if (rt.size < lesson->min_ranks)
     dt_fail("%s needs at least %d ranks, got %d: run it as 'mpirun -np %d %s'", lesson->name,
             lesson->min_ranks, rt.size, lesson->min_ranks < 4 ? 4 : lesson->min_ranks, (*argv)[0]);
@@ -191,10 +201,9 @@ dt_comm *dt_init(int *argc, char ***argv, const dt_lesson *lesson, dt_option *op
   return rt.world;
 }
 
-dt_comm *dt_world(void) { return rt.world; }
+double dt_uptime(void) { return MPI_Wtime() - rt.start; }
 
 void dt_finalize(void) {
-  dt_watchdog_stop();
   dt_comm_free(rt.world);
   dt_comm_release_staging();
 #ifdef DT_CUDA
@@ -202,7 +211,8 @@ void dt_finalize(void) {
   cudaStreamDestroy(rt.stream);
   cudaStreamDestroy(rt.side_stream);
 #endif
-  MPI_Finalize();
+  finalize_watched();
+  dt_watchdog_stop();
 }
 
 void dt_print0(const char *fmt, ...) {
@@ -225,7 +235,7 @@ void dt_print_ranks(const char *fmt, ...) {
   va_end(ap);
   char *all = rt.rank == 0 ? malloc((size_t)rt.size * LINE) : NULL;
   if (rt.rank == 0) CHECK_ALLOC(all);
-  CHECK_MPI(MPI_Gather(line, LINE, MPI_CHAR, all, LINE, MPI_CHAR, 0, MPI_COMM_WORLD));
+  DT_MPI(MPI_Gather(line, LINE, MPI_CHAR, all, LINE, MPI_CHAR, 0, MPI_COMM_WORLD));
   if (rt.rank == 0) {
     for (int r = 0; r < rt.size; r++) printf("[rank %d] %s", r, all + (size_t)r * LINE);
     fflush(stdout);

@@ -6,12 +6,15 @@
  * save never leaves a truncated file under the final name. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include "dt.h"
+#include "internal.h"
 
 typedef struct {
   char name[64];
@@ -46,34 +49,128 @@ static size_t header_json(char *out, size_t cap, const tensor *t, int n, const c
   return len;
 }
 
-static void write_atomically(const char *path, const tensor *t, int n, const char *meta) {
+/* FNV-1a over the data's 32-bit words: a flipped bit or a changed float
+ * anywhere in the data changes it. (Not a defence against tampering.) */
+#define CHECKSUM_SEED 0xcbf29ce484222325ull
+static uint64_t checksum(uint64_t h, const void *data, size_t bytes) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i + 4 <= bytes; i += 4) {
+    uint32_t w;
+    memcpy(&w, p + i, 4);
+    h = (h ^ w) * 0x100000001b3ull;
+  }
+  return h;
+}
+
+/* flag: what the user asked for it with ("--save"), named in any error. */
+static void write_atomically(const char *path, const char *flag, const tensor *t, int n,
+                             const char *meta) {
   size_t cap = 256 + (size_t)n * 160 + strlen(meta);
-  char *header = malloc(cap), tmp[4096];
+  char *header = malloc(cap), *full_meta = malloc(strlen(meta) + 64);
   CHECK_ALLOC(header);
-  uint64_t len = header_json(header, cap, t, n, meta);
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) dt_fatal(__FILE__, __LINE__, "fopen", strerror(errno));
+  CHECK_ALLOC(full_meta);
+  uint64_t sum = CHECKSUM_SEED;
+  for (int i = 0; i < n; i++) sum = checksum(sum, t[i].data, 4 * (size_t)elements(&t[i]));
+  sprintf(full_meta, "%s,\"checksum\":\"%016llx\"", meta, (unsigned long long)sum);
+  uint64_t len = header_json(header, cap, t, n, full_meta);
+  free(full_meta);
+  dt_out o;
+  dt_out_open(&o, flag, path);
   unsigned char le[8];
   for (int i = 0; i < 8; i++) le[i] = (unsigned char)(len >> (8 * i));
-  int ok = fwrite(le, 1, 8, f) == 8 && fwrite(header, 1, len, f) == len;
-  for (int i = 0; i < n && ok; i++)
-    ok = fwrite(t[i].data, 4, (size_t)elements(&t[i]), f) == (size_t)elements(&t[i]);
-  ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-  ok = fclose(f) == 0 && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    unlink(tmp);
-    dt_fatal(__FILE__, __LINE__, "write safetensors", strerror(errno));
-  }
+  dt_out_write(&o, le, 8);
+  dt_out_write(&o, header, len);
+  for (int i = 0; i < n; i++) dt_out_write(&o, t[i].data, 4 * (size_t)elements(&t[i]));
+  dt_out_close(&o);
   free(header);
 }
 
+/* The run's configuration: a resumed run must be the same training, and
+ * compare_config holds it to that. */
 static void meta_of(const dt_train_config *c, int64_t step, char *out, size_t cap) {
   snprintf(out, cap,
-           "\"format\":\"pt\",\"step\":\"%lld\",\"layers\":\"%lld\",\"dim\":\"%lld\","
-           "\"hidden\":\"%lld\",\"seed\":\"%lld\",\"optimizer\":\"%s\"",
-           (long long)step, (long long)c->layers, (long long)c->dim, (long long)c->hidden,
-           (long long)c->seed, c->optimizer);
+           "\"format\":\"pt\",\"step\":\"%lld\",\"steps\":\"%lld\",\"layers\":\"%lld\","
+           "\"dim\":\"%lld\",\"hidden\":\"%lld\",\"batch\":\"%lld\",\"samples\":\"%lld\","
+           "\"seed\":\"%lld\",\"data_seed\":\"%lld\",\"optimizer\":\"%s\",\"lr\":\"%.17g\","
+           "\"weight_decay\":\"%.17g\",\"clip\":\"%.17g\",\"precision\":\"%s\"",
+           (long long)step, (long long)c->steps, (long long)c->layers, (long long)c->dim,
+           (long long)c->hidden, (long long)c->batch, (long long)c->samples, (long long)c->seed,
+           (long long)c->data_seed, c->optimizer, c->lr, c->weight_decay, c->clip, c->precision);
+}
+
+/* The metadata's string value of key, or NULL (out holds at most n-1). */
+static const char *meta_value(const char *header, const char *key, char *out, size_t n) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":\"", key);
+  const char *at = strstr(header, pat);
+  if (!at) return NULL;
+  at += strlen(pat);
+  size_t len = strcspn(at, "\"");
+  if (len >= n) return NULL;
+  memcpy(out, at, len), out[len] = '\0';
+  return out;
+}
+
+/* The shortest text that reads back as x: 0.003, not 0.0030000000000000001. */
+static void shortest(double x, char *out, size_t n) {
+  for (int digits = 1; digits <= 17; digits++) {
+    snprintf(out, n, "%.*g", digits, x);
+    if (strtod(out, NULL) == x) return;
+  }
+}
+
+/* One line on the first setting that differs, and how to go on. */
+static void compare_config(const char *header, const char *path, const dt_train_config *c,
+                           char *err, size_t errlen) {
+  char mine[14][64], theirs[64];
+  const char *flags[14] = {"--layers", "--dim",       "--hidden",    "--batch", "--samples",
+                           "--seed",   "--data-seed", "--optimizer", "--lr",    "--weight-decay",
+                           "--clip",   "--precision", NULL};
+  const char *keys[14] = {"layers", "dim",       "hidden",    "batch", "samples",
+                          "seed",   "data_seed", "optimizer", "lr",    "weight_decay",
+                          "clip",   "precision", NULL};
+  int64_t ints[7] = {c->layers, c->dim, c->hidden, c->batch, c->samples, c->seed, c->data_seed};
+  for (int i = 0; i < 7; i++) snprintf(mine[i], 64, "%lld", (long long)ints[i]);
+  snprintf(mine[7], 64, "%s", c->optimizer);
+  double reals[3] = {c->lr, c->weight_decay, c->clip}; /* stored exactly, shown short */
+  for (int i = 0; i < 3; i++) shortest(reals[i], mine[8 + i], 64);
+  snprintf(mine[11], 64, "%s", c->precision);
+  for (int i = 0; keys[i] && !err[0]; i++) {
+    int found = meta_value(header, keys[i], theirs, sizeof theirs) != NULL;
+    if (found && i >= 8 && i <= 10) shortest(strtod(theirs, NULL), theirs, sizeof theirs);
+    if (!found)
+      snprintf(
+          err, errlen,
+          "--resume: %s has no record of %s (written by an older version): it cannot be resumed "
+          "exactly; start afresh with another --ckpt folder",
+          path, flags[i]);
+    else if (strcmp(theirs, mine[i]) != 0)
+      snprintf(
+          err, errlen,
+          "--resume: the checkpoint was trained with %s %s, this run has %s %s: a resumed run must "
+          "continue the same training; run with %s %s, or start afresh with another --ckpt "
+          "folder",
+          flags[i], theirs, flags[i], mine[i], flags[i], theirs);
+  }
+}
+
+int64_t dt_meta_steps(const char *path) { /* the --steps of the run that wrote it, or -1 */
+  char value[64];
+  long long steps = -1;
+  FILE *f = fopen(path, "rb");
+  unsigned char le[8];
+  uint64_t len = 0;
+  if (f && fread(le, 1, 8, f) == 8) {
+    for (int i = 0; i < 8; i++) len |= (uint64_t)le[i] << (8 * i);
+    char *header = len < (64u << 20) ? malloc(len + 1) : NULL;
+    if (header && fread(header, 1, len, f) == len) {
+      header[len] = '\0';
+      if (meta_value(header, "steps", value, sizeof value)) sscanf(value, "%lld", &steps);
+    }
+    free(header);
+  }
+  if (f) fclose(f);
+  return steps;
 }
 
 /* The 2L tensors of a flat layer-major array (W1_0, W2_0, W1_1, ...), named
@@ -100,12 +197,18 @@ void dt_save_state(const char *path, const dt_train_config *c, int64_t step, con
         model_tensors(t + 2 * n, c, "optim.exp_avg_sq.", v);
   char meta[512];
   meta_of(c, step, meta, sizeof meta);
-  write_atomically(path, t, (int)(m ? 3 * n : n), meta);
+  write_atomically(path, "--ckpt", t, (int)(m ? 3 * n : n), meta);
   free(t);
 }
 
 void dt_save_model(const char *path, const dt_train_config *c, int64_t step, const float *weights) {
-  dt_save_state(path, c, step, weights, NULL, NULL);
+  tensor *t = calloc((size_t)(2 * c->layers), sizeof *t);
+  CHECK_ALLOC(t);
+  model_tensors(t, c, "", weights);
+  char meta[512];
+  meta_of(c, step, meta, sizeof meta);
+  write_atomically(path, "--save", t, (int)(2 * c->layers), meta);
+  free(t);
 }
 
 /* Reads the 2L tensors named prefix + "layers.{l}.w{1,2}" and checks each
@@ -113,9 +216,18 @@ void dt_save_model(const char *path, const dt_train_config *c, int64_t step, con
  * goes to *step. On any mismatch, err says what and where. */
 void dt_load_tensors(const char *path, const dt_train_config *c, const char *prefix, float *dst,
                      int64_t *step, char *err, size_t errlen) {
-  FILE *f = fopen(path, "rb");
+  /* never block on a FIFO, nor read a device, in place of a file */
+  int fd = open(path, O_RDONLY | O_NONBLOCK);
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    snprintf(err, errlen, "%s: not a regular file", path);
+    close(fd);
+    return;
+  }
+  FILE *f = fd < 0 ? NULL : fdopen(fd, "rb");
   if (!f) {
     snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
     return;
   }
   unsigned char le[8];
@@ -141,6 +253,7 @@ void dt_load_tensors(const char *path, const dt_train_config *c, const char *pre
   if (step && (!at || sscanf(at + 8, "%lld", &meta_step) != 1))
     snprintf(err, errlen, "%s: the metadata has no step", path);
   if (step) *step = meta_step;
+  if (step && !err[0]) compare_config(header, path, c, err, errlen);
   int64_t L = c->layers, D = c->dim, H = c->hidden;
   for (int64_t i = 0; i < 2 * L && !err[0]; i++) {
     char key[96];
@@ -165,6 +278,35 @@ void dt_load_tensors(const char *path, const dt_train_config *c, const char *pre
              fread(dst + i * D * H, 4, (size_t)(r * k), f) != (size_t)(r * k))
       snprintf(err, errlen, "%s: cannot read %s", path, key);
   }
+  /* The checksum covers the whole data section: checked once, with the
+   * weights. Files from elsewhere (--load) may have none; checkpoints must. */
+  char want[32];
+  if (!err[0] && !prefix[0] && meta_value(header, "checksum", want, sizeof want)) {
+    uint64_t sum = CHECKSUM_SEED;
+    char *buf = malloc(1 << 20);
+    CHECK_ALLOC(buf);
+    fseek(f, (long)(8 + len), SEEK_SET);
+    for (size_t got; (got = fread(buf, 1, 1 << 20, f)) > 0;) sum = checksum(sum, buf, got);
+    free(buf);
+    char have[32];
+    snprintf(have, sizeof have, "%016llx", (unsigned long long)sum);
+    if (strcmp(have, want) != 0)
+      snprintf(err, errlen,
+               "%s: the data's checksum is %s, the file says %s: the file is damaged (a flipped "
+               "byte, a partial copy); use another checkpoint or start afresh",
+               path, have, want);
+  } else if (!err[0] && !prefix[0] && step) {
+    snprintf(err, errlen,
+             "%s has no checksum (written by an older version): start afresh with "
+             "another --ckpt folder",
+             path);
+  }
+  for (int64_t j = 0; !err[0] && j < 2 * L * D * H; j++)
+    if (!isfinite(dst[j]))
+      snprintf(err, errlen,
+               "%s: %slayers.%lld holds %s: saved from a diverged run; use another checkpoint or "
+               "start afresh",
+               path, prefix, (long long)(j / (2 * D * H)), isnan(dst[j]) ? "NaN" : "inf");
   free(header);
   fclose(f);
 }
@@ -176,10 +318,13 @@ void dt_load_weights_host(const char *path, const dt_train_config *c, float *wei
 
 /* Every rank reads; if any fails, all stop with the first rank's reason. */
 void dt_load_model(const char *path, const dt_train_config *c, float *weights) {
-  char err[512] = "";
+  char err[512] = "", what[4200];
+  snprintf(what, sizeof what, "reading --load %s", path);
+  DT_WATCH(what);
   dt_load_weights_host(path, c, weights, err, sizeof err);
+  dt_watch_done();
   int bad = err[0] != '\0', any = 0;
-  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  DT_MPI(MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   if (any) dt_fail("--load %s", bad ? err : "failed on another rank");
 }
 
@@ -188,6 +333,15 @@ void dt_dump_data(const char *path, const dt_train_config *c) {
   if ((double)S * B * D * 8 > 2e9)
     dt_fail("--dump-data: %lld steps of [%lld, %lld] exceed 2 GB", (long long)S, (long long)B,
             (long long)D);
+  /* rank 0 holds all of it on the host: ask first, as dt_alloc does */
+  double need = (double)S * B * D * 8, left = dt_rank() == 0 ? dt_memory_available() : 0;
+  DT_MPI(MPI_Bcast(&left, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+  if (need > left)
+    dt_fail("--dump-data: %lld steps of [%lld, %lld] need %.2f GiB on rank 0; only %.2f GiB are "
+            "available (%s)",
+            (long long)S, (long long)B, (long long)D, need / 1073741824.0, left / 1073741824.0,
+            dt_memory_source());
+  if (dt_rank() != 0) return; /* every rank would write the same file */
   float *x = malloc((size_t)(S * B * D) * 4), *y = malloc((size_t)(S * B * D) * 4);
   float *xd = dt_alloc_f32((size_t)(B * D), DT_DATA), *yd = dt_alloc_f32((size_t)(B * D), DT_DATA);
   int64_t *samples = malloc((size_t)B * sizeof *samples);
@@ -203,7 +357,7 @@ void dt_dump_data(const char *path, const dt_train_config *c) {
   tensor t[2] = {{"x", 3, {S, B, D}, x}, {"y", 3, {S, B, D}, y}};
   char meta[512];
   meta_of(c, S, meta, sizeof meta);
-  write_atomically(path, t, 2, meta);
+  write_atomically(path, "--dump-data", t, 2, meta);
   dt_free(xd), dt_free(yd);
   free(x), free(y), free(samples);
 }

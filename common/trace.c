@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dt.h"
+#include "internal.h"
 #ifdef DT_CUDA
 #include "dt_cuda.h"
 #endif
@@ -23,7 +23,7 @@ static double origin;
 
 void dt_trace_enable(int on) {
   enabled = on;
-  MPI_Barrier(MPI_COMM_WORLD); /* a common time origin for all ranks */
+  DT_MPI(MPI_Barrier(MPI_COMM_WORLD)); /* a common time origin for all ranks */
   origin = dt_now();
 }
 int dt_trace_enabled(void) { return enabled; }
@@ -52,31 +52,31 @@ void dt_trace_write(const char *path) {
   int *counts = malloc((size_t)size * sizeof(int)), *offsets = malloc((size_t)size * sizeof(int));
   CHECK_ALLOC(counts);
   CHECK_ALLOC(offsets);
-  MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD);
+  DT_MPI(MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD));
   int total = 0;
   for (int r = 0; r < size; r++) offsets[r] = total, total += counts[r];
   span *all = dt_rank() == 0 ? malloc((size_t)total + 1) : NULL;
-  MPI_Gatherv(spans, mine, MPI_BYTE, all, counts, offsets, MPI_BYTE, 0, MPI_COMM_WORLD);
+  DT_MPI(MPI_Gatherv(spans, mine, MPI_BYTE, all, counts, offsets, MPI_BYTE, 0, MPI_COMM_WORLD));
   if (dt_rank() == 0) {
-    FILE *f = fopen(path, "w");
-    if (!f) dt_fatal(__FILE__, __LINE__, "fopen", path);
-    fprintf(f, "{\"traceEvents\":[\n");
+    dt_out f;
+    dt_out_open(&f, "--trace", path);
+    dt_out_printf(&f, "{\"traceEvents\":[\n");
     int first = 1;
     for (int r = 0; r < size; r++) {
-      fprintf(f,
-              "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":%d,\"args\":{\"name\":"
-              "\"rank %d\"}}",
-              first ? "" : ",\n", r, r);
+      dt_out_printf(&f,
+                    "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":%d,\"args\":{"
+                    "\"name\":\"rank %d\"}}",
+                    first ? "" : ",\n", r, r);
       first = 0;
       span *s = (span *)((char *)all + offsets[r]);
       for (int i = 0; i < counts[r] / (int)sizeof(span); i++)
-        fprintf(f,
-                ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":0,\"tid\":%d,\"ts\":%.3f,"
-                "\"dur\":%.3f}",
-                s[i].name, s[i].cat, r, s[i].t0 * 1e6, (s[i].t1 - s[i].t0) * 1e6);
+        dt_out_printf(&f,
+                      ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":0,\"tid\":%d,"
+                      "\"ts\":%.3f,\"dur\":%.3f}",
+                      s[i].name, s[i].cat, r, s[i].t0 * 1e6, (s[i].t1 - s[i].t0) * 1e6);
     }
-    fprintf(f, "\n]}\n");
-    fclose(f);
+    dt_out_printf(&f, "\n]}\n");
+    dt_out_close(&f);
     printf("trace: %d spans from %d ranks written to %s (open in ui.perfetto.dev)\n",
            total / (int)sizeof(span), size, path);
   }

@@ -2,9 +2,13 @@
  *
  * Every blocking communication call in comm.c tells the watchdog what it is
  * (kind, count, peer, the lesson's line) and when it must be done (now +
- * --timeout). A thread looks every 20 ms; past the deadline it prints where
- * the rank is stuck and ends the process with exit code 3, and mpirun then
- * takes the whole job down.
+ * --timeout). So do the host-side calls around training (DT_MPI: the loss
+ * all-reduce, verdicts, gathers for printing; MPI_Finalize) and the file
+ * operations that can hang on a stalled file system or a FIFO (DT_WATCH):
+ * a rank stopped or stuck anywhere leaves the others waiting in one of
+ * these, where the deadline finds them. A thread looks every 20 ms; past the deadline it prints
+ * where the rank is stuck and ends the process with exit code 3, and mpirun then takes the whole
+ * job down.
  *
  * Why a thread, and not nonblocking calls completed by an MPI_Test loop (the
  * other classic design)? MPI_Iallreduce in place runs Open MPI's generic
@@ -33,7 +37,9 @@ static struct {
   size_t count;
   uint64_t seq;
   char comm[32];
+  char what[200];  /* a host call or file operation (dt_watch_call), or "" for a collective */
   double deadline; /* CLOCK_MONOTONIC seconds */
+  double limit;    /* how long it was given, for the message */
   pthread_t thread;
   int started;
 } wd = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -50,10 +56,28 @@ void dt_watch_begin(const dt_comm *c, dt_kind k, size_t count, int peer) {
   pthread_mutex_lock(&wd.lock);
   wd.kind = k, wd.count = count, wd.peer = peer, wd.seq = c->seq;
   snprintf(wd.comm, sizeof wd.comm, "%s", c->name);
-  wd.deadline = monotonic() + dt_timeout();
+  wd.what[0] = '\0';
+  wd.limit = dt_timeout();
+  wd.deadline = monotonic() + wd.limit;
   wd.armed = 1;
   pthread_mutex_unlock(&wd.lock);
 }
+
+void dt_watch_call(const char *what, const char *file, int line) {
+  dt_watch_call_within(what, file, line, dt_timeout());
+}
+
+void dt_watch_call_within(const char *what, const char *file, int line, double seconds) {
+  pthread_mutex_lock(&wd.lock);
+  snprintf(wd.what, sizeof wd.what, "%s", what);
+  wd.file = file, wd.line = line;
+  wd.limit = seconds;
+  wd.deadline = monotonic() + seconds;
+  wd.armed = 1;
+  pthread_mutex_unlock(&wd.lock);
+}
+
+void dt_watch_done(void) { dt_watch_end(); }
 
 void dt_watch_end(void) {
   pthread_mutex_lock(&wd.lock);
@@ -65,11 +89,16 @@ void dt_watch_end(void) {
 static void say_stuck(void) {
   char peer[32] = "", line[512];
   if (wd.peer >= 0) snprintf(peer, sizeof peer, ", peer rank %d", wd.peer);
-  snprintf(line, sizeof line,
-           "watchdog: rank %d stuck for %.0f s in %s #%llu on the %s communicator (%zu "
-           "elements%s), called from %s:%d; aborting the job\n",
-           dt_rank(), dt_timeout(), dt_kind_name(wd.kind), (unsigned long long)wd.seq, wd.comm,
-           wd.count, peer, wd.file ? wd.file : "?", wd.line);
+  if (wd.what[0])
+    snprintf(line, sizeof line,
+             "watchdog: rank %d stuck for %.0f s in %s, called from %s:%d; aborting the job\n",
+             dt_rank(), wd.limit, wd.what, wd.file ? wd.file : "?", wd.line);
+  else
+    snprintf(line, sizeof line,
+             "watchdog: rank %d stuck for %.0f s in %s #%llu on the %s communicator (%zu "
+             "elements%s), called from %s:%d; aborting the job\n",
+             dt_rank(), wd.limit, dt_kind_name(wd.kind), (unsigned long long)wd.seq, wd.comm,
+             wd.count, peer, wd.file ? wd.file : "?", wd.line);
   fputs(line, stderr);
   fflush(stderr);
 }

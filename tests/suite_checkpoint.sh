@@ -60,3 +60,60 @@ ckpt_killed 06_fsdp ./06_fsdp/fsdp 2
 # 08_fsdp_tp: the default --tp 0 is 2 (1 at odd NP), valid at NP 4, 2 and 1
 ckpt_suite 08_fsdp_tp ./08_fsdp_tp/fsdp_tp 2
 ckpt_killed 08_fsdp_tp ./08_fsdp_tp/fsdp_tp 2
+
+# A checkpoint carries the run's configuration and a checksum of its data.
+# Resuming with another setting would silently be another training (and the
+# final check would retrain the wrong one): each is refused with one line
+# naming the setting and how to go on. More --steps is the same training.
+CFG=build/test-ckpt/config
+rm -rf "$CFG"; mkdir -p "$(dirname "$CFG")"
+ck_args=(--optimizer adamw --no-check --ckpt "$CFG")
+check "ckpt config: write at step 4" 2 0 "checkpoint: step 4 saved" -- ./05_dp/dp "${ck_args[@]}" --steps 4 --save-every 4
+for change in "--layers 2:--layers 4" "--dim 32:--dim 64" "--hidden 128:--hidden 256" "--batch 64:--batch 32" \
+              "--samples 512:--samples 256" "--seed 5:--seed 1" "--data-seed 9:--data-seed 2" "--optimizer sgd:--optimizer adamw" \
+              "--lr 0.01:--lr 0.003" "--weight-decay 0.1:--weight-decay 0.01" "--clip 1:--clip 0" "--precision bf16:--precision fp32"; do
+  new=${change%%:*} old=${change#*:}
+  check "ckpt config: resume with $new refused" 2 2 \
+    "^error: --resume: the checkpoint was trained with $old, this run has $new: a resumed run must continue the same training; run with $old, or start afresh with another --ckpt folder" \
+    -- ./05_dp/dp "${ck_args[@]}" --steps 6 --resume $new
+done
+check "ckpt config: more --steps is the same training" 2 0 'resume: step 4 .*configuration and checksum verified' \
+  "resume: the checkpoint's run was set for --steps 4, this one trains to 6: fine" \
+  -- ./05_dp/dp --optimizer adamw --ckpt "$CFG" --steps 6 --resume
+# a flipped bit anywhere in the data, and a NaN written with a valid checksum
+ck_file=$CFG/step-00000004.safetensors
+cp "$ck_file" "$CFG/good"
+python3 - "$ck_file" <<'PY'
+import sys
+d = bytearray(open(sys.argv[1], 'rb').read())
+n = int.from_bytes(d[:8], 'little')
+d[8 + n + len(d[8 + n:]) * 3 // 4] ^= 0x04  # in AdamW's v
+open(sys.argv[1], 'wb').write(d)
+PY
+check "ckpt: a flipped bit is refused" 2 2 "^error: $ck_file: the data's checksum is [0-9a-f]{16}, the file says [0-9a-f]{16}: the file is damaged" \
+  -- ./05_dp/dp "${ck_args[@]}" --steps 6 --resume
+cp "$CFG/good" "$ck_file"
+python3 - "$ck_file" <<'PY'
+import sys, struct, re
+d = bytearray(open(sys.argv[1], 'rb').read())
+n = int.from_bytes(d[:8], 'little')
+d[8 + n + 400:8 + n + 404] = struct.pack('<f', float('nan'))
+h = 0xcbf29ce484222325  # FNV-1a over 32-bit words, as common/safetensors.c
+for (w,) in struct.iter_unpack('<I', bytes(d[8 + n:])):
+    h = ((h ^ w) * 0x100000001b3) & 0xffffffffffffffff
+head = re.sub(rb'"checksum":"[0-9a-f]{16}"', b'"checksum":"%016x"' % h, bytes(d[8:8 + n]))
+open(sys.argv[1], 'wb').write(d[:8] + head + d[8 + n:])
+PY
+check "ckpt: NaN weights (valid checksum) are refused" 2 2 "^error: $ck_file: layers.0 holds NaN: saved from a diverged run" \
+  -- ./05_dp/dp "${ck_args[@]}" --steps 6 --resume
+cp "$CFG/good" "$ck_file"
+check "ckpt: the restored checkpoint resumes" 2 0 "resume: step 4" -- ./05_dp/dp "${ck_args[@]}" --steps 5 --resume
+# a FIFO as the manifest neither blocks nor counts
+mv "$CFG/latest" "$CFG/latest.saved" && mkfifo "$CFG/latest"
+check "ckpt: a FIFO as the manifest is refused at once" 2 2 "^error: --ckpt $CFG: its manifest $CFG/latest is a FIFO, not a regular file" \
+  -- ./05_dp/dp "${ck_args[@]}" --steps 6 --resume --timeout 5
+rm -f "$CFG/latest"
+# top-k's error-feedback residual is not in checkpoints: no exact resume, so refused
+check "ckpt: --compress with --ckpt refused" 2 2 "^error: --compress with --ckpt: checkpoints do not hold top-k's error-feedback residual" \
+  -- ./05_dp/dp --compress topk:0.1 --ckpt "$CFG" --save-every 2
+rm -rf "$CFG"

@@ -58,3 +58,25 @@ for bin in ./0[1-9]_*/*; do
   hostile_lesson "$bin" "$np" "$skip"
   hostile_unknown "$bin"
 done
+
+# Integers are parsed exactly, never through a double: the largest seed is
+# stored as itself, seeds 2^53 and 2^53+1 are different models, and a value
+# past the range (or a size suffix that overflows) is refused.
+HI=build/test-hostile-int
+rm -rf "$HI"; mkdir -p "$HI"
+check "hostile int: --seed INT64_MAX trains and is saved exactly" 2 0 "saved $HI/max.safetensors" \
+  -- ./05_dp/dp --steps 1 --no-check --seed 9223372036854775807 --save "$HI/max.safetensors"
+check "hostile int: the saved seed is 9223372036854775807" 0 0 '"seed":"9223372036854775807"' \
+  -- head -c 4096 "$HI/max.safetensors"
+check "hostile int: --seed 2^53" 2 0 "saved" -- ./05_dp/dp --steps 1 --no-check --seed 9007199254740992 --save "$HI/a.safetensors"
+check "hostile int: --seed 2^53+1" 2 0 "saved" -- ./05_dp/dp --steps 1 --no-check --seed 9007199254740993 --save "$HI/b.safetensors"
+if [ -s "$HI/a.safetensors" ] && [ -s "$HI/b.safetensors" ] && ! cmp -s "$HI/a.safetensors" "$HI/b.safetensors"; then
+  pass "hostile int: seeds 2^53 and 2^53+1 give different models"
+else fail "hostile int: seeds 2^53 and 2^53+1 give different models" "" "the two saved models are identical (or missing)"; fi
+check "hostile int: --seed 2^63 refused" 0 2 \
+  '^error: --seed: 9223372036854775808 is out of range; it must be between 0 and 9223372036854775807$' \
+  -- ./05_dp/dp --seed 9223372036854775808
+check "hostile int: a size suffix that overflows is refused" 0 2 \
+  '^error: --max-bytes: 9999999999999G is out of range; it must be between' \
+  -- ./03_all_reduce/all_reduce --max-bytes 9999999999999G
+rm -rf "$HI"
