@@ -174,6 +174,75 @@ static int check_16bit(const dt_train_config *c, const double *losses, const dou
   return failed;
 }
 
+/* A loss that is no longer a number, or that grew DIVERGED-fold since the
+ * run's first step, does not come back: training has diverged. Stop at once,
+ * and say why: rank 0 trains the same steps in one process. If that diverges
+ * too, the configuration does not train (lower --lr); if it does not, the
+ * distributed step is wrong, and that is a failed check. Every rank holds the
+ * same loss here, so every rank stops at the same step. */
+#define DIVERGED 1e4
+static int blew_up(double loss, double first) { return !isfinite(loss) || loss > DIVERGED * first; }
+
+static void stop_diverged(const dt_train_config *c, int64_t step, double loss, double first) {
+  char why[96];
+  if (isfinite(loss))
+    snprintf(why, sizeof why, "%g, %.0e times the %g of step %lld", loss, loss / first, first,
+             (long long)c->start_step + 1);
+  else
+    snprintf(why, sizeof why, "%s", isnan(loss) ? "NaN" : "infinite");
+  int alike = -1; /* one process: -1 not asked (--no-check), else the step it blew up, or 0 */
+  double ref_loss = 0;
+  if (!c->no_check) {
+    if (dt_rank() == 0) {
+      dt_train_config one = *c;
+      one.steps = step + 1, one.start_step = 0, one.save = one.ckpt = one.trace = NULL;
+      double *losses = malloc((size_t)one.steps * sizeof *losses);
+      float *w = malloc((size_t)(c->layers * dt_params_per_layer(c)) * sizeof *w);
+      CHECK_ALLOC(losses);
+      CHECK_ALLOC(w);
+      dt_reference_run run = {.losses = losses, .weights = w};
+      dt_reference_train(&one, &run);
+      alike = 0;
+      for (int64_t s = 0; s <= step && !alike; s++)
+        if (blew_up(losses[s], losses[0])) alike = (int)s + 1;
+      ref_loss = losses[step];
+      free(losses), free(w);
+    }
+    share_verdict(&alike);
+  }
+  const char *remedy = dt_precision_type(c) == DT_F32 ? "" : ", or train in --precision fp32";
+  if (alike == 0) {
+    if (dt_rank() == 0)
+      printf("CHECK FAILED: this run diverged at step %lld (the loss is %s) where one process "
+             "trained the same steps to a loss of %g: the distributed step is wrong, not the "
+             "learning rate\n",
+             (long long)step + 1, why, ref_loss);
+    fflush(stdout);
+    dt_finalize();
+    exit(1);
+  }
+  char alike_text[160] = "not compared with one process (--no-check: run without it to tell a "
+                         "bug from a learning rate). Likely";
+  if (alike > 0)
+    snprintf(alike_text, sizeof alike_text, "one process diverges alike (at step %d):", alike);
+  dt_fail("training diverged at step %lld: the loss is %s; %s the updates are too large for this "
+          "model: lower --lr (now %g; try %g)%s%s",
+          (long long)step + 1, why, alike_text, c->lr, c->lr / 10,
+          c->clip > 0 ? "" : ", or bound each update with --clip 1", remedy);
+}
+
+void dt_print_step(const dt_train_config *c, int64_t step, double loss, const char *how,
+                   double seconds) {
+  static double first;
+  if (step == c->start_step) first = loss;
+  int diverged = !isfinite(loss);
+  if (step - c->start_step < 5 || step % 10 == 9 || step == c->steps - 1 || diverged)
+    dt_print0("step %4lld/%lld  loss %.6f  (%s)  %.2f ms\n", (long long)step + 1,
+              (long long)c->steps, loss, how, seconds * 1e3);
+  if (blew_up(loss, first) && !(isfinite(loss) && step == c->start_step))
+    stop_diverged(c, step, loss, first);
+}
+
 /* Data parallelism keeps a whole replica on every rank; they must agree bit
  * for bit, or a bug on one rank would hide behind rank 0's good copy. */
 static int replicas_agree(const float *w, size_t n) {

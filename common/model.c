@@ -119,36 +119,3 @@ int dt_scaler_update(dt_loss_scaler *s, const dt_train_config *c, int found_nonf
   s->taken++;
   return 1;
 }
-
-/* A loss that is no longer a number, or that grew DIVERGED-fold since this
- * run's first step, does not come back: training has diverged. Stop at once
- * with the likely cause, instead of training on and letting the final check
- * blame the parallelism (one process diverges alike). Every rank holds the
- * same loss here, so every rank stops at the same step. */
-#define DIVERGED 1e4
-static void stop_if_diverged(const dt_train_config *c, int64_t step, double loss) {
-  static double first;
-  if (step == c->start_step) first = loss;
-  if (isfinite(loss) && !(step > c->start_step && loss > DIVERGED * first)) return;
-  char why[96];
-  if (isfinite(loss))
-    snprintf(why, sizeof why, "%g, %.0e times the %g of step %lld", loss, loss / first, first,
-             (long long)c->start_step + 1);
-  else
-    snprintf(why, sizeof why, "%s", isnan(loss) ? "NaN" : "infinite");
-  dt_fail("training diverged at step %lld: the loss is %s. The updates are too large for this "
-          "model, not wrong across ranks (one process diverges alike): lower --lr (now %g; try "
-          "%g)%s%s",
-          (long long)step + 1, why, c->lr, c->lr / 10,
-          c->clip > 0 ? "" : ", or bound each update with --clip 1",
-          dt_precision_type(c) == DT_F32 ? "" : ", or train in --precision fp32");
-}
-
-void dt_print_step(const dt_train_config *c, int64_t step, double loss, const char *how,
-                   double seconds) {
-  int diverged = !isfinite(loss);
-  if (step - c->start_step < 5 || step % 10 == 9 || step == c->steps - 1 || diverged)
-    dt_print0("step %4lld/%lld  loss %.6f  (%s)  %.2f ms\n", (long long)step + 1,
-              (long long)c->steps, loss, how, seconds * 1e3);
-  stop_if_diverged(c, step, loss);
-}
