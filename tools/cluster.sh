@@ -234,19 +234,25 @@ loopback)
     mkdir -p "$D/shm/node$i"
     hosts+=(node$i)
   done
-  mkdir -p "$D/tmp"
+  mkdir -p "$D/tmp/head"
+  # Each node's daemon gets its own session directory (TMPDIR) and shared-
+  # memory directory: on one host with one hostname, two daemons creating the
+  # same session directory at once failed in about one run in ten (mkdir
+  # race, or a crash writing the same topology file), and the ranks' shared-
+  # memory segments collide by name.
   cat >"$D/agent" <<EOF
 #!/bin/sh
 # Open MPI's launch agent for loopback nodes: "agent HOST COMMAND..." runs
-# COMMAND here, with HOST's own shared-memory directory.
+# COMMAND here, with HOST's own session and shared-memory directories.
 host=\$1
 shift
-OMPI_MCA_btl_vader_backing_directory=$D/shm/\$host exec sh -c "\$*"
+mkdir -p "$D/tmp/\$host"
+TMPDIR=$D/tmp/\$host OMPI_MCA_btl_vader_backing_directory=$D/shm/\$host exec sh -c "\$*"
 EOF
   chmod +x "$D/agent"
   export CLUSTER_MODE=loopback CLUSTER_DIR=$D CLUSTER_HOSTFILE=$D/hostfile
   export CLUSTER_HOSTS="${hosts[*]}" CLUSTER_LINKS=""
-  export OMPI_MCA_plm_rsh_agent=$D/agent OMPI_MCA_orte_tmpdir_base=$D/tmp
+  export OMPI_MCA_plm_rsh_agent=$D/agent TMPDIR=$D/tmp/head
   export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
   "$@"
   exit $?
