@@ -229,7 +229,7 @@ typedef struct {
 int main(int argc, char **argv) {
   int64_t min_bytes = 4096, max_bytes = 16 << 20, factor = 4, iters = 10, warmup = 1, count_opt = 0;
   int64_t seg_bytes = 1 << 20, ranks_per_node = 0;
-  int hierarchical = 0;
+  int hierarchical = 0, no_sweep = 0;
   dt_option options[] = {
       DT_SIZE("--min-bytes", &min_bytes, 4, 1 << 30, "smallest buffer of the sweep"),
       DT_SIZE("--max-bytes", &max_bytes, 4, 1 << 30, "largest buffer of the sweep"),
@@ -244,6 +244,8 @@ int main(int argc, char **argv) {
              "emulate nodes of K consecutive ranks; adds the hierarchical all-reduce (0: off)"),
       DT_FLAG("--hierarchical", &hierarchical,
               "the hierarchical all-reduce over the real nodes (ranks sharing memory)"),
+      DT_FLAG("--no-sweep", &no_sweep,
+              "with --hierarchical or --ranks-per-node: only flat vs hierarchical, at --max-bytes"),
       DT_END};
   dt_lesson lesson = {"03_all_reduce", "all-reduce by hand (naive, ring) beside the library's", 1};
   dt_comm *w = dt_init(&argc, &argv, &lesson, options);
@@ -260,6 +262,10 @@ int main(int argc, char **argv) {
             (long long)ranks_per_node, N);
   if (hierarchical && ranks_per_node)
     dt_fail("--hierarchical uses the real nodes, --ranks-per-node K emulated ones: not both");
+  if (no_sweep && !hierarchical && !ranks_per_node)
+    dt_fail("--no-sweep leaves only the hierarchical comparison: add --hierarchical or "
+            "--ranks-per-node K");
+  if (no_sweep) min_bytes = max_bytes;
   if (count_opt) min_bytes = max_bytes = 4 * count_opt;
   size_t seg = (size_t)(seg_bytes + 3) / 4, max_count = (size_t)max_bytes / 4;
   int nsizes = 0;
@@ -308,6 +314,7 @@ int main(int argc, char **argv) {
       for (int r = 0; r < N; r++) want[i] += value(r, i);
     }
     dt_copy_from_host(input, in, count * sizeof(float));
+    if (no_sweep) continue; /* inputs and sums ready for the comparison alone */
     dt_comm_reset(w);
     double seconds[2 * NVARIANTS] = {0}; /* means, then medians */
     long wrong[NVARIANTS + 1] = {0};     /* the last one counts byte mismatches */
@@ -350,49 +357,54 @@ int main(int argc, char **argv) {
               (long long)S, wrong[NAIVE], wrong[RING], wrong[LIBRARY], wrong[NVARIANTS]);
   }
 
-  for (int v = 0; v < NVARIANTS; v++) {
-    dt_print0("\n%s all-reduce%s\n%11s %10s %10s %10s %11s %11s %12s %12s %6s\n", variant_name[v],
-              v == NAIVE  ? ": reduce to rank 0, send back; formula = rank 0's (N-1)*S"
-              : v == RING ? ": reduce-scatter + all-gather; formula = 2(N-1)/N*S"
-                          : " (dt_all_reduce); sent = common's ring model 2(N-1)/N*S",
-              "bytes", "elements", "time(us)", "median(us)", "algbw(GB/s)", "busbw(GB/s)",
-              "sent(B,max)", "formula(B)", "wrong");
-    S = min_bytes;
-    for (int k = 0; k < nsizes; k++, S *= factor) {
-      row *r = &rows[v * nsizes + k];
-      double algbw = S / r->seconds / 1e9;
-      dt_print0("%11lld %10lld %10.1f %10.1f %11.3f %11.3f %12llu", (long long)S, (long long)S / 4,
-                r->seconds * 1e6, r->median * 1e6, algbw, algbw * busbw_factor,
-                (unsigned long long)r->sent_max);
-      if (r->formula == (double)(uint64_t)r->formula) /* exact when N divides the count */
-        dt_print0(" %12llu %6ld\n", (unsigned long long)r->formula, r->wrong);
-      else
-        dt_print0(" %12.2f %6ld\n", r->formula, r->wrong);
+  if (no_sweep) {
+    S /= factor; /* the largest size */
+  } else {       /* the tables, then what each rank sent at S, counted by common */
+    for (int v = 0; v < NVARIANTS; v++) {
+      dt_print0("\n%s all-reduce%s\n%11s %10s %10s %10s %11s %11s %12s %12s %6s\n", variant_name[v],
+                v == NAIVE  ? ": reduce to rank 0, send back; formula = rank 0's (N-1)*S"
+                : v == RING ? ": reduce-scatter + all-gather; formula = 2(N-1)/N*S"
+                            : " (dt_all_reduce); sent = common's ring model 2(N-1)/N*S",
+                "bytes", "elements", "time(us)", "median(us)", "algbw(GB/s)", "busbw(GB/s)",
+                "sent(B,max)", "formula(B)", "wrong");
+      S = min_bytes;
+      for (int k = 0; k < nsizes; k++, S *= factor) {
+        row *r = &rows[v * nsizes + k];
+        double algbw = S / r->seconds / 1e9;
+        dt_print0("%11lld %10lld %10.1f %10.1f %11.3f %11.3f %12llu", (long long)S,
+                  (long long)S / 4, r->seconds * 1e6, r->median * 1e6, algbw, algbw * busbw_factor,
+                  (unsigned long long)r->sent_max);
+        if (r->formula == (double)(uint64_t)r->formula) /* exact when N divides the count */
+          dt_print0(" %12llu %6ld\n", (unsigned long long)r->formula, r->wrong);
+        else
+          dt_print0(" %12.2f %6ld\n", r->formula, r->wrong);
+      }
     }
-  }
 
-  S /= factor; /* the largest size: what each rank sent, counted by common */
-  dt_print0("\nbytes each rank sent in one all-reduce of S = %lld bytes (counted vs formula):\n",
-            (long long)S);
-  dt_print_ranks("naive %llu (%s = %llu) | ring %llu (2(N-1)/N*S = %.10g, from chunk sizes %llu) "
-                 "| library %llu (model)\n",
-                 (unsigned long long)sent[NAIVE], w->rank == 0 ? "(N-1)*S" : "S",
-                 (unsigned long long)pred[NAIVE], (unsigned long long)sent[RING], busbw_factor * S,
-                 (unsigned long long)pred[RING], (unsigned long long)sent[LIBRARY]);
-  uint64_t sums[2] = {sent[NAIVE], sent[RING]};
-  MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
-  dt_print0("all ranks together: naive %llu, ring %llu, 2(N-1)*S = %llu: the same bytes, but the "
-            "ring spreads them evenly while naive puts half of them on rank 0\n",
-            (unsigned long long)sums[0], (unsigned long long)sums[1],
-            (unsigned long long)(2 * (uint64_t)(N - 1) * S));
-  row *last = rows + nsizes - 1; /* rows of the largest size: last[v * nsizes] */
-  if (N > 1)
-    dt_print0("at S = %lld: busbw ring / library = %.2f (from medians %.2f), naive / library = "
-              "%.2f (from medians %.2f)\n",
-              (long long)S, last[LIBRARY * nsizes].seconds / last[RING * nsizes].seconds,
-              last[LIBRARY * nsizes].median / last[RING * nsizes].median,
-              last[LIBRARY * nsizes].seconds / last[NAIVE * nsizes].seconds,
-              last[LIBRARY * nsizes].median / last[NAIVE * nsizes].median);
+    S /= factor; /* the tables leave S one step past the largest size */
+    dt_print0("\nbytes each rank sent in one all-reduce of S = %lld bytes (counted vs formula):\n",
+              (long long)S);
+    dt_print_ranks("naive %llu (%s = %llu) | ring %llu (2(N-1)/N*S = %.10g, from chunk sizes %llu) "
+                   "| library %llu (model)\n",
+                   (unsigned long long)sent[NAIVE], w->rank == 0 ? "(N-1)*S" : "S",
+                   (unsigned long long)pred[NAIVE], (unsigned long long)sent[RING],
+                   busbw_factor * S, (unsigned long long)pred[RING],
+                   (unsigned long long)sent[LIBRARY]);
+    uint64_t sums[2] = {sent[NAIVE], sent[RING]};
+    MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    dt_print0("all ranks together: naive %llu, ring %llu, 2(N-1)*S = %llu: the same bytes, but the "
+              "ring spreads them evenly while naive puts half of them on rank 0\n",
+              (unsigned long long)sums[0], (unsigned long long)sums[1],
+              (unsigned long long)(2 * (uint64_t)(N - 1) * S));
+    row *last = rows + nsizes - 1; /* rows of the largest size: last[v * nsizes] */
+    if (N > 1)
+      dt_print0("at S = %lld: busbw ring / library = %.2f (from medians %.2f), naive / library = "
+                "%.2f (from medians %.2f)\n",
+                (long long)S, last[LIBRARY * nsizes].seconds / last[RING * nsizes].seconds,
+                last[LIBRARY * nsizes].median / last[RING * nsizes].median,
+                last[LIBRARY * nsizes].seconds / last[NAIVE * nsizes].seconds,
+                last[LIBRARY * nsizes].median / last[NAIVE * nsizes].median);
+  }
 
   if (ranks_per_node || hierarchical) /* the buffers still hold the largest size's data */
     wrong_total += compare_hierarchical(w, (int)ranks_per_node, (size_t)S / 4, want, input, buf,
@@ -400,10 +412,15 @@ int main(int argc, char **argv) {
   free(in), free(want), free(out), free(rows), free(times);
   dt_free(input), dt_free(buf), dt_free(scratch);
   int ok = wrong_total == 0 && bad_bytes_total == 0;
-  dt_print0("%s: naive, ring and library all-reduce at %d size(s), every element on every rank "
-            "vs the exact sum: %ld wrong (tolerance 0, integer-valued floats); bytes sent vs "
-            "formula for naive and ring: %ld mismatch(es)\n",
-            ok ? "CHECK PASSED" : "CHECK FAILED", nsizes, wrong_total, bad_bytes_total);
+  if (no_sweep)
+    dt_print0("%s: flat ring and hierarchical all-reduce, every element on every rank vs the "
+              "exact sum, and bytes across nodes vs the exact predictions: %ld problem(s)\n",
+              ok ? "CHECK PASSED" : "CHECK FAILED", wrong_total);
+  else
+    dt_print0("%s: naive, ring and library all-reduce at %d size(s), every element on every "
+              "rank vs the exact sum: %ld wrong (tolerance 0, integer-valued floats); bytes sent "
+              "vs formula for naive and ring: %ld mismatch(es)\n",
+              ok ? "CHECK PASSED" : "CHECK FAILED", nsizes, wrong_total, bad_bytes_total);
   dt_finalize();
   return ok ? 0 : 1;
 }

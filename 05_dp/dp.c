@@ -224,10 +224,11 @@ static double comm_seconds(dt_comm *world, const dt_nodes *n) {
 static void print_hierarchical_bytes(const dt_nodes *n, uint64_t P, size_t es, uint64_t steps) {
   uint64_t M = (uint64_t)n->nodes, N = (uint64_t)n->ranks, S = P * es;
   dt_counter red = n->node->count[DT_REDUCE], bc = n->node->count[DT_BROADCAST];
-  dt_print0("  hierarchical           %d nodes; inside node 0 (%d ranks) %llu reduce + broadcast "
+  dt_print0("  hierarchical           %d node%s; inside node 0 (%d ranks) %llu reduce + broadcast "
             "calls/step, rank 0 sent %llu bytes/step (common's ring model: the root sends the "
             "broadcast's P x %zu = %llu)\n",
-            n->nodes, n->node->size, (unsigned long long)((red.calls + bc.calls) / steps),
+            n->nodes, n->nodes == 1 ? "" : "s", n->node->size,
+            (unsigned long long)((red.calls + bc.calls) / steps),
             (unsigned long long)((red.bytes_sent + bc.bytes_sent) / steps), es,
             (unsigned long long)(n->node->size > 1 ? S : 0));
   dt_print0("  across nodes           bytes sent per leader per step %llu, formula 2(M-1)/M x P x "

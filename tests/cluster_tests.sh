@@ -64,7 +64,7 @@ quick)
   check "$tag: 03 hierarchical, ranks round-robin over the nodes" 4 0 "$BRR" \
     'flat ring +[0-9.]+ +6291456   4 edges x 2\(N-1\)/N x S = 6291456' \
     'hierarchical +[0-9.]+ +2097152   M x 2\(M-1\)/M x S = 2097152' 'both variants: 0' "$PASS" \
-    -- ./03_all_reduce/all_reduce --max-bytes 1M --iters 3 --hierarchical
+    -- ./03_all_reduce/all_reduce --max-bytes 1M --iters 3 --hierarchical --no-sweep
   check "$tag: 05 hierarchical, ranks round-robin over the nodes" 4 0 "$BRR" "$PASS" \
     -- ./05_dp/dp --steps 5 --hierarchical
   # Three ranks on two nodes of two slots: node0 gets two, node1 one.
