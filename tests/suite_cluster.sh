@@ -6,7 +6,7 @@
 # x 1 rank). Where the machine forbids network namespaces the netns part says
 # "skipped: <reason>" and the lessons run on loopback nodes instead. The skip
 # and fallback paths themselves are tested by forcing the check to fail
-# (CLUSTER_DENY), and a run killed with SIGKILL must leave nothing behind.
+# (CLUSTER_DENY), and a run killed with SIGKILL or SIGTERM must leave nothing behind.
 CLUSTER_SET=${CLUSTER_SET:-quick}
 CLUSTER=tools/cluster.sh
 
@@ -56,26 +56,29 @@ if why=$("$CLUSTER" check 2>&1); then
     cluster_run "netns 3x1" --nodes 3 --slots 1 -- bash tests/cluster_tests.sh 3x1
   fi
 
-  # Killed with SIGKILL mid-run, the launcher takes every process of the run
-  # with it, and with the last process the namespaces, interfaces, qdiscs and
-  # mounts; the marker makes this run's processes findable.
-  marker="sleep 86$$"
-  "$CLUSTER" --nodes 2 --slots 2 --rate 200mbit -- \
-    mpirun --hostfile /run/cluster/hostfile -np 4 sh -c "$marker" >/dev/null 2>&1 &
-  launcher=$!
-  for _ in $(seq 50); do [ "$(pgrep -fc "^$marker\$")" = 4 ] && break; sleep 0.2; done
-  started=$(pgrep -fc "^$marker\$")
-  kill -9 "$launcher"
-  wait "$launcher" 2>/dev/null
-  for _ in $(seq 25); do pgrep -f "^$marker\$" >/dev/null || break; sleep 0.2; done
-  left=$(pgrep -fc "^$marker\$")
-  if [ "$started" = 4 ] && [ "$left" = 0 ] && ! grep -q cluster-run /proc/mounts; then
-    pass "cluster: killed with SIGKILL mid-run, nothing is left (4 ranks running, then 0)"
-  else
-    fail "cluster: killed with SIGKILL mid-run, nothing is left" "" \
-      "ranks running before the kill: $started (want 4), after: $left (want 0)"
-    pgrep -f "^$marker\$" | xargs -r kill -9 2>/dev/null
-  fi
+  # Killed mid-run (SIGKILL, or SIGTERM as timeout sends it), the launcher
+  # takes every process of the run with it, and with the last process the
+  # namespaces, interfaces, qdiscs and mounts; the marker makes this run's
+  # processes findable.
+  for sig in KILL TERM; do
+    marker="sleep 86$$"
+    "$CLUSTER" --nodes 2 --slots 2 --rate 200mbit -- \
+      mpirun --hostfile /run/cluster/hostfile -np 4 sh -c "$marker" >/dev/null 2>&1 &
+    launcher=$!
+    for _ in $(seq 50); do [ "$(pgrep -fc "^$marker\$")" = 4 ] && break; sleep 0.2; done
+    started=$(pgrep -fc "^$marker\$")
+    kill -$sig "$launcher"
+    wait "$launcher" 2>/dev/null
+    for _ in $(seq 25); do pgrep -f "^$marker\$" >/dev/null || break; sleep 0.2; done
+    left=$(pgrep -fc "^$marker\$")
+    if [ "$started" = 4 ] && [ "$left" = 0 ] && ! grep -q cluster-run /proc/mounts; then
+      pass "cluster: killed with SIG$sig mid-run, nothing is left (4 ranks running, then 0)"
+    else
+      fail "cluster: killed with SIG$sig mid-run, nothing is left" "" \
+        "ranks running before the kill: $started (want 4), after: $left (want 0)"
+      pgrep -f "^$marker\$" | xargs -r kill -9 2>/dev/null
+    fi
+  done
 else
   echo "SKIP cluster on network namespaces: ${why#cluster: }"
   echo "     (the lessons ran on loopback nodes above: correctness only, one hostname, no shaped link)"

@@ -65,7 +65,7 @@ probe() {
     return 1
   fi
   local c
-  for c in unshare nsenter ip tc mpirun; do
+  for c in unshare nsenter setpriv ip tc mpirun; do
     command -v $c >/dev/null 2>&1 || {
       echo "'$c' not found (util-linux, iproute2, openmpi-bin)"
       return 1
@@ -216,11 +216,20 @@ netns)
     unshare $(userns_flags) --net sh -c 'ip link add d0 type dummy && tc qdisc add dev d0 root netem delay 1ms' \
       >/dev/null 2>&1 || skip "--delay needs the kernel's sch_netem, which this kernel lacks"
   fi
-  # exec: this script's pid becomes unshare's; killing it (even SIGKILL)
-  # kills PID 1 of the namespace (--kill-child) and with it everything.
+  # When unshare dies, --kill-child kills PID 1 of the namespace and with it
+  # every process of the run. unshare itself ignores SIGTERM and SIGINT, so
+  # this script turns them into SIGKILL for it; and if this script is killed
+  # with SIGKILL, the kernel sends unshare SIGKILL too (pdeathsig).
   # shellcheck disable=SC2046
-  exec unshare $(userns_flags) --net --mount --uts --pid --fork --kill-child --mount-proc \
-    "$SELF" --nodes "$NODES" --slots "$SLOTS" --rate "$RATE" --delay "$DELAY" --inside "$@"
+  setpriv --pdeathsig KILL unshare $(userns_flags) --net --mount --uts --pid --fork --kill-child \
+    --mount-proc "$SELF" --nodes "$NODES" --slots "$SLOTS" --rate "$RATE" --delay "$DELAY" \
+    --inside "$@" &
+  launcher=$!
+  trap 'kill -KILL $launcher 2>/dev/null; exit 143' TERM
+  trap 'kill -KILL $launcher 2>/dev/null; exit 130' INT
+  trap 'kill -KILL $launcher 2>/dev/null; exit 129' HUP
+  wait $launcher
+  exit $?
   ;;
 loopback)
   [ -z "$RATE$DELAY" ] || skip "loopback nodes cannot shape a link (--rate/--delay need network namespaces)"
