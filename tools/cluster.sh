@@ -55,6 +55,14 @@ skip() {
   exit $SKIP
 }
 
+# allreduce_rules DIR: Open MPI's rules file (collective 2 = allreduce; per
+# communicator size from: "message size, algorithm, fan, segment size";
+# algorithm 3 = recursive doubling, 4 = ring)
+allreduce_rules() {
+  printf '%s\n' 1 2 2 2 1 '0 3 0 0' 3 1 '0 4 0 0' >"$1/allreduce.rules"
+  export OMPI_MCA_coll_tuned_dynamic_rules_filename=$1/allreduce.rules
+}
+
 # ---- what the machine allows --------------------------------------------------------
 # Try the real operations (namespaces, veth, bridge, tbf, tmpfs) in a
 # throwaway namespace; print why not and return 1 when one fails.
@@ -152,6 +160,7 @@ if [ "${1:-}" = --inside ]; then
     echo "$n slots=$SLOTS" >>$D/hostfile
     links+=(vn$i) hosts+=($n)
   done
+  allreduce_rules $D
   cat >$D/agent <<'EOF'
 #!/bin/sh
 # Open MPI's launch agent in place of ssh: "agent HOST COMMAND..." runs
@@ -194,12 +203,15 @@ export CLUSTER_NODES=$NODES CLUSTER_SLOTS=$SLOTS CLUSTER_RATE=${RATE:-unshaped}
 # that exchanges both ways get about half the link); no binding (each node's
 # daemon would pin its ranks from core 0, all nodes on the same cores); yield
 # when idle (Open MPI cannot see that the nodes share cores: a busy-polling
-# rank steals the core its peer needs); the ring for MPI_Allreduce (the
-# default choice among 3 node leaders lost to the flat ring).
+# rank steals the core its peer needs); for MPI_Allreduce the ring from 3
+# ranks up (among 3 node leaders Open MPI's default choice lost to the flat
+# ring) and between 2 ranks recursive doubling (the same bytes, S each way;
+# the ring's time on a shaped link jumped between 1.0x and 1.9x its best
+# from run to run): the rules file written below.
 export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_links=2
 export OMPI_MCA_hwloc_base_binding_policy=none OMPI_MCA_mpi_yield_when_idle=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_plm_rsh_no_tree_spawn=1
-export OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm=4
+export OMPI_MCA_coll_tuned_use_dynamic_rules=1
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 if [ "$MODE" = auto ]; then
@@ -244,6 +256,7 @@ loopback)
     hosts+=(node$i)
   done
   mkdir -p "$D/tmp/head"
+  allreduce_rules "$D"
   # Each node's daemon gets its own session directory (TMPDIR) and shared-
   # memory directory: on one host with one hostname, two daemons creating the
   # same session directory at once failed in about one run in ten (mkdir
