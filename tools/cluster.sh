@@ -237,9 +237,9 @@ netns)
     --mount-proc "$SELF" --nodes "$NODES" --slots "$SLOTS" --rate "$RATE" --delay "$DELAY" \
     --inside "$@" &
   launcher=$!
-  trap 'kill -KILL $launcher 2>/dev/null; exit 143' TERM
-  trap 'kill -KILL $launcher 2>/dev/null; exit 130' INT
-  trap 'kill -KILL $launcher 2>/dev/null; exit 129' HUP
+  trap 'kill -KILL $launcher 2>/dev/null; wait $launcher; exit 143' TERM
+  trap 'kill -KILL $launcher 2>/dev/null; wait $launcher; exit 130' INT
+  trap 'kill -KILL $launcher 2>/dev/null; wait $launcher; exit 129' HUP
   wait $launcher
   exit $?
   ;;
