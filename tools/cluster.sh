@@ -81,7 +81,7 @@ probe() {
   done
   local out
   # shellcheck disable=SC2046
-  out=$(unshare $(userns_flags) --net --mount --uts --pid --fork sh -c '
+  out=$(unshare $(userns_flags) --net --mount --uts --pid --fork --mount-proc sh -c '
     set -e
     mount -t tmpfs cluster-probe /run
     ip link add probe0 type veth peer name probe1
@@ -212,7 +212,8 @@ export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_links=2
 export OMPI_MCA_hwloc_base_binding_policy=none OMPI_MCA_mpi_yield_when_idle=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_plm_rsh_no_tree_spawn=1
 export OMPI_MCA_coll_tuned_use_dynamic_rules=1
-[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# root, or root inside a user namespace (unprivileged netns mode)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 if [ "$MODE" = auto ]; then
   if why=$(probe); then MODE=netns; else
