@@ -3,6 +3,7 @@
 #   make                 build every lesson (BACKEND=auto: cuda if nvcc and a GPU, else cpu)
 #   make lesson-3        build one lesson          make run-3 NP=4 ARGS="--max-bytes 1M"
 #   make tour            run every lesson at NP=4  make test    the whole test suite
+#   make test-cluster    every lesson across emulated nodes (make bench-cluster: a slow link)
 #   make setup           install Open MPI and OpenBLAS (apt-get, through sudo when not root)
 #   make gpu-node-kit    pack Open MPI into .gpu-kit/ for a GPU machine without network
 #
@@ -146,6 +147,19 @@ tour: all
 test: all
 	@BACKEND=$(BACKEND) NVCC="$(NVCC)" GPUS=$(GPUS) CORES=$(CORES) MPIRUN="$(MPIRUN)" \
 	  MAKE="$(MAKE)" bash tests/run_tests.sh
+
+# Every lesson across emulated nodes (tools/cluster.sh: network namespaces,
+# or loopback nodes where the machine forbids them): 01-09 on 2 nodes x 2
+# ranks, 03 and 05 also round-robin, split 2 + 1 and on 3 nodes x 1 rank.
+# make test runs a short part of it (tests/suite_cluster.sh).
+.PHONY: test-cluster bench-cluster
+test-cluster: all
+	@bash tests/run_cluster.sh
+
+# Flat vs hierarchical all-reduce (03) and 05_dp's step time on a shaped
+# link between emulated nodes (tc tbf); writes bench/cluster.md.
+bench-cluster: all
+	@bash bench/cluster.sh || [ $$? -eq 77 ] # 77: skipped, the reason printed
 
 # The cpu backend under AddressSanitizer and UndefinedBehaviorSanitizer, in
 # its own folders, then every lesson at NP=2 and NP=4: any report fails.

@@ -105,73 +105,104 @@ static uint64_t predicted_bytes(const dt_comm *c, variant v, size_t count) {
   return 2 * S - (chunk_len(count, c->size, r1) + chunk_len(count, c->size, r2)) * sizeof(float);
 }
 
-/* ---- hierarchical, across emulated nodes (--ranks-per-node K) ----
- * A cluster is nodes of a few GPUs: fast links inside, a slower network
- * between. A flat ring crosses the network at every node edge, each edge
- * carrying 2(N-1)/N*S. The hierarchical all-reduce reduces inside each node
- * to its leader, all-reduces among the M = N/K leaders only, then broadcasts
- * inside each node: only the leaders' 2(M-1)/M*S each cross the network. */
-static void hierarchical_all_reduce(dt_comm *node, dt_comm *leaders, float *buf, size_t count) {
-  dt_reduce(node, buf, buf, count, DT_F32, DT_SUM, 0);
-  if (node->rank == 0) dt_all_reduce(leaders, buf, buf, count, DT_F32, DT_SUM);
-  dt_broadcast(node, buf, count, DT_F32, 0);
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
 }
 
-/* Both ways at the largest size: time, correctness, bytes across nodes
- * (all ranks together) next to the formulas. Returns the problems found. */
+/* ---- hierarchical, across nodes (--hierarchical, --ranks-per-node K) ----
+ * A cluster is nodes of a few GPUs: fast links inside, a slower network
+ * between. A flat ring crosses the network at every node edge, each edge
+ * carrying 2(N-1)/N*S. The hierarchical all-reduce (common/nodes.c) reduces
+ * inside each node to its leader, all-reduces among the M leaders only, then
+ * broadcasts inside each node: only the leaders' 2(M-1)/M*S each cross the
+ * network. The nodes are the real ones (ranks sharing memory: machines of a
+ * cluster, or tools/cluster.sh's emulated nodes), or K consecutive ranks. */
+
+/* Both ways at the largest size, call by call in turn (load from other
+ * processes hits both alike): time, correctness, bytes across nodes (all
+ * ranks together) next to the formulas. Returns the problems found. */
 static long compare_hierarchical(dt_comm *w, int K, size_t count, const float *want, float *input,
-                                 float *buf, float *scratch, size_t seg, int64_t iters) {
-  int N = w->size, M = N / K, leader = w->rank % K == 0;
-  dt_comm *node = dt_comm_split(w, w->rank / K, w->rank);
-  dt_comm *leaders = dt_comm_split(w, !leader, w->rank); /* color 0: the leaders */
-  double t[2] = {0, 0};
+                                 float *buf, float *scratch, size_t seg, int64_t warmup,
+                                 int64_t iters) {
+  int N = w->size;
+  dt_nodes nodes = dt_nodes_split(w, K);
+  int M = nodes.nodes, first, me = w->rank;
+  /* a ring rank's sends cross between nodes when its next rank is on another
+   * node (nodes named by their lowest rank) */
+  int *lowest = malloc((size_t)N * sizeof(int));
+  CHECK_ALLOC(lowest);
+  DT_MPI(MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, nodes.node->mpi));
+  DT_MPI(MPI_Allgather(&first, 1, MPI_INT, lowest, 1, MPI_INT, MPI_COMM_WORLD));
+  int crosses = lowest[(w->rank + 1) % N] != first, edges = 0;
+  for (int r = 0; r < N; r++) edges += lowest[(r + 1) % N] != lowest[r];
+  free(lowest);
+  double *t = malloc(2 * (size_t)iters * sizeof(double)), med[2];
   uint64_t across[4] = {0, 0, 0, 0}; /* measured flat, hierarchical; predicted flat, hierarchical */
   long wrong = 0;
   float *out = malloc(count * sizeof(float));
+  CHECK_ALLOC(t);
   CHECK_ALLOC(out);
-  for (int v = 0; v < 2; v++) {
-    dt_comm_reset(w), dt_comm_reset(leaders);
-    for (int64_t it = 0; it < iters; it++) {
+  dt_comm_reset(w), dt_comm_reset(nodes.leaders);
+  for (int64_t it = 0; it < warmup + iters; it++)
+    for (int v = 0; v < 2; v++) {
       dt_copy(buf, input, count * sizeof(float));
       dt_barrier(w);
       double t0 = dt_now();
       if (v == 0)
         ring_all_reduce(w, buf, count, scratch, seg);
       else
-        hierarchical_all_reduce(node, leaders, buf, count);
+        dt_all_reduce_hierarchical(&nodes, buf, count, DT_F32, DT_SUM);
       dt_sync();
-      t[v] += (dt_now() - t0) / (double)iters;
+      if (it >= warmup) t[v * iters + it - warmup] = dt_now() - t0;
+      if (it == warmup + iters - 1) {
+        dt_copy_to_host(out, buf, count * sizeof(float));
+        for (size_t i = 0; i < count; i++) wrong += out[i] != want[i];
+      }
     }
-    dt_copy_to_host(out, buf, count * sizeof(float));
-    for (size_t i = 0; i < count; i++) wrong += out[i] != want[i];
-    /* a ring rank's sends cross a node edge when its next rank is on the next node */
-    if (v == 0 && M > 1 && (w->rank + 1) % K == 0)
-      across[0] = w->count[DT_SENDRECV].bytes_sent / (uint64_t)iters,
-      across[2] = predicted_bytes(w, RING, count);
-    if (v == 1 && leader)
-      across[1] = leaders->count[DT_ALL_REDUCE].bytes_sent / (uint64_t)iters,
-      across[3] = 2 * (uint64_t)(M - 1) * count * sizeof(float) / (uint64_t)M;
+  for (int v = 0; v < 2; v++) {
+    qsort(t + v * iters, iters, sizeof *t, by_value);
+    med[v] = (t[v * iters + (iters - 1) / 2] + t[v * iters + iters / 2]) / 2;
   }
+  uint64_t calls = (uint64_t)(warmup + iters);
+  if (crosses)
+    across[0] = w->count[DT_SENDRECV].bytes_sent / calls,
+    across[2] = predicted_bytes(w, RING, count);
+  if (nodes.leader)
+    across[1] = nodes.leaders->count[DT_ALL_REDUCE].bytes_sent / calls,
+    across[3] = 2 * (uint64_t)(M - 1) * count * sizeof(float) / (uint64_t)M;
   DT_MPI(MPI_Allreduce(MPI_IN_PLACE, across, 4, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
-  DT_MPI(MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  DT_MPI(MPI_Allreduce(MPI_IN_PLACE, med, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
   DT_MPI(MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD));
   /* the formulas; the exact per-rank predictions (chunk sizes, and the
    * model's bytes per call) differ from them only when N or M does not
    * divide the count */
-  double S = (double)(count * sizeof(float)), flat = M > 1 ? M * 2.0 * (N - 1) / N * S : 0;
+  double S = (double)(count * sizeof(float)), flat = edges * 2.0 * (N - 1) / N * S;
   double hier = 2.0 * (M - 1) * S;
-  dt_print0("\nhierarchical all-reduce: %d emulated node(s) of %d ranks (--ranks-per-node %d), "
-            "S = %llu bytes\n%-14s %10s %31s   %s\n",
-            M, K, K, (unsigned long long)(count * sizeof(float)), "variant", "time(us)",
-            "bytes across nodes (all ranks)", "formula");
-  dt_print0("%-14s %10.1f %31llu   M x 2(N-1)/N x S = %.10g\n", "flat ring", t[0] * 1e6,
-            (unsigned long long)across[0], flat);
+  char edges_text[32] = "M";
+  if (edges != (M > 1 ? M : 0)) snprintf(edges_text, sizeof edges_text, "%d edges", edges);
+  if (K)
+    dt_print0("\nhierarchical all-reduce: %d emulated node(s) of %d ranks (--ranks-per-node %d), "
+              "S = %llu bytes\n",
+              M, K, K, (unsigned long long)(count * sizeof(float)));
+  else
+    dt_print0("\nhierarchical all-reduce: %d node(s), the ranks that share memory "
+              "(--hierarchical), S = %llu bytes\n",
+              M, (unsigned long long)(count * sizeof(float)));
+  dt_print0("%-14s %10s %31s   %s\n", "variant", "median(us)", "bytes across nodes (all ranks)",
+            "formula");
+  dt_print0("%-14s %10.1f %31llu   %s x 2(N-1)/N x S = %.10g\n", "flat ring", med[0] * 1e6,
+            (unsigned long long)across[0], edges_text, flat);
   dt_print0("%-14s %10.1f %31llu   M x 2(M-1)/M x S = %.10g (the leaders' library all-reduce: "
             "common's ring model)\n",
-            "hierarchical", t[1] * 1e6, (unsigned long long)across[1], hier);
+            "hierarchical", med[1] * 1e6, (unsigned long long)across[1], hier);
+  dt_print0("flat / hierarchical = %.2f (medians of %lld calls each, taking turns); bytes "
+            "bound per node link: %.3f\n",
+            med[0] / med[1], (long long)iters,
+            M > 1 && edges == M ? (2.0 * (N - 1) / N) / (2.0 * (M - 1) / M) : 1.0);
   dt_print0("checked: wrong elements over all ranks, both variants: %ld\n", wrong);
-  free(out);
-  dt_comm_free(node), dt_comm_free(leaders);
+  free(out), free(t);
+  dt_nodes_free(&nodes);
   return wrong + (across[0] != across[2]) + (across[1] != across[3]);
 }
 
@@ -189,11 +220,6 @@ static void run(dt_comm *w, variant v, float *buf, size_t count, float *scratch,
  * sendrecv, the library its own kind (whose bytes are the ring model). */
 static const dt_kind variant_kind[NVARIANTS] = {DT_SEND, DT_SENDRECV, DT_ALL_REDUCE};
 
-static int by_value(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 typedef struct {
   double seconds, median, formula; /* mean and median time of one call */
   uint64_t sent_max;
@@ -203,6 +229,7 @@ typedef struct {
 int main(int argc, char **argv) {
   int64_t min_bytes = 4096, max_bytes = 16 << 20, factor = 4, iters = 10, warmup = 1, count_opt = 0;
   int64_t seg_bytes = 1 << 20, ranks_per_node = 0;
+  int hierarchical = 0, no_sweep = 0;
   dt_option options[] = {
       DT_SIZE("--min-bytes", &min_bytes, 4, 1 << 30, "smallest buffer of the sweep"),
       DT_SIZE("--max-bytes", &max_bytes, 4, 1 << 30, "largest buffer of the sweep"),
@@ -215,6 +242,10 @@ int main(int argc, char **argv) {
               "ring piece: received, then added while in cache (0: whole chunks)"),
       DT_INT("--ranks-per-node", &ranks_per_node, 0, 1 << 20,
              "emulate nodes of K consecutive ranks; adds the hierarchical all-reduce (0: off)"),
+      DT_FLAG("--hierarchical", &hierarchical,
+              "the hierarchical all-reduce over the real nodes (ranks sharing memory)"),
+      DT_FLAG("--no-sweep", &no_sweep,
+              "with --hierarchical or --ranks-per-node: only flat vs hierarchical, at --max-bytes"),
       DT_END};
   dt_lesson lesson = {"03_all_reduce", "all-reduce by hand (naive, ring) beside the library's", 1};
   dt_comm *w = dt_init(&argc, &argv, &lesson, options);
@@ -229,6 +260,12 @@ int main(int argc, char **argv) {
   if (ranks_per_node && N % ranks_per_node)
     dt_fail("--ranks-per-node %lld does not divide the %d ranks into whole nodes",
             (long long)ranks_per_node, N);
+  if (hierarchical && ranks_per_node)
+    dt_fail("--hierarchical uses the real nodes, --ranks-per-node K emulated ones: not both");
+  if (no_sweep && !hierarchical && !ranks_per_node)
+    dt_fail("--no-sweep leaves only the hierarchical comparison: add --hierarchical or "
+            "--ranks-per-node K");
+  if (no_sweep) min_bytes = max_bytes;
   if (count_opt) min_bytes = max_bytes = 4 * count_opt;
   size_t seg = (size_t)(seg_bytes + 3) / 4, max_count = (size_t)max_bytes / 4;
   int nsizes = 0;
@@ -277,6 +314,7 @@ int main(int argc, char **argv) {
       for (int r = 0; r < N; r++) want[i] += value(r, i);
     }
     dt_copy_from_host(input, in, count * sizeof(float));
+    if (no_sweep) continue; /* inputs and sums ready for the comparison alone */
     dt_comm_reset(w);
     double seconds[2 * NVARIANTS] = {0}; /* means, then medians */
     long wrong[NVARIANTS + 1] = {0};     /* the last one counts byte mismatches */
@@ -320,60 +358,70 @@ int main(int argc, char **argv) {
               (long long)S, wrong[NAIVE], wrong[RING], wrong[LIBRARY], wrong[NVARIANTS]);
   }
 
-  for (int v = 0; v < NVARIANTS; v++) {
-    dt_print0("\n%s all-reduce%s\n%11s %10s %10s %10s %11s %11s %12s %12s %6s\n", variant_name[v],
-              v == NAIVE  ? ": reduce to rank 0, send back; formula = rank 0's (N-1)*S"
-              : v == RING ? ": reduce-scatter + all-gather; formula = 2(N-1)/N*S"
-                          : " (dt_all_reduce); sent = common's ring model 2(N-1)/N*S",
-              "bytes", "elements", "time(us)", "median(us)", "algbw(GB/s)", "busbw(GB/s)",
-              "sent(B,max)", "formula(B)", "wrong");
-    S = min_bytes;
-    for (int k = 0; k < nsizes; k++, S *= factor) {
-      row *r = &rows[v * nsizes + k];
-      double algbw = S / r->seconds / 1e9;
-      dt_print0("%11lld %10lld %10.1f %10.1f %11.3f %11.3f %12llu", (long long)S, (long long)S / 4,
-                r->seconds * 1e6, r->median * 1e6, algbw, algbw * busbw_factor,
-                (unsigned long long)r->sent_max);
-      if (r->formula == (double)(uint64_t)r->formula) /* exact when N divides the count */
-        dt_print0(" %12llu %6ld\n", (unsigned long long)r->formula, r->wrong);
-      else
-        dt_print0(" %12.2f %6ld\n", r->formula, r->wrong);
+  if (no_sweep) {
+    S /= factor; /* the largest size */
+  } else {       /* the tables, then what each rank sent at S, counted by common */
+    for (int v = 0; v < NVARIANTS; v++) {
+      dt_print0("\n%s all-reduce%s\n%11s %10s %10s %10s %11s %11s %12s %12s %6s\n", variant_name[v],
+                v == NAIVE  ? ": reduce to rank 0, send back; formula = rank 0's (N-1)*S"
+                : v == RING ? ": reduce-scatter + all-gather; formula = 2(N-1)/N*S"
+                            : " (dt_all_reduce); sent = common's ring model 2(N-1)/N*S",
+                "bytes", "elements", "time(us)", "median(us)", "algbw(GB/s)", "busbw(GB/s)",
+                "sent(B,max)", "formula(B)", "wrong");
+      S = min_bytes;
+      for (int k = 0; k < nsizes; k++, S *= factor) {
+        row *r = &rows[v * nsizes + k];
+        double algbw = S / r->seconds / 1e9;
+        dt_print0("%11lld %10lld %10.1f %10.1f %11.3f %11.3f %12llu", (long long)S,
+                  (long long)S / 4, r->seconds * 1e6, r->median * 1e6, algbw, algbw * busbw_factor,
+                  (unsigned long long)r->sent_max);
+        if (r->formula == (double)(uint64_t)r->formula) /* exact when N divides the count */
+          dt_print0(" %12llu %6ld\n", (unsigned long long)r->formula, r->wrong);
+        else
+          dt_print0(" %12.2f %6ld\n", r->formula, r->wrong);
+      }
     }
+
+    S /= factor; /* the tables leave S one step past the largest size */
+    dt_print0("\nbytes each rank sent in one all-reduce of S = %lld bytes (counted vs formula):\n",
+              (long long)S);
+    dt_print_ranks("naive %llu (%s = %llu) | ring %llu (2(N-1)/N*S = %.10g, from chunk sizes %llu) "
+                   "| library %llu (model)\n",
+                   (unsigned long long)sent[NAIVE], w->rank == 0 ? "(N-1)*S" : "S",
+                   (unsigned long long)pred[NAIVE], (unsigned long long)sent[RING],
+                   busbw_factor * S, (unsigned long long)pred[RING],
+                   (unsigned long long)sent[LIBRARY]);
+    uint64_t sums[2] = {sent[NAIVE], sent[RING]};
+    DT_MPI(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
+    dt_print0("all ranks together: naive %llu, ring %llu, 2(N-1)*S = %llu: the same bytes, but the "
+              "ring spreads them evenly while naive puts half of them on rank 0\n",
+              (unsigned long long)sums[0], (unsigned long long)sums[1],
+              (unsigned long long)(2 * (uint64_t)(N - 1) * S));
+    row *last = rows + nsizes - 1; /* rows of the largest size: last[v * nsizes] */
+    if (N > 1)
+      dt_print0("at S = %lld: busbw ring / library = %.2f (from medians %.2f), naive / library = "
+                "%.2f (from medians %.2f)\n",
+                (long long)S, last[LIBRARY * nsizes].seconds / last[RING * nsizes].seconds,
+                last[LIBRARY * nsizes].median / last[RING * nsizes].median,
+                last[LIBRARY * nsizes].seconds / last[NAIVE * nsizes].seconds,
+                last[LIBRARY * nsizes].median / last[NAIVE * nsizes].median);
   }
 
-  S /= factor; /* the largest size: what each rank sent, counted by common */
-  dt_print0("\nbytes each rank sent in one all-reduce of S = %lld bytes (counted vs formula):\n",
-            (long long)S);
-  dt_print_ranks("naive %llu (%s = %llu) | ring %llu (2(N-1)/N*S = %.10g, from chunk sizes %llu) "
-                 "| library %llu (model)\n",
-                 (unsigned long long)sent[NAIVE], w->rank == 0 ? "(N-1)*S" : "S",
-                 (unsigned long long)pred[NAIVE], (unsigned long long)sent[RING], busbw_factor * S,
-                 (unsigned long long)pred[RING], (unsigned long long)sent[LIBRARY]);
-  uint64_t sums[2] = {sent[NAIVE], sent[RING]};
-  DT_MPI(MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
-  dt_print0("all ranks together: naive %llu, ring %llu, 2(N-1)*S = %llu: the same bytes, but the "
-            "ring spreads them evenly while naive puts half of them on rank 0\n",
-            (unsigned long long)sums[0], (unsigned long long)sums[1],
-            (unsigned long long)(2 * (uint64_t)(N - 1) * S));
-  row *last = rows + nsizes - 1; /* rows of the largest size: last[v * nsizes] */
-  if (N > 1)
-    dt_print0("at S = %lld: busbw ring / library = %.2f (from medians %.2f), naive / library = "
-              "%.2f (from medians %.2f)\n",
-              (long long)S, last[LIBRARY * nsizes].seconds / last[RING * nsizes].seconds,
-              last[LIBRARY * nsizes].median / last[RING * nsizes].median,
-              last[LIBRARY * nsizes].seconds / last[NAIVE * nsizes].seconds,
-              last[LIBRARY * nsizes].median / last[NAIVE * nsizes].median);
-
-  if (ranks_per_node) /* the buffers still hold the largest size's inputs and sums */
+  if (ranks_per_node || hierarchical) /* the buffers still hold the largest size's data */
     wrong_total += compare_hierarchical(w, (int)ranks_per_node, (size_t)S / 4, want, input, buf,
-                                        scratch, seg, iters);
+                                        scratch, seg, warmup, iters);
   free(in), free(want), free(out), free(rows), free(times);
   dt_free(input), dt_free(buf), dt_free(scratch);
   int ok = wrong_total == 0 && bad_bytes_total == 0;
-  dt_print0("%s: naive, ring and library all-reduce at %d size(s), every element on every rank "
-            "vs the exact sum: %ld wrong (tolerance 0, integer-valued floats); bytes sent vs "
-            "formula for naive and ring: %ld mismatch(es)\n",
-            ok ? "CHECK PASSED" : "CHECK FAILED", nsizes, wrong_total, bad_bytes_total);
+  if (no_sweep)
+    dt_print0("%s: flat ring and hierarchical all-reduce, every element on every rank vs the "
+              "exact sum, and bytes across nodes vs the exact predictions: %ld problem(s)\n",
+              ok ? "CHECK PASSED" : "CHECK FAILED", wrong_total);
+  else
+    dt_print0("%s: naive, ring and library all-reduce at %d size(s), every element on every "
+              "rank vs the exact sum: %ld wrong (tolerance 0, integer-valued floats); bytes sent "
+              "vs formula for naive and ring: %ld mismatch(es)\n",
+              ok ? "CHECK PASSED" : "CHECK FAILED", nsizes, wrong_total, bad_bytes_total);
   dt_finalize();
   return ok ? 0 : 1;
 }

@@ -11,6 +11,8 @@
  *   (c) --overlap      each bucket's all-reduce starts during backward as soon
  *                      as its gradients are complete, hiding it behind the
  *                      backward of the layers below.
+ * Across several machines, --hierarchical reduces each bucket inside every
+ * node first and sends only the node leaders' all-reduce over the network.
  * It ends by training the same model in one process and comparing. */
 #include <math.h>
 #include <stdio.h>
@@ -32,8 +34,9 @@ typedef struct {
   float *x, *a, *h, *y, *dx, *dnext, *dh; /* activations of one micro-step */
   bucket *buckets;
   int nbuckets;
-  dt_dtype wire; /* what gradients travel in: DT_F32, or 16 bits (--precision) */
-  uint16_t *g16; /* their 16-bit copy */
+  dt_dtype wire;   /* what gradients travel in: DT_F32, or 16 bits (--precision) */
+  uint16_t *g16;   /* their 16-bit copy */
+  dt_nodes *nodes; /* --hierarchical: the ranks by node; NULL: the flat all-reduce */
 } dp_model;
 
 /* Backward finishes the last layer first, so the flat buffers hold the layers
@@ -114,6 +117,13 @@ static void backward(dp_model *m, dt_comm *world, int overlap) {
 
 /* After backward every bucket is averaged: waited on, or all-reduced now. */
 static void average_gradients(dp_model *m, dt_comm *world, int overlap) {
+  for (int b = 0; m->nodes && b < m->nbuckets; b++) { /* --hierarchical (never overlapped) */
+    bucket *k = &m->buckets[b];
+    to_wire(m, k, world->size);
+    dt_all_reduce_hierarchical(m->nodes, wire_of(m, k), k->count, m->wire, wire_op(m));
+    from_wire(m, k);
+  }
+  if (m->nodes) return;
   /* exercise: averaging the gradients across ranks */
   for (int b = 0; b < m->nbuckets; b++) {
     bucket *k = &m->buckets[b];
@@ -203,11 +213,36 @@ static void print_topk_bytes(dt_comm *world, int64_t k, int64_t P, uint64_t trai
             sent ? (double)dense / (double)sent : 0.0);
 }
 
+/* Seconds blocked in communication, the node communicators included. */
+static double comm_seconds(dt_comm *world, const dt_nodes *n) {
+  double s = dt_comm_total(world).seconds;
+  return n ? s + dt_comm_total(n->node).seconds + dt_comm_total(n->leaders).seconds : s;
+}
+
+/* --hierarchical: what crosses between nodes (rank 0 leads node 0), beside
+ * the flat all-reduce's bytes. Per step; S = P x es bytes of gradients. */
+static void print_hierarchical_bytes(const dt_nodes *n, uint64_t P, size_t es, uint64_t steps) {
+  uint64_t M = (uint64_t)n->nodes, N = (uint64_t)n->ranks, S = P * es;
+  dt_counter red = n->node->count[DT_REDUCE], bc = n->node->count[DT_BROADCAST];
+  dt_print0("  hierarchical           %d node%s; inside node 0 (%d ranks) %llu reduce + broadcast "
+            "calls/step, rank 0 sent %llu bytes/step (common's ring model: the root sends the "
+            "broadcast's P x %zu = %llu)\n",
+            n->nodes, n->nodes == 1 ? "" : "s", n->node->size,
+            (unsigned long long)((red.calls + bc.calls) / steps),
+            (unsigned long long)((red.bytes_sent + bc.bytes_sent) / steps), es,
+            (unsigned long long)(n->node->size > 1 ? S : 0));
+  dt_print0("  across nodes           bytes sent per leader per step %llu, formula 2(M-1)/M x P x "
+            "%zu = %llu (a flat all-reduce: 2(N-1)/N x P x %zu = %llu per rank)\n",
+            (unsigned long long)(n->leaders->count[DT_ALL_REDUCE].bytes_sent / steps), es,
+            (unsigned long long)(2 * (M - 1) * S / M), es,
+            (unsigned long long)(2 * (N - 1) * S / N));
+}
+
 int main(int argc, char **argv) {
   dt_train_config c = DT_TRAIN_DEFAULTS;
   double bucket_mb = 0;
   int64_t accum = 1;
-  int overlap = 0;
+  int overlap = 0, hierarchical = 0;
   const char *compress = NULL;
   dt_option options[] = {
       DT_TRAIN_OPTIONS(&c),
@@ -216,6 +251,8 @@ int main(int argc, char **argv) {
       DT_FLAG("--overlap", &overlap, "start each bucket's all-reduce during backward"),
       DT_INT("--accum", &accum, 1, 1 << 20, "micro-steps per step (gradient accumulation)"),
       DT_STRING("--compress", &compress, NULL, "topk:R sends the R fraction of largest gradients"),
+      DT_FLAG("--hierarchical", &hierarchical,
+              "all-reduce inside each node, then among node leaders only, then broadcast"),
       DT_END};
   dt_lesson lesson = {"05_dp", "data parallel training: all-reduce the gradients, buckets, overlap",
                       1};
@@ -266,6 +303,10 @@ int main(int argc, char **argv) {
     from_host(&m, m.w, host_w);
     if (m.m) from_host(&m, m.m, host_m), from_host(&m, m.v, host_v);
   }
+  if (hierarchical && (overlap || compress))
+    dt_fail("--hierarchical is blocking and dense: no --overlap or --compress");
+  dt_nodes nodes = {0};
+  if (hierarchical) nodes = dt_nodes_split(world, 0), m.nodes = &nodes;
   make_buckets(&m, bucket_mb > 0 ? bucket_mb * (1 << 20) : (overlap ? 1.0 : 0.0));
   topk tk = {0};
   if (compress && m.wire != DT_F32) dt_fail("--compress works in fp32 only");
@@ -301,7 +342,8 @@ int main(int argc, char **argv) {
               "value) pairs, with error feedback\n",
               (long long)tk.k);
   else
-    dt_print0("%d all-reduce%s per step (%s)\n", m.nbuckets, m.nbuckets > 1 ? "s" : "",
+    dt_print0("%d %sall-reduce%s per step (%s)\n", m.nbuckets, hierarchical ? "hierarchical " : "",
+              m.nbuckets > 1 ? "s" : "",
               bucket_mb > 0
                   ? (overlap ? "buckets, overlapped with backward" : "buckets, after backward")
                   : (overlap ? "one per tensor, overlapped with backward"
@@ -311,9 +353,10 @@ int main(int argc, char **argv) {
   dt_scaler_init(&scaler, &c);
   dt_comm_reset(world);
   dt_mem_reset_peaks();
+  if (m.nodes) dt_comm_reset(nodes.node), dt_comm_reset(nodes.leaders);
   double t_start = dt_now(), compute = 0;
   for (int64_t step = c.start_step; step < c.steps; step++) {
-    double t0 = dt_now(), comm0 = dt_comm_total(world).seconds, loss = 0;
+    double t0 = dt_now(), comm0 = comm_seconds(world, m.nodes), loss = 0;
     dt_step_samples(&c, N, world->rank, step, samples);
     dt_zero(m.g, (size_t)P * 4);
     for (int64_t k = 0; k < accum; k++) { /* communicate only after the last micro-step */
@@ -343,7 +386,7 @@ int main(int argc, char **argv) {
     losses[step] /= N;
     dt_sync();
     double dt = dt_now() - t0;
-    compute += dt - (dt_comm_total(world).seconds - comm0);
+    compute += dt - (comm_seconds(world, m.nodes) - comm0);
     dt_print_step(&c, step, losses[step], "mean over ranks", dt);
   }
   int64_t trained = c.steps - c.start_step;
@@ -363,12 +406,13 @@ int main(int argc, char **argv) {
   dt_print0("  time per step          %8.2f ms   compute %.2f ms   %s %.2f ms (rank "
             "blocked in it)\n",
             per_step * 1e3, compute / (double)trained * 1e3, tk.k ? "all-gather" : "all-reduce",
-            dt_comm_total(world).seconds / (double)trained * 1e3);
+            comm_seconds(world, m.nodes) / (double)trained * 1e3);
   if (overlap)
     dt_print0("  hidden by overlap      %8.2f ms   (the same buckets all-reduced blocking take "
               "%.2f ms)\n",
               (blocking - ar.seconds / (double)trained) * 1e3, blocking * 1e3);
-  if (!tk.k)
+  if (m.nodes) print_hierarchical_bytes(&nodes, (uint64_t)P, es, (uint64_t)trained);
+  if (!tk.k && !m.nodes)
     dt_print0("  all-reduce calls/step  %8llu      bytes sent per rank per step %llu, formula "
               "2(N-1)/N x P x %zu = %llu\n",
               (unsigned long long)(ar.calls / (uint64_t)trained),
@@ -406,6 +450,7 @@ int main(int argc, char **argv) {
   free(host_w), free(host_m), free(host_v), free(losses), free(samples), free(m.buckets);
   free(tk.host), free(tk.host_idx), free(tk.host_vals);
   dt_free(m.g16);
+  if (m.nodes) dt_nodes_free(&nodes);
   dt_finalize();
   return failed;
 }

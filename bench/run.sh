@@ -496,6 +496,11 @@ hb() { awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%g MiB", b / 1048576; el
     echo "Plots: skipped, gnuplot is not installed (\`apt-get install gnuplot-nox\`, then \`make bench\`)."
     echo
   fi
+  if [ -f bench/cluster/results.md ]; then
+    echo "Across emulated nodes, flat vs hierarchical all-reduce on a shaped link: [cluster/results.md](cluster/results.md)"
+    echo "(written by \`make bench-cluster\`, not by this suite)."
+    echo
+  fi
   echo "## Commands"
   echo
   echo "Each under \`timeout -k 5 $TIMEOUT\`, in this order. The suite took $(elapsed "$T_START") s (without the build)."

@@ -220,6 +220,25 @@ void dt_watch_done(void);
     dt_watch_done();                                                                               \
   } while (0)
 
+/* ----------------------------------------------------------------- nodes */
+/* The ranks grouped by node (nodes.c). ranks_per_node 0: the real nodes,
+ * the ranks that share memory (a machine of a cluster, or an emulated node
+ * of tools/cluster.sh); K > 0: emulate nodes of K consecutive ranks. node
+ * holds this node's ranks, leaders the node leaders (local rank 0 of every
+ * node), used by the leaders only. Collective over world. */
+typedef struct {
+  dt_comm *node, *leaders;
+  int leader, nodes, ranks; /* this rank leads its node; nodes; ranks in all */
+} dt_nodes;
+dt_nodes dt_nodes_split(dt_comm *world, int ranks_per_node);
+void dt_nodes_free(dt_nodes *n);
+/* Reduce to each node's leader, all-reduce among the leaders, broadcast
+ * inside each node: only the leaders' bytes cross between nodes. In place. */
+void dt_all_reduce_hierarchical(const dt_nodes *n, void *buf, size_t count, dt_dtype t, dt_op op);
+#ifndef DT_COMMON_IMPL
+#define dt_all_reduce_hierarchical(...) DT_SITE(dt_all_reduce_hierarchical(__VA_ARGS__))
+#endif
+
 /* ---------------------------------------------------------------- memory */
 /* Every buffer is accounted under a tag, so lessons can print memory per rank
  * by kind next to the formulas. */

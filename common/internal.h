@@ -13,6 +13,10 @@
 int dt_cli_parse(int argc, char **argv, const dt_lesson *lesson, dt_option *options,
                  const char **comm_choice);
 
+/* nodes.c: "node0: 0-1, node1: 2-3" on rank 0 (collective over the world;
+ * node is this rank's shared-memory communicator) */
+void dt_describe_nodes(MPI_Comm node, char *out, size_t cap);
+
 /* kernels_cpu.c / kernels.cu: one-time setup (BLAS threads, cuBLAS handle) */
 void dt_kernels_init(void);
 /* bytes held by matmul's 16-bit rounding copies (dt_alloc'ed, DT_OTHER) */

@@ -174,6 +174,8 @@ dt_comm *dt_init(int *argc, char ***argv, const dt_lesson *lesson, dt_option *op
   DT_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rt.rank, MPI_INFO_NULL, &node));
   MPI_Comm_rank(node, &rt.local_rank);
   MPI_Comm_size(node, &rt.local_size);
+  char hosts[200];
+  dt_describe_nodes(node, hosts, sizeof hosts);
   MPI_Comm_free(&node);
   int leader = rt.local_rank == 0;
   DT_MPI(MPI_Allreduce(&leader, &rt.nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
@@ -194,9 +196,11 @@ dt_comm *dt_init(int *argc, char ***argv, const dt_lesson *lesson, dt_option *op
 #endif
   dt_kernels_init();
   rt.world = dt_comm_create(MPI_COMM_WORLD, use_nccl);
-  dt_print0("%s | backend %s | comm %s | %d rank%s on %d node%s | %s\n", lesson->name, dt_backend(),
-            rt.comm_lib, rt.size, rt.size == 1 ? "" : "s", rt.nodes, rt.nodes == 1 ? "" : "s",
-            devices);
+  char on_nodes[216] = ""; /* which ranks run where, once there is more than one node */
+  if (rt.nodes > 1) snprintf(on_nodes, sizeof on_nodes, " (%s)", hosts);
+  dt_print0("%s | backend %s | comm %s | %d rank%s on %d node%s%s | %s\n", lesson->name,
+            dt_backend(), rt.comm_lib, rt.size, rt.size == 1 ? "" : "s", rt.nodes,
+            rt.nodes == 1 ? "" : "s", on_nodes, devices);
   dt_print0("%s\n%s", lesson->summary, rt.notice);
   return rt.world;
 }

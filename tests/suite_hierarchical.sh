@@ -19,3 +19,11 @@ check "03 --ranks-per-node must divide NP" 4 2 'error: --ranks-per-node 3 does n
   -- "$A03" --ranks-per-node 3
 check "03 hierarchical np=2, 2 nodes of 1" 2 0 'flat ring +[0-9.]+ +8388608 ' 'hierarchical +[0-9.]+ +8388608 ' \
   'CHECK PASSED' -- "$A03" --min-bytes 4M --max-bytes 4M --iters 2 --ranks-per-node 1
+check "03 --no-sweep: the comparison alone, bytes exact" 4 0 \
+  'flat ring +[0-9.]+ +3145728   M x 2\(N-1\)/N x S = 3145728' \
+  'CHECK PASSED: flat ring and hierarchical all-reduce, every element on every rank vs the exact sum, and bytes across nodes vs the exact predictions: 0 problem' \
+  -- "$A03" --max-bytes 1M --iters 2 --ranks-per-node 2 --no-sweep
+check "03 --no-sweep needs a hierarchy" 2 2 'error: --no-sweep leaves only the hierarchical comparison' \
+  -- "$A03" --no-sweep
+check "03 --hierarchical and --ranks-per-node are exclusive" 2 2 'error: --hierarchical uses the real nodes' \
+  -- "$A03" --hierarchical --ranks-per-node 1
