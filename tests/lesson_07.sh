@@ -51,7 +51,7 @@ rm -rf "$L07_DIR"
 check "07 np=2 checkpoint" 2 0 'CHECK PASSED' 'checkpoint: step 4 saved' \
   "${L07_AR}65536 +65536 " 'any other collective +0 +0 +0 ' \
   -- $L07 --steps 4 --optimizer adamw --ckpt "$L07_DIR" --save-every 2
-check "07 np=4 resume" 4 0 'CHECK PASSED' 'resume: step 4 from .*\(weights, AdamW m and v\)' \
+check "07 np=4 resume" 4 0 'CHECK PASSED' 'resume: step 4 from .*\(weights, AdamW m and v; configuration and checksum verified\)' \
   'largest spread across ranks .* over 4 steps' "${L07_AR}98304 +98304 " \
   -- $L07 --steps 8 --optimizer adamw --ckpt "$L07_DIR" --resume
 
