@@ -38,7 +38,7 @@ build_copy() {
 mutant() {
   local id=$1 lesson=$2 file=$3 subst=$4 desc=$5 name rc
   shift 5
-  [ "$1" = "--" ] && shift
+  [ "${1:-}" = "--" ] && shift
   name=$(basename "$lesson"); name=${name#*_}
   MUT_TOTAL=$((MUT_TOTAL + 1))
   build_copy "$MUT_DIR/$id" "$lesson" "$file" "$subst"
