@@ -72,17 +72,21 @@ __global__ static void mse_kernel(const float *x, const float *y, float *dx, siz
   }
   if (threadIdx.x == 0) atomicAdd(sum, part[0]);
 }
-__global__ static void sgd_kernel(float *w, const float *g, size_t n, float lr) {
+/* Fused as on the cpu: g x grad_scale (fp16's unscale, the clip factor) and
+ * the update in one kernel, replacing a scale_kernel launch per factor. */
+__global__ static void sgd_kernel(float *w, const float *g, size_t n, float lr, float grad_scale) {
   size_t i = INDEX;
-  if (i < n) w[i] -= lr * g[i];
+  if (i < n) w[i] -= lr * (g[i] * grad_scale);
 }
 __global__ static void adamw_kernel(float *w, const float *g, float *m, float *v, size_t n,
-                                    float lr, float decay, float step_size, float bias2_sqrt) {
+                                    float lr, float decay, float step_size, float bias2_sqrt,
+                                    float grad_scale) {
   size_t i = INDEX;
   if (i >= n) return;
+  float gi = g[i] * grad_scale;
   w[i] *= decay;
-  m[i] += (g[i] - m[i]) * (1.0f - 0.9f);
-  v[i] = v[i] * 0.999f + (1.0f - 0.999f) * g[i] * g[i];
+  m[i] += (gi - m[i]) * (1.0f - 0.9f);
+  v[i] = v[i] * 0.999f + (1.0f - 0.999f) * gi * gi;
   w[i] -= step_size * m[i] / (sqrtf(v[i]) / bias2_sqrt + 1e-8f);
 }
 
@@ -248,18 +252,18 @@ extern "C" double dt_sum_squares(const float *x, size_t n) {
   CHECK_CUDA(cudaStreamSynchronize(dt_stream()));
   return sum;
 }
-extern "C" void dt_sgd_step(float *w, const float *g, size_t n, float lr) {
+extern "C" void dt_sgd_step(float *w, const float *g, size_t n, float lr, float grad_scale) {
   if (n) {
-    sgd_kernel<<<GRID(n)>>>(w, g, n, lr);
+    sgd_kernel<<<GRID(n)>>>(w, g, n, lr, grad_scale);
     LAUNCHED();
   }
 }
 extern "C" void dt_adamw_step(float *w, const float *g, float *m, float *v, size_t n, float lr,
-                              float weight_decay, int64_t t) {
+                              float weight_decay, int64_t t, float grad_scale) {
   float bias1 = 1.0f - powf(0.9f, (float)t), bias2_sqrt = sqrtf(1.0f - powf(0.999f, (float)t));
   if (n) {
     adamw_kernel<<<GRID(n)>>>(w, g, m, v, n, lr, 1.0f - lr * weight_decay, lr / bias1,
-                                   bias2_sqrt);
+                                   bias2_sqrt, grad_scale);
     LAUNCHED();
   }
 }
