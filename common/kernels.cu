@@ -2,6 +2,8 @@
  * of the same name in kernels_cpu.c and runs on this rank's stream; matmul
  * goes to cuBLAS. */
 #include <cublas_v2.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "dt_cuda.h"
 #include "half_core.h"
@@ -21,10 +23,27 @@ static unsigned blocks_for(size_t n) { return (unsigned)((n + 255) / 256); }
 #define GRID(n) blocks_for(n), 256, 0, dt_stream()
 #define INDEX (blockIdx.x * (size_t)blockDim.x + threadIdx.x)
 
+/* DT_GEMM_TIME=1: each rank prints at exit the time its GPU spent in
+ * dt_matmul (CUDA events; the host waits for each one, so only then). */
+static double matmul_seconds;
+static unsigned long long matmul_calls;
+static int matmul_timed, matmul_rank;
+static cudaEvent_t matmul_events[2];
+static void print_matmul_time(void) {
+  fprintf(stderr, "gemm time (DT_GEMM_TIME): rank %d: %llu calls, %.6f s\n", matmul_rank,
+          matmul_calls, matmul_seconds);
+}
+
 extern "C" void dt_kernels_init(void) {
   CHECK_CUBLAS(cublasCreate(&blas));
   CHECK_CUBLAS(cublasSetStream(blas, dt_stream()));
   CHECK_CUDA(cudaMalloc(&reduce_slot, sizeof(double)));
+  const char *timed = getenv("DT_GEMM_TIME");
+  matmul_timed = timed && timed[0] && timed[0] != '0';
+  MPI_Comm_rank(MPI_COMM_WORLD, &matmul_rank);
+  if (!matmul_timed) return;
+  for (int k = 0; k < 2; k++) CHECK_CUDA(cudaEventCreate(&matmul_events[k]));
+  atexit(print_matmul_time);
 }
 
 __global__ static void add_kernel(float *dst, const float *src, size_t n) {
@@ -198,10 +217,18 @@ extern "C" void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_
   /* cuBLAS is column-major: the row-major C = op(A) op(B) is the
    * column-major C^T = op(B)^T op(A)^T, so pass B first. */
   const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  if (matmul_timed) CHECK_CUDA(cudaEventRecord(matmul_events[0], dt_stream()));
   CHECK_CUBLAS(cublasSgemm(blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                            trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N, (int)M, (int)K, &one, B,
                            trans_b ? (int)K : (int)N, A, trans_a ? (int)M : (int)K, &beta, C,
                            (int)N));
+  if (matmul_timed) {
+    float ms = 0;
+    CHECK_CUDA(cudaEventRecord(matmul_events[1], dt_stream()));
+    CHECK_CUDA(cudaEventSynchronize(matmul_events[1]));
+    CHECK_CUDA(cudaEventElapsedTime(&ms, matmul_events[0], matmul_events[1]));
+    matmul_seconds += ms * 1e-3, matmul_calls++;
+  }
 }
 extern "C" void dt_relu_forward(const float *a, float *h, size_t n) {
   if (n) {

@@ -3,13 +3,30 @@
  * are plain loops. kernels.cu holds the same functions for the GPU. */
 #include <cblas.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "dt.h"
 #include "half_core.h"
 #include "rng_core.h"
 
-void dt_kernels_init(void) { openblas_set_num_threads(1); }
+/* DT_GEMM_TIME=1: each rank prints at exit the wall time it spent in
+ * dt_matmul, the floor a cpu step can reach (bench/run.sh reads it). */
+static double matmul_seconds;
+static uint64_t matmul_calls;
+static int matmul_timed, matmul_rank;
+static void print_matmul_time(void) {
+  fprintf(stderr, "gemm time (DT_GEMM_TIME): rank %d: %llu calls, %.6f s\n", matmul_rank,
+          (unsigned long long)matmul_calls, matmul_seconds);
+}
+
+void dt_kernels_init(void) {
+  openblas_set_num_threads(1);
+  const char *timed = getenv("DT_GEMM_TIME");
+  matmul_timed = timed && timed[0] && timed[0] != '0';
+  MPI_Comm_rank(MPI_COMM_WORLD, &matmul_rank);
+  if (matmul_timed) atexit(print_matmul_time);
+}
 
 void dt_add(float *dst, const float *src, size_t n) {
   for (size_t i = 0; i < n; i++) dst[i] += src[i];
@@ -80,10 +97,12 @@ void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const 
     A = rounded_copy(0, A, (size_t)(M * K));
     B = rounded_copy(1, B, (size_t)(K * N));
   }
+  double t0 = matmul_timed ? dt_now() : 0;
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
               trans_b ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A,
               trans_a ? (int)M : (int)K, B, trans_b ? (int)K : (int)N, accumulate ? 1.0f : 0.0f, C,
               (int)N);
+  if (matmul_timed) matmul_seconds += dt_now() - t0, matmul_calls++;
 }
 
 /* Selects that -O3 turns into vector compares and masks (restrict, no
