@@ -54,7 +54,9 @@ endif
 # ---- flags ------------------------------------------------------------------
 BUILD_ROOT ?= build
 BUILD   := $(BUILD_ROOT)/$(BACKEND)
-OPT     ?= -O2 -g
+# -O3 vectorizes the elementwise loops (ReLU, optimizers); -funroll-loops
+# speeds the SGD pass further: `make bench-flags` measures each candidate.
+OPT     ?= -O3 -funroll-loops -g
 CFLAGS  := $(OPT) -std=c11 -Wall -Wextra -Icommon -Itests -MMD -MP
 LDLIBS  := -lopenblas -lm -pthread
 COMMON_SRC := $(filter-out common/kernels_cpu.c,$(wildcard common/*.c))
@@ -149,6 +151,19 @@ bench-matmul:
 .PHONY: bench
 bench: all
 	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" NCCL_VERSION=$(NCCL_VERSION) bash bench/run.sh
+
+# The elementwise work of a 05_dp step (tests/bench_elementwise.c) with common
+# built at each candidate OPT, three rounds interleaved: how OPT was chosen.
+BENCH_FLAGS ?= -O2 -g|-O3 -g|-O3 -funroll-loops -g
+.PHONY: bench-flags
+bench-flags:
+	@flags='$(BENCH_FLAGS)'; IFS='|' read -ra opts <<<"$$flags"; \
+	for i in $${!opts[@]}; do o=$${opts[$$i]}; \
+	  $(MAKE) --no-print-directory -s BACKEND=cpu BUILD_ROOT=build/flags$$i OPT="$$o" build/flags$$i/cpu/libdt.a && \
+	  $(MPICC) $$o -std=c11 -Wall -Wextra -Icommon tests/bench_elementwise.c build/flags$$i/cpu/libdt.a \
+	    -o build/flags$$i/bench_elementwise $(LDLIBS) || exit 1; done; \
+	for r in 1 2 3; do for i in $${!opts[@]}; do \
+	  printf '%-30s ' "OPT=\"$${opts[$$i]}\""; ./build/flags$$i/bench_elementwise || exit 1; done; done
 
 # Classroom exercises (TEACHING.md): make exercise-N writes exercises/NN_name/
 # name.c, the lesson with its marked concept cut out and a TODO in its place;
