@@ -165,6 +165,13 @@ bench-flags:
 	for r in 1 2 3; do for i in $${!opts[@]}; do \
 	  printf '%-30s ' "OPT=\"$${opts[$$i]}\""; ./build/flags$$i/bench_elementwise || exit 1; done; done
 
+# 05_dp's training step against the same model in PyTorch (bench/step.sh):
+# NP=1 against one process, NP=2 against DDP over gloo, several interleaved
+# runs, min and median, the ratios and the GEMM floor (time in dt_matmul).
+.PHONY: bench-step
+bench-step: all
+	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" bash bench/step.sh
+
 # Classroom exercises (TEACHING.md): make exercise-N writes exercises/NN_name/
 # name.c, the lesson with its marked concept cut out and a TODO in its place;
 # make check-N builds that file and runs the lesson's checks at several NP.
