@@ -87,7 +87,7 @@ SUMMARY=()
 while IFS='|' read -r name bin extra mode np; do
   [ -n "$name" ] || continue
   tag="${name}${extra:+ $extra} NP=$np"
-  file=$(echo "${name}_${extra}_np$np" | tr -c 'A-Za-z0-9_=-' '_')
+  file=$(printf '%s' "${name}_${extra}_np$np" | tr -c 'A-Za-z0-9_=-' '_')
   # shellcheck disable=SC2086 # extra is a list of flags
   ours "$OUT/${file}_check.log" "$np" "$bin" $extra "${MODEL[@]}"
   grep -q '^CHECK PASSED' "$OUT/${file}_check.log" || die "$tag: no CHECK PASSED; see $OUT/${file}_check.log"
