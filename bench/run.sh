@@ -310,6 +310,7 @@ STEP_LOG=$OUT/step.log
 say "PyTorch side by side (bench/step.sh; log $STEP_LOG)"
 STEP_CONFIGS="05_dp|05_dp/dp||single|1
 05_dp|05_dp/dp||ddp|2
+05_dp|05_dp/dp||ddp|2|OMPI_MCA_mpi_yield_when_idle=1
 05_dp|05_dp/dp||ddp|4
 06_fsdp|06_fsdp/fsdp|--zero 1|zero1|2
 06_fsdp|06_fsdp/fsdp|--zero 1|zero1|4

@@ -16,8 +16,14 @@
 # Environment: BIN_DIR, MPIRUN, CORES, PYTHON (default /usr/bin/python3),
 # STEP_RUNS, STEP_LAYERS, STEP_DIM, STEP_HIDDEN, STEP_BATCH, STEP_STEPS,
 # STEP_TIMEOUT (seconds per run), STEP_CONFIGS (lines "name|binary|flags|torch
-# mode|NP"; see the default below), STEP_MD (also write the summary as a
-# markdown table to this file). Raw logs: bench/out/step/.
+# mode|NP|environment of our run"; see the default below), STEP_MD (also write
+# the summary as a markdown table to this file). Raw logs: bench/out/step/.
+#
+# The third default line runs 05 at NP=2 with OMPI_MCA_mpi_yield_when_idle=1:
+# Open MPI's ranks spin while they wait in a collective, gloo's block. On a
+# machine that other processes load, a spinning rank takes core time from
+# the rank it waits for; yielding (what Open MPI does by itself only when
+# ranks outnumber cores) shows how much of a gap that is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,7 +39,8 @@ BATCH=${STEP_BATCH:-64}
 STEPS=${STEP_STEPS:-40}
 TIMEOUT=${STEP_TIMEOUT:-300}
 CONFIGS=${STEP_CONFIGS:-"05_dp|05_dp/dp||single|1
-05_dp|05_dp/dp||ddp|2"}
+05_dp|05_dp/dp||ddp|2
+05_dp|05_dp/dp||ddp|2|OMPI_MCA_mpi_yield_when_idle=1"}
 OUT=bench/out/step
 mkdir -p "$OUT"
 MODEL=(--layers "$LAYERS" --dim "$DIM" --hidden "$HIDDEN" --batch "$BATCH" --steps "$STEPS")
@@ -53,15 +60,17 @@ else
   say "PyTorch is not importable with $PYTHON: the PyTorch side is skipped (apt-get install python3-torch); ours and the GEMM floor are still timed"
 fi
 
-# ours LOG NP BIN FLAGS...: one mpirun under a timeout; must exit 0.
+# ours LOG NP BIN FLAGS...: one mpirun under a timeout ($ENVS in its
+# environment); must exit 0.
 ours() {
   local log=$1 np=$2 bin=$3 flags=()
   shift 3
   [ -x "$BIN_DIR/$bin" ] || die "$BIN_DIR/$bin is missing: run 'make all' first"
   if [ "$(id -u)" = 0 ]; then flags+=(--allow-run-as-root); fi
   if [ "$np" -gt "$CORES" ]; then flags+=(--oversubscribe); fi
-  echo "DT_GEMM_TIME=1 $MPIRUN ${flags[*]} -np $np $BIN_DIR/$bin $*" >>"$OUT/commands.txt"
-  DT_GEMM_TIME=1 timeout -k 5 "$TIMEOUT" "$MPIRUN" "${flags[@]}" -np "$np" "$BIN_DIR/$bin" "$@" \
+  echo "${ENVS:+$ENVS }DT_GEMM_TIME=1 $MPIRUN ${flags[*]} -np $np $BIN_DIR/$bin $*" >>"$OUT/commands.txt"
+  # shellcheck disable=SC2086 # ENVS: assignments, split on spaces
+  env $ENVS DT_GEMM_TIME=1 timeout -k 5 "$TIMEOUT" "$MPIRUN" "${flags[@]}" -np "$np" "$BIN_DIR/$bin" "$@" \
     >"$log" 2>&1 </dev/null || die "exit code $? from $bin at NP=$np; see $log"
 }
 # theirs LOG MODE NP: bench/torch_step.py under a timeout; must exit 0.
@@ -84,15 +93,17 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 say "L=$LAYERS D=$DIM H=$HIDDEN B=$BATCH (global), $STEPS steps of sgd, $RUNS runs each; $CORES cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
 say "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 SUMMARY=()
-while IFS='|' read -r name bin extra mode np; do
+while IFS='|' read -r name bin extra mode np ENVS; do
   [ -n "$name" ] || continue
-  tag="${name}${extra:+ $extra} NP=$np"
-  file=$(printf '%s' "${name}_${extra}_np$np" | tr -c 'A-Za-z0-9_=-' '_')
+  tag="${name}${extra:+ $extra} NP=$np${ENVS:+ (yield)}"
+  [ -z "$ENVS" ] || [ "$ENVS" = OMPI_MCA_mpi_yield_when_idle=1 ] || tag="${name}${extra:+ $extra} NP=$np ($ENVS)"
+  file=$(printf '%s' "${name}_${extra}_np${np}_$ENVS" | tr -c 'A-Za-z0-9_=-' '_')
   # shellcheck disable=SC2086 # extra is a list of flags
   ours "$OUT/${file}_check.log" "$np" "$bin" $extra "${MODEL[@]}"
   grep -q '^CHECK PASSED' "$OUT/${file}_check.log" || die "$tag: no CHECK PASSED; see $OUT/${file}_check.log"
   torch_ok=$HAVE_TORCH
-  if [ "$HAVE_TORCH" = 1 ] && ! theirs "$OUT/${file}_torch_try.log" "$mode" "$np"; then
+  if [ "$HAVE_TORCH" = 1 ] && ! theirs "$OUT/${file}_torch_try.log" "$mode" "$np" &&
+    ! theirs "$OUT/${file}_torch_try.log" "$mode" "$np"; then # twice: a port taken meanwhile
     say "$tag: PyTorch --mode $mode did not run ($(grep -m1 'torch:\|Error' "$OUT/${file}_torch_try.log" || echo "see $OUT/${file}_torch_try.log")): its side skipped"
     torch_ok=0
   fi
@@ -131,7 +142,7 @@ while IFS='|' read -r name bin extra mode np; do
   printf '%-22s %6s %10s %10s %7s %10s %7s\n' "" min "$omin" "$tmin" "$rmin" "$gmin" "$(ratio "$omin" "$gmin")"
   printf '%-22s %6s %10s %10s %7s %10s %7s   load %s-%s\n' "" median "$omed" "$tmed" "$rmed" "$gmed" "$ogmed" "$lmin" "$(printf '%s\n' "${LOADS[@]}" | sort -g | tail -1)"
   echo
-  SUMMARY+=("| $name${extra:+ \`$extra\`} | $np | ${mode} | $omin / $omed | $tmin / $tmed | $rmin / $rmed | $rrmed | $gmin / $gmed | $ogmin / $ogmed | $lmin-$(printf '%s\n' "${LOADS[@]}" | sort -g | tail -1) |")
+  SUMMARY+=("| $name${extra:+ \`$extra\`}${ENVS:+ \`$ENVS\`} | $np | ${mode} | $omin / $omed | $tmin / $tmed | $rmin / $rmed | $rrmed | $gmin / $gmed | $ogmin / $ogmed | $lmin-$(printf '%s\n' "${LOADS[@]}" | sort -g | tail -1) |")
 done <<<"$CONFIGS"
 say "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 say "ratio = ours / PyTorch (of the minima / of the medians); ours/gemm = step time / time in dt_matmul"
