@@ -331,9 +331,8 @@ int main(int argc, char **argv) {
     int ok = dt_scaler_update(&scaler, &c, m.wire == DT_F16 && dt_count_nonfinite(m.g, (size_t)P),
                               &used);
     if (ok && c.clip > 0) sq = dt_sum_squares(m.g, (size_t)P);
-    if (ok)
-      dt_optimizer_step(&c, m.w, m.g, m.m, m.v, (size_t)P, scaler.taken,
-                        dt_grad_scale(&c, used, sq));
+    float scale = dt_grad_scale(&c, used, sq);
+    if (ok) dt_optimizer_step(&c, m.w, m.g, m.m, m.v, (size_t)P, scaler.taken, scale);
     if (dt_ckpt_due(&c, step)) checkpoint(&m, step + 1, host_w, host_m, host_v);
     /* bookkeeping, not training: the loss for printing, on the host */
     MPI_Allreduce(&loss, &losses[step], 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
