@@ -13,6 +13,10 @@
 # Prints every run, then min and median of each column and the ratios:
 # ours/PyTorch (of the minima, of the medians) and ours/GEMM.
 #
+# Our ranks run with mpirun --bind-to none (STEP_BIND), unpinned as PyTorch's
+# processes are: Open MPI pins ranks to cores by default (at NP <= 2), and
+# every other mpirun on a shared machine pins its rank 0 to the same core 0.
+#
 # Environment: BIN_DIR, MPIRUN, CORES, PYTHON (default /usr/bin/python3),
 # STEP_RUNS, STEP_LAYERS, STEP_DIM, STEP_HIDDEN, STEP_BATCH, STEP_STEPS,
 # STEP_TIMEOUT (seconds per run), STEP_CONFIGS (lines "name|binary|flags|torch
@@ -68,6 +72,7 @@ ours() {
   [ -x "$BIN_DIR/$bin" ] || die "$BIN_DIR/$bin is missing: run 'make all' first"
   if [ "$(id -u)" = 0 ]; then flags+=(--allow-run-as-root); fi
   if [ "$np" -gt "$CORES" ]; then flags+=(--oversubscribe); fi
+  flags+=(--bind-to "${STEP_BIND:-none}")
   echo "${ENVS:+$ENVS }DT_GEMM_TIME=1 $MPIRUN ${flags[*]} -np $np $BIN_DIR/$bin $*" >>"$OUT/commands.txt"
   # shellcheck disable=SC2086 # ENVS: assignments, split on spaces
   env $ENVS DT_GEMM_TIME=1 timeout -k 5 "$TIMEOUT" "$MPIRUN" "${flags[@]}" -np "$np" "$BIN_DIR/$bin" "$@" \

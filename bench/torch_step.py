@@ -117,9 +117,10 @@ def worker(rank, a, port):
         print(f"torch: mode={a.mode} np={N} ms_per_step={per_step * 1e3:.3f} "
               f"loss={loss:.6f} torch={torch.__version__} threads={torch.get_num_threads()}",
               flush=True)
-    if N > 1:  # wait for every rank before leaving: a rank left alone in gloo spins
-        dist.barrier()
-        dist.destroy_process_group()
+    if N > 1:  # every rank waits for the others, then leaves at once: gloo's
+        dist.barrier()  # teardown (destroy_process_group, interpreter exit) hung
+        sys.stdout.flush()  # at times for minutes with all the work done
+        os._exit(0)
 
 
 def main():
