@@ -344,6 +344,8 @@ cat bench/out/step/commands.txt >>"$OUT/commands.txt"
   echo "GEMM: the time inside dt_matmul (DT_GEMM_TIME=1; mean over ranks), the floor a cpu step can"
   echo "reach. comm: the lesson's own blocked-in-collectives figure (pp: idle, bubble included). other ="
   echo "step - GEMM - comm: elementwise passes, the optimizer, data, bookkeeping. One run each, --no-check."
+  echo "pp's step is its stages' busy + idle span, which leaves out making the batch (a GEMM of its own)"
+  echo "and the optimizer: there GEMM can exceed the step and other goes negative."
   echo
   echo "| strategy | NP | step ms | GEMM ms | GEMM share | comm ms | comm share | other ms | step / GEMM |"
   echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|"
