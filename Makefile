@@ -68,7 +68,9 @@ endif
 # ---- flags ------------------------------------------------------------------
 BUILD_ROOT ?= build
 BUILD   := $(BUILD_ROOT)/$(BACKEND)
-OPT     ?= -O2 -g
+# -O3 vectorizes the elementwise loops (ReLU, optimizers); -funroll-loops
+# speeds the SGD pass further: `make bench-flags` measures each candidate.
+OPT     ?= -O3 -funroll-loops -g
 CFLAGS  := $(OPT) -std=c11 -Wall -Wextra -Icommon -Itests -MMD -MP
 LDLIBS  := $(if $(filter cpu,$(BACKEND)),-lopenblas) -lm -pthread
 COMMON_SRC := $(filter-out common/kernels_cpu.c,$(wildcard common/*.c))
@@ -183,6 +185,26 @@ bench-matmul:
 .PHONY: bench
 bench: all
 	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" NCCL_VERSION=$(NCCL_VERSION) bash bench/run.sh
+
+# The elementwise work of a 05_dp step (tests/bench_elementwise.c) with common
+# built at each candidate OPT, three rounds interleaved: how OPT was chosen.
+BENCH_FLAGS ?= -O2 -g|-O3 -g|-O3 -funroll-loops -g
+.PHONY: bench-flags
+bench-flags:
+	@flags='$(BENCH_FLAGS)'; IFS='|' read -ra opts <<<"$$flags"; \
+	for i in $${!opts[@]}; do o=$${opts[$$i]}; \
+	  $(MAKE) --no-print-directory -s BACKEND=cpu BUILD_ROOT=build/flags$$i OPT="$$o" build/flags$$i/cpu/libdt.a && \
+	  $(MPICC) $$o -std=c11 -Wall -Wextra -Icommon tests/bench_elementwise.c build/flags$$i/cpu/libdt.a \
+	    -o build/flags$$i/bench_elementwise $(LDLIBS) || exit 1; done; \
+	for r in 1 2 3; do for i in $${!opts[@]}; do \
+	  printf '%-30s ' "OPT=\"$${opts[$$i]}\""; ./build/flags$$i/bench_elementwise || exit 1; done; done
+
+# 05_dp's training step against the same model in PyTorch (bench/step.sh):
+# NP=1 against one process, NP=2 against DDP over gloo, several interleaved
+# runs, min and median, the ratios and the GEMM floor (time in dt_matmul).
+.PHONY: bench-step
+bench-step: all
+	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" bash bench/step.sh
 
 # Classroom exercises (TEACHING.md): make exercise-N writes exercises/NN_name/
 # name.c, the lesson with its marked concept cut out and a TODO in its place;

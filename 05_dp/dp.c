@@ -373,13 +373,12 @@ int main(int argc, char **argv) {
     else
       average_gradients(&m, world, overlap);
     /* grads are identical everywhere now: every rank reaches the same verdicts */
-    double used = 1.0;
+    double used = 1.0, sq = 0; /* the norm only for --clip; unscale and clip ride in the step */
     int ok = dt_scaler_update(&scaler, &c, m.wire == DT_F16 && dt_count_nonfinite(m.g, (size_t)P),
                               &used);
-    if (ok && used != 1.0) dt_scale(m.g, (size_t)P, (float)(1.0 / used));
-    float clip = ok ? dt_clip_factor(&c, dt_sum_squares(m.g, (size_t)P)) : 1.0f;
-    if (clip < 1.0f) dt_scale(m.g, (size_t)P, clip);
-    if (ok) dt_optimizer_step(&c, m.w, m.g, m.m, m.v, (size_t)P, scaler.taken);
+    if (ok && c.clip > 0) sq = dt_sum_squares(m.g, (size_t)P);
+    float scale = dt_grad_scale(&c, used, sq);
+    if (ok) dt_optimizer_step(&c, m.w, m.g, m.m, m.v, (size_t)P, scaler.taken, scale);
     if (dt_ckpt_due(&c, step)) checkpoint(&m, step + 1, host_w, host_m, host_v);
     /* bookkeeping, not training: the loss for printing, on the host */
     DT_MPI(MPI_Allreduce(&loss, &losses[step], 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));

@@ -230,23 +230,20 @@ static void optimizer_step(fsdp_model *m, dt_comm *world, dt_loss_scaler *scaler
   int64_t L = m->c.layers, S = m->S;
   double used = 1.0;
   if (!dt_scaler_update(scaler, &m->c, overflowed(m, world), &used)) return;
-  for (int64_t l = 0; used != 1.0 && l < L; l++)
-    dt_scale(shard_of(m, m->g, m->gs, l), (size_t)S, (float)(1.0 / used));
-  float clip = 1.0f;
+  double sq = 0;       /* unscale and clip ride in the optimizer's pass */
   if (m->c.clip > 0) { /* the global norm: the shards' squares, summed over ranks */
-    double sq = 0;
     for (int64_t l = 0; l < L; l++) sq += dt_sum_squares(shard_of(m, m->g, m->gs, l), (size_t)S);
     float part = (float)sq;
     dt_copy_from_host(m->norm, &part, 4);
     dt_all_reduce(world, m->norm, m->norm, 1, DT_F32, DT_SUM);
     dt_copy_to_host(&part, m->norm, 4);
-    clip = dt_clip_factor(&m->c, part);
+    sq = part;
   }
   for (int64_t l = 0; l < L; l++) {
     float *g = shard_of(m, m->g, m->gs, l);
-    if (clip < 1.0f) dt_scale(g, (size_t)S, clip);
     dt_optimizer_step(&m->c, shard_of(m, m->w, m->ws, l), g, m->m ? m->m + l * S : NULL,
-                      m->v ? m->v + l * S : NULL, (size_t)S, scaler->taken);
+                      m->v ? m->v + l * S : NULL, (size_t)S, scaler->taken,
+                      dt_grad_scale(&m->c, used, sq));
     if (m->zero < 3) gather(m, world, l, m->prefetch);
   }
 }

@@ -110,11 +110,9 @@ static float all_reduce_scalar(tp_model *m, float v, dt_op op, dt_counter *row) 
 }
 
 /* The global norm: each rank squares its own shards, one all-reduce adds. */
-static void clip_gradients(tp_model *m, size_t n) {
-  if (m->c.clip <= 0) return;
-  float f =
-      dt_clip_factor(&m->c, all_reduce_scalar(m, (float)dt_sum_squares(m->g, n), DT_SUM, &m->norm));
-  if (f < 1.0f) dt_scale(m->g, n, f);
+static double global_sq_norm(tp_model *m, size_t n) {
+  if (m->c.clip <= 0) return 0; /* not needed */
+  return all_reduce_scalar(m, (float)dt_sum_squares(m->g, n), DT_SUM, &m->norm);
 }
 
 /* fp16: were any gradients too large for 16 bits? The shards differ from rank
@@ -262,9 +260,8 @@ int main(int argc, char **argv) {
     if (m.wire != DT_F32) dt_round_half(m.g, (size_t)S, m.wire);
     double used = 1.0;
     if (dt_scaler_update(&scaler, &c, overflowed(&m, (size_t)S), &used)) {
-      if (used != 1.0) dt_scale(m.g, (size_t)S, (float)(1.0 / used));
-      clip_gradients(&m, (size_t)S);
-      dt_optimizer_step(&c, m.w, m.g, m.m, m.v, (size_t)S, scaler.taken); /* shards only */
+      float scale = dt_grad_scale(&c, used, global_sq_norm(&m, (size_t)S));      /* unscale, clip */
+      dt_optimizer_step(&c, m.w, m.g, m.m, m.v, (size_t)S, scaler.taken, scale); /* shards only */
     }
     if (dt_ckpt_due(&c, step)) checkpoint(&m, step + 1, host_w, host_m, host_v);
     dt_sync();

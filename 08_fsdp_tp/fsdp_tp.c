@@ -134,13 +134,13 @@ static int overflowed(fsdp_tp_model *m) {
 
 /* Every rank holds a different piece of the model (padding is zero), so the
  * global norm is the sum of every rank's squares: one float over the world. */
-static void clip_gradients(fsdp_tp_model *m, size_t n) {
-  if (m->c.clip <= 0) return;
-  float sq = (float)dt_sum_squares(m->g, n), f;
+static double global_sq_norm(fsdp_tp_model *m, size_t n) {
+  if (m->c.clip <= 0) return 0; /* not needed */
+  float sq = (float)dt_sum_squares(m->g, n);
   dt_copy_from_host(m->normbuf, &sq, sizeof sq);
   dt_all_reduce(m->world, m->normbuf, m->normbuf, 1, DT_F32, DT_SUM);
   dt_copy_to_host(&sq, m->normbuf, sizeof sq);
-  if ((f = dt_clip_factor(&m->c, sq)) < 1.0f) dt_scale(m->g, n, f);
+  return sq;
 }
 
 /* The formulas for any mesh (06 is T = 1, 07 is F = 1), the rows of the summary:
@@ -310,9 +310,8 @@ int main(int argc, char **argv) {
     backward(&m);
     double used = 1.0;
     if (dt_scaler_update(&scaler, &c, overflowed(&m), &used)) {
-      if (used != 1.0) dt_scale(m.g, (size_t)(L * S), (float)(1.0 / used));
-      clip_gradients(&m, (size_t)(L * S));
-      dt_optimizer_step(&c, m.w, m.g, m.m, m.v, (size_t)(L * S), scaler.taken); /* pieces only */
+      float scale = dt_grad_scale(&c, used, global_sq_norm(&m, (size_t)(L * S)));
+      dt_optimizer_step(&c, m.w, m.g, m.m, m.v, (size_t)(L * S), scaler.taken, scale); /* pieces */
     }
     if (dt_ckpt_due(&c, step)) checkpoint(&m, step + 1, host_w, host_m, host_v);
     /* bookkeeping: the rows' mean is the global batch's (a row's T ranks agree) */

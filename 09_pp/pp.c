@@ -287,12 +287,9 @@ int main(int argc, char **argv) {
       DT_MPI(MPI_Allreduce(MPI_IN_PLACE, &overflow, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
     double used = 1.0;
     if (dt_scaler_update(&scaler, &c, overflow, &used)) {
-      if (used != 1.0) dt_scale(p.g, np, (float)(1.0 / used));
       double sq = c.clip > 0 ? dt_sum_squares(p.g, np) : 0;
-      if (c.clip > 0)
-        DT_MPI(MPI_Allreduce(MPI_IN_PLACE, &sq, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-      if (dt_clip_factor(&c, sq) < 1.0f) dt_scale(p.g, np, dt_clip_factor(&c, sq));
-      dt_optimizer_step(&c, p.w, p.g, p.m, p.v, np, scaler.taken);
+      if (c.clip > 0) DT_MPI(MPI_Allreduce(MPI_IN_PLACE, &sq, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+      dt_optimizer_step(&c, p.w, p.g, p.m, p.v, np, scaler.taken, dt_grad_scale(&c, used, sq));
     }
     if (dt_ckpt_due(&c, step)) checkpoint(&p, step + 1, host_w, host_m, host_v);
     /* bookkeeping: the loss lives on the last stage; the step's length is

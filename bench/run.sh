@@ -282,6 +282,77 @@ for s in "${STRATS[@]}"; do
     awk -F, -v OFS=, '{ $13 = $9 + $10 + $11 + $12; print }' >>"$MEM"
 done
 
+# ---- 4. the GEMM floor, and PyTorch side by side (bench/step.sh) --------------------
+# GEMM: every strategy once more per NP, --no-check, with DT_GEMM_TIME=1 (each
+# rank prints the time it spent in dt_matmul): the share of the step the GEMMs
+# take is the floor a cpu step can reach; comm is the lesson's own figure
+# (for pp: idle, the bubble included); other = step - GEMM - comm.
+GEMM=$NEW/gemm.csv
+echo "strategy,lesson,np,batch,step_ms,gemm_ms,comm_ms" >"$GEMM"
+say "GEMM floor: every strategy at NP=${NPS[*]}, B=$BATCH, DT_GEMM_TIME=1"
+export DT_GEMM_TIME=1
+for s in "${STRATS[@]}"; do
+  IFS='|' read -r name bin extra <<<"$s"
+  for np in "${NPS[@]}"; do
+    run "gemm_${name}_np$np" "$np" "$bin" $extra "${MODEL[@]}" --batch "$BATCH" --no-check
+    log=$OUT/logs/gemm_${name}_np$np.log
+    row=$(parse_training "$log" "$name")
+    g=$(agg mean $(grab_all "$log" '^gemm time \(DT_GEMM_TIME\)' 'calls, '))
+    echo "$name,${bin%%/*},$np,$BATCH,$(echo "$row" | cut -d, -f1),$(awk -v g="$g" -v n="$STEPS" 'BEGIN { printf "%.3f", g * 1e3 / n }'),$(echo "$row" | cut -d, -f3)" >>"$GEMM"
+  done
+done
+unset DT_GEMM_TIME
+# PyTorch: 05 against one process and DDP; 06 --zero 1 against DDP with
+# ZeroRedundancyOptimizer (ZeRO-1); 06 --zero 3 against FSDP when this torch
+# can import it (bench/step.sh says when not). Without torch, step.sh says so.
+SIDE=$OUT/side_by_side.md
+STEP_LOG=$OUT/step.log
+say "PyTorch side by side (bench/step.sh; log $STEP_LOG)"
+STEP_CONFIGS="05_dp|05_dp/dp||single|1
+05_dp|05_dp/dp||ddp|2
+05_dp|05_dp/dp||ddp|2|OMPI_MCA_mpi_yield_when_idle=1
+05_dp|05_dp/dp||ddp|4
+06_fsdp|06_fsdp/fsdp|--zero 1|zero1|2
+06_fsdp|06_fsdp/fsdp|--zero 1|zero1|4
+06_fsdp|06_fsdp/fsdp|--zero 3|fsdp|2" STEP_MD=$OUT/step.md STEP_RUNS=${BENCH_STEP_RUNS:-3} \
+  BIN_DIR=$BIN_DIR MPIRUN=$MPIRUN CORES=$CORES bash bench/step.sh >"$STEP_LOG" 2>&1 || die "bench/step.sh failed; see $STEP_LOG"
+cat bench/out/step/commands.txt >>"$OUT/commands.txt"
+{
+  echo "## Against PyTorch, and the GEMM floor"
+  echo
+  echo "### PyTorch side by side (\`bench/step.sh\`, also \`make bench-step\`)"
+  echo
+  if grep -q 'PyTorch is not importable' "$STEP_LOG"; then
+    echo "Skipped: PyTorch is not importable here (\`apt-get install python3-torch\`); ours alone:"
+    echo
+  fi
+  echo "The same model in PyTorch (bench/torch_step.py): L=4 D=256 H=1024, global batch 64, 40 steps of"
+  echo "SGD, the same init scale, each step's batch made as ours, one thread per rank, gloo on"
+  echo "127.0.0.1. 05_dp (per-tensor all-reduce after backward, its default) against one process and"
+  echo "DistributedDataParallel (25 MiB buckets overlapped with backward, its default); 06_fsdp"
+  echo "\`--zero 1\` against DDP with ZeroRedundancyOptimizer (optimizer state sharded, ZeRO-1);"
+  echo "06 \`--zero 3\` against FullyShardedDataParallel when this torch imports it:"
+  grep 'did not run' "$STEP_LOG" | sed 's/^bench-step: /- /' || true
+  echo
+  cat "$OUT/step.md"
+  echo
+  echo "Load average (1, 5, 15 min) around these runs: $(grep 'load average at the start' "$STEP_LOG" | sed 's/.*start: //') before,"
+  echo "$(grep 'load average at the end' "$STEP_LOG" | sed 's/.*end: //') after. Every run: bench/out/step.log."
+  echo
+  echo "### Where the step goes: GEMM, communication, the rest (global batch $BATCH)"
+  echo
+  echo "GEMM: the time inside dt_matmul (DT_GEMM_TIME=1; mean over ranks), the floor a cpu step can"
+  echo "reach. comm: the lesson's own blocked-in-collectives figure (pp: idle, bubble included). other ="
+  echo "step - GEMM - comm: elementwise passes, the optimizer, data, bookkeeping. One run each, --no-check."
+  echo "pp's step is its stages' busy + idle span, which leaves out making the batch (a GEMM of its own)"
+  echo "and the optimizer: there GEMM can exceed the step and other goes negative."
+  echo
+  echo "| strategy | NP | step ms | GEMM ms | GEMM share | comm ms | comm share | other ms | step / GEMM |"
+  echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|"
+  awk -F, 'NR > 1 { o = $5 - $6 - $7; if (o < 0 && o > -0.05) o = 0; printf "| %s | %d | %.1f | %.1f | %.0f%% | %.1f | %.0f%% | %.1f | %.2f |\n", $1, $3, $5, $6, 100 * $6 / $5, $7, 100 * $7 / $5, o, $5 / $6 }' "$GEMM"
+  echo
+} >"$SIDE"
+
 # ---- the machine and the libraries --------------------------------------------------
 cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')
 [ -n "$cpu" ] || cpu=$(uname -m)
@@ -496,6 +567,7 @@ hb() { awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%g MiB", b / 1048576; el
     echo "Plots: skipped, gnuplot is not installed (\`apt-get install gnuplot-nox\`, then \`make bench\`)."
     echo
   fi
+  cat "$SIDE" # section 4: PyTorch side by side, the GEMM floor
   if [ -f bench/cluster/results.md ]; then
     echo "Across emulated nodes, flat vs hierarchical all-reduce on a shaped link: [cluster/results.md](cluster/results.md)"
     echo "(written by \`make bench-cluster\`, not by this suite)."

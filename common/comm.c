@@ -6,7 +6,10 @@
  *   cuda backend, MPI    device -> host copy, MPI, host -> device copy, because
  *                        Debian's Open MPI is not CUDA-aware: MPI must never
  *                        see a device pointer.
- * Every call adds to the communicator's counters (calls, bytes, seconds). */
+ * Every call adds to the communicator's counters (calls, bytes, seconds).
+ * On a communicator of one rank the collectives are no-ops (the result is
+ * the input): nothing moves, nothing is copied unless the call is out of
+ * place, nothing is counted, no 1/N pass for an average. */
 #define _POSIX_C_SOURCE 200809L
 #define DT_COMMON_IMPL  /* the functions themselves, not the call-site macros */
 #include <stdio.h>
@@ -234,8 +237,15 @@ static void mpi_out_done(dt_comm *c, void *buf, const void *host, size_t bytes) 
   if (STAGED(c)) dt_copy_from_host(buf, host, bytes);
 }
 
+/* One rank's result, or the copy an out-of-place call needs: 1 when done. */
+static int alone(dt_comm *c, const void *sendbuf, void *recvbuf, size_t bytes) {
+  if (c->size > 1) return 0;
+  if (recvbuf && sendbuf != recvbuf) dt_copy(recvbuf, sendbuf, bytes);
+  return 1;
+}
+
 void dt_finish_avg(dt_comm *c, void *buf, size_t count, dt_dtype t, dt_op op) {
-  if (op != DT_AVG) return;
+  if (op != DT_AVG || c->size == 1) return;
   if (t != DT_F32)
     dt_fatal(__FILE__, __LINE__, "dt_op DT_AVG",
              "average needs DT_F32: sum in 16 bits, scale in 32");
@@ -302,6 +312,7 @@ void dt_sendrecv(dt_comm *c, const void *sendbuf, size_t sendcount, int dst, voi
 /* ---- collectives ---- */
 void dt_broadcast(dt_comm *c, void *buf, size_t count, dt_dtype t, int root) {
   size_t bytes = count * dt_dtype_size(t);
+  if (alone(c, buf, buf, bytes)) return;
   double t0 = begin(c, DT_BROADCAST, count, root);
 #ifdef DT_CUDA
   if (c->nccl)
@@ -320,6 +331,7 @@ void dt_broadcast(dt_comm *c, void *buf, size_t count, dt_dtype t, int root) {
 void dt_reduce(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t, dt_op op,
                int root) {
   size_t bytes = count * dt_dtype_size(t);
+  if (alone(c, sendbuf, recvbuf, bytes)) return;
   double t0 = begin(c, DT_REDUCE, count, root);
 #ifdef DT_CUDA
   if (c->nccl)
@@ -341,6 +353,7 @@ void dt_reduce(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_
 void dt_all_reduce(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t,
                    dt_op op) {
   size_t bytes = count * dt_dtype_size(t);
+  if (alone(c, sendbuf, recvbuf, bytes)) return;
   double t0 = begin(c, DT_ALL_REDUCE, count, -1);
 #ifdef DT_CUDA
   if (c->nccl)
@@ -360,6 +373,7 @@ void dt_all_reduce(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count,
 
 void dt_all_gather(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t) {
   size_t bytes = count * dt_dtype_size(t);
+  if (alone(c, sendbuf, recvbuf, bytes)) return;
   double t0 = begin(c, DT_ALL_GATHER, count, -1);
 #ifdef DT_CUDA
   if (c->nccl)
@@ -379,6 +393,7 @@ void dt_all_gather(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count,
 void dt_reduce_scatter(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t,
                        dt_op op) {
   size_t bytes = count * dt_dtype_size(t);
+  if (alone(c, sendbuf, recvbuf, bytes)) return;
   double t0 = begin(c, DT_REDUCE_SCATTER, count, -1);
 #ifdef DT_CUDA
   if (c->nccl)

@@ -7,7 +7,8 @@
  * after it; dt_wait polls its end under the watchdog (a hung NCCL call is
  * named, not waited on forever), then the compute stream goes on.
  * MPI: MPI_I* calls. MPI progresses a nonblocking collective only while the
- * rank is inside MPI, which is why lessons call dt_test between layers. */
+ * rank is inside MPI, which is why lessons call dt_test between layers.
+ * One rank: complete at once, uncounted, as the blocking calls (comm.c). */
 #define _POSIX_C_SOURCE 200809L
 #define DT_COMMON_IMPL  /* the functions themselves, not the call-site macros */
 #include <stdlib.h>
@@ -73,6 +74,16 @@ static void *async_out(dt_request *r, size_t bytes) {
 #endif
 }
 
+/* A communicator of one rank: the result is the input, there is nothing to
+ * wait for; an out-of-place call copies. */
+static dt_request *alone(dt_comm *c, dt_kind k, const void *sendbuf, void *recvbuf, size_t bytes) {
+  if (c->size > 1) return NULL;
+  if (sendbuf != recvbuf) dt_copy(recvbuf, sendbuf, bytes);
+  dt_request *r = request_new(c, k, DT_F32, DT_SUM, recvbuf, 0);
+  r->mpi_done = 1;
+  return r;
+}
+
 static dt_request *started(dt_request *r, uint64_t bytes) {
   r->c->count[r->kind].calls++;
   r->c->count[r->kind].bytes_sent += bytes;
@@ -99,6 +110,8 @@ static void record_done(dt_request *r) {
 dt_request *dt_all_reduce_async(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                 dt_dtype t, dt_op op) {
   size_t bytes = count * dt_dtype_size(t);
+  dt_request *one = alone(c, DT_ALL_REDUCE, sendbuf, recvbuf, bytes);
+  if (one) return one;
   dt_request *r = request_new(c, DT_ALL_REDUCE, t, op, recvbuf, count);
 #ifdef DT_CUDA
   if (c->nccl) {
@@ -120,6 +133,8 @@ dt_request *dt_all_reduce_async(dt_comm *c, const void *sendbuf, void *recvbuf, 
 dt_request *dt_all_gather_async(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                 dt_dtype t) {
   size_t bytes = count * dt_dtype_size(t);
+  dt_request *one = alone(c, DT_ALL_GATHER, sendbuf, recvbuf, bytes);
+  if (one) return one;
   dt_request *r = request_new(c, DT_ALL_GATHER, t, DT_SUM, recvbuf, count * c->size);
 #ifdef DT_CUDA
   if (c->nccl) {
@@ -140,6 +155,8 @@ dt_request *dt_all_gather_async(dt_comm *c, const void *sendbuf, void *recvbuf, 
 dt_request *dt_reduce_scatter_async(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                     dt_dtype t, dt_op op) {
   size_t bytes = count * dt_dtype_size(t);
+  dt_request *one = alone(c, DT_REDUCE_SCATTER, sendbuf, recvbuf, bytes);
+  if (one) return one;
   dt_request *r = request_new(c, DT_REDUCE_SCATTER, t, op, recvbuf, count);
 #ifdef DT_CUDA
   if (c->nccl) {
@@ -194,8 +211,10 @@ void dt_wait(dt_request *r) {
       dt_copy_from_host(r->result, r->host_out, r->result_count * dt_dtype_size(r->t));
     if (r->kind != DT_ALL_GATHER) dt_finish_avg(r->c, r->result, r->result_count, r->t, r->op);
   }
-  r->c->count[r->kind].seconds += r->seconds + dt_now() - t0;
-  dt_span_end("wait", "comm", t0);
+  if (r->c->size > 1) {
+    r->c->count[r->kind].seconds += r->seconds + dt_now() - t0;
+    dt_span_end("wait", "comm", t0);
+  }
   free(r->host_in);
   free(r->host_out);
   free(r);

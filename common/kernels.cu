@@ -2,6 +2,8 @@
  * of the same name in kernels_cpu.c and runs on this rank's stream; matmul
  * goes to cuBLAS. */
 #include <cublas_v2.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "dt_cuda.h"
 #include "half_core.h"
@@ -21,10 +23,27 @@ static unsigned blocks_for(size_t n) { return (unsigned)((n + 255) / 256); }
 #define GRID(n) blocks_for(n), 256, 0, dt_stream()
 #define INDEX   (blockIdx.x * (size_t)blockDim.x + threadIdx.x)
 
+/* DT_GEMM_TIME=1: each rank prints at exit the time its GPU spent in
+ * dt_matmul (CUDA events; the host waits for each one, so only then). */
+static double matmul_seconds;
+static unsigned long long matmul_calls;
+static int matmul_timed, matmul_rank;
+static cudaEvent_t matmul_events[2];
+static void print_matmul_time(void) {
+  fprintf(stderr, "gemm time (DT_GEMM_TIME): rank %d: %llu calls, %.6f s\n", matmul_rank,
+          matmul_calls, matmul_seconds);
+}
+
 extern "C" void dt_kernels_init(void) {
   CHECK_CUBLAS(cublasCreate(&blas));
   CHECK_CUBLAS(cublasSetStream(blas, dt_stream()));
   CHECK_CUDA(cudaMalloc(&reduce_slot, sizeof(double)));
+  const char *timed = getenv("DT_GEMM_TIME");
+  matmul_timed = timed && timed[0] && timed[0] != '0';
+  MPI_Comm_rank(MPI_COMM_WORLD, &matmul_rank);
+  if (!matmul_timed) return;
+  for (int k = 0; k < 2; k++) CHECK_CUDA(cudaEventCreate(&matmul_events[k]));
+  atexit(print_matmul_time);
 }
 
 __global__ static void add_kernel(float *dst, const float *src, size_t n) {
@@ -82,17 +101,21 @@ __global__ static void mse_kernel(const float *x, const float *y, float *dx, siz
   }
   if (threadIdx.x == 0) atomicAdd(sum, part[0]);
 }
-__global__ static void sgd_kernel(float *w, const float *g, size_t n, float lr) {
+/* Fused as on the cpu: g x grad_scale (fp16's unscale, the clip factor) and
+ * the update in one kernel, replacing a scale_kernel launch per factor. */
+__global__ static void sgd_kernel(float *w, const float *g, size_t n, float lr, float grad_scale) {
   size_t i = INDEX;
-  if (i < n) w[i] -= lr * g[i];
+  if (i < n) w[i] -= lr * (g[i] * grad_scale);
 }
 __global__ static void adamw_kernel(float *w, const float *g, float *m, float *v, size_t n,
-                                    float lr, float decay, float step_size, float bias2_sqrt) {
+                                    float lr, float decay, float step_size, float bias2_sqrt,
+                                    float grad_scale) {
   size_t i = INDEX;
   if (i >= n) return;
+  float gi = g[i] * grad_scale;
   w[i] *= decay;
-  m[i] += (g[i] - m[i]) * (1.0f - 0.9f);
-  v[i] = v[i] * 0.999f + (1.0f - 0.999f) * g[i] * g[i];
+  m[i] += (gi - m[i]) * (1.0f - 0.9f);
+  v[i] = v[i] * 0.999f + (1.0f - 0.999f) * gi * gi;
   w[i] -= step_size * m[i] / (sqrtf(v[i]) / bias2_sqrt + 1e-8f);
 }
 
@@ -225,10 +248,18 @@ extern "C" void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_
   /* cuBLAS is column-major: the row-major C = op(A) op(B) is the
    * column-major C^T = op(B)^T op(A)^T, so pass B first. */
   const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  if (matmul_timed) CHECK_CUDA(cudaEventRecord(matmul_events[0], dt_stream()));
   CHECK_CUBLAS(cublasSgemm(blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                            trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N, (int)M, (int)K, &one, B,
                            trans_b ? (int)K : (int)N, A, trans_a ? (int)M : (int)K, &beta, C,
                            (int)N));
+  if (matmul_timed) {
+    float ms = 0;
+    CHECK_CUDA(cudaEventRecord(matmul_events[1], dt_stream()));
+    CHECK_CUDA(cudaEventSynchronize(matmul_events[1]));
+    CHECK_CUDA(cudaEventElapsedTime(&ms, matmul_events[0], matmul_events[1]));
+    matmul_seconds += ms * 1e-3, matmul_calls++;
+  }
 }
 extern "C" void dt_relu_forward(const float *a, float *h, size_t n) {
   if (n) {
@@ -279,17 +310,18 @@ extern "C" double dt_sum_squares(const float *x, size_t n) {
   CHECK_CUDA(cudaStreamSynchronize(dt_stream()));
   return sum;
 }
-extern "C" void dt_sgd_step(float *w, const float *g, size_t n, float lr) {
+extern "C" void dt_sgd_step(float *w, const float *g, size_t n, float lr, float grad_scale) {
   if (n) {
-    sgd_kernel<<<GRID(n)>>>(w, g, n, lr);
+    sgd_kernel<<<GRID(n)>>>(w, g, n, lr, grad_scale);
     LAUNCHED();
   }
 }
 extern "C" void dt_adamw_step(float *w, const float *g, float *m, float *v, size_t n, float lr,
-                              float weight_decay, int64_t t) {
+                              float weight_decay, int64_t t, float grad_scale) {
   float bias1 = 1.0f - powf(0.9f, (float)t), bias2_sqrt = sqrtf(1.0f - powf(0.999f, (float)t));
   if (n) {
-    adamw_kernel<<<GRID(n)>>>(w, g, m, v, n, lr, 1.0f - lr * weight_decay, lr / bias1, bias2_sqrt);
+    adamw_kernel<<<GRID(n)>>>(w, g, m, v, n, lr, 1.0f - lr * weight_decay, lr / bias1,
+                                   bias2_sqrt, grad_scale);
     LAUNCHED();
   }
 }

@@ -72,7 +72,7 @@ const char *dt_memory_source(void) { return memory_source; }
 
 #ifndef DT_CUDA
 static double read_number(const char *dir, const char *file, const char *key) {
-  char path[1024], line[256];
+  char path[4096], line[256];
   double v = -1;
   snprintf(path, sizeof path, "%s/%s", dir, file);
   FILE *f = fopen(path, "r");

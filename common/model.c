@@ -75,17 +75,21 @@ void dt_block_backward(const float *x, const float *a, const float *h, const flo
 }
 
 void dt_optimizer_step(const dt_train_config *c, float *w, const float *g, float *m, float *v,
-                       size_t n, int64_t t) {
+                       size_t n, int64_t t, float grad_scale) {
   if (c->optimizer[0] == 'a')
-    dt_adamw_step(w, g, m, v, n, (float)c->lr, (float)c->weight_decay, t);
+    dt_adamw_step(w, g, m, v, n, (float)c->lr, (float)c->weight_decay, t, grad_scale);
   else
-    dt_sgd_step(w, g, n, (float)c->lr);
+    dt_sgd_step(w, g, n, (float)c->lr, grad_scale);
 }
 
 float dt_clip_factor(const dt_train_config *c, double global_sq_norm) {
   if (c->clip <= 0) return 1.0f;
   double factor = c->clip / (sqrt(global_sq_norm) + 1e-6);
   return factor < 1.0 ? (float)factor : 1.0f;
+}
+
+float dt_grad_scale(const dt_train_config *c, double scale_used, double sq_norm) {
+  return (float)(1.0 / scale_used) * dt_clip_factor(c, sq_norm / (scale_used * scale_used));
 }
 
 int dt_ckpt_due(const dt_train_config *c, int64_t step) {

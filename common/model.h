@@ -89,10 +89,12 @@ void dt_relu_backward(const float *a, const float *dh, float *da, size_t n); /* 
 /* Returns sum((x-y)^2) * scale and writes dx = 2(x-y) * scale. */
 double dt_mse_forward_backward(const float *x, const float *y, float *dx, size_t n, double scale);
 double dt_sum_squares(const float *x, size_t n);
-void dt_sgd_step(float *w, const float *g, size_t n, float lr);
+/* The optimizers read the gradient as g x grad_scale (1: as it is), so that
+ * unscaling and clipping cost no pass of their own. */
+void dt_sgd_step(float *w, const float *g, size_t n, float lr, float grad_scale);
 /* PyTorch AdamW (betas 0.9/0.999, eps 1e-8, decoupled decay), step t >= 1 */
 void dt_adamw_step(float *w, const float *g, float *m, float *v, size_t n, float lr,
-                   float weight_decay, int64_t t);
+                   float weight_decay, int64_t t, float grad_scale);
 /* Fill a rows x cols block of a tensor whose full rows have full_cols
  * columns, starting at (row0, col0), with uniform(-bound, bound) values
  * keyed by the element's index in the full tensor. */
@@ -121,12 +123,19 @@ int dt_scaler_update(dt_loss_scaler *s, const dt_train_config *c, int found_nonf
                      double *scale_used);
 
 /* The optimizer the config names, on any contiguous slice (a shard is fine);
- * m and v are AdamW's state (NULL for sgd); step t counts from 1. */
+ * m and v are AdamW's state (NULL for sgd); step t counts from 1. It steps
+ * with g x grad_scale, without changing g: pass dt_grad_scale's factor. */
 void dt_optimizer_step(const dt_train_config *c, float *w, const float *g, float *m, float *v,
-                       size_t n, int64_t t);
+                       size_t n, int64_t t, float grad_scale);
 /* torch.nn.utils.clip_grad_norm_: the factor to scale every gradient by,
  * given the squared global norm (1 when clipping is off or not needed). */
 float dt_clip_factor(const dt_train_config *c, double global_sq_norm);
+/* What the optimizer multiplies the gradients by: fp16's 1/scale_used times
+ * the clip factor of the unscaled gradients, whose squared global norm is
+ * sq_norm / scale_used^2 (sq_norm of the gradients as they are; pass 0 when
+ * clipping is off: the norm is computed only when it is used). One pass
+ * (the optimizer's) replaces a dt_scale pass for each factor. */
+float dt_grad_scale(const dt_train_config *c, double scale_used, double sq_norm);
 
 /* The indices of the k entries of x (host) with the largest magnitude, in
  * O(n) on average; ties are broken by index, so every run picks the same. */

@@ -91,11 +91,10 @@ void dt_reference_train(const dt_train_config *c, dt_reference_run *out) {
     double used = 1.0;
     if (!dt_scaler_update(&scaler, c, half == DT_F16 && dt_count_nonfinite(g, n) > 0, &used))
       continue; /* fp16 overflow: the step is skipped */
-    if (used != 1.0) dt_scale(g, n, (float)(1.0 / used));
-    double sq = dt_sum_squares(g, n);
+    /* the reach needs the norm even without --clip; the lessons skip it */
+    double raw = dt_sum_squares(g, n), sq = raw / (used * used); /* of the unscaled gradients */
     float clip = dt_clip_factor(c, sq);
-    if (clip < 1.0f) dt_scale(g, n, clip);
-    dt_optimizer_step(c, w, g, m, v, n, scaler.taken);
+    dt_optimizer_step(c, w, g, m, v, n, scaler.taken, dt_grad_scale(c, used, raw));
     out->reach +=
         adamw
             ? c->lr * (dt_adamw_max_update(scaler.taken) + c->weight_decay * (w0_max + out->reach))

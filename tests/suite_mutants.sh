@@ -90,7 +90,7 @@ else
     's/if \(ok\) dt_optimizer_step\(/if (ok && world->rank == 0) dt_optimizer_step(/' \
     "only rank 0 steps its replica (a broadcast forgotten)"
   mutant 05-unscale 05_dp 05_dp/dp.c \
-    's/if \(ok && used != 1\.0\) dt_scale/if (0) dt_scale/' \
+    's/dt_grad_scale\(&c, used, sq\)/dt_grad_scale(&c, 1.0, sq)/' \
     "fp16 loss scale never divided out" -- --precision fp16 --optimizer sgd
   mutant 05-topk 05_dp 05_dp/dp.c \
     's/dt_add\(t->residual, m->g, P\);/dt_copy(t->residual, m->g, P * 4);/' \

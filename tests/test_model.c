@@ -117,7 +117,7 @@ static void test_adamw(void) {
   float *dm = on_device(&m, 1), *dv = on_device(&v, 1);
   double pw = 0.5, pm = 0, pv = 0, lr = 0.1, wd = 0.01;
   for (int t = 1; t <= 3; t++) { /* torch.optim.AdamW, written out */
-    dt_adamw_step(dw, dg, dm, dv, 1, (float)lr, (float)wd, t);
+    dt_adamw_step(dw, dg, dm, dv, 1, (float)lr, (float)wd, t, 1.0f);
     pw *= 1 - lr * wd;
     pm = 0.9 * pm + 0.1 * 0.2f;
     pv = 0.999 * pv + 0.001 * 0.2f * 0.2f;
