@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dt.h"
+#include "train.h"
 
 static int64_t n = 10, epochs = 3, seed = 0;
 static int no_shuffle = 0, drop_last = 0;

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dt.h"
+#include "train.h"
 
 typedef struct {        /* whole gradient tensors, all-reduced together */
   size_t offset, count; /* elements of the flat gradient buffer */

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dt.h"
+#include "train.h"
 
 typedef struct {
   dt_train_config c;

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dt.h"
+#include "train.h"
 
 enum { WIDTH = 100 }; /* columns of the timeline */
 

@@ -1,4 +1,5 @@
-/* dt.h: the one header every lesson includes.
+/* dt.h: the communication layer, the header every lesson includes (the
+ * training lessons 05-09 through train.h).
  *
  * A tiny layer so that the lessons read the same on two backends:
  *   BACKEND=cpu   buffers in host memory, communication with MPI;
@@ -320,7 +321,5 @@ void dt_fill_uniform(float *buf, size_t n, uint64_t seed, uint64_t stream, uint6
 #ifdef __cplusplus
 }
 #endif
-
-#include "model.h"
 
 #endif

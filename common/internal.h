@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "dt.h"
+#include "train.h" /* for now: the files of the training layer share this header */
 
 /* cli.c: parse argv into the lesson's options and the common ones. Returns 1
  * when --help was asked for (the usage has been printed on rank 0). Bad input

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "dt_cuda.h"
+#include "train.h"
 #include "half_core.h"
 #include "rng_core.h"
 

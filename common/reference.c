@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "dt.h"
+#include "train.h"
 
 void dt_load_weights_host(const char *path, const dt_train_config *c, float *weights, char *err,
                           size_t errlen); /* safetensors.c */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dt.h"
+#include "train.h"
 
 /* The k-th largest of a[0..n-1] (1 <= k <= n); a is reordered. */
 static float kth_largest(float *a, int64_t n, int64_t k) {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "dt.h"
+#include "train.h"
 
 static double now(void) {
   struct timespec t;

@@ -30,7 +30,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "dt.h"
+#include "train.h"
 
 #define ROUNDS 301
 #define TARGET 0.80

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dt.h"
+#include "train.h"
 #include "unit.h"
 
 static float *on_device(const float *host, size_t n) {

@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "dt.h"
+#include "train.h"
 
 static int failures = 0, checks = 0;
 

@@ -1,14 +1,18 @@
-/* model.h: the model every training lesson trains (included by dt.h).
+/* train.h: the training layer, what lessons 05-09 include (above dt.h, the
+ * communication layer, and sampler.h).
  *
  * L residual MLP blocks, width D, hidden H, float32, row-major, no biases:
  *   a = x W1;  h = relu(a);  x' = x + h W2;   loss = mean((x_L - y)^2)
  * W1 is [D, H], W2 is [H, D]. The functions take whatever slice of W1 (some
  * columns) and W2 (the matching rows) they are given, so tensor parallelism
  * reuses them unchanged. */
-#ifndef DT_MODEL_H
-#define DT_MODEL_H
+#ifndef DT_TRAIN_H
+#define DT_TRAIN_H
 
 #include <stdint.h>
+
+#include "dt.h"
+#include "sampler.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -172,19 +176,6 @@ int64_t dt_batches_per_epoch(const dt_train_config *c); /* samples / B */
 /* The B/replicas samples of `rank` at `step`, drawn through the sampler
  * (the epoch's shard, walked in order, reshuffled each epoch). */
 void dt_step_samples(const dt_train_config *c, int replicas, int rank, int64_t step, int64_t *out);
-
-/* ---------------------------------------------------------------- sampler */
-/* torch.utils.data.DistributedSampler: shuffle with (seed + epoch), pad by
- * wrapping around to a multiple of replicas (or drop the tail), then rank r
- * takes positions r, r + replicas, r + 2*replicas, ... */
-typedef struct {
-  int64_t dataset_size;
-  int replicas, rank, shuffle, drop_last;
-  uint64_t seed;
-} dt_sampler;
-int64_t dt_sampler_num_samples(const dt_sampler *s);                       /* per rank */
-void dt_sampler_indices(const dt_sampler *s, int64_t epoch, int64_t *out); /* num_samples */
-void dt_shuffle(int64_t n, uint64_t seed, int64_t epoch, int64_t *perm);   /* perm of 0..n-1 */
 
 /* -------------------------------------------------------------- reference */
 /* Train the same config in one process on rank 0 and compare (check.c, the
