@@ -71,7 +71,7 @@ BUILD   := $(BUILD_ROOT)/$(BACKEND)
 # -O3 vectorizes the elementwise loops (ReLU, optimizers); -funroll-loops
 # speeds the SGD pass further: `make bench-flags` measures each candidate.
 OPT     ?= -O3 -funroll-loops -g
-CFLAGS  := $(OPT) -std=c11 -Wall -Wextra -Icommon -Itests -MMD -MP
+CFLAGS  := $(OPT) -std=c11 -Wall -Wextra -I. -Icommon -Itests -MMD -MP
 LDLIBS  := $(if $(filter cpu,$(BACKEND)),-lopenblas) -lm -pthread
 COMMON_SRC := $(filter-out common/kernels_cpu.c,$(wildcard common/*.c))
 ifeq ($(BACKEND),cuda)
@@ -94,7 +94,12 @@ else
 endif
 
 # ---- lessons: NN_name/name.c -> NN_name/name ---------------------------------
-LESSON_DIRS := $(patsubst %/,%,$(sort $(dir $(wildcard 0[1-9]_*/*.c))))
+# Any folder NN_name/ (two digits) is a lesson. Its binary links every .c of
+# the folder (name.c holds main; the others are its extensions) and the
+# pieces of other lessons it includes as "NN_other/piece.h" (piece.c beside).
+LESSON_DIRS := $(patsubst %/,%,$(sort $(dir $(wildcard [0-9][0-9]_*/*.c))))
+lesson_uses  = $(wildcard $(patsubst %.h,%.c,$(shell sed -n 's|^\#include "\([0-9][0-9]_[^/"]*/[^"]*\.h\)".*|\1|p' $(1)/*.c)))
+lesson_objs  = $(patsubst %.c,$(BUILD)/%.o,$(sort $(wildcard $(1)/*.c) $(call lesson_uses,$(1))))
 BIN_DIR     ?= .
 lesson_bin   = $(BIN_DIR)/$(1)/$(patsubst $(firstword $(subst _, ,$(1)))_%,%,$(1))
 lesson_num   = $(patsubst 0%,%,$(firstword $(subst _, ,$(1))))
@@ -131,7 +136,7 @@ $(BUILD)/libdt.a: $(COMMON_OBJ)
 
 define lesson_rules
 lesson-$(call lesson_num,$(1)): banner $(call lesson_bin,$(1))
-$(call lesson_bin,$(1)): $(BUILD)/$(1)/$(patsubst $(firstword $(subst _, ,$(1)))_%,%,$(1)).o $(BUILD)/libdt.a $(STAMP)
+$(call lesson_bin,$(1)): $(call lesson_objs,$(1)) $(BUILD)/libdt.a $(STAMP)
 	@mkdir -p $$(@D)
 	$(MPICC) $(LDFLAGS) $$(filter %.o %.a,$$^) -o $$@ $(LDLIBS)
 run-$(call lesson_num,$(1)): $(call lesson_bin,$(1))

@@ -25,9 +25,19 @@
 #define STAGED(c) 0
 #endif
 
-size_t dt_dtype_size(dt_dtype t) { return t == DT_F32 || t == DT_I32 ? 4 : 2; }
+size_t dt_dtype_size(dt_dtype t) {
+  static const size_t size[] = {
+      [DT_F32] = 4, [DT_I32] = 4, [DT_BF16] = 2, [DT_F16] = 2, [DT_F64] = 8, [DT_I64] = 8};
+  return size[t];
+}
 MPI_Datatype dt_mpi_type(dt_dtype t) {
-  return t == DT_F32 ? MPI_FLOAT : t == DT_I32 ? MPI_INT32_T : MPI_UINT16_T;
+  switch (t) {
+  case DT_F32: return MPI_FLOAT;
+  case DT_I32: return MPI_INT32_T;
+  case DT_F64: return MPI_DOUBLE;
+  case DT_I64: return MPI_INT64_T;
+  default: return MPI_UINT16_T;
+  }
 }
 
 /* MPI knows no 16-bit floats: they travel as uint16 and are added by these
@@ -46,25 +56,32 @@ HALF_OP(bf16_sum, dt_bf16_to_f32, dt_f32_to_bf16, x + y)
 HALF_OP(bf16_max, dt_bf16_to_f32, dt_f32_to_bf16, x > y ? x : y)
 HALF_OP(f16_sum, dt_f16_to_f32, dt_f32_to_f16, x + y)
 HALF_OP(f16_max, dt_f16_to_f32, dt_f32_to_f16, x > y ? x : y)
+HALF_OP(bf16_min, dt_bf16_to_f32, dt_f32_to_bf16, x < y ? x : y)
+HALF_OP(f16_min, dt_f16_to_f32, dt_f32_to_f16, x < y ? x : y)
 
 /* MPI has no average: sum, then scale by 1/N (see dt_finish_avg). */
 MPI_Op dt_mpi_op(dt_op op, dt_dtype t) {
-  static MPI_Op half_ops[4] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
-  static MPI_User_function *fns[4] = {bf16_sum, bf16_max, f16_sum, f16_max};
-  if (t == DT_F32 || t == DT_I32) return op == DT_MAX ? MPI_MAX : MPI_SUM;
-  int i = (t == DT_F16) * 2 + (op == DT_MAX);
+  static MPI_Op half_ops[6] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL,
+                               MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
+  static MPI_User_function *fns[6] = {bf16_sum, bf16_max, bf16_min, f16_sum, f16_max, f16_min};
+  if (t != DT_BF16 && t != DT_F16) return op == DT_MAX ? MPI_MAX : op == DT_MIN ? MPI_MIN : MPI_SUM;
+  int i = (t == DT_F16) * 3 + (op == DT_MAX) + 2 * (op == DT_MIN);
   if (half_ops[i] == MPI_OP_NULL) CHECK_MPI(MPI_Op_create(fns[i], 1, &half_ops[i]));
   return half_ops[i];
 }
 #ifdef DT_CUDA
 ncclDataType_t dt_nccl_type(dt_dtype t) {
-  return t == DT_F32    ? ncclFloat32
-         : t == DT_I32  ? ncclInt32
-         : t == DT_BF16 ? ncclBfloat16
-                        : ncclFloat16;
+  switch (t) {
+  case DT_F32: return ncclFloat32;
+  case DT_I32: return ncclInt32;
+  case DT_BF16: return ncclBfloat16;
+  case DT_F64: return ncclFloat64;
+  case DT_I64: return ncclInt64;
+  default: return ncclFloat16;
+  }
 }
 ncclRedOp_t dt_nccl_op(dt_op op) {
-  return op == DT_MAX ? ncclMax : op == DT_AVG ? ncclAvg : ncclSum;
+  return op == DT_MAX ? ncclMax : op == DT_MIN ? ncclMin : op == DT_AVG ? ncclAvg : ncclSum;
 }
 #endif
 

@@ -101,9 +101,10 @@ void dt_print_ranks(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ------------------------------------------------------------ collectives */
 /* DT_BF16 and DT_F16 hold 16-bit floats (uint16_t storage); they sum in
- * their own precision, as NCCL does (MPI through custom ops). */
-typedef enum { DT_F32, DT_I32, DT_BF16, DT_F16 } dt_dtype;
-typedef enum { DT_SUM, DT_AVG, DT_MAX } dt_op;
+ * their own precision, as NCCL does (MPI through custom ops). DT_F64 and
+ * DT_I64 (double, int64_t) are for bookkeeping on the host. */
+typedef enum { DT_F32, DT_I32, DT_BF16, DT_F16, DT_F64, DT_I64 } dt_dtype;
+typedef enum { DT_SUM, DT_AVG, DT_MAX, DT_MIN } dt_op;
 typedef enum {
   DT_SEND,
   DT_RECV,
@@ -220,6 +221,27 @@ void dt_watch_done(void);
     CHECK_MPI(call);                                                                               \
     dt_watch_done();                                                                               \
   } while (0)
+
+/* ----------------------------------------------------------- bookkeeping */
+/* Facts about a run, not its algorithm: losses, timings, counts, a check's
+ * verdict, a checkpoint gathered to rank 0. Host memory, MPI over c's ranks,
+ * under the watchdog (named with the caller's line), and never in c's
+ * counters: the byte figures hold the algorithm's traffic alone. */
+void dt_host_all_reduce_at(const char *file, int line, dt_comm *c, void *buf, size_t count,
+                           dt_dtype t, dt_op op); /* in place; no DT_AVG */
+void dt_host_reduce_at(const char *file, int line, dt_comm *c, void *buf, size_t count, dt_dtype t,
+                       dt_op op, int root); /* in place, the result on root */
+void dt_host_broadcast_at(const char *file, int line, dt_comm *c, void *buf, size_t count,
+                          dt_dtype t, int root);
+/* count per rank; recv (size x count) is used on root only */
+void dt_host_gather_at(const char *file, int line, dt_comm *c, const void *send, void *recv,
+                       size_t count, dt_dtype t, int root);
+void dt_host_barrier_at(const char *file, int line, dt_comm *c);
+#define dt_host_all_reduce(...) dt_host_all_reduce_at(__FILE__, __LINE__, __VA_ARGS__)
+#define dt_host_reduce(...)     dt_host_reduce_at(__FILE__, __LINE__, __VA_ARGS__)
+#define dt_host_broadcast(...)  dt_host_broadcast_at(__FILE__, __LINE__, __VA_ARGS__)
+#define dt_host_gather(...)     dt_host_gather_at(__FILE__, __LINE__, __VA_ARGS__)
+#define dt_host_barrier(...)    dt_host_barrier_at(__FILE__, __LINE__, __VA_ARGS__)
 
 /* ----------------------------------------------------------------- nodes */
 /* The ranks grouped by node (nodes.c). ranks_per_node 0: the real nodes,

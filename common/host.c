@@ -1,0 +1,42 @@
+/* host.c: bookkeeping traffic (dt.h): host buffers straight to MPI, timed by
+ * the watchdog under the caller's line, and never counted. */
+#include "internal.h"
+
+#define HOST_CALL(what, call)                                                                      \
+  do {                                                                                             \
+    dt_watch_call(what, file, line);                                                               \
+    CHECK_MPI(call);                                                                               \
+    dt_watch_done();                                                                               \
+  } while (0)
+
+void dt_host_all_reduce_at(const char *file, int line, dt_comm *c, void *buf, size_t count,
+                           dt_dtype t, dt_op op) {
+  if (op == DT_AVG) dt_fatal(file, line, "dt_host_all_reduce", "DT_AVG: sum, then divide");
+  HOST_CALL("MPI_Allreduce (bookkeeping)", MPI_Allreduce(MPI_IN_PLACE, buf, dt_mpi_count(count),
+                                                         dt_mpi_type(t), dt_mpi_op(op, t), c->mpi));
+}
+
+void dt_host_reduce_at(const char *file, int line, dt_comm *c, void *buf, size_t count, dt_dtype t,
+                       dt_op op, int root) {
+  if (op == DT_AVG) dt_fatal(file, line, "dt_host_reduce", "DT_AVG: sum, then divide");
+  HOST_CALL("MPI_Reduce (bookkeeping)",
+            MPI_Reduce(c->rank == root ? MPI_IN_PLACE : buf, buf, dt_mpi_count(count),
+                       dt_mpi_type(t), dt_mpi_op(op, t), root, c->mpi));
+}
+
+void dt_host_broadcast_at(const char *file, int line, dt_comm *c, void *buf, size_t count,
+                          dt_dtype t, int root) {
+  HOST_CALL("MPI_Bcast (bookkeeping)",
+            MPI_Bcast(buf, dt_mpi_count(count), dt_mpi_type(t), root, c->mpi));
+}
+
+void dt_host_gather_at(const char *file, int line, dt_comm *c, const void *send, void *recv,
+                       size_t count, dt_dtype t, int root) {
+  HOST_CALL("MPI_Gather (bookkeeping)",
+            MPI_Gather(send, dt_mpi_count(count), dt_mpi_type(t), recv, dt_mpi_count(count),
+                       dt_mpi_type(t), root, c->mpi));
+}
+
+void dt_host_barrier_at(const char *file, int line, dt_comm *c) {
+  HOST_CALL("MPI_Barrier (bookkeeping)", MPI_Barrier(c->mpi));
+}
