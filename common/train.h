@@ -222,6 +222,139 @@ int64_t dt_ckpt_resume(dt_train_config *c, float *w, float *m, float *v);
 /* Whether to checkpoint after finishing step index `step` (0-based). */
 int dt_ckpt_due(const dt_train_config *c, int64_t step);
 
+/* ----------------------------------------------------------- activations */
+/* One micro-batch's activations, R rows through L blocks on a slice of Hs
+ * hidden units (all H but in tensor parallelism): x_0 .. x_L [R, D], a and h
+ * of each block [R, Hs], the target y, and backward's dx, dnext and dh. */
+typedef struct {
+  int64_t L, R, D, Hs;
+  float *x, *a, *h, *y, *dx, *dnext, *dh;
+} dt_acts;
+void dt_acts_alloc(dt_acts *t, int64_t L, int64_t R, int64_t D, int64_t Hs);
+/* their DT_ACTIV bytes: ((L+1)RD + 2LRHs + 2RD + RHs) x 4 (y is DT_DATA) */
+int64_t dt_acts_bytes(int64_t L, int64_t R, int64_t D, int64_t Hs);
+float *dt_acts_x(const dt_acts *t, int64_t l); /* x_l, the input of block l */
+/* Block l: x_{l+1} = (residual ? x_l : 0) + relu(x_l W1) W2, traced. */
+void dt_acts_forward(dt_acts *t, int64_t l, const float *w1, const float *w2, int residual);
+/* Block l backward from dx, the gradient of its output: adds dW1 and dW2
+ * to g1 and g2, and dx becomes the gradient of its input x_l. */
+void dt_acts_backward(dt_acts *t, int64_t l, const float *w1, const float *w2, float *g1, float *g2,
+                      int residual);
+
+/* ------------------------------------------------------------------ wire */
+/* What --precision sends (wire.c): in fp32 the floats themselves; in bf16
+ * and fp16 a 16-bit copy in buf (count elements, DT_COMMBUF). pack returns
+ * what to hand the collective for x[0, n), the copy at buf + at; `divide`
+ * > 1 divides x first, so that a DT_AVG, which sums in 16 bits (dt_wire_op),
+ * keeps the mean's size as PyTorch's does. unpack brings the result back. */
+typedef struct {
+  dt_dtype type;
+  uint16_t *buf;
+} dt_wire;
+void dt_wire_init(dt_wire *w, const dt_train_config *c, size_t count);
+void *dt_wire_pack(const dt_wire *w, float *x, size_t n, size_t at, int divide);
+void dt_wire_unpack(const dt_wire *w, float *x, size_t n, size_t at);
+dt_op dt_wire_op(const dt_wire *w, dt_op op);
+
+/* ---------------------------------------------------------------- the run */
+/* What every training lesson does the same way, around its own forward,
+ * backward and gradient sync (run.c): options and set-up; the state this
+ * rank steps, made from the RNG, --load or --resume; each step's optimizer
+ * update (fp16 verdict, clip norm, the optimizer), checkpoint, loss line and
+ * time; the summary's common lines; the final gather, --save, --trace and
+ * the check. A lesson then reads as its layout and its communication:
+ *
+ *   dt_run run = {.c = DT_TRAIN_DEFAULTS};
+ *   dt_comm *world = dt_run_init(&run, &argc, &argv, &lesson, options);
+ *   ... allocate w and g, dt_run_segment and dt_run_place them ...
+ *   dt_run_begin(&run);
+ *   for (int64_t step = run.c.start_step; step < run.c.steps; step++) {
+ *     dt_step_begin(&run, step);
+ *     ... forward, loss, backward, gradient sync ...
+ *     dt_step_update(&run);
+ *     dt_step_end(&run, step, loss);
+ *   }
+ *   dt_run_summary(&run); ... the lesson's tables ...
+ *   return dt_run_finish(&run);
+ *
+ * The whole model, in files and in the check, is the layer-major host array
+ * W1_0, W2_0, W1_1, ... (2DH floats a layer). A rank holds segments, each
+ * stepped by the optimizer as one contiguous buffer, and places say where
+ * their elements sit in that array: rows x cols floats, ld apart, from `at`. */
+enum { DT_RUN_SEGMENTS = 64 };
+typedef struct {
+  float *w, *g, *m, *v; /* m, v: AdamW's state, allocated by dt_run_segment (NULL for sgd) */
+  size_t n;
+} dt_segment;
+typedef struct {
+  int seg;
+  int64_t off, at, rows, cols, ld;
+} dt_place;
+typedef struct {
+  dt_train_config c; /* the options of DT_TRAIN_OPTIONS(&run.c) */
+  dt_comm *world;
+  /* set by the lesson before dt_run_begin */
+  int replicated;       /* every rank holds the whole model (05): its own copy is checked */
+  dt_comm *comms[4];    /* sub-communicators whose time counts as communication */
+  double loss_ranks;    /* the step's loss is the sum over ranks / this (0: world size) */
+  const char *loss_how; /* the loss line's source (NULL: "mean over ranks") */
+  double converge;      /* > 0: check convergence within this factor, not the weights */
+  const char *converge_what;
+  /* the state and the bookkeeping, kept by run.c */
+  dt_segment seg[DT_RUN_SEGMENTS];
+  int nseg, nplace, cap;
+  dt_place *place;
+  dt_loss_scaler scaler;
+  double *losses;
+  double t_start, t_step, comm_step, compute;
+  dt_counter scalars; /* the all-reduces of one float: clip norm, fp16 verdict */
+  float *scalar;
+  float *host; /* the whole model on the host (rank 0; every rank when replicated) */
+} dt_run;
+
+/* dt_init, dt_train_resolve, --trace and --dump-data; returns the world. */
+dt_comm *dt_run_init(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson,
+                     dt_option *options);
+/* n floats this rank steps: w and g are the lesson's (g as the optimizer
+ * reads it); m and v are allocated here for AdamW. Returns its index. */
+int dt_run_segment(dt_run *r, float *w, float *g, size_t n);
+/* Elements [off, off + rows x cols) of segment seg are rows of cols floats,
+ * ld apart, at `at` of the whole model (rows 1: a run of cols floats). */
+void dt_run_place(dt_run *r, int seg, int64_t off, int64_t at, int64_t rows, int64_t cols,
+                  int64_t ld);
+/* The same for elements [lo, hi) of a block of `cols` columns at `at` (ld
+ * apart), which may start and end mid-row: a shard of a flattened block. */
+void dt_run_place_range(dt_run *r, int seg, int64_t off, int64_t at, int64_t cols, int64_t ld,
+                        int64_t lo, int64_t hi);
+/* Fill the segments (--resume, else --load, else the initial weights keyed
+ * by their index in the whole model: any rank makes any shard without
+ * talking), print the configuration, zero the counters and memory peaks. */
+void dt_run_begin(dt_run *r);
+void dt_step_begin(dt_run *r, int64_t step);
+/* The loss, sum((x - y)^2) x scale, and its gradient dx, with fp16's loss
+ * scale folded into dx (the gradients stay scaled until the update). */
+double dt_run_loss(dt_run *r, const float *x, const float *y, float *dx, size_t n, double scale);
+/* After the gradient sync: the fp16 verdict (any rank's overflow skips the
+ * step everywhere), the clip norm over every rank's segments, the optimizer
+ * with unscaling and clipping folded in. Returns 1 when the step was taken. */
+int dt_step_update(dt_run *r);
+/* Checkpoint when due, the loss over the ranks, the step's loss line. No
+ * collective of the lesson may be in flight when a checkpoint is due. */
+void dt_step_end(dt_run *r, int64_t step, double loss);
+void dt_run_summary(dt_run *r); /* the header, time per step, scalars, fp16 */
+/* The memory table: each tag's measured peak beside its formula, then what
+ * the accounting leaves out. */
+typedef struct {
+  dt_tag tag;
+  int64_t formula;
+  const char *how;
+} dt_row;
+void dt_print_memory(const dt_row *rows, int n);
+/* The whole model to rank 0 (every rank when replicated), as in files. */
+void dt_run_gather(dt_run *r, int which, float *host); /* which: 0 w, 1 m, 2 v */
+/* Gather, --save, --trace, the check, free, finalize: the exit code. */
+int dt_run_finish(dt_run *r);
+
 #ifdef __cplusplus
 }
 #endif

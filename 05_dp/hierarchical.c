@@ -1,0 +1,40 @@
+/* hierarchical.c: what --hierarchical sends, for 05_dp. The all-reduce itself
+ * is common's dt_all_reduce_hierarchical (lesson 03 builds it by hand): a
+ * reduce inside each node, an all-reduce among the node leaders, a broadcast
+ * inside each node, so only the leaders' bytes cross between nodes. */
+#include <stdlib.h>
+
+#include "05_dp/hierarchical.h"
+
+dt_nodes *hierarchical_split(dt_run *r, int conflict) {
+  if (conflict) dt_fail("--hierarchical is blocking and dense: no --overlap or --compress");
+  dt_nodes *n = malloc(sizeof *n);
+  CHECK_ALLOC(n);
+  *n = dt_nodes_split(r->world, 0);
+  r->comms[0] = n->node;
+  r->comms[1] = n->leaders;
+  return n;
+}
+
+void hierarchical_free(dt_nodes *n) {
+  if (!n) return;
+  dt_nodes_free(n);
+  free(n);
+}
+
+void hierarchical_report(const dt_nodes *n, uint64_t P, size_t es, uint64_t steps) {
+  uint64_t M = (uint64_t)n->nodes, N = (uint64_t)n->ranks, S = P * es;
+  dt_counter red = n->node->count[DT_REDUCE], bc = n->node->count[DT_BROADCAST];
+  dt_print0("  hierarchical           %d node%s; inside node 0 (%d ranks) %llu reduce + broadcast "
+            "calls/step, rank 0 sent %llu bytes/step (common's ring model: the root sends the "
+            "broadcast's P x %zu = %llu)\n",
+            n->nodes, n->nodes == 1 ? "" : "s", n->node->size,
+            (unsigned long long)((red.calls + bc.calls) / steps),
+            (unsigned long long)((red.bytes_sent + bc.bytes_sent) / steps), es,
+            (unsigned long long)(n->node->size > 1 ? S : 0));
+  dt_print0("  across nodes           bytes sent per leader per step %llu, formula 2(M-1)/M x P x "
+            "%zu = %llu (a flat all-reduce: 2(N-1)/N x P x %zu = %llu per rank)\n",
+            (unsigned long long)(n->leaders->count[DT_ALL_REDUCE].bytes_sent / steps), es,
+            (unsigned long long)(2 * (M - 1) * S / M), es,
+            (unsigned long long)(2 * (N - 1) * S / N));
+}

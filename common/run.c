@@ -1,0 +1,274 @@
+/* run.c: the training run every lesson 05-09 shares (train.h, "the run").
+ *
+ * A lesson owns its layout and its communication; this file owns the rest of
+ * a step, the same way for all: the optimizer update with fp16's verdict and
+ * the clip norm, checkpoints, the loss line, the time, and the run's start
+ * and end. The state a rank steps is described once, as segments (what the
+ * optimizer steps) and places (where their elements sit in the whole model),
+ * so the initial weights, --load, --resume, checkpoints, --save and the check
+ * need no code of the lesson's. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static void *host_alloc(size_t bytes) { /* zeroed host memory, or a clear abort */
+  void *p = calloc(bytes ? bytes : 1, 1);
+  CHECK_ALLOC(p);
+  return p;
+}
+
+static int64_t model_size(const dt_train_config *c) { return c->layers * dt_params_per_layer(c); }
+
+dt_comm *dt_run_init(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson,
+                     dt_option *options) {
+  r->world = dt_init(argc, argv, lesson, options);
+  dt_train_resolve(&r->c);
+  dt_trace_enable(r->c.trace != NULL);
+  if (r->c.dump_data) dt_dump_data(r->c.dump_data, &r->c);
+  r->losses = host_alloc((size_t)r->c.steps * sizeof(double));
+  return r->world;
+}
+
+int dt_run_segment(dt_run *r, float *w, float *g, size_t n) {
+  if (r->nseg == DT_RUN_SEGMENTS) dt_fatal(__FILE__, __LINE__, "dt_run_segment", "too many");
+  dt_segment *s = &r->seg[r->nseg];
+  *s = (dt_segment){.w = w, .g = g, .n = n};
+  if (r->c.optimizer[0] == 'a') {
+    s->m = dt_alloc_f32(n, DT_OPTIM);
+    s->v = dt_alloc_f32(n, DT_OPTIM);
+  }
+  return r->nseg++;
+}
+
+void dt_run_place(dt_run *r, int seg, int64_t off, int64_t at, int64_t rows, int64_t cols,
+                  int64_t ld) {
+  if (rows <= 0 || cols <= 0) return;
+  if (r->nplace == r->cap) {
+    r->cap = r->cap ? 2 * r->cap : 64;
+    r->place = realloc(r->place, (size_t)r->cap * sizeof *r->place);
+    CHECK_ALLOC(r->place);
+  }
+  r->place[r->nplace++] = (dt_place){seg, off, at, rows, cols, ld};
+}
+
+void dt_run_place_range(dt_run *r, int seg, int64_t off, int64_t at, int64_t cols, int64_t ld,
+                        int64_t lo, int64_t hi) {
+  while (lo < hi) { /* a partial first row, whole rows, a partial last row */
+    int64_t row = lo / cols, col = lo % cols, n = hi - lo < cols - col ? hi - lo : cols - col;
+    if (col == 0 && n == cols && (hi - lo) / cols > 1) n = (hi - lo) / cols * cols;
+    if (col == 0 && n >= cols)
+      dt_run_place(r, seg, off, at + row * ld, n / cols, cols, ld);
+    else
+      dt_run_place(r, seg, off, at + row * ld + col, 1, n, n);
+    off += n;
+    lo += n;
+  }
+}
+
+/* Between the segments (backend memory) and the whole model (host): each
+ * segment through a host copy, each place row by row. */
+static float *seg_buf(dt_segment *s, int which) {
+  return which == 0 ? s->w : which == 1 ? s->m : s->v;
+}
+
+static void scatter(dt_run *r, int which, const float *model) {
+  for (int k = 0; k < r->nseg; k++) {
+    float *h = host_alloc(r->seg[k].n * 4); /* padding stays 0 */
+    for (const dt_place *p = r->place; p < r->place + r->nplace; p++)
+      for (int64_t i = 0; p->seg == k && i < p->rows; i++)
+        memcpy(h + p->off + i * p->cols, model + p->at + i * p->ld, (size_t)p->cols * 4);
+    dt_copy_from_host(seg_buf(&r->seg[k], which), h, r->seg[k].n * 4);
+    free(h);
+  }
+}
+
+void dt_run_gather(dt_run *r, int which, float *model) {
+  memset(model, 0, (size_t)model_size(&r->c) * 4);
+  for (int k = 0; k < r->nseg; k++) {
+    float *h = host_alloc(r->seg[k].n * 4);
+    dt_copy_to_host(h, seg_buf(&r->seg[k], which), r->seg[k].n * 4);
+    for (const dt_place *p = r->place; p < r->place + r->nplace; p++)
+      for (int64_t i = 0; p->seg == k && i < p->rows; i++)
+        memcpy(model + p->at + i * p->ld, h + p->off + i * p->cols, (size_t)p->cols * 4);
+    free(h);
+  }
+  /* Every element has one owner and 0 elsewhere: the sum is the model. */
+  if (!r->replicated) dt_host_reduce(r->world, model, (size_t)model_size(&r->c), DT_F32, DT_SUM, 0);
+}
+
+/* The initial weights of elements [at, at + n) of the whole model: tensor t
+ * = at / DH (W1 of layer t/2 when even, else W2), keyed as dt_init_w1/w2 key
+ * them, so every layout starts from the same model. Host RNG, same bits. */
+static void initial_weights(const dt_train_config *c, float *dst, int64_t at, int64_t n) {
+  int64_t DH = c->dim * c->hidden;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t t = (at + i) / DH, e = (at + i) % DH;
+    float bound = 1.0f / sqrtf((float)(t % 2 ? c->hidden : c->dim));
+    dst[i] = -bound + 2 * bound * dt_rng_uniform((uint64_t)c->seed, (uint64_t)t, (uint64_t)e);
+  }
+}
+
+void dt_run_begin(dt_run *r) {
+  dt_train_config *c = &r->c;
+  size_t P = (size_t)model_size(c);
+  int adamw = c->optimizer[0] == 'a';
+  float *w = host_alloc(P * 4), *m = adamw ? host_alloc(P * 4) : NULL,
+        *v = adamw ? host_alloc(P * 4) : NULL;
+  if (c->resume)
+    dt_ckpt_resume(c, w, m, v);
+  else if (c->load)
+    dt_load_model(c->load, c, w);
+  for (const dt_place *p = r->place; !c->resume && !c->load && p < r->place + r->nplace; p++)
+    for (int64_t i = 0; i < p->rows; i++)
+      initial_weights(c, w + p->at + i * p->ld, p->at + i * p->ld, p->cols);
+  scatter(r, 0, w);
+  if (c->resume && adamw) {
+    scatter(r, 1, m);
+    scatter(r, 2, v);
+  }
+  free(w);
+  free(m);
+  free(v);
+  r->host = host_alloc(P * 4);
+  r->scalar = dt_alloc_f32(1, DT_OTHER);
+  if (!r->loss_ranks) r->loss_ranks = r->world->size;
+  dt_train_print(c);
+  dt_scaler_init(&r->scaler, c);
+  dt_comm_reset(r->world);
+  for (int i = 0; i < 4 && r->comms[i]; i++) dt_comm_reset(r->comms[i]);
+  dt_mem_reset_peaks();
+  r->t_start = dt_now();
+}
+
+static double comm_seconds(const dt_run *r) {
+  double s = dt_comm_total(r->world).seconds + r->scalars.seconds;
+  for (int i = 0; i < 4 && r->comms[i]; i++) s += dt_comm_total(r->comms[i]).seconds;
+  return s;
+}
+
+void dt_step_begin(dt_run *r, int64_t step) {
+  (void)step;
+  r->t_step = dt_now();
+  r->comm_step = comm_seconds(r);
+}
+
+/* A fact about the whole model from one float per rank, over the world: the
+ * training's traffic, but counted on its own row (scalars), not the lesson's. */
+static double all_reduce_scalar(dt_run *r, double x, dt_op op) {
+  if (r->replicated) return x; /* every rank holds the same gradients */
+  float f = (float)x;
+  dt_counter *ar = &r->world->count[DT_ALL_REDUCE], kept = *ar;
+  dt_copy_from_host(r->scalar, &f, 4);
+  dt_all_reduce(r->world, r->scalar, r->scalar, 1, DT_F32, op);
+  dt_copy_to_host(&f, r->scalar, 4);
+  r->scalars.calls += ar->calls - kept.calls;
+  r->scalars.bytes_sent += ar->bytes_sent - kept.bytes_sent;
+  r->scalars.seconds += ar->seconds - kept.seconds;
+  *ar = kept;
+  return f;
+}
+
+int dt_step_update(dt_run *r) {
+  const dt_train_config *c = &r->c;
+  double used = 1.0, sq = 0;
+  int bad = 0;
+  for (int k = 0; dt_precision_type(c) == DT_F16 && k < r->nseg; k++)
+    bad |= dt_count_nonfinite(r->seg[k].g, r->seg[k].n) > 0;
+  if (dt_precision_type(c) == DT_F16) bad = all_reduce_scalar(r, bad, DT_MAX) > 0;
+  if (!dt_scaler_update(&r->scaler, c, bad, &used)) return 0;
+  if (c->clip > 0) { /* only when used: the norm costs a pass and an all-reduce */
+    for (int k = 0; k < r->nseg; k++) sq += dt_sum_squares(r->seg[k].g, r->seg[k].n);
+    sq = all_reduce_scalar(r, sq, DT_SUM);
+  }
+  float scale = dt_grad_scale(c, used, sq); /* unscale and clip ride in the optimizer's pass */
+  for (int k = 0; k < r->nseg; k++) {
+    dt_segment *s = &r->seg[k];
+    dt_optimizer_step(c, s->w, s->g, s->m, s->v, s->n, r->scaler.taken, scale);
+  }
+  return 1;
+}
+
+/* Rank 0 writes what it gathered; the m and v arrays exist only for this. */
+static void checkpoint(dt_run *r, int64_t steps_done) {
+  size_t P = (size_t)model_size(&r->c);
+  float *m = NULL, *v = NULL;
+  dt_run_gather(r, 0, r->host);
+  if (r->seg[0].m) {
+    m = host_alloc(P * 4);
+    v = host_alloc(P * 4);
+    dt_run_gather(r, 1, m);
+    dt_run_gather(r, 2, v);
+  }
+  if (r->world->rank == 0) dt_ckpt_save(&r->c, steps_done, r->host, m, v);
+  free(m);
+  free(v);
+}
+
+double dt_run_loss(dt_run *r, const float *x, const float *y, float *dx, size_t n, double scale) {
+  double loss = dt_mse_forward_backward(x, y, dx, n, scale);
+  if (r->scaler.scale != 1.0) dt_scale(dx, n, (float)r->scaler.scale); /* fp16's loss scale */
+  return loss;
+}
+
+void dt_step_end(dt_run *r, int64_t step, double loss) {
+  if (dt_ckpt_due(&r->c, step)) checkpoint(r, step + 1);
+  double sum = loss;
+  dt_host_all_reduce(r->world, &sum, 1, DT_F64, DT_SUM); /* bookkeeping: the loss to print */
+  r->losses[step] = sum / r->loss_ranks;
+  dt_sync();
+  double dt = dt_now() - r->t_step;
+  r->compute += dt - (comm_seconds(r) - r->comm_step);
+  dt_print_step(&r->c, step, r->losses[step], r->loss_how ? r->loss_how : "mean over ranks", dt);
+}
+
+void dt_run_summary(dt_run *r) {
+  double steps = (double)(r->c.steps - r->c.start_step), ms = 1e3 / steps;
+  dt_print0("\nsummary (rank 0):\n");
+  dt_print0(
+      "  time per step          %8.2f ms   compute %.2f ms   communication %.2f ms (blocked)\n",
+      (dt_now() - r->t_start) * ms, r->compute * ms, comm_seconds(r) * ms);
+  if (r->scalars.calls) { /* each: one float all-reduced over the world */
+    int N = r->world->size;
+    uint64_t per = 2 * (uint64_t)(N - 1) * 4 / (uint64_t)N;
+    dt_print0("  scalars                %8.2f all-reduces/step of one float (clip norm, fp16 "
+              "verdict); bytes sent per rank per step %.2f, formula calls x 2(N-1)/N x 4 = %.2f\n",
+              (double)r->scalars.calls / steps, (double)r->scalars.bytes_sent / steps,
+              (double)(r->scalars.calls * per) / steps);
+  }
+  if (r->scaler.skipped || dt_precision_type(&r->c) == DT_F16)
+    dt_print0("  fp16 loss scaling      %lld step%s skipped on overflow; final loss scale %g\n",
+              (long long)r->scaler.skipped, r->scaler.skipped == 1 ? "" : "s", r->scaler.scale);
+}
+
+void dt_print_memory(const dt_row *rows, int n) {
+  dt_print0("  memory per rank (peak bytes)   measured      formula\n");
+  for (const dt_row *w = rows; w < rows + n; w++)
+    dt_print0("    %-8s %21zu %12lld   %s\n", dt_tag_name(w->tag), dt_mem_peak(w->tag),
+              (long long)w->formula, w->how);
+  dt_print_memory_uncounted();
+}
+
+int dt_run_finish(dt_run *r) {
+  const dt_train_config *c = &r->c;
+  dt_run_gather(r, 0, r->host);
+  if (c->save && r->world->rank == 0) dt_save_model(c->save, c, c->steps, r->host);
+  if (c->save) dt_print0("saved %s\n", c->save);
+  if (c->trace) dt_trace_write(c->trace);
+  int failed = 0;
+  if (!c->no_check && r->converge > 0)
+    failed = dt_check_convergence(c, r->losses, r->converge, r->converge_what);
+  else if (!c->no_check)
+    failed = dt_check_against_reference(c, r->losses, r->host, r->replicated);
+  for (int k = 0; k < r->nseg; k++) {
+    dt_free(r->seg[k].m);
+    dt_free(r->seg[k].v);
+  }
+  dt_free(r->scalar);
+  free(r->host);
+  free(r->losses);
+  free(r->place);
+  dt_finalize();
+  return failed;
+}
