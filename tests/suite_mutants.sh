@@ -26,11 +26,20 @@ build_copy() {
     perl -0pi -e "$subst" "$dir/$(basename "$file")"
     cmp -s "$file" "$dir/$(basename "$file")" && return 2
   fi
-  local link=("$dir/copy.o" "$BUILD_DIR/libdt.a")
+  # the lesson's other objects (its folder's, and the pieces of other lessons
+  # it includes as "NN_x/y.h"), as the Makefile links them
+  local objs=() o piece
+  for o in "$BUILD_DIR/$lesson"/*.o; do
+    [ "$o" = "$BUILD_DIR/${file%.c}.o" ] || objs+=("$o")
+  done
+  for piece in $(sed -n 's|^#include "\([0-9][0-9]_[^/"]*/[^"]*\)\.h".*|\1|p' "$lesson"/*.c | sort -u); do
+    [ -f "$piece.c" ] && [ "${piece%%/*}" != "$lesson" ] && [ "$piece.c" != "$file" ] && objs+=("$BUILD_DIR/$piece.o")
+  done
+  local link=("${objs[@]}" "$dir/copy.o" "$BUILD_DIR/libdt.a")
   case $file in
-    common/*) link=("$BUILD_DIR/$lesson/$name.o" "$dir/copy.o" "$BUILD_DIR/libdt.a" -Wl,--allow-multiple-definition) ;;
+    common/*) link+=(-Wl,--allow-multiple-definition) ;;
   esac
-  mpicc -O2 -std=c11 -Icommon -Itests -c "$dir/$(basename "$file")" -o "$dir/copy.o" >"$dir/build.log" 2>&1 &&
+  mpicc -O2 -std=c11 -I. -Icommon -Itests -c "$dir/$(basename "$file")" -o "$dir/copy.o" >"$dir/build.log" 2>&1 &&
     mpicc "${link[@]}" -o "$dir/$name" -lopenblas -lm -pthread >>"$dir/build.log" 2>&1 || return 1
 }
 
@@ -71,29 +80,29 @@ else
   mutant 03-ring 03_all_reduce 03_all_reduce/all_reduce.c \
     's/ring_step\(c, buf, count, mod\(r - s, n\)/ring_step(c, buf, count, mod(r + 1 - s, n)/' \
     "ring reduce-scatter sends the wrong chunk"
-  mutant 04-seed 04_sampler common/data.c \
+  mutant 04-seed 04_sampler common/sampler.c \
     's/dt_shuffle\(n, s->seed, epoch, order\)/dt_shuffle(n, s->seed + (uint64_t)s->rank, epoch, order)/' \
     "each rank shuffles with its own seed"
   mutant 05-sum 05_dp 05_dp/dp.c \
-    's/m->wire == DT_F32 \? DT_AVG : DT_SUM/DT_SUM/' \
+    's/m->op = dt_wire_op\(&m->wire, DT_AVG\)/m->op = DT_SUM/' \
     "gradients summed, not averaged" -- --optimizer sgd
   mutant 05-bucket 05_dp 05_dp/dp.c \
-    's/(exercise: averaging the gradients across ranks \*\/\n  for \(int b = 0; b < m->nbuckets)/$1 - 1/' \
+    's/(exercise: averaging the gradients across ranks \*\/\n  for \(bucket \*k = m->buckets; k < m->buckets \+ m->nbuckets)/$1 - 1/' \
     "the last bucket is never all-reduced"
   mutant 05-zero 05_dp 05_dp/dp.c \
-    's/    dt_zero\(m\.g, \(size_t\)P \* 4\);\n//' \
+    's/  dt_zero\(m->g, \(size_t\)m->P \* 4\);\n//' \
     "gradients not zeroed between steps" -- --optimizer sgd
   mutant 05-sampler 05_dp 05_dp/dp.c \
-    's/dt_step_samples\(&c, N, world->rank, step, samples\)/dt_step_samples(&c, N, 0, step, samples)/' \
+    's/m->world->rank, step, m->samples\)/0, step, m->samples)/' \
     "every rank trains on rank 0's samples"
-  mutant 05-replica 05_dp 05_dp/dp.c \
-    's/if \(ok\) dt_optimizer_step\(/if (ok && world->rank == 0) dt_optimizer_step(/' \
+  mutant 05-replica 05_dp common/run.c \
+    's/    dt_optimizer_step\(c, s->w/    if (r->world->rank == 0) dt_optimizer_step(c, s->w/' \
     "only rank 0 steps its replica (a broadcast forgotten)"
-  mutant 05-unscale 05_dp 05_dp/dp.c \
-    's/dt_grad_scale\(&c, used, sq\)/dt_grad_scale(&c, 1.0, sq)/' \
+  mutant 05-unscale 05_dp common/run.c \
+    's/dt_grad_scale\(c, used, sq\)/dt_grad_scale(c, 1.0, sq)/' \
     "fp16 loss scale never divided out" -- --precision fp16 --optimizer sgd
-  mutant 05-topk 05_dp 05_dp/dp.c \
-    's/dt_add\(t->residual, m->g, P\);/dt_copy(t->residual, m->g, P * 4);/' \
+  mutant 05-topk 05_dp 05_dp/compress.c \
+    's/dt_add\(t->residual, g, P\);/dt_copy(t->residual, g, P * 4);/' \
     "top-k residual not fed back" -- --compress topk:0.01
   mutant 06-offset 06_fsdp 06_fsdp/fsdp.c \
     's/DH = c->dim \* c->hidden, lo = m->rank \* m->S,/DH = c->dim * c->hidden, lo = m->rank * m->S + 1,/' \
