@@ -26,11 +26,11 @@ build_copy() {
     perl -0pi -e "$subst" "$dir/$(basename "$file")"
     cmp -s "$file" "$dir/$(basename "$file")" && return 2
   fi
-  local link=("$dir/copy.o" "$BUILD_DIR/libdt.a")
+  local link=("$dir/copy.o" "$BUILD_DIR/libdttrain.a" "$BUILD_DIR/libdtcomm.a")
   case $file in
-    common/*) link=("$BUILD_DIR/$lesson/$name.o" "$dir/copy.o" "$BUILD_DIR/libdt.a" -Wl,--allow-multiple-definition) ;;
+    common/*) link=("$BUILD_DIR/$lesson/$name.o" "$dir/copy.o" "$BUILD_DIR/libdttrain.a" "$BUILD_DIR/libdtcomm.a" -Wl,--allow-multiple-definition) ;;
   esac
-  mpicc -O2 -std=c11 -Icommon -Itests -c "$dir/$(basename "$file")" -o "$dir/copy.o" >"$dir/build.log" 2>&1 &&
+  mpicc -O2 -std=c11 -Icommon/comm -Icommon/train -Itests -c "$dir/$(basename "$file")" -o "$dir/copy.o" >"$dir/build.log" 2>&1 &&
     mpicc "${link[@]}" -o "$dir/$name" -lopenblas -lm -pthread >>"$dir/build.log" 2>&1 || return 1
 }
 
@@ -62,7 +62,7 @@ if [ "${BACKEND:-cpu}" != cpu ]; then
   echo "SKIP mutants: they are built for the cpu backend (this run: ${BACKEND})"
 else
   # The harness itself must not change a result: unmutated copies pass.
-  for file in 05_dp/dp.c common/data.c; do
+  for file in 05_dp/dp.c common/train/data.c; do
     build_copy "$MUT_DIR/control-${file//\//-}" 05_dp "$file"
     check "mutants: an unmutated copy of $file built by the harness passes" 2 0 'CHECK PASSED' -- \
       "./$MUT_DIR/control-${file//\//-}/dp" --optimizer adamw
@@ -71,7 +71,7 @@ else
   mutant 03-ring 03_all_reduce 03_all_reduce/all_reduce.c \
     's/ring_step\(c, buf, count, mod\(r - s, n\)/ring_step(c, buf, count, mod(r + 1 - s, n)/' \
     "ring reduce-scatter sends the wrong chunk"
-  mutant 04-seed 04_sampler common/data.c \
+  mutant 04-seed 04_sampler common/comm/sampler.c \
     's/dt_shuffle\(n, s->seed, epoch, order\)/dt_shuffle(n, s->seed + (uint64_t)s->rank, epoch, order)/' \
     "each rank shuffles with its own seed"
   mutant 05-sum 05_dp 05_dp/dp.c \

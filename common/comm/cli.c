@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "comm_internal.h"
 
 static const char *comm_choice_value = "auto";
 static int help_asked = 0;

@@ -1,7 +1,7 @@
-/* internal.h: what the files of common/ share with each other, not with the
+/* comm_internal.h: what the files of common/ share with each other, not with the
  * lessons. */
-#ifndef DT_INTERNAL_H
-#define DT_INTERNAL_H
+#ifndef DT_COMM_INTERNAL_H
+#define DT_COMM_INTERNAL_H
 
 #include <stdio.h>
 

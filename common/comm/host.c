@@ -1,6 +1,6 @@
 /* host.c: bookkeeping traffic (dt.h): host buffers straight to MPI, timed by
  * the watchdog under the caller's line, and never counted. */
-#include "internal.h"
+#include "comm_internal.h"
 
 #define HOST_CALL(what, call)                                                                      \
   do {                                                                                             \

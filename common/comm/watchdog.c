@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "comm_internal.h"
 #ifdef DT_CUDA
 #include "dt_cuda.h"
 #endif

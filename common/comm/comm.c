@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "half_core.h"
-#include "internal.h"
+#include "comm_internal.h"
 #ifdef DT_CUDA
 #include "dt_cuda.h"
 #define STAGED(c) (!(c)->nccl) /* device buffers that MPI must not see */

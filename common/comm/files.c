@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "comm_internal.h"
 
 static const char *kind_of(mode_t m) {
   return S_ISREG(m)    ? "a regular file"

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "half_core.h"
-#include "internal.h"
+#include "comm_internal.h"
 #include "rng_core.h"
 
 /* DT_GEMM_TIME=1: each rank prints at exit the wall time it spent in

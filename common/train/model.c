@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "train_internal.h"
 
 void dt_train_resolve(dt_train_config *c) {
   if (c->hidden == 0) c->hidden = 4 * c->dim;
