@@ -91,12 +91,12 @@ ifeq ($(BACKEND),cuda)
   # NCCL's folder first, in -L and rpath: a CUDA tree may hold another NCCL.
   LDLIBS  += -L$(NCCL_LIB) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(NCCL_LIB) \
              -Wl,-rpath,$(CUDA_HOME)/lib64 -l:libnccl.so.2 -lcublas -lcudart -lstdc++
-  KERNELS := kernels.o
+  KERNELS := kernels.o # from kernels.cu; kernels_cpu.c is the cpu backend's
 else
   KERNELS := kernels_cpu.o
 endif
 COMM_OBJ  := $(COMM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/comm/$(KERNELS)
-TRAIN_OBJ := $(TRAIN_SRC:%.c=$(BUILD)/%.o)
+TRAIN_OBJ := $(TRAIN_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/train/$(KERNELS)
 LIBCOMM   := $(BUILD)/libdtcomm.a
 LIBTRAIN  := $(BUILD)/libdttrain.a
 LIBS      := $(LIBTRAIN) $(LIBCOMM)

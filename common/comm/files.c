@@ -1,18 +1,17 @@
 /* files.c: every file a run writes (--save, --dump-data, --trace, --ckpt).
  *
  * Three promises. A bad destination is refused at start-up, before any
- * training, naming the flag, the path and the reason. Nothing but a regular
+ * training, naming the flag, the path and the reason (common/train's
+ * outputs.c, which knows the flags). Nothing but a regular
  * file is ever replaced: a file is written to a temporary beside it, synced
  * and renamed over it, and rename would turn /dev/null (as root) or a FIFO
  * into a regular file, so those are refused (--trace alone writes into a
  * device or FIFO in place, replacing nothing). Every write, flush, sync and
  * close is checked, and a failure leaves the previous file untouched. */
 #define _XOPEN_SOURCE 700 /* realpath */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +21,7 @@
 
 #include "comm_internal.h"
 
-static const char *kind_of(mode_t m) {
+const char *dt_file_kind(mode_t m) {
   return S_ISREG(m)    ? "a regular file"
          : S_ISDIR(m)  ? "a folder"
          : S_ISCHR(m)  ? "a character device"
@@ -33,7 +32,7 @@ static const char *kind_of(mode_t m) {
 }
 
 /* dir and base of path ("out.st" -> ".", "out.st") */
-static void split_path(const char *path, char *dir, size_t dn, char *base, size_t bn) {
+void dt_split_path(const char *path, char *dir, size_t dn, char *base, size_t bn) {
   const char *slash = strrchr(path, '/');
   if (!slash)
     snprintf(dir, dn, "."), snprintf(base, bn, "%s", path);
@@ -43,117 +42,6 @@ static void split_path(const char *path, char *dir, size_t dn, char *base, size_
     snprintf(dir, dn, "%.*s", (int)(slash - path), path), snprintf(base, bn, "%s", slash + 1);
 }
 
-/* Temporaries of interrupted saves: NAME.tmp.PID, PID no longer running
- * (this host's pids: a save in progress elsewhere on a shared file system
- * under the same name is a clash of its own). prefix "" means any name. */
-static void clean_stale(const char *dir, const char *prefix) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  size_t pn = strlen(prefix);
-  for (struct dirent *e; (e = readdir(d));) {
-    const char *t = pn ? e->d_name + pn : strstr(e->d_name, ".tmp.");
-    if (strncmp(e->d_name, prefix, pn) != 0 || !t || strncmp(t, ".tmp.", 5) != 0) continue;
-    char *end;
-    long pid = strtol(t + 5, &end, 10);
-    if (*end || pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive */
-    char path[PATH_MAX + 256];
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    if (unlink(path) == 0) printf("removed %s, left by an interrupted save\n", path);
-  }
-  closedir(d);
-}
-
-/* Can this process create a file in dir? Try it: permissions, a read-only
- * or full file system and a missing folder all show. */
-static int probe_dir(const char *dir, char *why, size_t n) {
-  struct stat st;
-  if (stat(dir, &st) != 0) return snprintf(why, n, "its folder %s: %s", dir, strerror(errno));
-  if (!S_ISDIR(st.st_mode))
-    return snprintf(why, n, "%s is %s, not a folder", dir, kind_of(st.st_mode));
-  char probe[PATH_MAX + 64];
-  snprintf(probe, sizeof probe, "%s/.dt-probe.tmp.%ld", dir, (long)getpid());
-  int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0600);
-  if (fd < 0) return snprintf(why, n, "cannot create files in %s: %s", dir, strerror(errno));
-  close(fd);
-  unlink(probe);
-  return 0;
-}
-
-/* in_place: --trace may write into a device or FIFO; the others replace. */
-static int check_file(const char *flag, const char *path, int in_place, char *err, size_t n) {
-  char dir[PATH_MAX], base[NAME_MAX + 1], why[PATH_MAX + 128] = "";
-  struct stat st;
-  if (strlen(path) >= PATH_MAX - 64) {
-    snprintf(why, sizeof why, "the path is too long");
-  } else if (path[strlen(path) - 1] == '/') {
-    snprintf(why, sizeof why, "names a folder; name a file");
-  } else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-    snprintf(why, sizeof why, "is a folder; name a file in it");
-  } else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !in_place) {
-    snprintf(why, sizeof why,
-             "is %s, not a regular file: %s writes a new file and renames it over the old one, "
-             "which would replace it",
-             kind_of(st.st_mode), flag);
-  } else if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) {
-    char real[PATH_MAX];
-    split_path(realpath(path, real) ? real : path, dir, sizeof dir, base, sizeof base);
-    probe_dir(dir, why, sizeof why);
-    if (!why[0]) clean_stale(dir, base);
-  }
-  if (why[0]) return snprintf(err, n, "%s %s: %s", flag, path, why);
-  return 0;
-}
-
-static int check_ckpt(const dt_train_config *c, char *err, size_t n) {
-  char why[PATH_MAX + 128] = "", dir[PATH_MAX], base[NAME_MAX + 1];
-  struct stat st;
-  if (strlen(c->ckpt) >= PATH_MAX - 64) {
-    snprintf(why, sizeof why, "the path is too long");
-  } else if (stat(c->ckpt, &st) == 0) {
-    char latest[PATH_MAX + 16];
-    snprintf(latest, sizeof latest, "%s/latest", c->ckpt);
-    if (!S_ISDIR(st.st_mode))
-      snprintf(why, sizeof why, "is %s; --ckpt names a folder", kind_of(st.st_mode));
-    else if (stat(latest, &st) == 0 && !S_ISREG(st.st_mode))
-      snprintf(why, sizeof why, "its manifest %s is %s, not a regular file", latest,
-               kind_of(st.st_mode));
-    else if (c->save_every > 0)
-      probe_dir(c->ckpt, why, sizeof why);
-    if (!why[0]) clean_stale(c->ckpt, "");
-  } else if (errno != ENOENT) {
-    snprintf(why, sizeof why, "%s", strerror(errno));
-  } else if (c->save_every > 0) { /* made now, so that a wrong parent shows now */
-    split_path(c->ckpt, dir, sizeof dir, base, sizeof base);
-    if (!probe_dir(dir, why, sizeof why) && mkdir(c->ckpt, 0777) != 0 && errno != EEXIST)
-      snprintf(why, sizeof why, "cannot create the folder: %s", strerror(errno));
-  }
-  if (why[0]) return snprintf(err, n, "--ckpt %s: %s", c->ckpt, why);
-  return 0;
-}
-
-void dt_check_outputs(const dt_train_config *c) {
-  char err[PATH_MAX + 512] = "";
-  if (dt_rank() == 0) { /* the rank that writes them */
-    DT_WATCH("checking the output paths (a stalled file system?)");
-    const char *flags[4] = {"--save", "--dump-data", "--trace", "--ckpt"};
-    const char *paths[4] = {c->save, c->dump_data, c->trace, c->ckpt};
-    for (int i = 0; i < 4; i++) /* one would overwrite the other, or find a folder there */
-      for (int j = i + 1; j < 4 && !err[0]; j++)
-        if (paths[i] && paths[j] && strcmp(paths[i], paths[j]) == 0)
-          snprintf(err, sizeof err, "%s and %s both name %s: give each its own path", flags[i],
-                   flags[j], paths[i]);
-    if (!err[0] && c->save) check_file("--save", c->save, 0, err, sizeof err);
-    if (!err[0] && c->dump_data) check_file("--dump-data", c->dump_data, 0, err, sizeof err);
-    if (!err[0] && c->trace) check_file("--trace", c->trace, 1, err, sizeof err);
-    if (!err[0] && c->ckpt) check_ckpt(c, err, sizeof err);
-    dt_watch_done();
-    fflush(stdout);
-  }
-  DT_MPI(MPI_Bcast(err, sizeof err, MPI_CHAR, 0, MPI_COMM_WORLD));
-  if (err[0]) dt_fail("%s", err);
-}
-
-/* ---- writing ---- */
 static void give_up(dt_out *o, int err) {
   if (o->f) fclose(o->f), o->f = NULL;
   if (!o->in_place) unlink(o->tmp);
@@ -178,7 +66,7 @@ void dt_out_open(dt_out *o, const char *flag, const char *path) {
   o->in_place = exists && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
   if (o->in_place && strcmp(flag, "--trace") != 0) {
     fprintf(stderr, "[rank %d] error: %s %s: is %s, not a regular file; refusing to replace it\n",
-            dt_rank(), flag, path, kind_of(st.st_mode));
+            dt_rank(), flag, path, dt_file_kind(st.st_mode));
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
@@ -216,7 +104,7 @@ void dt_out_close(dt_out *o) {
   if (!o->in_place) {
     if (rename(o->tmp, o->path) != 0) give_up(o, errno);
     char dir[PATH_MAX], base[NAME_MAX + 1]; /* make the rename itself durable */
-    split_path(o->path, dir, sizeof dir, base, sizeof base);
+    dt_split_path(o->path, dir, sizeof dir, base, sizeof base);
     int fd = open(dir, O_RDONLY);
     if (fd >= 0) fsync(fd), close(fd);
   }

@@ -1,10 +1,10 @@
-/* runtime.c: start-up, device choice, the banner, errors, printing, timers.
+/* runtime.c: start-up and shut-down (dt_init, dt_finalize), the top of the
+ * communication layer: it calls the files below, none calls it.
  *
  * Start-up order matters: MPI first (it tells us who we are), then the
  * flags (so --help works anywhere), then the GPU from the node-local rank,
  * then the communicator (NCCL needs its GPU chosen before it starts). */
 #define _POSIX_C_SOURCE 200809L
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,65 +14,12 @@
 #include "dt_cuda.h"
 #endif
 
+/* what start-up finds besides the facts of core.c (dt_rt) */
 static struct {
-  int rank, size, local_rank, local_size, nodes, device;
-  char comm_lib[128];
+  int local_size, nodes;
   char notice[160]; /* printed under the banner, which must stay the first line */
   dt_comm *world;
-  double start; /* MPI_Wtime after MPI_Init */
-#ifdef DT_CUDA
-  cudaStream_t stream, side_stream;
-#endif
-} rt = {.device = -1};
-
-void dt_fatal(const char *file, int line, const char *call, const char *msg) {
-  fprintf(stderr, "[rank %d] %s:%d: %s failed: %s\n", rt.rank, file, line, call, msg);
-  fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-  abort(); /* not reached: keeps the compiler sure we never return */
-}
-
-/* MPI_Finalize waits for every rank: one stopped or stuck elsewhere would
- * keep the others in it forever, so it runs under the watchdog (which keeps
- * watching after it, until exit). */
-static void finalize_watched(void) {
-  DT_WATCH("MPI_Finalize, waiting for the other ranks to finish");
-  MPI_Finalize();
-  dt_watch_done();
-}
-
-void dt_fail(const char *fmt, ...) {
-  if (rt.rank == 0) { /* one write: mpirun forwards stdout and stderr apart, so a line
-                        written in pieces can be cut by the banner */
-    char line[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = snprintf(line, sizeof line, "error: ");
-    vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-    va_end(ap);
-    strcat(line, "\n");
-    fputs(line, stderr);
-    fflush(stderr);
-  }
-#ifdef DT_CUDA
-  dt_comm_abort_nccl(); /* NCCL's threads and GPU memory end with their communicators */
-#endif
-  finalize_watched();
-  exit(2);
-}
-
-int dt_rank(void) { return rt.rank; }
-int dt_size(void) { return rt.size; }
-int dt_local_rank(void) { return rt.local_rank; }
-int dt_device(void) { return rt.device; }
-const char *dt_comm_lib(void) { return rt.comm_lib; }
-#ifdef DT_CUDA
-const char *dt_backend(void) { return "cuda"; }
-cudaStream_t dt_stream(void) { return rt.stream; }
-cudaStream_t dt_side_stream(void) { return rt.side_stream; }
-#else
-const char *dt_backend(void) { return "cpu"; }
-#endif
+} rt;
 
 /* "Open MPI v4.1.4, package: ..." -> "Open MPI v4.1.4" */
 static void mpi_library_name(char *out, size_t n) {
@@ -87,9 +34,9 @@ static void mpi_library_name(char *out, size_t n) {
 /* Why a rank has no GPU, said by the lowest such rank through rank 0: the
  * CUDA error (no device, driver too old, no permission) is the diagnosis. */
 static void fail_without_gpu(int ngpus, cudaError_t err) {
-  int mine = ngpus > 0 ? rt.size : rt.rank, first = rt.size;
+  int mine = ngpus > 0 ? dt_rt.size : dt_rt.rank, first = dt_rt.size;
   DT_MPI(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-  if (first == rt.size) return;
+  if (first == dt_rt.size) return;
   char why[256];
   const char *visible = getenv("CUDA_VISIBLE_DEVICES");
   snprintf(why, sizeof why, "%s%s%s%s",
@@ -113,28 +60,28 @@ static int choose_device(const char *comm_choice, char *gpu_name, size_t n) {
   cudaError_t err = cudaGetDeviceCount(&ngpus);
   if (err != cudaSuccess) ngpus = 0;
   fail_without_gpu(ngpus, err);
-  rt.device = rt.local_rank % ngpus;
-  CHECK_CUDA(cudaSetDevice(rt.device));
-  CHECK_CUDA(cudaStreamCreateWithFlags(&rt.stream, cudaStreamNonBlocking));
-  CHECK_CUDA(cudaStreamCreateWithFlags(&rt.side_stream, cudaStreamNonBlocking));
+  dt_rt.device = dt_rt.local_rank % ngpus;
+  CHECK_CUDA(cudaSetDevice(dt_rt.device));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&dt_rt.stream, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&dt_rt.side_stream, cudaStreamNonBlocking));
   struct cudaDeviceProp prop;
-  CHECK_CUDA(cudaGetDeviceProperties(&prop, rt.device));
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, dt_rt.device));
   snprintf(gpu_name, n, "%.100s", prop.name);
 
   /* UUIDs are unique across machines too, so the world can compare them */
   enum { U = sizeof prop.uuid.bytes };
-  char *uuids = malloc((size_t)rt.size * U);
+  char *uuids = malloc((size_t)dt_rt.size * U);
   CHECK_ALLOC(uuids);
   DT_MPI(MPI_Allgather(prop.uuid.bytes, U, MPI_BYTE, uuids, U, MPI_BYTE, MPI_COMM_WORLD));
   int distinct = 0;
-  for (int r = 0; r < rt.size; r++) {
+  for (int r = 0; r < dt_rt.size; r++) {
     int seen = 0;
     for (int q = 0; q < r && !seen; q++)
       seen = !memcmp(uuids + (size_t)r * U, uuids + (size_t)q * U, U);
     distinct += !seen;
   }
   free(uuids);
-  int shared = distinct < rt.size;
+  int shared = distinct < dt_rt.size;
 
   int nccl_version = 0;
   ncclGetVersion(&nccl_version);
@@ -142,139 +89,80 @@ static int choose_device(const char *comm_choice, char *gpu_name, size_t n) {
     dt_fail("--comm nccl: %d ranks share %d GPU(s), and NCCL %d refuses two ranks of one "
             "communicator on one GPU (\"Duplicate GPU detected\"); use --comm mpi or at most one "
             "rank per GPU",
-            rt.size, distinct, nccl_version);
+            dt_rt.size, distinct, nccl_version);
   int use_nccl = strcmp(comm_choice, "mpi") != 0 && !shared;
   if (use_nccl)
-    snprintf(rt.comm_lib, sizeof rt.comm_lib, "NCCL %d.%d.%d", nccl_version / 10000,
+    snprintf(dt_rt.comm_lib, sizeof dt_rt.comm_lib, "NCCL %d.%d.%d", nccl_version / 10000,
              nccl_version / 100 % 100, nccl_version % 100);
   if (shared)
     snprintf(rt.notice, sizeof rt.notice,
              "note: %d ranks share %d GPU(s); collectives stage through host memory over MPI\n",
-             rt.size, distinct);
+             dt_rt.size, distinct);
   return use_nccl;
 }
 #endif
 
 dt_comm *dt_init(int *argc, char ***argv, const dt_lesson *lesson, dt_option *options) {
   CHECK_MPI(MPI_Init(argc, argv));
-  rt.start = MPI_Wtime();
+  dt_rt.start = MPI_Wtime();
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* so CHECK_MPI sees errors */
-  MPI_Comm_rank(MPI_COMM_WORLD, &rt.rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &rt.size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &dt_rt.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &dt_rt.size);
 
   const char *comm_choice = "auto";
-  if (dt_cli_parse(*argc, *argv, lesson, options, &comm_choice)) {
+  double timeout = 0;
+  if (dt_cli_parse(*argc, *argv, lesson, options, &comm_choice, &timeout)) {
     MPI_Finalize();
     exit(0);
   }
-  dt_watchdog_start(); /* knows --timeout now */
+  dt_watchdog_start(timeout);
   /* Ranks that share memory share a node: their order picks the GPU. Both
    * calls wait for every rank, so the watchdog is already running. */
   MPI_Comm node;
-  DT_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rt.rank, MPI_INFO_NULL, &node));
-  MPI_Comm_rank(node, &rt.local_rank);
+  DT_MPI(
+      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, dt_rt.rank, MPI_INFO_NULL, &node));
+  MPI_Comm_rank(node, &dt_rt.local_rank);
   MPI_Comm_size(node, &rt.local_size);
   char hosts[200];
   dt_describe_nodes(node, hosts, sizeof hosts);
   MPI_Comm_free(&node);
-  int leader = rt.local_rank == 0;
+  int leader = dt_rt.local_rank == 0;
   DT_MPI(MPI_Allreduce(&leader, &rt.nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
-  if (rt.size < lesson->min_ranks)
+  if (dt_rt.size < lesson->min_ranks)
     dt_fail("%s needs at least %d ranks, got %d: run it as 'mpirun -np %d %s'", lesson->name,
-            lesson->min_ranks, rt.size, lesson->min_ranks < 4 ? 4 : lesson->min_ranks, (*argv)[0]);
+            lesson->min_ranks, dt_rt.size, lesson->min_ranks < 4 ? 4 : lesson->min_ranks,
+            (*argv)[0]);
 
-  mpi_library_name(rt.comm_lib, sizeof rt.comm_lib);
+  mpi_library_name(dt_rt.comm_lib, sizeof dt_rt.comm_lib);
   char devices[160] = "CPU only";
   int use_nccl = 0;
 #ifdef DT_CUDA
   char gpu[128];
   use_nccl = choose_device(comm_choice, gpu, sizeof gpu);
-  snprintf(devices, sizeof devices, "GPU %d of rank 0: %s", rt.device, gpu);
+  snprintf(devices, sizeof devices, "GPU %d of rank 0: %s", dt_rt.device, gpu);
 #else
   if (strcmp(comm_choice, "nccl") == 0)
     dt_fail("--comm nccl needs the cuda backend; this binary was built with BACKEND=cpu");
 #endif
-  dt_kernels_init();
+  dt_mem_init();
   rt.world = dt_comm_create(MPI_COMM_WORLD, use_nccl);
   char on_nodes[216] = ""; /* which ranks run where, once there is more than one node */
   if (rt.nodes > 1) snprintf(on_nodes, sizeof on_nodes, " (%s)", hosts);
   dt_print0("%s | backend %s | comm %s | %d rank%s on %d node%s%s | %s\n", lesson->name,
-            dt_backend(), rt.comm_lib, rt.size, rt.size == 1 ? "" : "s", rt.nodes,
+            dt_backend(), dt_rt.comm_lib, dt_rt.size, dt_rt.size == 1 ? "" : "s", rt.nodes,
             rt.nodes == 1 ? "" : "s", on_nodes, devices);
   dt_print0("%s\n%s", lesson->summary, rt.notice);
   return rt.world;
 }
-
-double dt_uptime(void) { return MPI_Wtime() - rt.start; }
 
 void dt_finalize(void) {
   dt_comm_free(rt.world);
   dt_comm_release_staging();
 #ifdef DT_CUDA
   dt_mem_release_cache();
-  cudaStreamDestroy(rt.stream);
-  cudaStreamDestroy(rt.side_stream);
+  cudaStreamDestroy(dt_rt.stream);
+  cudaStreamDestroy(dt_rt.side_stream);
 #endif
-  finalize_watched();
+  dt_watch_finalize();
   dt_watchdog_stop();
-}
-
-void dt_print0(const char *fmt, ...) {
-  if (rt.rank != 0) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vprintf(fmt, ap);
-  va_end(ap);
-  fflush(stdout);
-}
-
-/* Lines printed by each rank would interleave at random; gathering them to
- * rank 0 prints them in rank order. */
-void dt_print_ranks(const char *fmt, ...) {
-  enum { LINE = 512 };
-  char line[LINE];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, LINE, fmt, ap);
-  va_end(ap);
-  char *all = rt.rank == 0 ? malloc((size_t)rt.size * LINE) : NULL;
-  if (rt.rank == 0) CHECK_ALLOC(all);
-  DT_MPI(MPI_Gather(line, LINE, MPI_CHAR, all, LINE, MPI_CHAR, 0, MPI_COMM_WORLD));
-  if (rt.rank == 0) {
-    for (int r = 0; r < rt.size; r++) printf("[rank %d] %s", r, all + (size_t)r * LINE);
-    fflush(stdout);
-    free(all);
-  }
-}
-
-double dt_now(void) { return MPI_Wtime(); }
-
-void dt_sync(void) {
-#ifdef DT_CUDA
-  CHECK_CUDA(cudaStreamSynchronize(rt.stream));
-#endif
-}
-
-void dt_timer_start(dt_timer *t) {
-#ifdef DT_CUDA
-  if (!t->ev_start) {
-    CHECK_CUDA(cudaEventCreate((cudaEvent_t *)&t->ev_start));
-    CHECK_CUDA(cudaEventCreate((cudaEvent_t *)&t->ev_stop));
-  }
-  CHECK_CUDA(cudaEventRecord((cudaEvent_t)t->ev_start, rt.stream));
-#else
-  t->t0 = MPI_Wtime();
-#endif
-}
-
-double dt_timer_stop(dt_timer *t) {
-#ifdef DT_CUDA
-  float ms = 0;
-  CHECK_CUDA(cudaEventRecord((cudaEvent_t)t->ev_stop, rt.stream));
-  CHECK_CUDA(cudaEventSynchronize((cudaEvent_t)t->ev_stop));
-  CHECK_CUDA(cudaEventElapsedTime(&ms, (cudaEvent_t)t->ev_start, (cudaEvent_t)t->ev_stop));
-  return ms * 1e-3;
-#else
-  return MPI_Wtime() - t->t0;
-#endif
 }

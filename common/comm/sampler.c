@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "comm_internal.h"
+#include "sampler.h"
 
 int64_t dt_sampler_num_samples(const dt_sampler *s) {
   int64_t n = s->dataset_size, N = s->replicas;

@@ -1,0 +1,262 @@
+/* kernels.cu: the training compute of the cuda backend. Each function
+ * matches the one of the same name in kernels_cpu.c and runs on this rank's
+ * stream; matmul goes to cuBLAS. The elementwise ones (dt_add, dt_scale, the
+ * 16-bit conversions) are common/comm's. */
+#include <cublas_v2.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "dt_cuda.h"
+#include "half_core.h"
+#include "rng_core.h"
+#include "train_internal.h"
+
+#define CHECK_CUBLAS(call)                                                                         \
+  do {                                                                                             \
+    cublasStatus_t st_ = (call);                                                                   \
+    if (st_ != CUBLAS_STATUS_SUCCESS)                                                              \
+      dt_fatal(__FILE__, __LINE__, #call, cublasGetStatusString(st_));                             \
+  } while (0)
+
+static cublasHandle_t blas;
+static double *reduce_slot; /* device scalar for loss and norm reductions */
+
+static unsigned blocks_for(size_t n) { return (unsigned)((n + 255) / 256); }
+#define GRID(n) blocks_for(n), 256, 0, dt_stream()
+#define INDEX   (blockIdx.x * (size_t)blockDim.x + threadIdx.x)
+
+/* DT_GEMM_TIME=1: each rank prints at exit the time its GPU spent in
+ * dt_matmul (CUDA events; the host waits for each one, so only then). */
+static double matmul_seconds;
+static unsigned long long matmul_calls;
+static int matmul_timed, matmul_rank;
+static cudaEvent_t matmul_events[2];
+static void print_matmul_time(void) {
+  fprintf(stderr, "gemm time (DT_GEMM_TIME): rank %d: %llu calls, %.6f s\n", matmul_rank,
+          matmul_calls, matmul_seconds);
+}
+
+extern "C" void dt_kernels_init(void) {
+  if (blas) return;
+  CHECK_CUBLAS(cublasCreate(&blas));
+  CHECK_CUBLAS(cublasSetStream(blas, dt_stream()));
+  CHECK_CUDA(cudaMalloc(&reduce_slot, sizeof(double)));
+  const char *timed = getenv("DT_GEMM_TIME");
+  matmul_timed = timed && timed[0] && timed[0] != '0';
+  matmul_rank = dt_rank();
+  if (!matmul_timed) return;
+  for (int k = 0; k < 2; k++) CHECK_CUDA(cudaEventCreate(&matmul_events[k]));
+  atexit(print_matmul_time);
+}
+
+/* __fmul_rn/__fadd_rn forbid fusing into an FMA, so the bits match the cpu. */
+__global__ static void fill_block_kernel(float *buf, int64_t rows, int64_t cols, int64_t full_cols,
+                                         int64_t row0, int64_t col0, uint64_t seed, uint64_t stream,
+                                         float lo, float width) {
+  size_t i = INDEX;
+  if (i >= (size_t)(rows * cols)) return;
+  int64_t r = (int64_t)i / cols, c = (int64_t)i % cols;
+  float u = dt_rng_core_uniform(seed, stream, (uint64_t)((row0 + r) * full_cols + col0 + c));
+  buf[i] = __fadd_rn(lo, __fmul_rn(width, u));
+}
+/* Row k is row rows[k] of the full matrix: the batch's samples in one launch. */
+__global__ static void fill_rows_kernel(float *buf, const int64_t *rows, int64_t count,
+                                        int64_t cols, uint64_t seed, uint64_t stream, float lo,
+                                        float width) {
+  size_t i = INDEX;
+  if (i >= (size_t)(count * cols)) return;
+  int64_t k = (int64_t)i / cols, c = (int64_t)i % cols;
+  float u = dt_rng_core_uniform(seed, stream, (uint64_t)(rows[k] * cols + c));
+  buf[i] = __fadd_rn(lo, __fmul_rn(width, u));
+}
+__global__ static void relu_forward_kernel(const float *a, float *h, size_t n) {
+  size_t i = INDEX;
+  if (i < n) h[i] = a[i] > 0 ? a[i] : 0;
+}
+__global__ static void relu_backward_kernel(const float *a, const float *dh, float *da, size_t n) {
+  size_t i = INDEX;
+  if (i < n) da[i] = a[i] > 0 ? dh[i] : 0;
+}
+/* One double per block, then one atomic per block: few enough atomics. */
+__global__ static void mse_kernel(const float *x, const float *y, float *dx, size_t n, double scale,
+                                  double *sum) {
+  __shared__ double part[256];
+  size_t i = INDEX;
+  double s = 0;
+  if (i < n) {
+    float d = x[i] - y[i];
+    s = (double)d * d;
+    if (dx) dx[i] = (float)(2.0 * scale) * d;
+  }
+  part[threadIdx.x] = s;
+  __syncthreads();
+  for (int k = 128; k > 0; k >>= 1) {
+    if (threadIdx.x < k) part[threadIdx.x] += part[threadIdx.x + k];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) atomicAdd(sum, part[0]);
+}
+/* Fused as on the cpu: g x grad_scale (fp16's unscale, the clip factor) and
+ * the update in one kernel, replacing a scale_kernel launch per factor. */
+__global__ static void sgd_kernel(float *w, const float *g, size_t n, float lr, float grad_scale) {
+  size_t i = INDEX;
+  if (i < n) w[i] -= lr * (g[i] * grad_scale);
+}
+__global__ static void adamw_kernel(float *w, const float *g, float *m, float *v, size_t n,
+                                    float lr, float decay, float step_size, float bias2_sqrt,
+                                    float grad_scale) {
+  size_t i = INDEX;
+  if (i >= n) return;
+  float gi = g[i] * grad_scale;
+  w[i] *= decay;
+  m[i] += (gi - m[i]) * (1.0f - 0.9f);
+  v[i] = v[i] * 0.999f + (1.0f - 0.999f) * gi * gi;
+  w[i] -= step_size * m[i] / (sqrtf(v[i]) / bias2_sqrt + 1e-8f);
+}
+
+__global__ static void round_half_kernel(const float *src, float *dst, size_t n, int bf16) {
+  size_t i = INDEX;
+  if (i < n)
+    dst[i] = bf16 ? dt_bf16_to_f32(dt_f32_to_bf16(src[i])) : dt_f16_to_f32(dt_f32_to_f16(src[i]));
+}
+
+#define LAUNCHED() CHECK_CUDA(cudaGetLastError())
+
+extern "C" void dt_fill_block(float *buf, int64_t rows, int64_t cols, int64_t full_cols,
+                              int64_t row0, int64_t col0, uint64_t seed, uint64_t stream,
+                              float bound) {
+  size_t n = (size_t)(rows * cols);
+  if (n) {
+    fill_block_kernel<<<GRID(n)>>>(buf, rows, cols, full_cols, row0, col0, seed, stream, -bound,
+                                   2 * bound);
+    LAUNCHED();
+  }
+}
+static int64_t *fill_rows_index; /* the sample indices, on the device */
+static int64_t fill_rows_size;
+extern "C" void dt_fill_rows(float *buf, const int64_t *rows, int64_t count, int64_t cols,
+                             uint64_t seed, uint64_t stream, float bound) {
+  if (count <= 0 || cols <= 0) return;
+  if (fill_rows_size < count) {
+    dt_free(fill_rows_index);
+    fill_rows_index = (int64_t *)dt_alloc((size_t)count * sizeof(int64_t), DT_OTHER);
+    fill_rows_size = count;
+  }
+  /* from pageable memory this returns once rows is copied out: reusable */
+  CHECK_CUDA(cudaMemcpyAsync(fill_rows_index, rows, (size_t)count * sizeof(int64_t),
+                             cudaMemcpyHostToDevice, dt_stream()));
+  size_t n = (size_t)(count * cols);
+  fill_rows_kernel<<<GRID(n)>>>(buf, fill_rows_index, count, cols, seed, stream, -bound, 2 * bound);
+  LAUNCHED();
+}
+/* 16-bit matmul inputs: rounded copies of A and B, kept between calls. */
+static dt_dtype matmul_inputs = DT_F32;
+static float *rounded[2];
+static size_t rounded_size[2];
+extern "C" void dt_set_matmul_inputs(dt_dtype t) { matmul_inputs = t; }
+extern "C" size_t dt_rounding_bytes(void) {
+  return (rounded_size[0] + rounded_size[1]) * sizeof(float);
+}
+
+static const float *rounded_copy(int which, const float *x, size_t n) {
+  if (rounded_size[which] < n) {
+    dt_free(rounded[which]); /* dt_alloc: the memory tables know of them */
+    rounded[which] = dt_alloc_f32(n, DT_OTHER);
+    rounded_size[which] = n;
+  }
+  if (n) {
+    round_half_kernel<<<GRID(n)>>>(x, rounded[which], n, matmul_inputs == DT_BF16);
+    LAUNCHED();
+  }
+  return rounded[which];
+}
+
+extern "C" void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
+                          const float *B, float *C, int accumulate) {
+  if (matmul_inputs != DT_F32) {
+    A = rounded_copy(0, A, (size_t)(M * K));
+    B = rounded_copy(1, B, (size_t)(K * N));
+  }
+  dt_kernels_init();
+  /* cuBLAS is column-major: the row-major C = op(A) op(B) is the
+   * column-major C^T = op(B)^T op(A)^T, so pass B first. */
+  const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  if (matmul_timed) CHECK_CUDA(cudaEventRecord(matmul_events[0], dt_stream()));
+  CHECK_CUBLAS(cublasSgemm(blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                           trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N, (int)M, (int)K, &one, B,
+                           trans_b ? (int)K : (int)N, A, trans_a ? (int)M : (int)K, &beta, C,
+                           (int)N));
+  if (matmul_timed) {
+    float ms = 0;
+    CHECK_CUDA(cudaEventRecord(matmul_events[1], dt_stream()));
+    CHECK_CUDA(cudaEventSynchronize(matmul_events[1]));
+    CHECK_CUDA(cudaEventElapsedTime(&ms, matmul_events[0], matmul_events[1]));
+    matmul_seconds += ms * 1e-3, matmul_calls++;
+  }
+}
+extern "C" void dt_relu_forward(const float *a, float *h, size_t n) {
+  if (n) {
+    relu_forward_kernel<<<GRID(n)>>>(a, h, n);
+    LAUNCHED();
+  }
+}
+extern "C" void dt_relu_backward(const float *a, const float *dh, float *da, size_t n) {
+  if (n) {
+    relu_backward_kernel<<<GRID(n)>>>(a, dh, da, n);
+    LAUNCHED();
+  }
+}
+static double reduce(const float *x, const float *y, float *dx, size_t n, double scale) {
+  dt_kernels_init();
+  double sum = 0;
+  CHECK_CUDA(cudaMemsetAsync(reduce_slot, 0, sizeof(double), dt_stream()));
+  if (n) {
+    mse_kernel<<<GRID(n)>>>(x, y, dx, n, scale, reduce_slot);
+    LAUNCHED();
+  }
+  CHECK_CUDA(cudaMemcpyAsync(&sum, reduce_slot, sizeof sum, cudaMemcpyDeviceToHost, dt_stream()));
+  CHECK_CUDA(cudaStreamSynchronize(dt_stream())); /* the host needs the number */
+  return sum;
+}
+extern "C" double dt_mse_forward_backward(const float *x, const float *y, float *dx, size_t n,
+                                          double scale) {
+  return reduce(x, y, dx, n, scale) * scale;
+}
+__global__ static void sum_squares_kernel(const float *x, size_t n, double *sum) {
+  __shared__ double part[256];
+  size_t i = INDEX;
+  part[threadIdx.x] = i < n ? (double)x[i] * x[i] : 0.0;
+  __syncthreads();
+  for (int k = 128; k > 0; k >>= 1) {
+    if (threadIdx.x < k) part[threadIdx.x] += part[threadIdx.x + k];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) atomicAdd(sum, part[0]);
+}
+extern "C" double dt_sum_squares(const float *x, size_t n) {
+  dt_kernels_init();
+  double sum = 0;
+  CHECK_CUDA(cudaMemsetAsync(reduce_slot, 0, sizeof(double), dt_stream()));
+  if (n) {
+    sum_squares_kernel<<<GRID(n)>>>(x, n, reduce_slot);
+    LAUNCHED();
+  }
+  CHECK_CUDA(cudaMemcpyAsync(&sum, reduce_slot, sizeof sum, cudaMemcpyDeviceToHost, dt_stream()));
+  CHECK_CUDA(cudaStreamSynchronize(dt_stream()));
+  return sum;
+}
+extern "C" void dt_sgd_step(float *w, const float *g, size_t n, float lr, float grad_scale) {
+  if (n) {
+    sgd_kernel<<<GRID(n)>>>(w, g, n, lr, grad_scale);
+    LAUNCHED();
+  }
+}
+extern "C" void dt_adamw_step(float *w, const float *g, float *m, float *v, size_t n, float lr,
+                              float weight_decay, int64_t t, float grad_scale) {
+  float bias1 = 1.0f - powf(0.9f, (float)t), bias2_sqrt = sqrtf(1.0f - powf(0.999f, (float)t));
+  if (n) {
+    adamw_kernel<<<GRID(n)>>>(w, g, m, v, n, lr, 1.0f - lr * weight_decay, lr / bias1, bias2_sqrt,
+                              grad_scale);
+    LAUNCHED();
+  }
+}

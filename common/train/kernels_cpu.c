@@ -1,0 +1,135 @@
+/* kernels_cpu.c: the training compute of the cpu backend, on host memory.
+ * Matmul goes to OpenBLAS (one thread per rank: the ranks are the
+ * parallelism); the rest are plain loops. kernels.cu holds the same
+ * functions for the GPU; the elementwise ones (dt_add, dt_scale, the 16-bit
+ * conversions) are common/comm's. */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "train_internal.h"
+
+/* DT_GEMM_TIME=1: each rank prints at exit the wall time it spent in
+ * dt_matmul, the floor a cpu step can reach (bench/run.sh reads it). */
+static double matmul_seconds;
+static uint64_t matmul_calls;
+static int matmul_timed, matmul_rank;
+static void print_matmul_time(void) {
+  fprintf(stderr, "gemm time (DT_GEMM_TIME): rank %d: %llu calls, %.6f s\n", matmul_rank,
+          (unsigned long long)matmul_calls, matmul_seconds);
+}
+
+void dt_kernels_init(void) {
+  static int done;
+  if (done) return;
+  done = 1;
+  openblas_set_num_threads(1);
+  const char *timed = getenv("DT_GEMM_TIME");
+  matmul_timed = timed && timed[0] && timed[0] != '0';
+  matmul_rank = dt_rank();
+  if (matmul_timed) atexit(print_matmul_time);
+}
+
+void dt_fill_block(float *buf, int64_t rows, int64_t cols, int64_t full_cols, int64_t row0,
+                   int64_t col0, uint64_t seed, uint64_t stream, float bound) {
+  for (int64_t r = 0; r < rows; r++)
+    dt_fill_uniform(buf + r * cols, (size_t)cols, seed, stream,
+                    (uint64_t)((row0 + r) * full_cols + col0), -bound, bound);
+}
+
+void dt_fill_rows(float *buf, const int64_t *rows, int64_t count, int64_t cols, uint64_t seed,
+                  uint64_t stream, float bound) {
+  for (int64_t k = 0; k < count; k++)
+    dt_fill_block(buf + k * cols, 1, cols, cols, rows[k], 0, seed, stream, bound);
+}
+
+/* 16-bit matmul inputs: rounded copies of A and B, kept between calls. */
+static dt_dtype matmul_inputs = DT_F32;
+static float *rounded[2];
+static size_t rounded_size[2];
+void dt_set_matmul_inputs(dt_dtype t) { matmul_inputs = t; }
+size_t dt_rounding_bytes(void) { return (rounded_size[0] + rounded_size[1]) * sizeof(float); }
+
+static const float *rounded_copy(int which, const float *x, size_t n) {
+  if (rounded_size[which] < n) {
+    dt_free(rounded[which]); /* dt_alloc: the memory tables know of them */
+    rounded[which] = dt_alloc_f32(n, DT_OTHER);
+    rounded_size[which] = n;
+  }
+  for (size_t i = 0; i < n; i++) rounded[which][i] = x[i];
+  dt_round_half(rounded[which], n, matmul_inputs);
+  return rounded[which];
+}
+
+void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
+               const float *B, float *C, int accumulate) {
+  dt_kernels_init();
+  if (matmul_inputs != DT_F32) {
+    A = rounded_copy(0, A, (size_t)(M * K));
+    B = rounded_copy(1, B, (size_t)(K * N));
+  }
+  double t0 = matmul_timed ? dt_now() : 0;
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A,
+              trans_a ? (int)M : (int)K, B, trans_b ? (int)K : (int)N, accumulate ? 1.0f : 0.0f, C,
+              (int)N);
+  if (matmul_timed) matmul_seconds += dt_now() - t0, matmul_calls++;
+}
+
+/* Selects that -O3 turns into vector compares and masks (restrict, no
+ * branch): the -O2 build branched on the sign of each activation, which a
+ * random sign mispredicts half the time. */
+void dt_relu_forward(const float *restrict a, float *restrict h, size_t n) {
+  for (size_t i = 0; i < n; i++) h[i] = a[i] > 0 ? a[i] : 0.0f;
+}
+
+void dt_relu_backward(const float *a, const float *dh, float *da, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    float g = dh[i];
+    da[i] = a[i] > 0 ? g : 0.0f;
+  }
+}
+
+double dt_mse_forward_backward(const float *x, const float *y, float *dx, size_t n, double scale) {
+  double sum = 0;
+  for (size_t i = 0; i < n; i++) {
+    float d = x[i] - y[i];
+    sum += (double)d * d;
+    dx[i] = (float)(2.0 * scale) * d;
+  }
+  return sum * scale;
+}
+
+/* Four partial sums: one chain of dependent double additions ran at one
+ * element per add latency; four independent chains overlap. */
+double dt_sum_squares(const float *x, size_t n) {
+  double s[4] = {0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int k = 0; k < 4; k++) s[k] += (double)x[i + k] * x[i + k];
+  for (; i < n; i++) s[0] += (double)x[i] * x[i];
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+/* Fused: g x grad_scale (fp16's unscale and the clip factor) and the update
+ * in one pass over memory; it replaces a dt_scale pass for each factor. */
+void dt_sgd_step(float *restrict w, const float *restrict g, size_t n, float lr, float grad_scale) {
+  for (size_t i = 0; i < n; i++) w[i] -= lr * (g[i] * grad_scale);
+}
+
+/* As torch.optim.AdamW computes it, in this order, on g x grad_scale (fused
+ * as in dt_sgd_step). */
+void dt_adamw_step(float *restrict w, const float *restrict g, float *restrict m, float *restrict v,
+                   size_t n, float lr, float weight_decay, int64_t t, float grad_scale) {
+  const float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  float bias1 = 1.0f - powf(beta1, (float)t), bias2_sqrt = sqrtf(1.0f - powf(beta2, (float)t));
+  float step_size = lr / bias1, decay = 1.0f - lr * weight_decay;
+  for (size_t i = 0; i < n; i++) {
+    float gi = g[i] * grad_scale;
+    w[i] *= decay;
+    m[i] += (gi - m[i]) * (1.0f - beta1);
+    v[i] = v[i] * beta2 + (1.0f - beta2) * gi * gi;
+    w[i] -= step_size * m[i] / (sqrtf(v[i]) / bias2_sqrt + eps);
+  }
+}
