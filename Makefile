@@ -71,15 +71,18 @@ BUILD   := $(BUILD_ROOT)/$(BACKEND)
 # -O3 vectorizes the elementwise loops (ReLU, optimizers); -funroll-loops
 # speeds the SGD pass further: `make bench-flags` measures each candidate.
 OPT     ?= -O3 -funroll-loops -g
-CFLAGS  := $(OPT) -std=c11 -Wall -Wextra -I. -Icommon -Itests -MMD -MP
+CFLAGS  := $(OPT) -std=c11 -Wall -Wextra -I. -Icommon/comm -Icommon/train -Itests -MMD -MP
 LDLIBS  := $(if $(filter cpu,$(BACKEND)),-lopenblas) -lm -pthread
-COMMON_SRC := $(filter-out common/kernels_cpu.c,$(wildcard common/*.c))
+# common/ in two layers, two libraries: comm (what lessons 01-04 need) and
+# train above it (05-09). A lesson links train first: train calls into comm.
+COMM_SRC  := $(filter-out %/kernels_cpu.c,$(wildcard common/comm/*.c))
+TRAIN_SRC := $(filter-out %/kernels_cpu.c,$(wildcard common/train/*.c))
 ifeq ($(BACKEND),cuda)
   CFLAGS  += -DDT_CUDA -I$(CUDA_HOME)/include -I$(NCCL_INC)
   # sm_XX machine code for each ARCH, and PTX of the newest, which the driver
   # compiles (JIT) for a GPU newer than all of them.
   PTX_ARCH := $(shell printf '%s\n' $(ARCH) | sort -n | tail -n 1)
-  NVFLAGS := -O2 -g -std=c++17 -DDT_CUDA -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX -Icommon -I$(NCCL_INC) \
+  NVFLAGS := -O2 -g -std=c++17 -DDT_CUDA -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX -Icommon/comm -Icommon/train -I$(NCCL_INC) \
              $(addprefix -I,$(shell $(MPICC) --showme:incdirs 2>/dev/null)) \
              $(foreach a,$(ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
              -gencode arch=compute_$(PTX_ARCH),code=compute_$(PTX_ARCH) \
@@ -88,10 +91,15 @@ ifeq ($(BACKEND),cuda)
   # NCCL's folder first, in -L and rpath: a CUDA tree may hold another NCCL.
   LDLIBS  += -L$(NCCL_LIB) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(NCCL_LIB) \
              -Wl,-rpath,$(CUDA_HOME)/lib64 -l:libnccl.so.2 -lcublas -lcudart -lstdc++
-  COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o) $(patsubst %.cu,$(BUILD)/%.o,$(wildcard common/*.cu))
+  KERNELS := kernels.o # from kernels.cu; kernels_cpu.c is the cpu backend's
 else
-  COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/kernels_cpu.o
+  KERNELS := kernels_cpu.o
 endif
+COMM_OBJ  := $(COMM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/comm/$(KERNELS)
+TRAIN_OBJ := $(TRAIN_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/train/$(KERNELS)
+LIBCOMM   := $(BUILD)/libdtcomm.a
+LIBTRAIN  := $(BUILD)/libdttrain.a
+LIBS      := $(LIBTRAIN) $(LIBCOMM)
 
 # ---- lessons: NN_name/name.c -> NN_name/name ---------------------------------
 # Any folder NN_name/ (two digits) is a lesson. Its binary links every .c of
@@ -131,12 +139,14 @@ $(BUILD)/%.o: %.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
-$(BUILD)/libdt.a: $(COMMON_OBJ)
+$(LIBCOMM): $(COMM_OBJ)
+	$(AR) rcs $@ $^
+$(LIBTRAIN): $(TRAIN_OBJ)
 	$(AR) rcs $@ $^
 
 define lesson_rules
 lesson-$(call lesson_num,$(1)): banner $(call lesson_bin,$(1))
-$(call lesson_bin,$(1)): $(call lesson_objs,$(1)) $(BUILD)/libdt.a $(STAMP)
+$(call lesson_bin,$(1)): $(call lesson_objs,$(1)) $(LIBS) $(STAMP)
 	@mkdir -p $$(@D)
 	$(MPICC) $(LDFLAGS) $$(filter %.o %.a,$$^) -o $$@ $(LDLIBS)
 run-$(call lesson_num,$(1)): $(call lesson_bin,$(1))
@@ -144,7 +154,7 @@ run-$(call lesson_num,$(1)): $(call lesson_bin,$(1))
 endef
 $(foreach d,$(LESSON_DIRS),$(eval $(call lesson_rules,$(d))))
 
-$(BIN_DIR)/tests/test_%: $(BUILD)/tests/test_%.o $(BUILD)/libdt.a $(STAMP)
+$(BIN_DIR)/tests/test_%: $(BUILD)/tests/test_%.o $(LIBS) $(STAMP)
 	@mkdir -p $(@D)
 	$(MPICC) $(LDFLAGS) $(filter %.o %.a,$^) -o $@ $(LDLIBS)
 
@@ -179,8 +189,8 @@ sanitize:
 # dt_matmul against a standalone single-thread OpenBLAS sgemm on the
 # training shapes (the cpu backend's performance target: >= 80%).
 bench-matmul:
-	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/libdt.a
-	$(MPICC) $(CFLAGS) tests/bench_matmul.c build/cpu/libdt.a -o build/cpu/bench_matmul $(LDLIBS)
+	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/libdttrain.a build/cpu/libdtcomm.a
+	$(MPICC) $(CFLAGS) tests/bench_matmul.c build/cpu/libdttrain.a build/cpu/libdtcomm.a -o build/cpu/bench_matmul $(LDLIBS)
 	./build/cpu/bench_matmul
 
 # The benchmark suite (bench/run.sh): collectives of lessons 01-03 against the
@@ -198,8 +208,9 @@ BENCH_FLAGS ?= -O2 -g|-O3 -g|-O3 -funroll-loops -g
 bench-flags:
 	@flags='$(BENCH_FLAGS)'; IFS='|' read -ra opts <<<"$$flags"; \
 	for i in $${!opts[@]}; do o=$${opts[$$i]}; \
-	  $(MAKE) --no-print-directory -s BACKEND=cpu BUILD_ROOT=build/flags$$i OPT="$$o" build/flags$$i/cpu/libdt.a && \
-	  $(MPICC) $$o -std=c11 -Wall -Wextra -Icommon tests/bench_elementwise.c build/flags$$i/cpu/libdt.a \
+	  $(MAKE) --no-print-directory -s BACKEND=cpu BUILD_ROOT=build/flags$$i OPT="$$o" build/flags$$i/cpu/libdttrain.a build/flags$$i/cpu/libdtcomm.a && \
+	  $(MPICC) $$o -std=c11 -Wall -Wextra -Icommon/comm -Icommon/train tests/bench_elementwise.c \
+	    build/flags$$i/cpu/libdttrain.a build/flags$$i/cpu/libdtcomm.a \
 	    -o build/flags$$i/bench_elementwise $(LDLIBS) || exit 1; done; \
 	for r in 1 2 3; do for i in $${!opts[@]}; do \
 	  printf '%-30s ' "OPT=\"$${opts[$$i]}\""; ./build/flags$$i/bench_elementwise || exit 1; done; done
@@ -218,8 +229,8 @@ bench-step: all
 define exercise_rules
 exercise-$(call lesson_num,$(1)):
 	@bash tests/exercise.sh make $(1)
-check-$(call lesson_num,$(1)): $(BUILD)/libdt.a
-	@MPICC="$(MPICC)" CFLAGS="$(CFLAGS)" LDFLAGS="$(LDFLAGS)" LDLIBS="$(LDLIBS)" LIBDT=$(BUILD)/libdt.a \
+check-$(call lesson_num,$(1)): $(LIBS)
+	@MPICC="$(MPICC)" CFLAGS="$(CFLAGS)" LDFLAGS="$(LDFLAGS)" LDLIBS="$(LDLIBS)" LIBDT="$(LIBS)" \
 	  OBJDIR=$(BUILD)/exercises MPIRUN="$(MPIRUN)" CORES=$(CORES) bash tests/exercise.sh check $(1)
 endef
 $(foreach d,$(LESSON_DIRS),$(eval $(call exercise_rules,$(d))))

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The lessons' model in PyTorch, for the side-by-side step times of the bench.
 
-The same residual MLP as common/model.h: L blocks x <- x + relu(x W1) W2, no
+The same residual MLP as common/train/model.c: L blocks x <- x + relu(x W1) W2, no
 biases, W1 [D, H] and W2 [H, D] drawn from uniform(-1/sqrt(fan_in),
 1/sqrt(fan_in)) as our dt_init_w1/dt_init_w2; each step makes its global batch
 as dt_make_batch does (x uniform in [-1, 1), y = x + relu(x T1) T2 from a fixed

@@ -3,7 +3,7 @@
  * The performance target: on the default training shapes, dt_matmul reaches
  * at least 80% of a standalone single-thread OpenBLAS sgemm of the same
  * shape. This program times the six dt_matmul calls that one block makes in
- * training (dt_block_forward and dt_block_backward in common/model.c), at the
+ * training (dt_block_forward and dt_block_backward in common/train/model.c), at the
  * rows per rank of 05_dp's defaults (B = 32: b = 32 at NP=1, b = 8 at NP=4;
  * D = 64, H = 256), against cblas_sgemm called directly with the same
  * arguments and openblas_set_num_threads(1), and prints GFLOP/s and the ratio.
@@ -18,8 +18,8 @@
  * loop, OpenBLAS left multi-threaded, a copy added on the way).
  * Not a unit test (no test_ prefix), built by hand or by `make bench-matmul`:
  *
- *   mpicc -O2 -std=c11 -Icommon tests/bench_matmul.c build/cpu/libdt.a -lopenblas -lm \
- *     -o build/cpu/bench_matmul && ./build/cpu/bench_matmul */
+ *   mpicc -O2 -std=c11 -Icommon/comm -Icommon/train tests/bench_matmul.c build/cpu/libdttrain.a \
+ *     build/cpu/libdtcomm.a -lopenblas -lm -o build/cpu/bench_matmul && ./build/cpu/bench_matmul */
 #ifdef DT_CUDA
 #error "bench_matmul compares the cpu backend's dt_matmul with OpenBLAS: build it for BACKEND=cpu"
 #endif
@@ -62,7 +62,7 @@ static int64_t dim(char c, int64_t b, int64_t D, int64_t H) {
   return c == 'b' ? b : c == 'D' ? D : H;
 }
 
-/* The same arguments dt_matmul passes (common/kernels_cpu.c), written out. */
+/* The same arguments dt_matmul passes (common/train/kernels_cpu.c), written out. */
 static void blas(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, const float *B,
                  float *C, int acc) {
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M,

@@ -28,7 +28,7 @@
 # The workspace is $EXERCISE_DIR/NN_name/name.c (default exercises/, ignored
 # by git); make exercise-N never overwrites it. make check-N passes the
 # compiler settings (MPICC CFLAGS LDFLAGS LDLIBS LIBDT OBJDIR MPIRUN CORES);
-# run by hand, the defaults below build against build/cpu/libdt.a.
+# run by hand, the defaults below build against build/cpu's two libraries.
 # EXERCISE_DIR=. checks the lesson itself (the test suite does). Each run
 # gets --timeout $EXERCISE_TIMEOUT (the lesson's watchdog catches deadlocks)
 # and an outer limit of $EXERCISE_LIMIT seconds in case even that fails.
@@ -40,10 +40,10 @@ EXERCISE_DIR=${EXERCISE_DIR:-exercises}
 EXERCISE_TIMEOUT=${EXERCISE_TIMEOUT:-10}
 EXERCISE_LIMIT=${EXERCISE_LIMIT:-90}
 MPICC=${MPICC:-mpicc}
-CFLAGS=${CFLAGS:--O2 -g -std=c11 -Wall -Wextra -Icommon}
+CFLAGS=${CFLAGS:--O2 -g -std=c11 -Wall -Wextra -Icommon/comm -Icommon/train}
 LDFLAGS=${LDFLAGS:-}
 LDLIBS=${LDLIBS:--lopenblas -lm -pthread}
-LIBDT=${LIBDT:-build/cpu/libdt.a}
+LIBDT=${LIBDT:-build/cpu/libdttrain.a build/cpu/libdtcomm.a} # training first: it calls into comm
 OBJDIR=${OBJDIR:-build/cpu/exercises}
 MPIRUN=${MPIRUN:-mpirun}
 CORES=${CORES:-$(nproc 2>/dev/null || echo 1)}
@@ -179,7 +179,10 @@ cmd_check() {
   [ -f "$spec" ] || die "lesson $d has no exercise yet ($spec is missing)"
   src="$EXERCISE_DIR/$d/$name.c"
   [ -f "$src" ] || die "no $src yet: run 'make exercise-$((10#${d%%_*}))' first"
-  [ -f "$LIBDT" ] || die "no $LIBDT: build the common library first ('make', or run 'make check-N')"
+  local lib
+  for lib in $LIBDT; do
+    [ -f "$lib" ] || die "no $lib: build the common libraries first ('make', or run 'make check-N')"
+  done
   local tag
   tag=$(echo "$EXERCISE_DIR" | tr -c 'A-Za-z0-9_\n' '_')
   obj="$OBJDIR/$tag/$d/$name.o"
@@ -192,7 +195,7 @@ cmd_check() {
   echo "  file: $src"
   local cflags=${CFLAGS//-MMD/} build_log="$log_dir/build.log"
   cflags=${cflags//-MP/}
-  if ! { $MPICC $cflags -c "$src" -o "$obj" && $MPICC $LDFLAGS "$obj" "$LIBDT" -o "$bin" $LDLIBS; } >"$build_log" 2>&1; then
+  if ! { $MPICC $cflags -c "$src" -o "$obj" && $MPICC $LDFLAGS "$obj" $LIBDT -o "$bin" $LDLIBS; } >"$build_log" 2>&1; then
     echo "FAIL  build: it does not compile; the compiler says:"
     grep -E 'error|undefined reference' "$build_log" | head -n 12 | sed 's/^/      /'
     echo "1 check: 0 passed, 1 failed (build)"

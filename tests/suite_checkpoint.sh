@@ -98,7 +98,7 @@ import sys, struct, re
 d = bytearray(open(sys.argv[1], 'rb').read())
 n = int.from_bytes(d[:8], 'little')
 d[8 + n + 400:8 + n + 404] = struct.pack('<f', float('nan'))
-h = 0xcbf29ce484222325  # FNV-1a over 32-bit words, as common/safetensors.c
+h = 0xcbf29ce484222325  # FNV-1a over 32-bit words, as common/train/safetensors.c
 for (w,) in struct.iter_unpack('<I', bytes(d[8 + n:])):
     h = ((h ^ w) * 0x100000001b3) & 0xffffffffffffffff
 head = re.sub(rb'"checksum":"[0-9a-f]{16}"', b'"checksum":"%016x"' % h, bytes(d[8:8 + n]))

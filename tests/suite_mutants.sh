@@ -35,11 +35,11 @@ build_copy() {
   for piece in $(sed -n 's|^#include "\([0-9][0-9]_[^/"]*/[^"]*\)\.h".*|\1|p' "$lesson"/*.c | sort -u); do
     [ -f "$piece.c" ] && [ "${piece%%/*}" != "$lesson" ] && [ "$piece.c" != "$file" ] && objs+=("$BUILD_DIR/$piece.o")
   done
-  local link=("${objs[@]}" "$dir/copy.o" "$BUILD_DIR/libdt.a")
+  local link=("${objs[@]}" "$dir/copy.o" "$BUILD_DIR/libdttrain.a" "$BUILD_DIR/libdtcomm.a")
   case $file in
     common/*) link+=(-Wl,--allow-multiple-definition) ;;
   esac
-  mpicc -O2 -std=c11 -I. -Icommon -Itests -c "$dir/$(basename "$file")" -o "$dir/copy.o" >"$dir/build.log" 2>&1 &&
+  mpicc -O2 -std=c11 -I. -Icommon/comm -Icommon/train -Itests -c "$dir/$(basename "$file")" -o "$dir/copy.o" >"$dir/build.log" 2>&1 &&
     mpicc "${link[@]}" -o "$dir/$name" -lopenblas -lm -pthread >>"$dir/build.log" 2>&1 || return 1
 }
 
@@ -71,7 +71,7 @@ if [ "${BACKEND:-cpu}" != cpu ]; then
   echo "SKIP mutants: they are built for the cpu backend (this run: ${BACKEND})"
 else
   # The harness itself must not change a result: unmutated copies pass.
-  for file in 05_dp/dp.c common/data.c; do
+  for file in 05_dp/dp.c common/train/data.c; do
     build_copy "$MUT_DIR/control-${file//\//-}" 05_dp "$file"
     check "mutants: an unmutated copy of $file built by the harness passes" 2 0 'CHECK PASSED' -- \
       "./$MUT_DIR/control-${file//\//-}/dp" --optimizer adamw
@@ -80,7 +80,7 @@ else
   mutant 03-ring 03_all_reduce 03_all_reduce/all_reduce.c \
     's/ring_step\(c, buf, count, mod\(r - s, n\)/ring_step(c, buf, count, mod(r + 1 - s, n)/' \
     "ring reduce-scatter sends the wrong chunk"
-  mutant 04-seed 04_sampler common/sampler.c \
+  mutant 04-seed 04_sampler common/comm/sampler.c \
     's/dt_shuffle\(n, s->seed, epoch, order\)/dt_shuffle(n, s->seed + (uint64_t)s->rank, epoch, order)/' \
     "each rank shuffles with its own seed"
   mutant 05-sum 05_dp 05_dp/dp.c \
@@ -95,10 +95,10 @@ else
   mutant 05-sampler 05_dp 05_dp/dp.c \
     's/m->world->rank, step, m->samples\)/0, step, m->samples)/' \
     "every rank trains on rank 0's samples"
-  mutant 05-replica 05_dp common/run.c \
+  mutant 05-replica 05_dp common/train/run.c \
     's/    dt_optimizer_step\(c, s->w/    if (r->world->rank == 0) dt_optimizer_step(c, s->w/' \
     "only rank 0 steps its replica (a broadcast forgotten)"
-  mutant 05-unscale 05_dp common/run.c \
+  mutant 05-unscale 05_dp common/train/run.c \
     's/dt_grad_scale\(c, used, sq\)/dt_grad_scale(c, 1.0, sq)/' \
     "fp16 loss scale never divided out" -- --precision fp16 --optimizer sgd
   mutant 05-topk 05_dp 05_dp/compress.c \

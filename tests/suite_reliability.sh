@@ -129,7 +129,7 @@ rm -rf build/test-stop-ck
 stopped_rank_test 2 1 '^ +activ ' 'watchdog: rank 0 stuck for 2 s in (MPI_Finalize|MPI_Bcast of rank 0.s weights|MPI_Gather of the replica)' \
   "during the final check" ./05_dp/dp --steps 60 --layers 8 --dim 128
 # rank 0 stopped while it trains the reference: the others wait for the
-# verdict (common/check.c), allowed --timeout plus twice N times the run so far
+# verdict (common/train/check.c), allowed --timeout plus twice N times the run so far
 stopped_rank_test 2 0 '^ +activ ' "watchdog: rank 1 stuck for [0-9]+ s in MPI_(Bcast of the check's verdict|Bcast of rank 0's weights|Gather of the replica)" \
   "during the final check" ./05_dp/dp --steps 60 --layers 8 --dim 128
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "dt.h"
-#include "internal.h" /* dt_fill_rows */
+#include "train_internal.h" /* dt_fill_rows */
 #include "unit.h"
 
 /* A device buffer holding host values, and its contents back on the host. */

@@ -1,15 +1,14 @@
-/* kernels_cpu.c: the compute of the cpu backend, on host memory. Matmul goes
- * to OpenBLAS (one thread per rank: the ranks are the parallelism); the rest
- * are plain loops. kernels.cu holds the same functions for the GPU. */
+/* kernels_cpu.c: the training compute of the cpu backend, on host memory.
+ * Matmul goes to OpenBLAS (one thread per rank: the ranks are the
+ * parallelism); the rest are plain loops. kernels.cu holds the same
+ * functions for the GPU; the elementwise ones (dt_add, dt_scale, the 16-bit
+ * conversions) are common/comm's. */
 #include <cblas.h>
-#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "half_core.h"
-#include "internal.h"
-#include "rng_core.h"
+#include "train_internal.h"
 
 /* DT_GEMM_TIME=1: each rank prints at exit the wall time it spent in
  * dt_matmul, the floor a cpu step can reach (bench/run.sh reads it). */
@@ -22,33 +21,14 @@ static void print_matmul_time(void) {
 }
 
 void dt_kernels_init(void) {
+  static int done;
+  if (done) return;
+  done = 1;
   openblas_set_num_threads(1);
-  /* 06 and 08 allocate and free a layer's buffers every step (their memory
-   * tables measure that). glibc returned such blocks to the kernel (mmap,
-   * munmap), so every step page-faulted them in again: keep freed memory in
-   * the heap instead (06 --zero 3, L=4 D=256 H=1024 B=64: 44.4 -> 35.4-36.7 ms
-   * per step at NP=1, 39.4 -> 29.0-29.8 at NP=2). */
-  mallopt(M_MMAP_THRESHOLD, 64 << 20);
-  mallopt(M_TRIM_THRESHOLD, 256 << 20);
   const char *timed = getenv("DT_GEMM_TIME");
   matmul_timed = timed && timed[0] && timed[0] != '0';
-  MPI_Comm_rank(MPI_COMM_WORLD, &matmul_rank);
+  matmul_rank = dt_rank();
   if (matmul_timed) atexit(print_matmul_time);
-}
-
-void dt_add(float *dst, const float *src, size_t n) {
-  for (size_t i = 0; i < n; i++) dst[i] += src[i];
-}
-
-void dt_scale(float *buf, size_t n, float s) {
-  for (size_t i = 0; i < n; i++) buf[i] *= s;
-}
-
-void dt_fill_uniform(float *buf, size_t n, uint64_t seed, uint64_t stream, uint64_t offset,
-                     float lo, float hi) {
-  float width = hi - lo;
-  for (size_t i = 0; i < n; i++)
-    buf[i] = lo + width * dt_rng_core_uniform(seed, stream, offset + i);
 }
 
 void dt_fill_block(float *buf, int64_t rows, int64_t cols, int64_t full_cols, int64_t row0,
@@ -62,29 +42,6 @@ void dt_fill_rows(float *buf, const int64_t *rows, int64_t count, int64_t cols, 
                   uint64_t stream, float bound) {
   for (int64_t k = 0; k < count; k++)
     dt_fill_block(buf + k * cols, 1, cols, cols, rows[k], 0, seed, stream, bound);
-}
-
-void dt_to_half(const float *src, void *dst, size_t n, dt_dtype t) {
-  uint16_t *h = dst;
-  for (size_t i = 0; i < n; i++)
-    h[i] = t == DT_BF16 ? dt_f32_to_bf16(src[i]) : dt_f32_to_f16(src[i]);
-}
-
-void dt_from_half(const void *src, float *dst, size_t n, dt_dtype t) {
-  const uint16_t *h = src;
-  for (size_t i = 0; i < n; i++) dst[i] = t == DT_BF16 ? dt_bf16_to_f32(h[i]) : dt_f16_to_f32(h[i]);
-}
-
-void dt_round_half(float *buf, size_t n, dt_dtype t) {
-  for (size_t i = 0; i < n; i++)
-    buf[i] = t == DT_BF16 ? dt_bf16_to_f32(dt_f32_to_bf16(buf[i]))
-                          : dt_f16_to_f32(dt_f32_to_f16(buf[i]));
-}
-
-size_t dt_count_nonfinite(const float *buf, size_t n) {
-  size_t bad = 0;
-  for (size_t i = 0; i < n; i++) bad += !isfinite(buf[i]);
-  return bad;
 }
 
 /* 16-bit matmul inputs: rounded copies of A and B, kept between calls. */
@@ -107,6 +64,7 @@ static const float *rounded_copy(int which, const float *x, size_t n) {
 
 void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
                const float *B, float *C, int accumulate) {
+  dt_kernels_init();
   if (matmul_inputs != DT_F32) {
     A = rounded_copy(0, A, (size_t)(M * K));
     B = rounded_copy(1, B, (size_t)(K * N));

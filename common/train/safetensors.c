@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "train_internal.h"
 
 typedef struct {
   char name[64];

@@ -1,4 +1,5 @@
-/* cli.c: the one flag parser of every lesson.
+/* cli.c: the one flag parser of every lesson, and dt_fail, how a usage error
+ * ends the job.
  *
  * Every rank parses the same argv and so reaches the same verdict; a bad
  * value ends the job through dt_fail (one message from rank 0, exit 2)
@@ -7,15 +8,16 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "comm_internal.h"
 
 static const char *comm_choice_value = "auto";
 static int help_asked = 0;
-static double timeout_seconds = 300;
+static double timeout_seconds = 300; /* handed to the watchdog by dt_init */
 static dt_option common_options[] = {
     DT_DOUBLE("--timeout", &timeout_seconds, 0.01, 1e7,
               "seconds a communication call may block before the watchdog aborts the job"),
@@ -24,6 +26,26 @@ static dt_option common_options[] = {
     DT_FLAG("--help", &help_asked, "print this help and exit"),
     DT_END,
 };
+
+void dt_fail(const char *fmt, ...) {
+  if (dt_rank() == 0) { /* one write: mpirun forwards stdout and stderr apart, so a line
+                        written in pieces can be cut by the banner */
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = snprintf(line, sizeof line, "error: ");
+    vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    strcat(line, "\n");
+    fputs(line, stderr);
+    fflush(stderr);
+  }
+#ifdef DT_CUDA
+  dt_comm_abort_nccl(); /* NCCL's threads and GPU memory end with their communicators */
+#endif
+  dt_watch_finalize();
+  exit(2);
+}
 
 static const char *kind_meta(const dt_option *o) {
   switch (o->kind) {
@@ -146,10 +168,8 @@ static void set_value(dt_option *o, const char *text) {
   }
 }
 
-double dt_timeout(void) { return timeout_seconds; }
-
 int dt_cli_parse(int argc, char **argv, const dt_lesson *lesson, dt_option *options,
-                 const char **comm_choice) {
+                 const char **comm_choice, double *timeout) {
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
     if (strcmp(arg, "-h") == 0) arg = "--help";
@@ -168,6 +188,7 @@ int dt_cli_parse(int argc, char **argv, const dt_lesson *lesson, dt_option *opti
     set_value(o, eq ? eq + 1 : argv[++i]);
   }
   *comm_choice = comm_choice_value;
+  *timeout = timeout_seconds;
   if (help_asked && dt_rank() == 0) print_usage(lesson, argv[0], options);
   return help_asked;
 }

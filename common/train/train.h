@@ -105,6 +105,14 @@ void dt_adamw_step(float *w, const float *g, float *m, float *v, size_t n, float
 void dt_fill_block(float *buf, int64_t rows, int64_t cols, int64_t full_cols, int64_t row0,
                    int64_t col0, uint64_t seed, uint64_t stream, float bound);
 
+/* DT_F32 (default), or round both inputs of every dt_matmul to 16 bits and
+ * accumulate in float32, as tensor cores do (the products are exact). */
+void dt_set_matmul_inputs(dt_dtype t);
+/* Under a lesson's memory table: what it leaves out, where there is some
+ * (matmul's 16-bit rounding copies; on a GPU the CUDA context, cuBLAS and
+ * NCCL). */
+void dt_print_memory_uncounted(void);
+
 /* Mixed precision. The 16-bit type of --precision (DT_F32 for fp32): what
  * matmul inputs are rounded to and what gradients, parameters and
  * activations travel in. Master weights and optimizer state stay float32. */

@@ -1,36 +1,50 @@
-/* internal.h: what the files of common/ share with each other, not with the
+/* comm_internal.h: what the files of common/ share with each other, not with the
  * lessons. */
-#ifndef DT_INTERNAL_H
-#define DT_INTERNAL_H
+#ifndef DT_COMM_INTERNAL_H
+#define DT_COMM_INTERNAL_H
 
 #include <stdio.h>
+#include <sys/types.h>
 
-#include "train.h" /* for now: the files of the training layer share this header */
+#include "dt.h"
+#ifdef DT_CUDA
+#include "dt_cuda.h"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* core.c: the facts of this process, set by dt_init (runtime.c) */
+typedef struct {
+  int rank, size, local_rank, device;
+  char comm_lib[128];
+  double start; /* MPI_Wtime after MPI_Init */
+#ifdef DT_CUDA
+  cudaStream_t stream, side_stream;
+#endif
+} dt_process;
+extern dt_process dt_rt;
 
 /* cli.c: parse argv into the lesson's options and the common ones. Returns 1
  * when --help was asked for (the usage has been printed on rank 0). Bad input
  * ends the program through dt_fail. */
 int dt_cli_parse(int argc, char **argv, const dt_lesson *lesson, dt_option *options,
-                 const char **comm_choice);
+                 const char **comm_choice, double *timeout);
 
 /* nodes.c: "node0: 0-1, node1: 2-3" on rank 0 (collective over the world;
  * node is this rank's shared-memory communicator) */
 void dt_describe_nodes(MPI_Comm node, char *out, size_t cap);
 
-/* kernels_cpu.c / kernels.cu: one-time setup (BLAS threads, cuBLAS handle) */
-void dt_kernels_init(void);
-/* bytes held by matmul's 16-bit rounding copies (dt_alloc'ed, DT_OTHER) */
-size_t dt_rounding_bytes(void);
-/* the rows of samples rows[0..count) of the data set, each cols wide, as
- * dt_fill_block makes row rows[k] of the full matrix: one launch for all */
-void dt_fill_rows(float *buf, const int64_t *rows, int64_t count, int64_t cols, uint64_t seed,
-                  uint64_t stream, float bound);
-
 /* watchdog.c: what the blocking call in progress is, and its deadline */
 void dt_watch_begin(const dt_comm *c, dt_kind k, size_t count, int peer);
 void dt_watch_end(void);
-void dt_watchdog_start(void);
+void dt_watchdog_start(double timeout); /* --timeout: what dt_timeout returns */
 void dt_watchdog_stop(void);
+/* MPI_Finalize under the watchdog: it waits for every rank, and one stopped
+ * or stuck elsewhere would keep the others in it forever (dt_fail,
+ * dt_finalize) */
+void dt_watch_finalize(void);
 #ifdef DT_CUDA
 /* NCCL work is asynchronous: these poll until the compute stream is idle, or
  * the event has happened, checking NCCL's errors, under the deadline. */
@@ -38,15 +52,17 @@ void dt_nccl_complete(dt_comm *c);
 void dt_nccl_wait_event(dt_comm *c, void *event);
 #endif
 
-/* memory.c: the cuda backend's cached device blocks, freed (dt_finalize) */
+/* memory.c: allocator settings (dt_init); on the cuda backend the cached
+ * device blocks, freed (dt_finalize), and what the GPU holds outside
+ * dt_alloc, printed under the memory tables */
+void dt_mem_init(void);
 #ifdef DT_CUDA
 void dt_mem_release_cache(void);
+void dt_print_memory_outside(void);
 #endif
 
-/* files.c: check the output paths at start-up (collective: rank 0 looks,
- * every rank fails alike), and write a file as files.c describes: open,
- * write or printf, close; any failure names the flag and path and aborts. */
-void dt_check_outputs(const dt_train_config *c);
+/* files.c: write a file as files.c describes: open, write or printf, close;
+ * any failure names the flag and path and aborts. */
 typedef struct {
   FILE *f;
   const char *flag, *shown; /* "--save", and the path as the user gave it */
@@ -57,6 +73,9 @@ void dt_out_open(dt_out *o, const char *flag, const char *path);
 void dt_out_write(dt_out *o, const void *buf, size_t bytes);
 void dt_out_printf(dt_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void dt_out_close(dt_out *o);
+/* "a regular file", "a FIFO", ...; dir and base of path ("out.st" -> ".", "out.st") */
+const char *dt_file_kind(mode_t m);
+void dt_split_path(const char *path, char *dir, size_t dn, char *base, size_t bn);
 
 /* memory.c: where dt_memory_available's figure came from, for messages */
 const char *dt_memory_source(void);
@@ -73,9 +92,11 @@ int dt_mpi_count(size_t count);
 uint64_t dt_ring_bytes(dt_comm *c, dt_kind k, size_t bytes);
 void dt_finish_avg(dt_comm *c, void *buf, size_t count, dt_dtype t, dt_op op);
 #ifdef DT_CUDA
-#include <nccl.h>
 ncclDataType_t dt_nccl_type(dt_dtype t);
 ncclRedOp_t dt_nccl_op(dt_op op);
 #endif
 
+#ifdef __cplusplus
+}
+#endif
 #endif

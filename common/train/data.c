@@ -6,7 +6,7 @@
  * (L blocks) can fit it, so the loss falls; any rank can make any sample. */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "train_internal.h"
 
 #define TEACHER_SEED 0x7eac4e5ULL
 #define X_STREAM     0

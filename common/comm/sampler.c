@@ -1,7 +1,8 @@
 /* sampler.c: torch.utils.data.DistributedSampler, and the shuffle under it. */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "comm_internal.h"
+#include "sampler.h"
 
 int64_t dt_sampler_num_samples(const dt_sampler *s) {
   int64_t n = s->dataset_size, N = s->replicas;

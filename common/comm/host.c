@@ -1,6 +1,11 @@
 /* host.c: bookkeeping traffic (dt.h): host buffers straight to MPI, timed by
- * the watchdog under the caller's line, and never counted. */
-#include "internal.h"
+ * the watchdog under the caller's line, and never counted; and the lines of
+ * every rank printed in rank order. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "comm_internal.h"
 
 #define HOST_CALL(what, call)                                                                      \
   do {                                                                                             \
@@ -39,4 +44,23 @@ void dt_host_gather_at(const char *file, int line, dt_comm *c, const void *send,
 
 void dt_host_barrier_at(const char *file, int line, dt_comm *c) {
   HOST_CALL("MPI_Barrier (bookkeeping)", MPI_Barrier(c->mpi));
+}
+
+/* Lines printed by each rank would interleave at random; gathering them to
+ * rank 0 prints them in rank order. */
+void dt_print_ranks(const char *fmt, ...) {
+  enum { LINE = 512 };
+  char line[LINE];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, LINE, fmt, ap);
+  va_end(ap);
+  char *all = dt_rank() == 0 ? malloc((size_t)dt_size() * LINE) : NULL;
+  if (dt_rank() == 0) CHECK_ALLOC(all);
+  DT_MPI(MPI_Gather(line, LINE, MPI_CHAR, all, LINE, MPI_CHAR, 0, MPI_COMM_WORLD));
+  if (dt_rank() == 0) {
+    for (int r = 0; r < dt_size(); r++) printf("[rank %d] %s", r, all + (size_t)r * LINE);
+    fflush(stdout);
+    free(all);
+  }
 }

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "comm_internal.h"
 
 #define NAME_LEN 64
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "train_internal.h"
 
 void dt_train_resolve(dt_train_config *c) {
   if (c->hidden == 0) c->hidden = 4 * c->dim;
@@ -15,6 +15,7 @@ void dt_train_resolve(dt_train_config *c) {
             "global batches, so that every world size sees the same batches",
             (long long)c->samples, (long long)c->batch);
   dt_set_matmul_inputs(dt_precision_type(c));
+  dt_kernels_init(); /* now, not inside the first timed step */
   if (c->resume && dt_precision_type(c) == DT_F16)
     dt_fail("--resume with --precision fp16 is not supported: checkpoints do not hold the loss "
             "scaler's state");
@@ -29,6 +30,18 @@ void dt_train_resolve(dt_train_config *c) {
     dt_fail("the model needs %.2f GiB for its weights alone (L x 2 x D x H x 4 bytes); only "
             "%.2f GiB are available (%s): choose a smaller --layers, --dim or --hidden",
             bytes / 1073741824.0, available / 1073741824.0, dt_memory_source());
+}
+
+/* What the tables of the lessons do not show, said where it exists. */
+void dt_print_memory_uncounted(void) {
+  size_t rounding = dt_rounding_bytes();
+  if (rounding)
+    dt_print0("    not in the table: matmul's 16-bit rounding copies of its inputs, %zu bytes "
+              "(counted under '%s')\n",
+              rounding, dt_tag_name(DT_OTHER));
+#ifdef DT_CUDA
+  dt_print_memory_outside();
+#endif
 }
 
 int64_t dt_params_per_layer(const dt_train_config *c) { return 2 * c->dim * c->hidden; }

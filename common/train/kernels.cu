@@ -1,14 +1,15 @@
-/* kernels.cu: the compute of the cuda backend. Each function matches the one
- * of the same name in kernels_cpu.c and runs on this rank's stream; matmul
- * goes to cuBLAS. */
+/* kernels.cu: the training compute of the cuda backend. Each function
+ * matches the one of the same name in kernels_cpu.c and runs on this rank's
+ * stream; matmul goes to cuBLAS. The elementwise ones (dt_add, dt_scale, the
+ * 16-bit conversions) are common/comm's. */
 #include <cublas_v2.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "dt_cuda.h"
-#include "train.h"
 #include "half_core.h"
 #include "rng_core.h"
+#include "train_internal.h"
 
 #define CHECK_CUBLAS(call)                                                                         \
   do {                                                                                             \
@@ -36,25 +37,18 @@ static void print_matmul_time(void) {
 }
 
 extern "C" void dt_kernels_init(void) {
+  if (blas) return;
   CHECK_CUBLAS(cublasCreate(&blas));
   CHECK_CUBLAS(cublasSetStream(blas, dt_stream()));
   CHECK_CUDA(cudaMalloc(&reduce_slot, sizeof(double)));
   const char *timed = getenv("DT_GEMM_TIME");
   matmul_timed = timed && timed[0] && timed[0] != '0';
-  MPI_Comm_rank(MPI_COMM_WORLD, &matmul_rank);
+  matmul_rank = dt_rank();
   if (!matmul_timed) return;
   for (int k = 0; k < 2; k++) CHECK_CUDA(cudaEventCreate(&matmul_events[k]));
   atexit(print_matmul_time);
 }
 
-__global__ static void add_kernel(float *dst, const float *src, size_t n) {
-  size_t i = INDEX;
-  if (i < n) dst[i] += src[i];
-}
-__global__ static void scale_kernel(float *buf, size_t n, float s) {
-  size_t i = INDEX;
-  if (i < n) buf[i] *= s;
-}
 /* __fmul_rn/__fadd_rn forbid fusing into an FMA, so the bits match the cpu. */
 __global__ static void fill_block_kernel(float *buf, int64_t rows, int64_t cols, int64_t full_cols,
                                          int64_t row0, int64_t col0, uint64_t seed, uint64_t stream,
@@ -120,20 +114,14 @@ __global__ static void adamw_kernel(float *w, const float *g, float *m, float *v
   w[i] -= step_size * m[i] / (sqrtf(v[i]) / bias2_sqrt + 1e-8f);
 }
 
+__global__ static void round_half_kernel(const float *src, float *dst, size_t n, int bf16) {
+  size_t i = INDEX;
+  if (i < n)
+    dst[i] = bf16 ? dt_bf16_to_f32(dt_f32_to_bf16(src[i])) : dt_f16_to_f32(dt_f32_to_f16(src[i]));
+}
+
 #define LAUNCHED() CHECK_CUDA(cudaGetLastError())
 
-extern "C" void dt_add(float *dst, const float *src, size_t n) {
-  if (n) {
-    add_kernel<<<GRID(n)>>>(dst, src, n);
-    LAUNCHED();
-  }
-}
-extern "C" void dt_scale(float *buf, size_t n, float s) {
-  if (n) {
-    scale_kernel<<<GRID(n)>>>(buf, n, s);
-    LAUNCHED();
-  }
-}
 extern "C" void dt_fill_block(float *buf, int64_t rows, int64_t cols, int64_t full_cols,
                               int64_t row0, int64_t col0, uint64_t seed, uint64_t stream,
                               float bound) {
@@ -141,14 +129,6 @@ extern "C" void dt_fill_block(float *buf, int64_t rows, int64_t cols, int64_t fu
   if (n) {
     fill_block_kernel<<<GRID(n)>>>(buf, rows, cols, full_cols, row0, col0, seed, stream, -bound,
                                    2 * bound);
-    LAUNCHED();
-  }
-}
-extern "C" void dt_fill_uniform(float *buf, size_t n, uint64_t seed, uint64_t stream,
-                                uint64_t offset, float lo, float hi) {
-  if (n) {
-    fill_block_kernel<<<GRID(n)>>>(buf, 1, (int64_t)n, 0, 0, (int64_t)offset, seed, stream, lo,
-                                   hi - lo);
     LAUNCHED();
   }
 }
@@ -169,55 +149,6 @@ extern "C" void dt_fill_rows(float *buf, const int64_t *rows, int64_t count, int
   fill_rows_kernel<<<GRID(n)>>>(buf, fill_rows_index, count, cols, seed, stream, -bound, 2 * bound);
   LAUNCHED();
 }
-__global__ static void to_half_kernel(const float *src, uint16_t *dst, size_t n, int bf16) {
-  size_t i = INDEX;
-  if (i < n) dst[i] = bf16 ? dt_f32_to_bf16(src[i]) : dt_f32_to_f16(src[i]);
-}
-__global__ static void from_half_kernel(const uint16_t *src, float *dst, size_t n, int bf16) {
-  size_t i = INDEX;
-  if (i < n) dst[i] = bf16 ? dt_bf16_to_f32(src[i]) : dt_f16_to_f32(src[i]);
-}
-__global__ static void round_half_kernel(const float *src, float *dst, size_t n, int bf16) {
-  size_t i = INDEX;
-  if (i < n)
-    dst[i] = bf16 ? dt_bf16_to_f32(dt_f32_to_bf16(src[i])) : dt_f16_to_f32(dt_f32_to_f16(src[i]));
-}
-__global__ static void nonfinite_kernel(const float *x, size_t n, unsigned long long *count) {
-  size_t i = INDEX;
-  if (i < n && !isfinite(x[i])) atomicAdd(count, 1ull);
-}
-
-extern "C" void dt_to_half(const float *src, void *dst, size_t n, dt_dtype t) {
-  if (n) {
-    to_half_kernel<<<GRID(n)>>>(src, (uint16_t *)dst, n, t == DT_BF16);
-    LAUNCHED();
-  }
-}
-extern "C" void dt_from_half(const void *src, float *dst, size_t n, dt_dtype t) {
-  if (n) {
-    from_half_kernel<<<GRID(n)>>>((const uint16_t *)src, dst, n, t == DT_BF16);
-    LAUNCHED();
-  }
-}
-extern "C" void dt_round_half(float *buf, size_t n, dt_dtype t) {
-  if (n) {
-    round_half_kernel<<<GRID(n)>>>(buf, buf, n, t == DT_BF16);
-    LAUNCHED();
-  }
-}
-extern "C" size_t dt_count_nonfinite(const float *buf, size_t n) {
-  unsigned long long count = 0;
-  CHECK_CUDA(cudaMemsetAsync(reduce_slot, 0, sizeof(double), dt_stream()));
-  if (n) {
-    nonfinite_kernel<<<GRID(n)>>>(buf, n, (unsigned long long *)reduce_slot);
-    LAUNCHED();
-  }
-  CHECK_CUDA(
-      cudaMemcpyAsync(&count, reduce_slot, sizeof count, cudaMemcpyDeviceToHost, dt_stream()));
-  CHECK_CUDA(cudaStreamSynchronize(dt_stream())); /* the host decides whether to step */
-  return (size_t)count;
-}
-
 /* 16-bit matmul inputs: rounded copies of A and B, kept between calls. */
 static dt_dtype matmul_inputs = DT_F32;
 static float *rounded[2];
@@ -246,6 +177,7 @@ extern "C" void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_
     A = rounded_copy(0, A, (size_t)(M * K));
     B = rounded_copy(1, B, (size_t)(K * N));
   }
+  dt_kernels_init();
   /* cuBLAS is column-major: the row-major C = op(A) op(B) is the
    * column-major C^T = op(B)^T op(A)^T, so pass B first. */
   const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
@@ -275,6 +207,7 @@ extern "C" void dt_relu_backward(const float *a, const float *dh, float *da, siz
   }
 }
 static double reduce(const float *x, const float *y, float *dx, size_t n, double scale) {
+  dt_kernels_init();
   double sum = 0;
   CHECK_CUDA(cudaMemsetAsync(reduce_slot, 0, sizeof(double), dt_stream()));
   if (n) {
@@ -301,6 +234,7 @@ __global__ static void sum_squares_kernel(const float *x, size_t n, double *sum)
   if (threadIdx.x == 0) atomicAdd(sum, part[0]);
 }
 extern "C" double dt_sum_squares(const float *x, size_t n) {
+  dt_kernels_init();
   double sum = 0;
   CHECK_CUDA(cudaMemsetAsync(reduce_slot, 0, sizeof(double), dt_stream()));
   if (n) {
@@ -321,8 +255,8 @@ extern "C" void dt_adamw_step(float *w, const float *g, float *m, float *v, size
                               float weight_decay, int64_t t, float grad_scale) {
   float bias1 = 1.0f - powf(0.9f, (float)t), bias2_sqrt = sqrtf(1.0f - powf(0.999f, (float)t));
   if (n) {
-    adamw_kernel<<<GRID(n)>>>(w, g, m, v, n, lr, 1.0f - lr * weight_decay, lr / bias1,
-                                   bias2_sqrt, grad_scale);
+    adamw_kernel<<<GRID(n)>>>(w, g, m, v, n, lr, 1.0f - lr * weight_decay, lr / bias1, bias2_sqrt,
+                              grad_scale);
     LAUNCHED();
   }
 }

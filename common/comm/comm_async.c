@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "comm_internal.h"
 #ifdef DT_CUDA
 #include "dt_cuda.h"
 #define STAGED_ASYNC 1 /* the MPI path of the cuda backend always stages */

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "train_internal.h"
 
 void dt_save_state(const char *path, const dt_train_config *c, int64_t step, const float *w,
                    const float *m, const float *v);

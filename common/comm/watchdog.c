@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "comm_internal.h"
 #ifdef DT_CUDA
 #include "dt_cuda.h"
 #endif
@@ -43,6 +43,9 @@ static struct {
   pthread_t thread;
   int started;
 } wd = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static double timeout_seconds; /* --timeout, from dt_watchdog_start */
+double dt_timeout(void) { return timeout_seconds; }
 
 static double monotonic(void) {
   struct timespec ts;
@@ -120,10 +123,20 @@ static void *watch(void *unused) {
   return NULL;
 }
 
-void dt_watchdog_start(void) {
+void dt_watchdog_start(double timeout) {
+  timeout_seconds = timeout;
   if (pthread_create(&wd.thread, NULL, watch, NULL) != 0)
     dt_fatal(__FILE__, __LINE__, "pthread_create", "cannot start the watchdog");
   wd.started = 1;
+}
+
+/* MPI_Finalize waits for every rank: one stopped or stuck elsewhere would
+ * keep the others in it forever, so it runs under the watchdog (which keeps
+ * watching after it, until exit). */
+void dt_watch_finalize(void) {
+  DT_WATCH("MPI_Finalize, waiting for the other ranks to finish");
+  MPI_Finalize();
+  dt_watch_done();
 }
 
 void dt_watchdog_stop(void) {

@@ -1,7 +1,7 @@
 /* wire.c: --precision's wire format (train.h). In bf16 or fp16 what travels
  * is a 16-bit copy of the floats, in half the bytes, summed in 16 bits as
  * NCCL sums; the floats themselves stay fp32 for compute and the optimizer. */
-#include "internal.h"
+#include "train_internal.h"
 
 void dt_wire_init(dt_wire *w, const dt_train_config *c, size_t count) {
   w->type = dt_precision_type(c);

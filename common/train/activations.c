@@ -1,6 +1,6 @@
 /* activations.c: a micro-batch's activations through the L blocks, and one
  * block's forward and backward on them (train.h). */
-#include "internal.h"
+#include "train_internal.h"
 
 void dt_acts_alloc(dt_acts *t, int64_t L, int64_t R, int64_t D, int64_t Hs) {
   *t = (dt_acts){.L = L, .R = R, .D = D, .Hs = Hs};

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "train_internal.h"
 
 #define U32                (1.0 / 16777216.0) /* float32's unit roundoff, 2^-24 */
 #define ADAMW_LOSS_BOUND   5e-3

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "comm_internal.h"
 #ifdef DT_CUDA
 #include "dt_cuda.h"
 #endif

@@ -290,10 +290,6 @@ size_t dt_mem_current(dt_tag tag);
 size_t dt_mem_peak(dt_tag tag);
 size_t dt_mem_peak_total(void); /* peak of the sum over tags */
 void dt_mem_reset_peaks(void);  /* peaks restart from the current usage */
-/* Under a lesson's memory table: what it leaves out, where there is some
- * (matmul's 16-bit rounding copies; on a GPU the CUDA context, cuBLAS and
- * NCCL). */
-void dt_print_memory_uncounted(void);
 
 /* ---------------------------------------------------------------- timing */
 double dt_now(void); /* MPI_Wtime, seconds */
@@ -333,9 +329,6 @@ void dt_to_half(const float *src, void *dst, size_t n, dt_dtype t);
 void dt_from_half(const void *src, float *dst, size_t n, dt_dtype t);
 void dt_round_half(float *buf, size_t n, dt_dtype t);  /* a round trip through 16 bits */
 size_t dt_count_nonfinite(const float *buf, size_t n); /* inf and NaN: fp16 overflow */
-/* DT_F32 (default), or round both inputs of every dt_matmul to 16 bits and
- * accumulate in float32, as tensor cores do (the products are exact). */
-void dt_set_matmul_inputs(dt_dtype t);
 /* buf[i] = lo + (hi-lo) * uniform(seed, stream, offset + i) */
 void dt_fill_uniform(float *buf, size_t n, uint64_t seed, uint64_t stream, uint64_t offset,
                      float lo, float hi);

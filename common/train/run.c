@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "train_internal.h"
 
 static void *host_alloc(size_t bytes) { /* zeroed host memory, or a clear abort */
   void *p = calloc(bytes ? bytes : 1, 1);

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm_internal.h"
 #include "half_core.h"
-#include "internal.h"
 #ifdef DT_CUDA
 #include "dt_cuda.h"
 #define STAGED(c) (!(c)->nccl) /* device buffers that MPI must not see */
@@ -90,13 +90,6 @@ int dt_mpi_count(size_t count) {
   if (count > (size_t)INT32_MAX)
     dt_fatal(__FILE__, __LINE__, "MPI count", "more than 2^31-1 elements");
   return (int)count;
-}
-
-const char *dt_kind_name(dt_kind k) {
-  static const char *names[DT_NKINDS] = {"send",       "recv",           "sendrecv",
-                                         "broadcast",  "reduce",         "all_reduce",
-                                         "all_gather", "reduce_scatter", "barrier"};
-  return names[k];
 }
 
 #ifdef DT_CUDA

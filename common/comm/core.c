@@ -1,0 +1,80 @@
+/* core.c: the facts of this process (who it is, its GPU and stream), how a
+ * failure ends the job, printing on rank 0, the clock and timers. The bottom
+ * of common: it calls nothing of common; dt_init (runtime.c) sets the facts. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "comm_internal.h"
+
+dt_process dt_rt = {.device = -1};
+
+void dt_fatal(const char *file, int line, const char *call, const char *msg) {
+  fprintf(stderr, "[rank %d] %s:%d: %s failed: %s\n", dt_rt.rank, file, line, call, msg);
+  fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  abort(); /* not reached: keeps the compiler sure we never return */
+}
+
+int dt_rank(void) { return dt_rt.rank; }
+int dt_size(void) { return dt_rt.size; }
+int dt_local_rank(void) { return dt_rt.local_rank; }
+int dt_device(void) { return dt_rt.device; }
+const char *dt_comm_lib(void) { return dt_rt.comm_lib; }
+#ifdef DT_CUDA
+const char *dt_backend(void) { return "cuda"; }
+cudaStream_t dt_stream(void) { return dt_rt.stream; }
+cudaStream_t dt_side_stream(void) { return dt_rt.side_stream; }
+#else
+const char *dt_backend(void) { return "cpu"; }
+#endif
+
+double dt_uptime(void) { return MPI_Wtime() - dt_rt.start; }
+
+const char *dt_kind_name(dt_kind k) {
+  static const char *names[DT_NKINDS] = {"send",       "recv",           "sendrecv",
+                                         "broadcast",  "reduce",         "all_reduce",
+                                         "all_gather", "reduce_scatter", "barrier"};
+  return names[k];
+}
+
+void dt_print0(const char *fmt, ...) {
+  if (dt_rt.rank != 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  fflush(stdout);
+}
+
+double dt_now(void) { return MPI_Wtime(); }
+
+void dt_sync(void) {
+#ifdef DT_CUDA
+  CHECK_CUDA(cudaStreamSynchronize(dt_rt.stream));
+#endif
+}
+
+void dt_timer_start(dt_timer *t) {
+#ifdef DT_CUDA
+  if (!t->ev_start) {
+    CHECK_CUDA(cudaEventCreate((cudaEvent_t *)&t->ev_start));
+    CHECK_CUDA(cudaEventCreate((cudaEvent_t *)&t->ev_stop));
+  }
+  CHECK_CUDA(cudaEventRecord((cudaEvent_t)t->ev_start, dt_rt.stream));
+#else
+  t->t0 = MPI_Wtime();
+#endif
+}
+
+double dt_timer_stop(dt_timer *t) {
+#ifdef DT_CUDA
+  float ms = 0;
+  CHECK_CUDA(cudaEventRecord((cudaEvent_t)t->ev_stop, dt_rt.stream));
+  CHECK_CUDA(cudaEventSynchronize((cudaEvent_t)t->ev_stop));
+  CHECK_CUDA(cudaEventElapsedTime(&ms, (cudaEvent_t)t->ev_start, (cudaEvent_t)t->ev_stop));
+  return ms * 1e-3;
+#else
+  return MPI_Wtime() - t->t0;
+#endif
+}

@@ -1,0 +1,30 @@
+/* train_internal.h: what the files of the training layer (common/train/)
+ * share with each other, not with the lessons. */
+#ifndef DT_TRAIN_INTERNAL_H
+#define DT_TRAIN_INTERNAL_H
+
+#include "comm_internal.h"
+#include "train.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* kernels_cpu.c / kernels.cu: one-time setup (BLAS threads, cuBLAS handle),
+ * done by dt_train_resolve or the first kernel that needs it */
+void dt_kernels_init(void);
+/* bytes held by matmul's 16-bit rounding copies (dt_alloc'ed, DT_OTHER) */
+size_t dt_rounding_bytes(void);
+/* the rows of samples rows[0..count) of the data set, each cols wide, as
+ * dt_fill_block makes row rows[k] of the full matrix: one launch for all */
+void dt_fill_rows(float *buf, const int64_t *rows, int64_t count, int64_t cols, uint64_t seed,
+                  uint64_t stream, float bound);
+
+/* outputs.c: check the output paths at start-up (collective: rank 0 looks,
+ * every rank fails alike) */
+void dt_check_outputs(const dt_train_config *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
