@@ -160,7 +160,7 @@ test: all
 	  MAKE="$(MAKE)" bash tests/run_tests.sh
 
 # Every lesson across emulated nodes (tools/cluster.sh: network namespaces,
-# or loopback nodes where the machine forbids them): 01-09 on 2 nodes x 2
+# or loopback nodes where the machine forbids them): every lesson on 2 nodes x 2
 # ranks, 03 and 05 also round-robin, split 2 + 1 and on 3 nodes x 1 rank.
 # make test runs a short part of it (tests/suite_cluster.sh).
 .PHONY: test-cluster bench-cluster
