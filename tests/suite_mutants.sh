@@ -26,19 +26,11 @@ build_copy() {
     perl -0pi -e "$subst" "$dir/$(basename "$file")"
     cmp -s "$file" "$dir/$(basename "$file")" && return 2
   fi
-  # the lesson's objects as the Makefile links them (its main file, then what
-  # make print-lesson-objs-N lists), the mutated file's own replaced by the copy
-  local o link=() objs
-  objs=$(${MAKE:-make} -s --no-print-directory BACKEND=cpu "print-lesson-objs-$((10#${lesson%%_*}))") || return 1
-  for o in "$BUILD_DIR/$lesson/$name.o" $objs; do
-    [ "$o" = "$BUILD_DIR/${file%.c}.o" ] && o=$dir/copy.o
-    link+=("$o")
-  done
+  local link=("$dir/copy.o" "$BUILD_DIR/libdt.a")
   case $file in
-    common/*) link+=("$dir/copy.o" "$BUILD_DIR/libdt.a" -Wl,--allow-multiple-definition) ;;
-    *) link+=("$BUILD_DIR/libdt.a") ;;
+    common/*) link=("$BUILD_DIR/$lesson/$name.o" "$dir/copy.o" "$BUILD_DIR/libdt.a" -Wl,--allow-multiple-definition) ;;
   esac
-  mpicc -O2 -std=c11 -I. -Icommon -Itests -I"$lesson" -c "$dir/$(basename "$file")" -o "$dir/copy.o" >"$dir/build.log" 2>&1 &&
+  mpicc -O2 -std=c11 -Icommon -Itests -c "$dir/$(basename "$file")" -o "$dir/copy.o" >"$dir/build.log" 2>&1 &&
     mpicc "${link[@]}" -o "$dir/$name" -lopenblas -lm -pthread >>"$dir/build.log" 2>&1 || return 1
 }
 
