@@ -22,8 +22,14 @@ cp tools/find_nccl.sh "$NL/tools/"
 cp tests/lib.sh tests/tour.sh tests/exercise.sh tests/*.h "$NL/tests/"
 cp 05_dp/*.c "$NL/10_dp_copy/"
 cp 05_dp/*.h "$NL/10_dp_copy/" 2>/dev/null
-rm "$NL/10_dp_copy/dp.c"
-sed 's/"05_dp"/"10_dp_copy"/' 05_dp/dp.c >"$NL/10_dp_copy/dp_copy.c"
+mv "$NL/10_dp_copy/dp.c" "$NL/10_dp_copy/dp_copy.c"
+# README's step: the lesson's name and its includes of its own folder
+sed -i 's/"05_dp\([/"]\)/"10_dp_copy\1/g' "$NL/10_dp_copy/"*.[ch]
+# the earlier lessons whose pieces it includes come along (they are lessons
+# of the copy too)
+for used in $(sed -n 's|^#include "\([0-9][0-9]_[^/"]*\)/.*|\1|p' "$NL/10_dp_copy/"*.[ch] | sort -u); do
+  [ "$used" = 10_dp_copy ] || { mkdir -p "$NL/$used" && cp "$used"/*.[ch] "$NL/$used/"; }
+done
 # the main file uses the folder's piece too: it links only with piece.c, and
 # an exercise's copy, elsewhere, still finds "piece.h"
 printf '\n#include "piece.h"\nint dp_copy_piece(void) { return piece_answer(); }\n' >>"$NL/10_dp_copy/dp_copy.c"
@@ -58,7 +64,7 @@ int main(int argc, char **argv) {
 }
 EOF
 
-if cmp -s 05_dp/dp.c "$NL/10_dp_copy/dp_copy.c"; then
+if ! grep -q '"10_dp_copy"' "$NL/10_dp_copy/dp_copy.c"; then
   fail "new lesson: the copy renames its lesson" "" \
     "05_dp/dp.c no longer names itself \"05_dp\": update tests/suite_new_lesson.sh and README's \"Adding a lesson\""
 fi
