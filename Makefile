@@ -111,6 +111,10 @@ lesson_objs  = $(patsubst %.c,$(BUILD)/%.o,$(sort $(wildcard $(1)/*.c) $(call le
 BIN_DIR     ?= .
 lesson_bin   = $(BIN_DIR)/$(1)/$(patsubst $(firstword $(subst _, ,$(1)))_%,%,$(1))
 lesson_num   = $(patsubst 0%,%,$(firstword $(subst _, ,$(1))))
+# what a lesson links besides its main file name.c (tests/exercise.sh links a
+# student's name.c with these: make check-N passes them, print-lesson-objs-N says them)
+lesson_main  = $(1)/$(patsubst $(firstword $(subst _, ,$(1)))_%,%,$(1)).c
+lesson_extra = $(filter-out $(patsubst %.c,$(BUILD)/%.o,$(call lesson_main,$(1))),$(call lesson_objs,$(1)))
 LESSON_BINS := $(foreach d,$(LESSON_DIRS),$(call lesson_bin,$(d)))
 TEST_BINS   := $(patsubst %.c,$(BIN_DIR)/%,$(wildcard tests/test_*.c))
 
@@ -166,7 +170,7 @@ test: all
 	  MAKE="$(MAKE)" bash tests/run_tests.sh
 
 # Every lesson across emulated nodes (tools/cluster.sh: network namespaces,
-# or loopback nodes where the machine forbids them): 01-09 on 2 nodes x 2
+# or loopback nodes where the machine forbids them): every lesson on 2 nodes x 2
 # ranks, 03 and 05 also round-robin, split 2 + 1 and on 3 nodes x 1 rank.
 # make test runs a short part of it (tests/suite_cluster.sh).
 .PHONY: test-cluster bench-cluster
@@ -226,12 +230,18 @@ bench-step: all
 # name.c, the lesson with its marked concept cut out and a TODO in its place;
 # make check-N builds that file and runs the lesson's checks at several NP.
 .PHONY: $(foreach d,$(LESSON_DIRS),exercise-$(call lesson_num,$(d)) check-$(call lesson_num,$(d)))
+# The student's file replaces name.c alone: the lesson's other .c files and
+# the pieces of other lessons it includes are linked as the lesson links them.
+.PHONY: $(foreach d,$(LESSON_DIRS),print-lesson-objs-$(call lesson_num,$(d)))
 define exercise_rules
 exercise-$(call lesson_num,$(1)):
 	@bash tests/exercise.sh make $(1)
-check-$(call lesson_num,$(1)): $(LIBS)
+check-$(call lesson_num,$(1)): $(LIBS) $(call lesson_extra,$(1))
 	@MPICC="$(MPICC)" CFLAGS="$(CFLAGS)" LDFLAGS="$(LDFLAGS)" LDLIBS="$(LDLIBS)" LIBDT="$(LIBS)" \
-	  OBJDIR=$(BUILD)/exercises MPIRUN="$(MPIRUN)" CORES=$(CORES) bash tests/exercise.sh check $(1)
+	  LESSON_OBJS="$(call lesson_extra,$(1))" OBJDIR=$(BUILD)/exercises MPIRUN="$(MPIRUN)" CORES=$(CORES) \
+	  bash tests/exercise.sh check $(1)
+print-lesson-objs-$(call lesson_num,$(1)):
+	@echo $(call lesson_extra,$(1))
 endef
 $(foreach d,$(LESSON_DIRS),$(eval $(call exercise_rules,$(d))))
 

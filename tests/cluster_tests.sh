@@ -2,7 +2,7 @@
 # The lessons across emulated nodes. Runs inside tools/cluster.sh, which
 # provides the nodes, CLUSTER_HOSTFILE and the Open MPI settings:
 #   tools/cluster.sh --nodes 2 --slots 2 -- bash tests/cluster_tests.sh 2x2
-# SET: quick (a few lessons, small; part of make test), 2x2 (lessons 01-09,
+# SET: quick (a few lessons, small; part of make test), 2x2 (every lesson,
 # and 03 and 05 with ranks mapped round-robin and split unevenly), 3x1 (03
 # and 05 on three nodes of one rank). Prints PASS/FAIL lines and the summary;
 # exit 1 if any failed. Every mpirun goes through the hostfile.
@@ -57,6 +57,13 @@ quick)
   check "$tag: 07 tensor parallel" 4 0 "$B22" "$PASS" -- ./07_tp/tp --steps 5
   check "$tag: 08 fsdp + tp" 4 0 "$B22" "$PASS" -- ./08_fsdp_tp/fsdp_tp --steps 5
   check "$tag: 09 pipeline" 4 0 "$B22" "$PASS" -- ./09_pp/pp --steps 5
+  # any lesson this file does not name (a new NN_name/ folder): its own check
+  for dir in [0-9][0-9]_*/; do
+    bin=./${dir%/}/${dir#*_}
+    bin=${bin%/}
+    grep -qE -- "$bin( |$)" "${BASH_SOURCE[0]}" && continue
+    [ -x "$bin" ] && check "$tag: ${dir%/}" 4 0 "$B22" "$PASS" -- "$bin"
+  done
   # Ranks dealt round-robin: each node holds ranks that are not neighbours,
   # so every edge of the flat ring crosses between nodes (4 edges).
   MPIRUN="mpirun --hostfile $CLUSTER_HOSTFILE --map-by node"

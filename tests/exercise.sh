@@ -27,8 +27,12 @@
 #
 # The workspace is $EXERCISE_DIR/NN_name/name.c (default exercises/, ignored
 # by git); make exercise-N never overwrites it. make check-N passes the
-# compiler settings (MPICC CFLAGS LDFLAGS LDLIBS LIBDT OBJDIR MPIRUN CORES);
-# run by hand, the defaults below build against build/cpu's two libraries.
+# compiler settings (MPICC CFLAGS LDFLAGS LDLIBS LIBDT LESSON_OBJS OBJDIR MPIRUN
+# CORES); run by hand, the defaults below build against build/cpu's two libraries.
+# The student's file replaces the lesson's main file name.c alone: LESSON_OBJS
+# are the objects of the lesson's other .c files and of the pieces of other
+# lessons it includes, as the Makefile links them (unset: asked of make,
+# print-lesson-objs-N, and built there with BACKEND=cpu).
 # EXERCISE_DIR=. checks the lesson itself (the test suite does). Each run
 # gets --timeout $EXERCISE_TIMEOUT (the lesson's watchdog catches deadlocks)
 # and an outer limit of $EXERCISE_LIMIT seconds in case even that fails.
@@ -40,7 +44,7 @@ EXERCISE_DIR=${EXERCISE_DIR:-exercises}
 EXERCISE_TIMEOUT=${EXERCISE_TIMEOUT:-10}
 EXERCISE_LIMIT=${EXERCISE_LIMIT:-90}
 MPICC=${MPICC:-mpicc}
-CFLAGS=${CFLAGS:--O2 -g -std=c11 -Wall -Wextra -Icommon/comm -Icommon/train}
+CFLAGS=${CFLAGS:--O2 -g -std=c11 -Wall -Wextra -I. -Icommon/comm -Icommon/train -Itests}
 LDFLAGS=${LDFLAGS:-}
 LDLIBS=${LDLIBS:--lopenblas -lm -pthread}
 LIBDT=${LIBDT:-build/cpu/libdttrain.a build/cpu/libdtcomm.a} # training first: it calls into comm
@@ -54,11 +58,11 @@ die() { echo "exercise: $*" >&2; exit 2; }
 lesson_dir() {
   local want=$1 d
   [[ $want =~ ^[0-9]+$ ]] && want=$(printf '%02d_' "$((10#$want))")
-  for d in 0[1-9]_*/; do
+  for d in [0-9][0-9]_*/; do
     d=${d%/}
     [[ $d == "$want"* ]] && { echo "$d"; return; }
   done
-  die "no lesson '$1' (lessons: $(ls -d 0[1-9]_*/ | tr -d / | tr '\n' ' '))"
+  die "no lesson '$1' (lessons: $(ls -d [0-9][0-9]_*/ | tr -d / | tr '\n' ' '))"
 }
 lesson_src() { echo "$1/${1#*_}.c"; } # 03_all_reduce -> 03_all_reduce/all_reduce.c
 spec_of() { echo "tests/exercises/$1.txt"; }
@@ -193,9 +197,16 @@ cmd_check() {
   mkdir -p "$(dirname "$obj")" "$log_dir"
   echo "check-$((10#${d%%_*})): $(field "$spec" title)"
   echo "  file: $src"
-  local cflags=${CFLAGS//-MMD/} build_log="$log_dir/build.log"
+  local cflags=${CFLAGS//-MMD/} build_log="$log_dir/build.log" n=$((10#${d%%_*}))
   cflags=${cflags//-MP/}
-  if ! { $MPICC $cflags -c "$src" -o "$obj" && $MPICC $LDFLAGS "$obj" $LIBDT -o "$bin" $LDLIBS; } >"$build_log" 2>&1; then
+  if [ -z "${LESSON_OBJS+set}" ]; then
+    LESSON_OBJS=$(${MAKE:-make} -s --no-print-directory BACKEND=cpu "print-lesson-objs-$n") || die "make print-lesson-objs-$n failed"
+    [ -z "$LESSON_OBJS" ] || ${MAKE:-make} -s --no-print-directory BACKEND=cpu $LESSON_OBJS >&2 || die "could not build $LESSON_OBJS"
+  fi
+  # -I the lesson's folder: the student's copy sits elsewhere but includes
+  # the lesson's own headers ("compress.h") as name.c does
+  # shellcheck disable=SC2086
+  if ! { $MPICC $cflags -I"$d" -c "$src" -o "$obj" && $MPICC $LDFLAGS "$obj" $LESSON_OBJS $LIBDT -o "$bin" $LDLIBS; } >"$build_log" 2>&1; then
     echo "FAIL  build: it does not compile; the compiler says:"
     grep -E 'error|undefined reference' "$build_log" | head -n 12 | sed 's/^/      /'
     echo "1 check: 0 passed, 1 failed (build)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Lessons across emulated nodes (tools/cluster.sh), sourced by run_tests.sh
 # (make test: CLUSTER_SET=quick, three lessons at small sizes) and by
-# run_cluster.sh (make test-cluster: CLUSTER_SET=full, lessons 01-09 on 2
+# run_cluster.sh (make test-cluster: CLUSTER_SET=full, every lesson on 2
 # nodes x 2 ranks, 03 and 05 mapped round-robin, split 2 + 1, and on 3 nodes
 # x 1 rank). Where the machine forbids network namespaces the netns part says
 # "skipped: <reason>" and the lessons run on loopback nodes instead. The skip

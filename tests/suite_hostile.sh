@@ -49,9 +49,10 @@ hostile_unknown() { # stray words and flags
 }
 
 SHARED=$(hostile_flags ./05_dp/dp | awk '{ print $1 }' | tr '\n' ' ')
-for bin in ./0[1-9]_*/*; do
-  [ -x "$bin" ] && [ -f "$bin.c" ] || continue
-  lesson=$(basename "$(dirname "$bin")")
+for dir in [0-9][0-9]_*/; do # every lesson, a new NN_name/ folder too
+  lesson=${dir%/}
+  bin=./$lesson/${lesson#*_}
+  [ -x "$bin" ] || continue
   np=2
   [ "$lesson" = 05_dp ] && skip="--no-check --help" || skip="$SHARED"
   [ "$lesson" = 01_send_recv ] && skip="$skip --deadlock"

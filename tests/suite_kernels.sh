@@ -15,6 +15,15 @@ else
   probe=build/openblas_core
   mkdir -p build
   cc -O1 tests/openblas_core.c -o "$probe" -lopenblas 2>"$LOGS/openblas_core.log"
+  # the training lessons: those whose --help lists --optimizer (05-09, and
+  # any new NN_name/ folder that trains)
+  trainers=()
+  for dir in [0-9][0-9]_*/; do
+    bin=${dir%/}/${dir#*_}
+    bin=${bin%/}
+    [ -x "$bin" ] && "./$bin" --help 2>/dev/null | grep -q '^  --optimizer ' && trainers+=("$bin")
+  done
+  [ ${#trainers[@]} -gt 0 ] || fail "kernel matrix: a training lesson to run" "" "no built lesson lists --optimizer in its --help"
   ran=() skipped=()
   for k in $KERNELS; do
     got=$(OPENBLAS_CORETYPE=$k timeout 20 "./$probe" 2>/dev/null)
@@ -32,7 +41,7 @@ else
         for opt in adamw sgd; do
           # SGD's verdict is the tighter one and moves little with the seed
           [ $opt = sgd ] && [ "$seed" != "${KERNEL_SEEDS%% *}" ] && continue
-          for bin in 05_dp/dp 06_fsdp/fsdp 07_tp/tp 08_fsdp_tp/fsdp_tp 09_pp/pp; do
+          for bin in "${trainers[@]}"; do
             OPENBLAS_CORETYPE=$k check "kernel $k $(basename "$bin") np=$np $opt seed=$seed" "$np" 0 \
               'CHECK PASSED' -- "./$bin" --optimizer "$opt" --seed "$seed"
           done
