@@ -26,11 +26,16 @@ build_copy() {
     perl -0pi -e "$subst" "$dir/$(basename "$file")"
     cmp -s "$file" "$dir/$(basename "$file")" && return 2
   fi
-  local link=("$dir/copy.o" "$BUILD_DIR/libdt.a")
+  # the lesson's other objects (its folder's other .c files) link as built
+  local obj others=()
+  for obj in "$BUILD_DIR/$lesson"/*.o; do
+    [ "$obj" = "$BUILD_DIR/${file%.c}.o" ] || others+=("$obj")
+  done
+  local link=("$dir/copy.o" "${others[@]}" "$BUILD_DIR/libdt.a")
   case $file in
-    common/*) link=("$BUILD_DIR/$lesson/$name.o" "$dir/copy.o" "$BUILD_DIR/libdt.a" -Wl,--allow-multiple-definition) ;;
+    common/*) link=("${others[@]}" "$dir/copy.o" "$BUILD_DIR/libdt.a" -Wl,--allow-multiple-definition) ;;
   esac
-  mpicc -O2 -std=c11 -Icommon -Itests -c "$dir/$(basename "$file")" -o "$dir/copy.o" >"$dir/build.log" 2>&1 &&
+  mpicc -O2 -std=c11 -I. -I"$lesson" -Icommon -Itests -c "$dir/$(basename "$file")" -o "$dir/copy.o" >"$dir/build.log" 2>&1 &&
     mpicc "${link[@]}" -o "$dir/$name" -lopenblas -lm -pthread >>"$dir/build.log" 2>&1 || return 1
 }
 
