@@ -76,7 +76,7 @@ else
   mutant 03-ring 03_all_reduce 03_all_reduce/all_reduce.c \
     's/ring_step\(c, buf, count, mod\(r - s, n\)/ring_step(c, buf, count, mod(r + 1 - s, n)/' \
     "ring reduce-scatter sends the wrong chunk"
-  mutant 04-seed 04_sampler common/data.c \
+  mutant 04-seed 04_sampler common/sampler.c \
     's/dt_shuffle\(n, s->seed, epoch, order\)/dt_shuffle(n, s->seed + (uint64_t)s->rank, epoch, order)/' \
     "each rank shuffles with its own seed"
   mutant 05-sum 05_dp 05_dp/dp.c \
