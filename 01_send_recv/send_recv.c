@@ -1,22 +1,16 @@
 /* send_recv.c: lesson 1, point-to-point communication.
  *
- * Every algorithm of this course (broadcast trees, ring all-reduce, pipeline
- * stages) is built from one operation: rank A sends a buffer, rank B receives
- * it. This lesson does it four ways:
- *   1. rank 0 sends a patterned buffer to every other rank, checked on arrival;
- *   2. a ping-pong between ranks 0 and 1 from --min-bytes to --max-bytes prints
- *      one-way latency and bandwidth, like the OSU micro-benchmarks;
- *   3. a token goes around a ring of all ranks, each adding its rank;
- *   4. every rank exchanges a large message with its ring neighbours through
- *      sendrecv, the cure for the classic deadlock of two ranks that both send
- *      first (see the README).
- * Then it prints the bytes each rank sent, counted by the comm layer, next to
- * what the algorithm says it must have sent. */
+ * Every algorithm of this course is built from one operation: rank A sends a
+ * buffer, rank B receives it. Four ways: 1. rank 0 sends to every other rank;
+ * 2. a ping-pong between ranks 0 and 1 measures latency and bandwidth (OSU
+ * style); 3. a token goes around a ring; 4. ring neighbours exchange a large
+ * message with sendrecv, the cure for the classic deadlock (deadlock.c, --deadlock,
+ * runs it). Then the bytes each rank sent, counted, beside the formula. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "dt.h"
+#include "deadlock.h"
 
 /* Sizes are bytes for the reader but the calls count elements: floats of 4
  * bytes, so 8 B is 2 floats and every size must be a multiple of 4. */
@@ -37,8 +31,8 @@ static int64_t warmup_iters(int64_t bytes) { return timed_iters(bytes) / 10 + 1;
  * along the buffer so a shifted or truncated copy cannot pass. */
 static float pattern(int sender, size_t i) { return (float)(sender * 1024 + (int)(i % 1021)); }
 
-/* Buffers live in backend memory (the GPU on cuda): fill on the host, copy in;
- * verify by copying out. host is a scratch buffer of at least n floats. */
+/* Buffers live in backend memory (the GPU on cuda): fill on the host, copy
+ * in; verify by copying out. host: scratch of at least n floats. */
 static void fill(float *buf, float *host, size_t n, int sender) {
   for (size_t i = 0; i < n; i++) host[i] = pattern(sender, i);
   dt_copy_from_host(buf, host, n * sizeof(float));
@@ -101,7 +95,8 @@ static uint64_t part2_ping_pong(dt_comm *w, float *sbuf, float *rbuf, float *hos
       double one_way = (dt_now() - t0) / (2.0 * (double)timed);
       if (w->rank == 0) {
         uint64_t bad = count_wrong(rbuf, host, n, 0);
-        wrong += bad, checked += n;
+        wrong += bad;
+        checked += n;
         dt_print0("%12" PRId64 " %8" PRId64 " %14.2f %10.3f %8" PRIu64 "\n", bytes, timed,
                   one_way * 1e6, (double)bytes / one_way * 1e-9, bad);
       }
@@ -168,23 +163,6 @@ static uint64_t part4_exchange(dt_comm *w, float *sbuf, float *rbuf, float *host
                  " wrong elements\n",
                  n * sizeof(float), next, n * sizeof(float), prev, t * 1e3, wrong);
   return wrong;
-}
-
-/* --deadlock: the mistake part 4 avoids, run for real. Every rank sends
- * first and receives second. Above the eager limit a send returns only once
- * its receive is posted, and none ever is: every rank is stuck in its send.
- * The watchdog (--timeout) names the call and ends the job. */
-static int run_deadlock(dt_comm *w, float *sbuf, float *rbuf, size_t n) {
-  int N = w->size, next = (w->rank + 1) % N, prev = (w->rank + N - 1) % N;
-  dt_print0("\n--deadlock: every rank sends %zu B to rank+1 first, then receives from rank-1.\n"
-            "No send can finish before its receive is posted, so this hangs; the watchdog "
-            "aborts the job after --timeout %g s.\n",
-            n * sizeof(float), dt_timeout());
-  dt_send(w, sbuf, n, DT_F32, next);
-  dt_recv(w, rbuf, n, DT_F32, prev);
-  dt_print0("no deadlock: %zu B still fit in MPI's eager buffers; try a larger --msg-bytes\n",
-            n * sizeof(float));
-  return 1;
 }
 
 /* The bytes each rank must have handed to send and sendrecv, from the
@@ -256,16 +234,18 @@ int main(int argc, char **argv) {
   wrong += part2_ping_pong(w, sbuf, rbuf, host);
   wrong += part3_token_ring(w, token);
   wrong += part4_exchange(w, sbuf, rbuf, host, n);
-  uint64_t local[3] = {wrong, checked, check_counters(w)}, total[3];
-  DT_MPI(MPI_Allreduce(local, total, 3, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
+  int64_t total[3] = {(int64_t)wrong, (int64_t)checked, (int64_t)check_counters(w)};
+  dt_host_all_reduce(w, total, 3, DT_I64, DT_SUM);
 
   int failed = total[0] != 0 || total[2] != 0;
-  dt_print0("\nCHECK %s: %" PRIu64 " wrong elements of %" PRIu64
-            " checked over %d ranks (exact compare, tolerance 0); %" PRIu64
+  dt_print0("\nCHECK %s: %" PRId64 " wrong elements of %" PRId64
+            " checked over %d ranks (exact compare, tolerance 0); %" PRId64
             " byte counters differ from the formula\n",
             failed ? "FAILED" : "PASSED", total[0], total[1], w->size, total[2]);
   free(host);
-  dt_free(token), dt_free(rbuf), dt_free(sbuf);
+  dt_free(token);
+  dt_free(rbuf);
+  dt_free(sbuf);
   dt_finalize();
   return failed;
 }

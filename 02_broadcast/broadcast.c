@@ -7,12 +7,16 @@
  *               double each round: ceil(log2 N) rounds;
  *   library     dt_broadcast (MPI_Bcast or ncclBroadcast).
  * It counts who sends which bytes, times the three over a size sweep, checks
- * every result on every rank, and ends with the use in training: rank 0's
- * freshly initialised weights replicated so that all ranks start equal. */
+ * every result on every rank, and ends with the use in training (weights.c):
+ * rank 0's freshly initialised weights replicated so that all ranks start
+ * equal. */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "dt.h"
+#include "weights.h"
+
+static int64_t root_rank = 0, min_bytes = 4, max_bytes = 16 << 20, iters = 20, params = 1 << 20;
+static int64_t seed = 1234;
 
 /* The root sends to everyone itself: its link carries N-1 copies, one after
  * the other, while every other link idles and the last rank waits longest. */
@@ -76,16 +80,16 @@ static int by_value(const void *a, const void *b) {
  * has the data, so each one counts the slowest rank's time; the median over
  * the iterations ignores the few that the OS scheduler stretched (ranks that
  * share a core get descheduled for whole time slices). */
-static double run(dt_comm *w, int way, float *buf, size_t n, int root, const float *want,
-                  float *host, int iters, long *wrong) {
+static double run(dt_comm *w, int way, float *buf, size_t n, const float *want, float *host,
+                  int iters, int64_t *wrong) {
   double times[1000]; /* iters <= 1000, the flag's range */
   for (int it = 0; it < iters; it++) {
-    if (w->rank != root) dt_zero(buf, n * sizeof(float));
+    if (w->rank != (int)root_rank) dt_zero(buf, n * sizeof(float));
     dt_barrier(w); /* start together, so no rank's time includes another's lateness */
     double t0 = dt_now();
-    ways[way](w, buf, n, root);
-    double mine = dt_now() - t0;
-    DT_MPI(MPI_Allreduce(&mine, &times[it], 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    ways[way](w, buf, n, (int)root_rank);
+    times[it] = dt_now() - t0;
+    dt_host_all_reduce(w, &times[it], 1, DT_F64, DT_MAX);
     dt_copy_to_host(host, buf, n * sizeof(float));
     for (size_t i = 0; i < n; i++) *wrong += host[i] != want[i];
   }
@@ -93,62 +97,25 @@ static double run(dt_comm *w, int way, float *buf, size_t n, int root, const flo
   return iters % 2 ? times[iters / 2] : (times[iters / 2 - 1] + times[iters / 2]) / 2;
 }
 
-/* FNV-1a over the bytes: equal weights give equal checksums, bit for bit. */
-static uint64_t checksum(const float *host, size_t n) {
-  const unsigned char *b = (const unsigned char *)host;
-  uint64_t h = 14695981039346656037ULL;
-  for (size_t i = 0; i < n * sizeof(float); i++) h = (h ^ b[i]) * 1099511628211ULL;
-  return h;
-}
-
-int main(int argc, char **argv) {
-  int64_t root = 0, min_bytes = 4, max_bytes = 16 << 20, iters = 20, params = 1 << 20;
-  int64_t seed = 1234;
-  dt_option options[] = {
-      DT_INT("--root", &root, 0, 65535, "rank that holds the data (0..NP-1)"),
-      DT_SIZE("--min-bytes", &min_bytes, 4, 1 << 30, "smallest broadcast of the sweep"),
-      DT_SIZE("--max-bytes", &max_bytes, 4, 1 << 30, "largest broadcast (and the byte count)"),
-      DT_INT("--iters", &iters, 1, 1000, "timed broadcasts per size and way (fewer when large)"),
-      DT_INT("--params", &params, 1, 1 << 28, "floats in the weights replicated at the end"),
-      DT_INT("--seed", &seed, 0, 1e15, "seed of the weights' initialisation"),
-      DT_END,
-  };
-  dt_lesson lesson = {"02_broadcast", "linear vs binomial-tree vs library broadcast", 1};
-  dt_comm *w = dt_init(&argc, &argv, &lesson, options);
-  int N = w->size, R = (int)root, rounds = ceil_log2(N);
-  if (R >= N) dt_fail("--root %d is not a rank: with %d ranks it must be 0..%d", R, N, N - 1);
-  if (min_bytes % 4 || max_bytes % 4)
-    dt_fail("--%s-bytes %lld is not a multiple of 4: the elements are 4-byte floats",
-            min_bytes % 4 ? "min" : "max", (long long)(min_bytes % 4 ? min_bytes : max_bytes));
-  if (min_bytes > max_bytes)
-    dt_fail("--min-bytes %lld is larger than --max-bytes %lld", (long long)min_bytes,
-            (long long)max_bytes);
-  dt_print0("config: root %d, sizes %lld..%lld bytes (x4 per row), %lld iterations, "
-            "%lld weights, seed %lld\n\n",
-            R, (long long)min_bytes, (long long)max_bytes, (long long)iters, (long long)params,
-            (long long)seed);
-
-  size_t nmax = (size_t)max_bytes / sizeof(float);
-  float *want = malloc(nmax * sizeof(float)), *host = malloc(nmax * sizeof(float));
-  float *buf = dt_alloc_f32(nmax, DT_COMMBUF);
-  CHECK_ALLOC(want);
-  CHECK_ALLOC(host);
-  /* Small integers (exact in float) that depend on the root; never 0. */
-  for (size_t i = 0; i < nmax; i++) want[i] = (float)(1 + (i + (size_t)R) % 8191);
-  if (w->rank == R) dt_copy_from_host(buf, want, nmax * sizeof(float));
-  long wrong = 0, bytes_bad = 0;
-
-  /* ---- step 1: who sends what, from the counters of one broadcast each */
-  uint64_t S = (uint64_t)max_bytes, sent[3], calls[3];
+/* Step 1: one broadcast each way, and who sent which bytes, from the
+ * counters, beside the formulas. Returns the mismatches (totals: rank 0). */
+static int64_t step1_counters(dt_comm *w, float *buf, const float *want, float *host,
+                              int64_t *wrong) {
+  int N = w->size, R = (int)root_rank, rounds = ceil_log2(N);
+  size_t n = (size_t)max_bytes / sizeof(float);
+  uint64_t S = (uint64_t)max_bytes, sent[3];
+  int64_t total[3], root_calls[3], bad = 0;
   for (int k = 0; k < 3; k++) {
     dt_comm_reset(w);
-    run(w, k, buf, nmax, R, want, host, 1, &wrong);
+    run(w, k, buf, n, want, host, 1, wrong);
     dt_kind kind = k == 2 ? DT_BROADCAST : DT_SEND;
-    sent[k] = w->count[kind].bytes_sent, calls[k] = w->count[kind].calls;
+    sent[k] = w->count[kind].bytes_sent;
+    total[k] = (int64_t)sent[k];
+    root_calls[k] = (int64_t)w->count[kind].calls;
   }
   int rel = (w->rank - R + N) % N, kids = tree_children(rel, N);
   uint64_t formula[3] = {rel == 0 ? (N - 1) * S : 0, kids * S, rel == N - 1 ? 0 : S};
-  bytes_bad += (sent[0] != formula[0]) + (sent[1] != formula[1]) + (sent[2] != formula[2]);
+  bad += (sent[0] != formula[0]) + (sent[1] != formula[1]) + (sent[2] != formula[2]);
   dt_print0("step 1: one broadcast of S = %llu bytes from root %d each way\n"
             "  linear: the root sends N-1 = %d times; tree: ceil(log2 N) = %d rounds\n",
             (unsigned long long)S, R, N - 1, rounds);
@@ -164,96 +131,98 @@ int main(int argc, char **argv) {
                  rel, (unsigned long long)sent[0], (unsigned long long)formula[0],
                  (unsigned long long)sent[1], kids, (unsigned long long)formula[1],
                  (unsigned long long)sent[2]);
-  uint64_t total[3], root_calls[3] = {calls[0], calls[1], calls[2]};
-  DT_MPI(MPI_Allreduce(sent, total, 3, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD));
-  DT_MPI(MPI_Bcast(root_calls, 3, MPI_UINT64_T, R, MPI_COMM_WORLD));
-  dt_print0("total over %d ranks: linear %llu B, tree %llu B, library %llu B; "
+  dt_host_all_reduce(w, total, 3, DT_I64, DT_SUM);
+  dt_host_broadcast(w, root_calls, 3, DT_I64, R);
+  dt_print0("total over %d ranks: linear %lld B, tree %lld B, library %lld B; "
             "formula (N-1)*S = %llu B\n"
-            "root's send calls: linear %llu (N-1 = %d), tree %llu (ceil(log2 N) = %d)\n",
-            N, (unsigned long long)total[0], (unsigned long long)total[1],
-            (unsigned long long)total[2], (unsigned long long)((N - 1) * S),
-            (unsigned long long)root_calls[0], N - 1, (unsigned long long)root_calls[1], rounds);
+            "root's send calls: linear %lld (N-1 = %d), tree %lld (ceil(log2 N) = %d)\n",
+            N, (long long)total[0], (long long)total[1], (long long)total[2],
+            (unsigned long long)((N - 1) * S), (long long)root_calls[0], N - 1,
+            (long long)root_calls[1], rounds);
   dt_print0("Each non-root rank receives S exactly once, so every way moves (N-1)*S in all; "
             "they differ in who sends it\nand in how many steps. The library column is the "
             "common layer's ring model (every rank forwards S,\nbut the last): MPI_Bcast and "
             "NCCL choose their own algorithm, which the counter cannot see.\n\n");
   if (w->rank == 0) { /* the totals are the same on every rank: count them once */
-    for (int k = 0; k < 3; k++) bytes_bad += total[k] != (N - 1) * S;
-    bytes_bad += (root_calls[0] != (uint64_t)(N - 1)) + (root_calls[1] != (uint64_t)rounds);
+    for (int k = 0; k < 3; k++) bad += total[k] != (int64_t)((N - 1) * S);
+    bad += (root_calls[0] != N - 1) + (root_calls[1] != rounds);
   }
+  return bad;
+}
 
-  /* ---- step 2: the size sweep */
+/* Step 2: the three ways timed over the sizes; returns how many sizes. */
+static int step2_sweep(dt_comm *w, float *buf, const float *want, float *host, int64_t *wrong) {
+  int N = w->size, sizes = 0;
   dt_print0("step 2: time per broadcast (slowest rank, median over the iterations)\n");
   dt_print0("%12s %6s %12s %12s %12s %10s\n", "bytes", "iters", "linear us", "tree us",
             "library us", "lin/tree");
-  int sizes = 0;
   for (int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4, sizes++) {
     size_t n = (size_t)bytes / sizeof(float);
     /* fewer iterations for large sizes keep the sweep short: 128 MiB per way */
     int it = (int)(iters < (128 << 20) / bytes ? iters : (128 << 20) / bytes);
     it = it < 2 ? 2 : it;
     double t[3];
-    for (int k = 0; k < 3; k++) t[k] = run(w, k, buf, n, R, want, host, it, &wrong);
+    for (int k = 0; k < 3; k++) t[k] = run(w, k, buf, n, want, host, it, wrong);
     dt_print0("%12lld %6d %12.1f %12.1f %12.1f %10.2f\n", (long long)bytes, it, t[0] * 1e6,
               t[1] * 1e6, t[2] * 1e6, t[1] > 0 ? t[0] / t[1] : 0.0);
   }
   if (N > 1)
     dt_print0("model: lin/tree = (N-1)/ceil(log2 N) = %.2f when each send costs the same\n\n",
-              (double)(N - 1) / rounds);
+              (double)(N - 1) / ceil_log2(N));
   else
     dt_print0("(one rank: nothing to send, the times are the calls' overhead)\n\n");
+  return sizes;
+}
 
-  /* ---- step 3: the use in training. Every rank must start from the same
-   * weights, or data-parallel replicas drift apart from step 0. Rank 0 draws
-   * them; the others hold zeros until the broadcast (PyTorch's DDP does the
-   * same when it wraps a module). */
-  size_t P = (size_t)params;
-  float *weights = dt_alloc_f32(P, DT_PARAMS), *local = dt_alloc_f32(P, DT_PARAMS);
-  float *wh = malloc(P * sizeof(float)), *lh = malloc(P * sizeof(float));
-  CHECK_ALLOC(wh);
-  CHECK_ALLOC(lh);
-  if (w->rank == 0) dt_fill_uniform(weights, P, (uint64_t)seed, 0, 0, -0.05f, 0.05f);
-  dt_copy_to_host(wh, weights, P * sizeof(float));
-  dt_print0("step 3: replicate rank 0's freshly initialised weights (%zu floats, %zu bytes)\n", P,
-            P * sizeof(float));
-  dt_print_ranks("before: checksum %016llx\n", (unsigned long long)checksum(wh, P));
-  dt_barrier(w);
-  double t0 = dt_now(), mine, slowest;
-  dt_broadcast(w, weights, P, DT_F32, 0);
-  mine = dt_now() - t0;
-  DT_MPI(MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-  dt_copy_to_host(wh, weights, P * sizeof(float));
-  uint64_t sum = checksum(wh, P), lo, hi;
-  dt_print_ranks("after dt_broadcast: checksum %016llx\n", (unsigned long long)sum);
-  DT_MPI(MPI_Allreduce(&sum, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD));
-  DT_MPI(MPI_Allreduce(&sum, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD));
-  /* The RNG is counter-based: the value at (seed, stream, index) is a pure
-   * function of the three, so every rank can draw rank 0's weights itself,
-   * with no communication at all. Later lessons initialise this way. */
-  t0 = dt_now();
-  dt_fill_uniform(local, P, (uint64_t)seed, 0, 0, -0.05f, 0.05f);
-  dt_sync();
-  double draw = dt_now() - t0;
-  dt_copy_to_host(lh, local, P * sizeof(float));
-  long differ = 0;
-  for (size_t i = 0; i < P; i++) differ += lh[i] != wh[i];
-  dt_print_ranks("drawn locally from the counter-based RNG: checksum %016llx, %ld elements "
-                 "differ\n",
-                 (unsigned long long)checksum(lh, P), differ);
-  dt_print0(
-      "broadcast: %.1f us (slowest rank); local draw on rank 0: %.1f us, no communication\n\n",
-      slowest * 1e6, draw * 1e6);
+int main(int argc, char **argv) {
+  dt_option options[] = {
+      DT_INT("--root", &root_rank, 0, 65535, "rank that holds the data (0..NP-1)"),
+      DT_SIZE("--min-bytes", &min_bytes, 4, 1 << 30, "smallest broadcast of the sweep"),
+      DT_SIZE("--max-bytes", &max_bytes, 4, 1 << 30, "largest broadcast (and the byte count)"),
+      DT_INT("--iters", &iters, 1, 1000, "timed broadcasts per size and way (fewer when large)"),
+      DT_INT("--params", &params, 1, 1 << 28, "floats in the weights replicated at the end"),
+      DT_INT("--seed", &seed, 0, 1e15, "seed of the weights' initialisation"),
+      DT_END,
+  };
+  dt_lesson lesson = {"02_broadcast", "linear vs binomial-tree vs library broadcast", 1};
+  dt_comm *w = dt_init(&argc, &argv, &lesson, options);
+  int N = w->size, R = (int)root_rank;
+  if (R >= N) dt_fail("--root %d is not a rank: with %d ranks it must be 0..%d", R, N, N - 1);
+  if (min_bytes % 4 || max_bytes % 4)
+    dt_fail("--%s-bytes %lld is not a multiple of 4: the elements are 4-byte floats",
+            min_bytes % 4 ? "min" : "max", (long long)(min_bytes % 4 ? min_bytes : max_bytes));
+  if (min_bytes > max_bytes)
+    dt_fail("--min-bytes %lld is larger than --max-bytes %lld", (long long)min_bytes,
+            (long long)max_bytes);
+  dt_print0("config: root %d, sizes %lld..%lld bytes (x4 per row), %lld iterations, "
+            "%lld weights, seed %lld\n\n",
+            R, (long long)min_bytes, (long long)max_bytes, (long long)iters, (long long)params,
+            (long long)seed);
 
-  long totals[3] = {wrong, bytes_bad, differ}, all[3];
-  DT_MPI(MPI_Allreduce(totals, all, 3, MPI_LONG, MPI_SUM, MPI_COMM_WORLD));
-  int ok = all[0] == 0 && all[1] == 0 && all[2] == 0 && lo == hi;
+  size_t nmax = (size_t)max_bytes / sizeof(float);
+  float *want = malloc(2 * nmax * sizeof(float)), *host = want + nmax;
+  CHECK_ALLOC(want);
+  float *buf = dt_alloc_f32(nmax, DT_COMMBUF);
+  /* Small integers (exact in float) that depend on the root; never 0. */
+  for (size_t i = 0; i < nmax; i++) want[i] = (float)(1 + (i + (size_t)R) % 8191);
+  if (w->rank == R) dt_copy_from_host(buf, want, nmax * sizeof(float));
+
+  int64_t wrong = 0, bytes_bad = step1_counters(w, buf, want, host, &wrong);
+  int sizes = step2_sweep(w, buf, want, host, &wrong);
+  int equal = 0;
+  int64_t differ = replicate_weights(w, (size_t)params, (uint64_t)seed, &equal);
+
+  int64_t all[3] = {wrong, bytes_bad, differ};
+  dt_host_all_reduce(w, all, 3, DT_I64, DT_SUM);
+  int ok = all[0] == 0 && all[1] == 0 && all[2] == 0 && equal;
   dt_print0("CHECK %s: linear, tree and library broadcast from root %d, %d sizes, every result "
-            "on %d ranks: %ld wrong elements (exact compare); bytes vs formula: %ld mismatches; "
-            "weights checksums %s on all ranks, %ld elements differ from the local RNG draw\n",
-            ok ? "PASSED" : "FAILED", R, sizes, N, all[0], all[1], lo == hi ? "equal" : "DIFFER",
-            all[2]);
-  free(want), free(host), free(wh), free(lh);
-  dt_free(buf), dt_free(weights), dt_free(local);
+            "on %d ranks: %lld wrong elements (exact compare); bytes vs formula: %lld "
+            "mismatches; weights checksums %s on all ranks, %lld elements differ from the local "
+            "RNG draw\n",
+            ok ? "PASSED" : "FAILED", R, sizes, N, (long long)all[0], (long long)all[1],
+            equal ? "equal" : "DIFFER", (long long)all[2]);
+  free(want);
+  dt_free(buf);
   dt_finalize();
   return ok ? 0 : 1;
 }

@@ -9,24 +9,28 @@
  *      every rank gets the same number of samples, hence the same number of
  *      steps, and no rank waits forever in an all-reduce the others skipped;
  *   3. rank r takes positions r, r+N, r+2N, ...: num_samples = total_size/N.
- * The sampler itself lives in common (dt_sampler_indices in common/data.c)
- * because lessons 05-09 draw their batches through it. This lesson prints
- * each rank's share, all-gathers the shares to prove that they cover the data
- * set with exactly the padding as duplicates, and shows how lesson 05 cuts
- * an epoch into global batches. */
+ * The sampler itself lives in common (common/sampler.h, sampler.c) because
+ * lessons 05-09 draw their batches through it. This lesson prints each rank's
+ * share, all-gathers the shares to prove that they cover the data set with
+ * exactly the padding as duplicates, and shows how lesson 05 cuts an epoch
+ * into global batches. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "train.h"
+#include "batches.h"
+#include "dt.h"
+#include "sampler.h"
 
 static int64_t n = 10, epochs = 3, seed = 0;
 static int no_shuffle = 0, drop_last = 0;
+/* The formulas, computed in main on their own to hold the sampler to them. */
+static int64_t want_ns, want_total, want_pad, want_drop;
 
 /* At most this many indices per printed line; the checks see all of them. */
 #define SHOW 16
 
-static char *list(const int64_t *v, int64_t count, int64_t bar) {
+char *list(const int64_t *v, int64_t count, int64_t bar) {
   static char out[SHOW * 24 + 64];
   size_t len = 0;
   out[0] = 0;
@@ -55,8 +59,28 @@ static void row(const char *name, int64_t lo, int64_t hi, const char *formula, i
 }
 
 typedef struct {
-  int64_t distinct, duplicates, missing, problems;
+  int64_t distinct, duplicates, missing, problems, changed;
 } tally;
+
+/* Host scratch for the checks, and the all-gather's backend buffers. */
+typedef struct {
+  int64_t *check, *padded, *prev, *seen;
+  int32_t *host, *send, *recv;
+} buffers;
+
+static buffers alloc_buffers(int64_t ns, int64_t total) {
+  buffers b = {
+      malloc((size_t)(ns + 1) * sizeof(int64_t)),    malloc((size_t)(total + 1) * sizeof(int64_t)),
+      malloc((size_t)(total + 1) * sizeof(int64_t)), malloc((size_t)n * sizeof(int64_t)),
+      malloc((size_t)(total + 1) * sizeof(int32_t)), dt_alloc((size_t)ns * 4, DT_COMMBUF),
+      dt_alloc((size_t)total * 4, DT_COMMBUF)};
+  CHECK_ALLOC(b.check);
+  CHECK_ALLOC(b.padded);
+  CHECK_ALLOC(b.prev);
+  CHECK_ALLOC(b.seen);
+  CHECK_ALLOC(b.host);
+  return b;
+}
 
 /* Check the all-gathered list, put back in position order (padded[p] is the
  * sample at position p of the epoch's padded list). Every rank runs this on
@@ -80,32 +104,77 @@ static tally check_padded(const int64_t *padded, int64_t total, int64_t *seen) {
   return t;
 }
 
-/* Lesson 05 cuts each epoch's shuffled list of c.samples into global batches
- * of B: batch s is positions s*B .. s*B+B-1, and rank r's share of it is the
- * positions r, r+N, ... inside it, which is just r's own shard walked in
- * order: dt_step_samples. Checked here for every step of two epochs. */
-static int64_t lesson05(int N, int rank) {
-  dt_train_config c = {.batch = 2 * N, .samples = 8 * N, .data_seed = seed};
-  int64_t B = c.batch, per_rank = B / N, batches = dt_batches_per_epoch(&c), wrong = 0;
-  int64_t *order = malloc((size_t)c.samples * sizeof *order), got[2];
-  CHECK_ALLOC(order);
-  for (int64_t step = 0; step < 2 * batches; step++) {
-    if (step % batches == 0) dt_shuffle(c.samples, (uint64_t)seed, step / batches, order);
-    dt_step_samples(&c, N, rank, step, got);
-    int64_t first = (step % batches) * B;
-    for (int64_t k = 0; k < per_rank; k++) wrong += got[k] != order[first + rank + k * N];
-    if (step == 1) {
-      dt_print0("\nlesson 05 (B = %lld, %lld samples, data seed %lld): global batch 1 = positions "
-                "%lld..%lld of epoch 0's shuffle (training always shuffles): %s\n",
-                (long long)B, (long long)c.samples, (long long)seed, (long long)first,
-                (long long)(first + B - 1), list(order + first, B, -1));
-      dt_print_ranks("takes positions %lld, %lld: samples %lld %lld (dt_step_samples)\n",
-                     (long long)(first + rank), (long long)(first + rank + N), (long long)got[0],
-                     (long long)got[1]);
-    }
+/* One epoch's shares: the same as a sampler seeded seed + e draws at epoch
+ * 0, then all-gathered: covered once, duplicates only as padding, and a new
+ * order against the previous epoch (prev). Returns the problems found;
+ * widens the summary's ranges. */
+static int64_t check_epoch(dt_comm *w, const dt_sampler *s, int64_t e, const int64_t *mine,
+                           int64_t ns, buffers *b, tally *lo, tally *hi) {
+  int N = w->size;
+  int64_t total = ns * N, problems = 0;
+  /* The permutation depends on seed + epoch alone: epoch e equals epoch 0
+   * of a sampler seeded seed + e (PyTorch seeds its generator the same). */
+  if (!no_shuffle) {
+    dt_sampler s0 = *s;
+    s0.seed = (uint64_t)(seed + e);
+    dt_sampler_indices(&s0, 0, b->check);
+    for (int64_t k = 0; k < ns; k++) problems += b->check[k] != mine[k];
   }
-  free(order);
-  return wrong;
+  for (int64_t k = 0; k < ns; k++) b->host[k] = (int32_t)mine[k];
+  /* Collectives move backend memory (GPU buffers on cuda): copy in and out. */
+  dt_copy_from_host(b->send, b->host, (size_t)ns * 4);
+  dt_all_gather(w, b->send, b->recv, (size_t)ns, DT_I32);
+  dt_copy_to_host(b->host, b->recv, (size_t)total * 4);
+  /* The gather is rank-major (rank q's k-th sample sits at q*ns + k) and
+   * that sample is position q + k*N of the padded list. */
+  for (int64_t p = 0; p < total; p++) b->padded[p] = b->host[(p % N) * ns + p / N];
+  tally t = check_padded(b->padded, total, b->seen);
+  problems += t.problems + (t.duplicates != want_pad) + (t.missing != want_drop);
+  dt_print0("all-gathered %lld indices, in position order: %s\n", (long long)total,
+            list(b->padded, total, drop_last ? -1 : n));
+  dt_print0("  %lld distinct, %lld missing, %lld duplicate%s%s\n", (long long)t.distinct,
+            (long long)t.missing, (long long)t.duplicates, t.duplicates == 1 ? "" : "s",
+            t.duplicates ? ", every one at a padded position p >= n holding position p - n" : "");
+  widen(t.distinct, &lo->distinct, &hi->distinct);
+  widen(t.duplicates, &lo->duplicates, &hi->duplicates);
+  widen(t.missing, &lo->missing, &hi->missing);
+  if (e > 0) {
+    int64_t changed = 0;
+    for (int64_t p = 0; p < total; p++) changed += b->padded[p] != b->prev[p];
+    dt_print0("  %lld of %lld positions differ from epoch %lld\n", (long long)changed,
+              (long long)total, (long long)e - 1);
+    widen(changed, &lo->changed, &hi->changed);
+    /* A repeated order is a bug without doubt only when n! is large: n = 3
+     * has 6 orders, and a repeat is mere chance. */
+    if (no_shuffle ? changed != 0 : changed == 0 && total >= 8) problems++;
+  }
+  memcpy(b->prev, b->padded, (size_t)total * sizeof *b->prev);
+  return problems;
+}
+
+/* Every rank must hold the same count, or the all-gather (and in training
+ * the all-reduce of every step) would not match up. Prints the summary;
+ * returns the problems found. */
+static int64_t summary(dt_comm *w, int64_t ns, const tally *lo, const tally *hi) {
+  int64_t ns_min = ns, ns_max = ns, ns_sum = ns;
+  dt_host_all_reduce(w, &ns_min, 1, DT_I64, DT_MIN);
+  dt_host_all_reduce(w, &ns_max, 1, DT_I64, DT_MAX);
+  dt_host_all_reduce(w, &ns_sum, 1, DT_I64, DT_SUM);
+  dt_print0("\nsummary over %lld epoch%s: measured (all-gathered indices) | formula\n",
+            (long long)epochs, epochs > 1 ? "s" : "");
+  row("num_samples per rank", ns_min, ns_max, drop_last ? "floor(n/N)" : "ceil(n/N)", want_ns);
+  row("total_size", ns_sum, ns_sum, "num_samples x N", want_total);
+  row("duplicates", lo->duplicates, hi->duplicates,
+      drop_last ? "padding, none with drop_last" : "padding = total_size - n", want_pad);
+  row("missing", lo->missing, hi->missing,
+      drop_last ? "dropped = n - total_size" : "dropped, none without drop_last", want_drop);
+  row("distinct", lo->distinct, hi->distinct, "n - dropped", n - want_drop);
+  if (epochs > 1 && no_shuffle)
+    row("positions changed", lo->changed, hi->changed, "none without shuffle", 0);
+  else if (epochs > 1)
+    row("positions changed", lo->changed, hi->changed, "new order each epoch; at most total_size",
+        ns * w->size);
+  return (ns_min != want_ns) + (ns_max != want_ns) + (ns_sum != want_total);
 }
 
 int main(int argc, char **argv) {
@@ -129,9 +198,10 @@ int main(int argc, char **argv) {
                   .drop_last = drop_last,
                   .seed = (uint64_t)seed};
   int64_t ns = dt_sampler_num_samples(&s), total = ns * N;
-  /* The formulas, computed here on their own to hold the sampler to them. */
-  int64_t want_ns = drop_last ? n / N : (n + N - 1) / N, want_total = want_ns * N;
-  int64_t want_pad = drop_last ? 0 : want_total - n, want_drop = drop_last ? n - want_total : 0;
+  want_ns = drop_last ? n / N : (n + N - 1) / N;
+  want_total = want_ns * N;
+  want_pad = drop_last ? 0 : want_total - n;
+  want_drop = drop_last ? n - want_total : 0;
   dt_print0("config: n = %lld samples, N = %d ranks, %lld epochs, shuffle %s (seed %lld), "
             "drop_last %s\n",
             (long long)n, N, (long long)epochs, no_shuffle ? "off" : "on", (long long)seed,
@@ -142,23 +212,10 @@ int main(int argc, char **argv) {
             (long long)want_ns, (long long)want_total, (long long)want_pad, (long long)want_drop);
 
   int64_t *mine = malloc((size_t)(ns + 1) * sizeof *mine);
-  int64_t *padded = malloc((size_t)(total + 1) * sizeof *padded);
-  int64_t *prev = malloc((size_t)(total + 1) * sizeof *prev);
-  int64_t *check = malloc((size_t)(ns + 1) * sizeof *check);
-  int64_t *seen = malloc((size_t)n * sizeof *seen);
-  int32_t *host = malloc((size_t)(total + 1) * sizeof *host);
   CHECK_ALLOC(mine);
-  CHECK_ALLOC(padded);
-  CHECK_ALLOC(prev);
-  CHECK_ALLOC(check);
-  CHECK_ALLOC(seen);
-  CHECK_ALLOC(host);
-  /* Collectives move backend memory (GPU buffers on cuda): copy in and out. */
-  int32_t *send = dt_alloc((size_t)ns * 4, DT_COMMBUF),
-          *recv = dt_alloc((size_t)total * 4, DT_COMMBUF);
-
-  int64_t problems = 0, changed_min = total, changed_max = 0;
-  tally lo = {n, n, n, 0}, hi = {0, 0, 0, 0};
+  buffers b = alloc_buffers(ns, total);
+  tally lo = {n, n, n, 0, total}, hi = {0, 0, 0, 0, 0};
+  int64_t problems = 0;
   for (int64_t e = 0; e < epochs; e++) {
     /* exercise: DistributedSampler (shuffle with seed + epoch, pad, take every N-th) */
     dt_sampler_indices(&s, e, mine);
@@ -166,72 +223,15 @@ int main(int argc, char **argv) {
     dt_print0("\nepoch %lld\n", (long long)e);
     dt_print_ranks("positions %d + %dk, k < %lld: %s\n", rank, N, (long long)ns,
                    list(mine, ns, -1));
-    /* The permutation depends on seed + epoch alone: epoch e equals epoch 0
-     * of a sampler seeded seed + e (PyTorch seeds its generator the same). */
-    if (!no_shuffle) {
-      dt_sampler s0 = s;
-      s0.seed = (uint64_t)(seed + e);
-      dt_sampler_indices(&s0, 0, check);
-      for (int64_t k = 0; k < ns; k++) problems += check[k] != mine[k];
-    }
-
-    for (int64_t k = 0; k < ns; k++) host[k] = (int32_t)mine[k];
-    dt_copy_from_host(send, host, (size_t)ns * 4);
-    dt_all_gather(w, send, recv, (size_t)ns, DT_I32);
-    dt_copy_to_host(host, recv, (size_t)total * 4);
-    /* The gather is rank-major (rank q's k-th sample sits at q*ns + k) and
-     * that sample is position q + k*N of the padded list. */
-    for (int64_t p = 0; p < total; p++) padded[p] = host[(p % N) * ns + p / N];
-    tally t = check_padded(padded, total, seen);
-    problems += t.problems + (t.duplicates != want_pad) + (t.missing != want_drop);
-    dt_print0("all-gathered %lld indices, in position order: %s\n", (long long)total,
-              list(padded, total, drop_last ? -1 : n));
-    dt_print0("  %lld distinct, %lld missing, %lld duplicate%s%s\n", (long long)t.distinct,
-              (long long)t.missing, (long long)t.duplicates, t.duplicates == 1 ? "" : "s",
-              t.duplicates ? ", every one at a padded position p >= n holding position p - n" : "");
-    widen(t.distinct, &lo.distinct, &hi.distinct);
-    widen(t.duplicates, &lo.duplicates, &hi.duplicates);
-    widen(t.missing, &lo.missing, &hi.missing);
-    if (e > 0) {
-      int64_t changed = 0;
-      for (int64_t p = 0; p < total; p++) changed += padded[p] != prev[p];
-      dt_print0("  %lld of %lld positions differ from epoch %lld\n", (long long)changed,
-                (long long)total, (long long)e - 1);
-      widen(changed, &changed_min, &changed_max);
-      /* A repeated order is a bug without doubt only when n! is large: n = 3
-       * has 6 orders, and a repeat is mere chance. */
-      if (no_shuffle ? changed != 0 : changed == 0 && total >= 8) problems++;
-    }
-    memcpy(prev, padded, (size_t)total * sizeof *prev);
+    problems += check_epoch(w, &s, e, mine, ns, &b, &lo, &hi);
   }
-
-  /* Every rank must hold the same count, or the all-gather (and in training
-   * the all-reduce of every step) would not match up. */
-  int64_t ns_min, ns_max, ns_sum;
-  DT_MPI(MPI_Allreduce(&ns, &ns_min, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD));
-  DT_MPI(MPI_Allreduce(&ns, &ns_max, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD));
-  DT_MPI(MPI_Allreduce(&ns, &ns_sum, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
-  problems += (ns_min != want_ns) + (ns_max != want_ns) + (ns_sum != want_total);
-  dt_print0("\nsummary over %lld epoch%s: measured (all-gathered indices) | formula\n",
-            (long long)epochs, epochs > 1 ? "s" : "");
-  row("num_samples per rank", ns_min, ns_max, drop_last ? "floor(n/N)" : "ceil(n/N)", want_ns);
-  row("total_size", ns_sum, ns_sum, "num_samples x N", want_total);
-  row("duplicates", lo.duplicates, hi.duplicates,
-      drop_last ? "padding, none with drop_last" : "padding = total_size - n", want_pad);
-  row("missing", lo.missing, hi.missing,
-      drop_last ? "dropped = n - total_size" : "dropped, none without drop_last", want_drop);
-  row("distinct", lo.distinct, hi.distinct, "n - dropped", n - want_drop);
-  if (epochs > 1 && no_shuffle)
-    row("positions changed", changed_min, changed_max, "none without shuffle", 0);
-  else if (epochs > 1)
-    row("positions changed", changed_min, changed_max, "new order each epoch; at most total_size",
-        total);
-  int64_t wrong05 = lesson05(N, rank);
+  problems += summary(w, ns, &lo, &hi);
+  int64_t wrong05 = lesson05_batches(N, rank, seed);
   dt_print_ranks("checks: %lld problems, %lld of lesson 05's samples off their positions\n",
                  (long long)problems, (long long)wrong05);
 
-  int64_t local[2] = {problems, wrong05}, sum[2];
-  DT_MPI(MPI_Allreduce(local, sum, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
+  int64_t sum[2] = {problems, wrong05};
+  dt_host_all_reduce(w, sum, 2, DT_I64, DT_SUM);
   int failed = sum[0] + sum[1] != 0;
   dt_print0(
       "\nCHECK %s: %lld epoch(s) all-gathered and checked by %d ranks: coverage, duplicates = "
@@ -239,8 +239,14 @@ int main(int argc, char **argv) {
       "wrong lesson-05 samples (exact, tolerance 0)\n",
       failed ? "FAILED" : "PASSED", (long long)epochs, N, (long long)want_pad, (long long)want_drop,
       (long long)want_ns, (long long)sum[0], (long long)sum[1]);
-  dt_free(send), dt_free(recv);
-  free(mine), free(padded), free(prev), free(check), free(seen), free(host);
+  dt_free(b.send);
+  dt_free(b.recv);
+  free(b.check);
+  free(b.padded);
+  free(b.prev);
+  free(b.seen);
+  free(b.host);
+  free(mine);
   dt_finalize();
   return failed;
 }

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "05_dp/compress.h"
+#include "compress.h"
 
 struct topk {
   int64_t k, P;

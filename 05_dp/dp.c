@@ -19,8 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "05_dp/compress.h"
-#include "05_dp/hierarchical.h"
+#include "compress.h"
+#include "hierarchical.h"
 #include "train.h"
 
 typedef struct {        /* whole gradient tensors, all-reduced together */

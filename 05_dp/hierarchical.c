@@ -4,7 +4,7 @@
  * inside each node, so only the leaders' bytes cross between nodes. */
 #include <stdlib.h>
 
-#include "05_dp/hierarchical.h"
+#include "hierarchical.h"
 
 dt_nodes *hierarchical_split(dt_run *r, int conflict) {
   if (conflict) dt_fail("--hierarchical is blocking and dense: no --overlap or --compress");

@@ -47,7 +47,7 @@ check "lesson 01 --help" 2 0 '--min-bytes BYTES' '--msg-bytes BYTES' -- "$L01" -
 # stuck send, its peer and the lesson's line, and end the job with exit 3,
 # well before the test's own timeout.
 check "01 --deadlock caught by the watchdog np=2" 2 3 \
-  'watchdog: rank [01] stuck for 2 s in send #1 on the world communicator \(1048576 elements, peer rank [01]\), called from 01_send_recv/send_recv.c:[0-9]+' \
+  'watchdog: rank [01] stuck for 2 s in send #1 on the world communicator \(1048576 elements, peer rank [01]\), called from 01_send_recv/deadlock.c:[0-9]+' \
   -- ./01_send_recv/send_recv --deadlock --timeout 2
 check "01 --deadlock caught by the watchdog np=3" 3 3 'watchdog: rank [0-2] stuck for 2 s in send #1' \
   -- ./01_send_recv/send_recv --deadlock --timeout 2

@@ -39,7 +39,7 @@ build_copy() {
   case $file in
     common/*) link+=(-Wl,--allow-multiple-definition) ;;
   esac
-  mpicc -O2 -std=c11 -I. -Icommon/comm -Icommon/train -Itests -c "$dir/$(basename "$file")" -o "$dir/copy.o" >"$dir/build.log" 2>&1 &&
+  mpicc -O2 -std=c11 -I. -I"$lesson" -Icommon/comm -Icommon/train -Itests -c "$dir/$(basename "$file")" -o "$dir/copy.o" >"$dir/build.log" 2>&1 &&
     mpicc "${link[@]}" -o "$dir/$name" -lopenblas -lm -pthread >>"$dir/build.log" 2>&1 || return 1
 }
 
