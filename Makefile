@@ -111,10 +111,6 @@ lesson_objs  = $(patsubst %.c,$(BUILD)/%.o,$(sort $(wildcard $(1)/*.c) $(call le
 BIN_DIR     ?= .
 lesson_bin   = $(BIN_DIR)/$(1)/$(patsubst $(firstword $(subst _, ,$(1)))_%,%,$(1))
 lesson_num   = $(patsubst 0%,%,$(firstword $(subst _, ,$(1))))
-# what a lesson links besides its main file name.c (tests/exercise.sh links a
-# student's name.c with these: make check-N passes them, print-lesson-objs-N says them)
-lesson_main  = $(1)/$(patsubst $(firstword $(subst _, ,$(1)))_%,%,$(1)).c
-lesson_extra = $(filter-out $(patsubst %.c,$(BUILD)/%.o,$(call lesson_main,$(1))),$(call lesson_objs,$(1)))
 LESSON_BINS := $(foreach d,$(LESSON_DIRS),$(call lesson_bin,$(d)))
 TEST_BINS   := $(patsubst %.c,$(BIN_DIR)/%,$(wildcard tests/test_*.c))
 
@@ -236,12 +232,12 @@ bench-step: all
 define exercise_rules
 exercise-$(call lesson_num,$(1)):
 	@bash tests/exercise.sh make $(1)
-check-$(call lesson_num,$(1)): $(LIBS) $(call lesson_extra,$(1))
+check-$(call lesson_num,$(1)): $(LIBS) $(call lesson_objs,$(1))
 	@MPICC="$(MPICC)" CFLAGS="$(CFLAGS)" LDFLAGS="$(LDFLAGS)" LDLIBS="$(LDLIBS)" LIBDT="$(LIBS)" \
-	  LESSON_OBJS="$(call lesson_extra,$(1))" OBJDIR=$(BUILD)/exercises MPIRUN="$(MPIRUN)" CORES=$(CORES) \
+	  LESSON_OBJS="$(call lesson_objs,$(1))" OBJDIR=$(BUILD)/exercises MPIRUN="$(MPIRUN)" CORES=$(CORES) \
 	  bash tests/exercise.sh check $(1)
 print-lesson-objs-$(call lesson_num,$(1)):
-	@echo $(call lesson_extra,$(1))
+	@echo $(call lesson_objs,$(1))
 endef
 $(foreach d,$(LESSON_DIRS),$(eval $(call exercise_rules,$(d))))
 

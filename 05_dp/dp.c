@@ -180,13 +180,14 @@ static void report(model *m, dt_run *r) {
               "2(N-1)/N x P x %lld = %llu\n",
               (unsigned long long)(ar.calls / steps), (unsigned long long)(ar.bytes_sent / steps),
               (long long)es, (unsigned long long)(2 * (N - 1) * (uint64_t)(m->P * es) / N));
-  dt_row rows[] = {
-      {DT_PARAMS, m->P * 4, "P x 4"},
-      {DT_GRADS, m->P * 4 * (m->topk ? 2 : 1),
-       m->topk ? "P x 4, and as much for the residual" : "P x 4"},
-      {DT_OPTIM, r->c.optimizer[0] == 'a' ? 2 * m->P * 4 : 0, "AdamW m and v: 2 x P x 4 (sgd: 0)"},
-      {DT_ACTIV, dt_acts_bytes(L, R, D, H), "((L+1)bD + 2LbH + 2bD + bH) x 4, b = B/(N x accum)"}};
-  dt_print_memory(rows, 4);
+  dt_row rows[] = {{DT_PARAMS, m->P * 4, "P x 4", 0},
+                   {DT_GRADS, m->P * 4 * (m->topk ? 2 : 1),
+                    m->topk ? "P x 4, and as much for the residual" : "P x 4", 0},
+                   {DT_OPTIM, r->c.optimizer[0] == 'a' ? 2 * m->P * 4 : 0,
+                    "AdamW m and v: 2 x P x 4 (sgd: 0)", 0},
+                   {DT_ACTIV, dt_acts_bytes(L, R, D, H),
+                    "((L+1)bD + 2LbH + 2bD + bH) x 4, b = B/(N x accum)", 0}};
+  dt_print_memory(rows, 4, NULL);
 }
 
 int main(int argc, char **argv) {

@@ -25,14 +25,16 @@
 #     @hint-crash                       lines, instead of all that after a crash
 # A lesson with k marked regions has k @todo and @stub blocks, in order.
 #
-# The workspace is $EXERCISE_DIR/NN_name/name.c (default exercises/, ignored
-# by git); make exercise-N never overwrites it. make check-N passes the
+# The marked file is the lesson's name.c, or else the one other .c of its
+# folder that holds the markers (06_fsdp/shard.c: a piece 08 reuses). The
+# workspace is $EXERCISE_DIR/NN_name/ and that file's name (default
+# exercises/, ignored by git); make exercise-N never overwrites it. make check-N passes the
 # compiler settings (MPICC CFLAGS LDFLAGS LDLIBS LIBDT LESSON_OBJS OBJDIR MPIRUN
 # CORES); run by hand, the defaults below build against build/cpu's two libraries.
-# The student's file replaces the lesson's main file name.c alone: LESSON_OBJS
-# are the objects of the lesson's other .c files and of the pieces of other
-# lessons it includes, as the Makefile links them (unset: asked of make,
-# print-lesson-objs-N, and built there with BACKEND=cpu).
+# The student's file replaces the marked file alone: LESSON_OBJS are the
+# objects of every .c of the lesson and of the pieces of other lessons it
+# includes, as the Makefile links them (unset: asked of make,
+# print-lesson-objs-N, and built there with BACKEND=cpu), less the marked one.
 # EXERCISE_DIR=. checks the lesson itself (the test suite does). Each run
 # gets --timeout $EXERCISE_TIMEOUT (the lesson's watchdog catches deadlocks)
 # and an outer limit of $EXERCISE_LIMIT seconds in case even that fails.
@@ -64,7 +66,14 @@ lesson_dir() {
   done
   die "no lesson '$1' (lessons: $(ls -d [0-9][0-9]_*/ | tr -d / | tr '\n' ' '))"
 }
-lesson_src() { echo "$1/${1#*_}.c"; } # 03_all_reduce -> 03_all_reduce/all_reduce.c
+# 03_all_reduce -> 03_all_reduce/all_reduce.c, or the other file with markers
+lesson_src() {
+  local f main="$1/${1#*_}.c"
+  for f in "$main" "$1"/*.c; do
+    grep -q '^[[:space:]]*/\* exercise: ' "$f" 2>/dev/null && { echo "$f"; return; }
+  done
+  echo "$main"
+}
 spec_of() { echo "tests/exercises/$1.txt"; }
 
 field() { awk -v key="@$2" '$1 == key { sub(/^@[a-z-]+ +/, ""); print }' "$1"; }
@@ -119,7 +128,7 @@ cmd_make() {
   d=$(lesson_dir "$1") || exit 2
   src=$(lesson_src "$d") spec=$(spec_of "$d")
   [ -f "$spec" ] || die "lesson $d has no exercise yet ($spec is missing)"
-  dest="$EXERCISE_DIR/$d/${d#*_}.c"
+  dest="$EXERCISE_DIR/$d/$(basename "$src")"
   if [ -e "$dest" ]; then
     echo "exercise: $dest exists and is kept (your work is never overwritten)."
     echo "  to start over: rm $dest && make exercise-$((10#${d%%_*}))"
@@ -181,7 +190,9 @@ cmd_check() {
   d=$(lesson_dir "$1") || exit 2
   spec=$(spec_of "$d") name=${d#*_}
   [ -f "$spec" ] || die "lesson $d has no exercise yet ($spec is missing)"
-  src="$EXERCISE_DIR/$d/$name.c"
+  local marked
+  marked=$(basename "$(lesson_src "$d")" .c)
+  src="$EXERCISE_DIR/$d/$marked.c"
   [ -f "$src" ] || die "no $src yet: run 'make exercise-$((10#${d%%_*}))' first"
   local lib
   for lib in $LIBDT; do
@@ -189,7 +200,7 @@ cmd_check() {
   done
   local tag
   tag=$(echo "$EXERCISE_DIR" | tr -c 'A-Za-z0-9_\n' '_')
-  obj="$OBJDIR/$tag/$d/$name.o"
+  obj="$OBJDIR/$tag/$d/$marked.o"
   # the binary sits beside the student's file, to run by hand; a lesson's own
   # folder keeps its binary, so the pristine one goes to the build folder
   if [ "$(cd "$EXERCISE_DIR" && pwd)" = "$(pwd)" ]; then bin="$OBJDIR/$tag/$d/$name"; else bin="$EXERCISE_DIR/$d/$name"; fi
@@ -203,10 +214,14 @@ cmd_check() {
     LESSON_OBJS=$(${MAKE:-make} -s --no-print-directory BACKEND=cpu "print-lesson-objs-$n") || die "make print-lesson-objs-$n failed"
     [ -z "$LESSON_OBJS" ] || ${MAKE:-make} -s --no-print-directory BACKEND=cpu $LESSON_OBJS >&2 || die "could not build $LESSON_OBJS"
   fi
+  local o others=""
+  for o in $LESSON_OBJS; do
+    [[ $o == */"$d/$marked.o" ]] || others+=" $o"
+  done
   # -I the lesson's folder: the student's copy sits elsewhere but includes
   # the lesson's own headers ("compress.h") as name.c does
   # shellcheck disable=SC2086
-  if ! { $MPICC $cflags -I"$d" -c "$src" -o "$obj" && $MPICC $LDFLAGS "$obj" $LESSON_OBJS $LIBDT -o "$bin" $LDLIBS; } >"$build_log" 2>&1; then
+  if ! { $MPICC $cflags -I"$d" -c "$src" -o "$obj" && $MPICC $LDFLAGS "$obj" $others $LIBDT -o "$bin" $LDLIBS; } >"$build_log" 2>&1; then
     echo "FAIL  build: it does not compile; the compiler says:"
     grep -E 'error|undefined reference' "$build_log" | head -n 12 | sed 's/^/      /'
     echo "1 check: 0 passed, 1 failed (build)"

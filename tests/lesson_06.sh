@@ -51,8 +51,10 @@ check "06 np=3 zero=3 padded bytes" 3 0 'CHECK PASSED' 'padded to N x S = 3 x 68
   '\[rank 2\] owns \[1366, 2049\) of every layer: 0 of W1, 682 of W2, 1 padding' \
   'all_gather +8 +43712 +43712 ' 'reduce_scatter +4 +21856 +21856 ' \
   -- $B $SMALL --zero 3 --batch 24
-# --clip adds one float all-reduced per step: 2(N-1)/N x 4 = 6 bytes at N=4.
-check "06 np=4 zero=3 clip" 4 0 'CHECK PASSED' 'all_reduce +1 +6 +6 ' 'total +73734 +73734 ' \
+# --clip adds one float all-reduced per step: 2(N-1)/N x 4 = 6 bytes at N=4,
+# on the run's scalars row, out of the lesson's table.
+check "06 np=4 zero=3 clip" 4 0 'CHECK PASSED' 'all_reduce +0 +0 +0 ' 'total +73728 +73728 ' \
+  'scalars +1\.00 all-reduces/step .*bytes sent per rank per step 6\.00, formula calls x 2\(N-1\)/N x 4 = 6\.00' \
   -- $B $SMALL --zero 3 --clip 0.5
 
 # Peak memory per rank by tag, columns: measured, formula, DP. Stage 3 with
@@ -116,11 +118,12 @@ for prec in bf16 fp16; do
 done
 check "06 np=3 zero=3 bf16 padded" 3 0 'CHECK PASSED: .*bf16 training' \
   'all_gather +8 +21856 +21856 ' -- $B $SMALL --zero 3 --batch 24 --precision bf16
-# fp16: the overflow verdict is one int all-reduced with MAX (its own row, out
-# of the total: 2(N-1)/N x 4 = 6 bytes at N=4). A loss scale of 1e12
+# fp16: the overflow verdict is one flag all-reduced with MAX (the run's
+# scalars row, out of the total: 2(N-1)/N x 4 = 6 bytes at N=4). A loss scale of 1e12
 # overflows: every rank skips the same steps and halves the scale until the
 # gradients fit, as the reference does. Stage 1 gathers only after steps taken.
-check "06 np=4 fp16 overflow verdict" 4 0 'overflow verdict \(fp16\) +1 +6 +6 ' \
+check "06 np=4 fp16 overflow verdict" 4 0 \
+  'scalars +1\.00 all-reduces/step .*bytes sent per rank per step 6\.00, formula calls x 2\(N-1\)/N x 4 = 6\.00' \
   'fp16 loss scaling +0 steps skipped' -- $B $SMALL --precision fp16 --no-check
 check "06 np=4 fp16 loss scale backs off" 4 0 'step +1: fp16 gradients overflowed at loss scale 1e\+12' \
   '19 steps skipped on overflow' 'all_gather +[0-9]+ +([0-9]+) +\1 +L x \(N-1\) x S x 2 x 11/30 steps taken' \

@@ -104,15 +104,15 @@ else
   mutant 05-topk 05_dp 05_dp/compress.c \
     's/dt_add\(t->residual, g, P\);/dt_copy(t->residual, g, P * 4);/' \
     "top-k residual not fed back" -- --compress topk:0.01
-  mutant 06-offset 06_fsdp 06_fsdp/fsdp.c \
-    's/DH = c->dim \* c->hidden, lo = m->rank \* m->S,/DH = c->dim * c->hidden, lo = m->rank * m->S + 1,/' \
+  mutant 06-offset 06_fsdp 06_fsdp/shard.c \
+    's/\*lo = f->comm->rank \* f->S;/*lo = f->comm->rank * f->S + 1;/' \
     "a shard's offset off by one element"
-  mutant 06-sum 06_fsdp 06_fsdp/fsdp.c \
-    's/m\.op = m\.wire == DT_F32 \? DT_AVG : DT_SUM/m.op = DT_SUM/' \
+  mutant 06-sum 06_fsdp 06_fsdp/shard.c \
+    's/f->op = dt_wire_op\(&f->wire, DT_AVG\)/f->op = DT_SUM/' \
     "gradients reduce-scattered as sums, not averages" -- --optimizer sgd
-  mutant 06-moments 06_fsdp 06_fsdp/fsdp.c \
-    's/m->m \? m->m \+ l \* S : NULL,\s*m->v \? m->v \+ l \* S : NULL/m->m, m->v/' \
-    "every layer's shard uses layer 0's AdamW moments" -- --optimizer adamw
+  mutant 06-moments 06_fsdp common/train/run.c \
+    's/dt_optimizer_step\(c, s->w, s->g, s->m, s->v,/dt_optimizer_step(c, s->w, s->g, r->seg[0].m, r->seg[0].v,/' \
+    "every layer's shard uses layer 0's AdamW moments" -- --optimizer adamw --zero 1
   mutant 07-f 07_tp 07_tp/tp.c \
     's/(void \*p = to_wire\(m, m->dnext\);\n)\s*dt_all_reduce\([^\n]*\n/$1/' \
     "TP backward all-reduce (f) omitted"

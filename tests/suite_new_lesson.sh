@@ -77,8 +77,8 @@ TEST_TIMEOUT=$NL_LIMIT check "new lesson: 11_probe links its second file and 10'
   -- "$NL/11_probe/probe"
 TEST_TIMEOUT=$NL_LIMIT check "new lesson: make tour runs both" 0 0 '^10_dp_copy +.* PASSED ' '^11_probe +a lesson of two files.* PASSED ' \
   -- "${NL_MAKE[@]}" tour NP=2
-TEST_TIMEOUT=$NL_LIMIT check "new lesson: make -s print-lesson-objs-11 names the piece and the extension" 0 0 \
-  "^build/${BACKEND:-cpu}/10_dp_copy/piece\.o build/${BACKEND:-cpu}/11_probe/extra\.o\$" \
+TEST_TIMEOUT=$NL_LIMIT check "new lesson: make -s print-lesson-objs-11 names the piece, the extension and main" 0 0 \
+  "^build/${BACKEND:-cpu}/10_dp_copy/piece\.o build/${BACKEND:-cpu}/11_probe/extra\.o build/${BACKEND:-cpu}/11_probe/probe\.o\$" \
   -- "${NL_MAKE[@]}" -s print-lesson-objs-11
 TEST_TIMEOUT=$NL_LIMIT check "new lesson: make check-10 links the exercise's copy with the folder's piece.c" 0 0 \
   '^PASS  np=' '^1 checks: 1 passed, 0 failed' \

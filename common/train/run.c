@@ -136,6 +136,10 @@ void dt_run_begin(dt_run *r) {
   if (!r->loss_ranks) r->loss_ranks = r->world->size;
   dt_train_print(c);
   dt_scaler_init(&r->scaler, c);
+  dt_run_reset(r);
+}
+
+void dt_run_reset(dt_run *r) {
   dt_comm_reset(r->world);
   for (int i = 0; i < 4 && r->comms[i]; i++) dt_comm_reset(r->comms[i]);
   dt_mem_reset_peaks();
@@ -242,11 +246,18 @@ void dt_run_summary(dt_run *r) {
               (long long)r->scaler.skipped, r->scaler.skipped == 1 ? "" : "s", r->scaler.scale);
 }
 
-void dt_print_memory(const dt_row *rows, int n) {
-  dt_print0("  memory per rank (peak bytes)   measured      formula\n");
-  for (const dt_row *w = rows; w < rows + n; w++)
-    dt_print0("    %-8s %21zu %12lld   %s\n", dt_tag_name(w->tag), dt_mem_peak(w->tag),
-              (long long)w->formula, w->how);
+void dt_print_memory(const dt_row *rows, int n, const char *other) {
+  if (!other) {
+    dt_print0("  memory per rank (peak bytes)   measured      formula\n");
+    for (const dt_row *w = rows; w < rows + n; w++)
+      dt_print0("    %-8s %21zu %12lld   %s\n", dt_tag_name(w->tag), dt_mem_peak(w->tag),
+                (long long)w->formula, w->how);
+  } else {
+    dt_print0("  memory per rank (peak bytes)   measured     formula %11s\n", other);
+    for (const dt_row *w = rows; w < rows + n; w++)
+      dt_print0("    %-24s %11zu %11lld %11lld   %s\n", dt_tag_name(w->tag), dt_mem_peak(w->tag),
+                (long long)w->formula, (long long)w->other, w->how);
+  }
   dt_print_memory_uncounted();
 }
 

@@ -338,6 +338,9 @@ void dt_run_place_range(dt_run *r, int seg, int64_t off, int64_t at, int64_t col
  * by their index in the whole model: any rank makes any shard without
  * talking), print the configuration, zero the counters and memory peaks. */
 void dt_run_begin(dt_run *r);
+/* Zero the counters and memory peaks again: what a lesson's set-up sent
+ * after dt_run_begin (a first gather) is no step's. */
+void dt_run_reset(dt_run *r);
 void dt_step_begin(dt_run *r, int64_t step);
 /* The loss, sum((x - y)^2) x scale, and its gradient dx, with fp16's loss
  * scale folded into dx (the gradients stay scaled until the update). */
@@ -350,14 +353,16 @@ int dt_step_update(dt_run *r);
  * collective of the lesson may be in flight when a checkpoint is due. */
 void dt_step_end(dt_run *r, int64_t step, double loss);
 void dt_run_summary(dt_run *r); /* the header, time per step, scalars, fp16 */
-/* The memory table: each tag's measured peak beside its formula, then what
- * the accounting leaves out. */
+/* The memory table: each tag's measured peak beside its formula (and, when
+ * `other` names it, a column to compare with: "DP (05)"), then what the
+ * accounting leaves out. */
 typedef struct {
   dt_tag tag;
   int64_t formula;
   const char *how;
+  int64_t other;
 } dt_row;
-void dt_print_memory(const dt_row *rows, int n);
+void dt_print_memory(const dt_row *rows, int n, const char *other);
 /* The whole model to rank 0 (every rank when replicated), as in files. */
 void dt_run_gather(dt_run *r, int which, float *host); /* which: 0 w, 1 m, 2 v */
 /* Gather, --save, --trace, the check, free, finalize: the exit code. */

@@ -1,0 +1,143 @@
+/* shard.c: ZeRO stages 1-3 and FSDP over one communicator (shard.h). */
+#include <stdlib.h>
+
+#include "shard.h"
+
+void fsdp_init(fsdp *f, dt_comm *comm, const dt_train_config *c, int64_t n, int zero,
+               int prefetch) {
+  int64_t L = c->layers, F = comm->size, S = (n + F - 1) / F; /* padded: any n and F work */
+  *f = (fsdp){.comm = comm, .zero = zero, .prefetch = prefetch, .L = L, .n = n, .S = S};
+  f->NS = F * S;
+  if (zero < 3) f->w = dt_alloc_f32((size_t)(L * F * S), DT_PARAMS);
+  if (zero == 3) f->ws = dt_alloc_f32((size_t)(L * S), DT_PARAMS);
+  if (zero == 1) f->g = dt_alloc_f32((size_t)(L * F * S), DT_GRADS);
+  if (zero >= 2) f->gs = dt_alloc_f32((size_t)(L * S), DT_GRADS);
+  f->full = calloc((size_t)L, sizeof(float *));
+  f->pending = calloc((size_t)L, sizeof(dt_request *));
+  f->half = calloc((size_t)L, sizeof(uint16_t *));
+  CHECK_ALLOC(f->full);
+  CHECK_ALLOC(f->pending);
+  CHECK_ALLOC(f->half);
+  for (int64_t l = 0; f->w && l < L; l++) f->full[l] = f->w + l * f->NS; /* resident */
+  dt_wire_init(&f->wire, c, (size_t)(F * S + (zero >= 2 ? S : 0)));
+  f->op = dt_wire_op(&f->wire, DT_AVG);
+}
+
+void fsdp_range(const fsdp *f, int64_t *lo, int64_t *hi) {
+  *lo = f->comm->rank * f->S;
+  *hi = *lo + f->S < f->n ? *lo + f->S : f->n;
+  if (*hi < *lo) *hi = *lo;
+}
+
+/* This rank's shard of layer l: a slice of the full buffer when there is one. */
+static float *shard_of(const fsdp *f, float *full, float *shards, int64_t l) {
+  return full ? full + l * f->NS + f->comm->rank * f->S : shards + l * f->S;
+}
+
+int fsdp_register(fsdp *f, dt_run *r) {
+  if (f->zero == 3) return dt_run_segment(r, f->ws, f->gs, (size_t)(f->L * f->S));
+  int first = r->nseg; /* stages 1-2: each shard is a slice of a full layer */
+  for (int64_t l = 0; l < f->L; l++)
+    dt_run_segment(r, shard_of(f, f->w, NULL, l), shard_of(f, f->g, f->gs, l), (size_t)f->S);
+  return first;
+}
+
+int fsdp_segment(const fsdp *f, int first, int64_t l, int64_t *off) {
+  *off = f->zero == 3 ? l * f->S : 0;
+  return f->zero == 3 ? first : first + (int)l;
+}
+
+/* A gathered layer has arrived. In 16 bits it becomes fp32 again for compute,
+ * which rounds its inputs to 16 bits anyway, so nothing is lost. Stages 1-2
+ * skip their own slot [lo, hi): the fp32 master shard, stepped in place;
+ * stage 3's buffer is fresh, all of it from the wire (lo = hi = NS). */
+static void landed(fsdp *f, int64_t l) {
+  if (f->pending[l]) {
+    dt_wait(f->pending[l]);
+    f->pending[l] = NULL;
+  }
+  if (!f->half[l]) return;
+  int64_t lo = f->zero == 3 ? f->NS : f->comm->rank * f->S, hi = f->zero == 3 ? f->NS : lo + f->S;
+  dt_from_half(f->half[l], f->full[l], (size_t)lo, f->wire.type);
+  dt_from_half(f->half[l] + hi, f->full[l] + hi, (size_t)(f->NS - hi), f->wire.type);
+  dt_free(f->half[l]);
+  f->half[l] = NULL;
+}
+
+/* Every rank's shard of layer l into its full buffer. Stage 3 allocates that
+ * buffer now and frees it after use, so the accounting sees it come and go;
+ * stages 1-2 gather in place into their resident copy. In 16 bits a 16-bit
+ * copy of the shard travels instead, into a 16-bit layer (in place too). */
+static void gather(fsdp *f, int64_t l, int async) {
+  if (f->zero == 3) f->full[l] = dt_alloc_f32((size_t)f->NS, DT_PARAMS);
+  const void *mine = shard_of(f, f->w, f->ws, l);
+  void *all = f->full[l];
+  if (f->wire.type != DT_F32) {
+    all = f->half[l] = dt_alloc((size_t)f->NS * 2, DT_COMMBUF);
+    dt_to_half(mine, f->half[l] + f->comm->rank * f->S, (size_t)f->S, f->wire.type);
+    mine = f->half[l] + f->comm->rank * f->S;
+  }
+  /* exercise: FSDP, 1 of 2: all-gather a layer's shards */
+  if (async)
+    f->pending[l] = dt_all_gather_async(f->comm, mine, all, (size_t)f->S, f->wire.type);
+  else
+    dt_all_gather(f->comm, mine, all, (size_t)f->S, f->wire.type);
+  /* end of exercise */
+  if (!async) landed(f, l);
+}
+
+float *fsdp_params(fsdp *f, int64_t l) {
+  if (!f->full[l]) gather(f, l, 0);
+  landed(f, l);
+  return f->full[l];
+}
+
+void fsdp_prefetch(fsdp *f, int64_t l) {
+  if (f->prefetch && l >= 0 && l < f->L && !f->full[l]) gather(f, l, 1);
+}
+
+void fsdp_release(fsdp *f, int64_t l) {
+  if (f->zero < 3) return;
+  dt_free(f->full[l]);
+  f->full[l] = NULL;
+}
+
+float *fsdp_grad(fsdp *f, int64_t l) {
+  return f->g ? f->g + l * f->NS : dt_alloc_f32((size_t)f->NS, DT_GRADS); /* zeroed */
+}
+
+/* Stage 1 keeps every gradient and all-reduces each layer's as in 05. Stages
+ * 2-3 made the layer's gradient in a transient buffer and reduce-scatter it
+ * at once: the average of this rank's shard is all that survives. In 16
+ * bits each rank divides by F first, so the 16-bit sum is the mean. */
+void fsdp_reduce(fsdp *f, int64_t l, float *g) {
+  void *send = dt_wire_pack(&f->wire, g, (size_t)f->NS, 0, f->comm->size), *recv = send;
+  if (!f->g)
+    recv = f->wire.type == DT_F32 ? (void *)(f->gs + l * f->S) : (void *)(f->wire.buf + f->NS);
+  /* exercise: FSDP, 2 of 2: reduce-scatter the layer's gradient */
+  if (f->g) {
+    dt_all_reduce(f->comm, send, recv, (size_t)f->NS, f->wire.type, f->op);
+  } else {
+    dt_reduce_scatter(f->comm, send, recv, (size_t)f->S, f->wire.type, f->op);
+    dt_free(g);
+  }
+  /* end of exercise */
+  if (f->wire.type != DT_F32) /* back to fp32: this rank's shard only, all its optimizer reads */
+    dt_from_half((uint16_t *)recv + (f->g ? f->comm->rank * f->S : 0), shard_of(f, f->g, f->gs, l),
+                 (size_t)f->S, f->wire.type);
+}
+
+void fsdp_step_taken(fsdp *f) {
+  for (int64_t l = 0; f->zero < 3 && l < f->L; l++) gather(f, l, f->prefetch);
+}
+
+void fsdp_land(fsdp *f) {
+  for (int64_t l = 0; l < f->L; l++) landed(f, l);
+}
+
+void fsdp_free(fsdp *f) {
+  fsdp_land(f);
+  free(f->full);
+  free(f->pending);
+  free(f->half);
+}
