@@ -19,15 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "buckets.h"
 #include "compress.h"
 #include "hierarchical.h"
 #include "train.h"
-
-typedef struct {        /* whole gradient tensors, all-reduced together */
-  size_t offset, count; /* elements of the flat gradient buffer */
-  int64_t ready_layer;  /* complete once this layer's backward is done */
-  dt_request *pending;
-} bucket;
 
 typedef struct {
   dt_comm *world;
@@ -35,10 +30,8 @@ typedef struct {
   float *w, *g;                 /* flat: layer l's [W1 | W2] at layer_offset(l) */
   dt_acts act;                  /* of one micro-step */
   int64_t *samples;             /* this rank's samples of the step */
-  bucket *buckets;
-  int nbuckets, overlap;
-  dt_wire wire;    /* what gradients travel in (--precision) */
-  dt_op op;        /* DT_AVG; in 16 bits a sum of what pack divided by N */
+  buckets bk;                   /* the gradients, cut into buckets (buckets.c) */
+  int overlap;
   dt_nodes *nodes; /* --hierarchical: the ranks by node; NULL: the flat all-reduce */
   topk *topk;      /* --compress: NULL for the dense all-reduce */
 } model;
@@ -68,24 +61,6 @@ static void layout(model *m, dt_run *r) {
   dt_acts_alloc(&m->act, L, m->R, D, H);
   m->samples = calloc((size_t)(m->R * m->accum), sizeof(int64_t));
   CHECK_ALLOC(m->samples);
-  dt_wire_init(&m->wire, &r->c, (size_t)m->P);
-  m->op = dt_wire_op(&m->wire, DT_AVG);
-}
-
-/* Greedy, like PyTorch DDP: add tensors in ready order until a bucket holds
- * at least cap bytes. cap 0 gives one bucket per tensor: mode (a). */
-static void make_buckets(model *m, double cap_bytes) {
-  m->buckets = calloc((size_t)(2 * m->L), sizeof(bucket));
-  CHECK_ALLOC(m->buckets);
-  bucket *b = NULL;
-  for (int64_t t = 0; t < 2 * m->L; t++) { /* tensor t of the flat buffer */
-    if (!b || (double)b->count * 4 >= cap_bytes) {
-      b = &m->buckets[m->nbuckets++];
-      b->offset = (size_t)(t * m->D * m->H);
-    }
-    b->count += (size_t)(m->D * m->H);
-    b->ready_layer = m->L - 1 - t / 2;
-  }
 }
 
 static void forward(model *m) {
@@ -95,46 +70,31 @@ static void forward(model *m) {
   }
 }
 
-/* A bucket's gradients all-reduced: averaged, in --precision's format (16
- * bits: each rank divides by N first and the sum is the mean). */
-static void *pack(model *m, bucket *k) {
-  return dt_wire_pack(&m->wire, m->g + k->offset, k->count, k->offset, m->world->size);
-}
-static void unpack(model *m, bucket *k) {
-  dt_wire_unpack(&m->wire, m->g + k->offset, k->count, k->offset);
-}
-
 /* Gradients accumulate into m->g across micro-steps. With overlap, a bucket's
  * all-reduce starts the moment its last layer is done. */
 static void backward(model *m, int overlap) {
   for (int64_t l = m->L - 1; l >= 0; l--) {
     float *w = m->w + layer_offset(m, l), *g = m->g + layer_offset(m, l);
     dt_acts_backward(&m->act, l, w, w + m->D * m->H, g, g + m->D * m->H, 1);
-    for (bucket *k = m->buckets; overlap && k < m->buckets + m->nbuckets; k++) {
-      if (k->ready_layer == l) {
-        void *p = pack(m, k);
-        k->pending = dt_all_reduce_async(m->world, p, p, k->count, m->wire.type, m->op);
-      } else if (k->pending) {
-        dt_test(k->pending); /* MPI progresses only inside MPI calls */
-      }
-    }
+    if (overlap) buckets_ready(&m->bk, l);
   }
 }
 
 /* After backward every bucket is averaged: waited on, or all-reduced now. */
 static void average_gradients(model *m, int overlap) {
   /* exercise: averaging the gradients across ranks */
-  for (bucket *k = m->buckets; k < m->buckets + m->nbuckets; k++) {
+  for (bucket *k = m->bk.b; k < m->bk.b + m->bk.n; k++) {
     if (overlap) {
       dt_wait(k->pending);
       k->pending = NULL;
     } else if (m->nodes) {
-      dt_all_reduce_hierarchical(m->nodes, pack(m, k), k->count, m->wire.type, m->op);
+      dt_all_reduce_hierarchical(m->nodes, bucket_pack(&m->bk, k), k->count, m->bk.wire.type,
+                                 m->bk.op);
     } else {
-      void *p = pack(m, k);
-      dt_all_reduce(m->world, p, p, k->count, m->wire.type, m->op);
+      void *p = bucket_pack(&m->bk, k);
+      dt_all_reduce(m->world, p, p, k->count, m->bk.wire.type, m->bk.op);
     }
-    unpack(m, k);
+    bucket_unpack(&m->bk, k);
   }
   /* end of exercise */
 }
@@ -163,7 +123,7 @@ static double train_step(model *m, dt_run *r, int64_t step) {
 /* Bytes and memory per rank, measured, beside their formulas. */
 static void report(model *m, dt_run *r) {
   uint64_t steps = (uint64_t)(r->c.steps - r->c.start_step), N = (uint64_t)m->world->size;
-  int64_t L = m->L, D = m->D, H = m->H, R = m->R, es = (int64_t)dt_dtype_size(m->wire.type);
+  int64_t L = m->L, D = m->D, H = m->H, R = m->R, es = (int64_t)dt_dtype_size(m->bk.wire.type);
   dt_counter ar = m->world->count[DT_ALL_REDUCE];
   if (m->overlap) { /* what overlap hid: the same buckets all-reduced blocking, timed now */
     double t0 = dt_now();
@@ -213,7 +173,8 @@ int main(int argc, char **argv) {
   layout(&m, &run);
   if (compress) m.topk = topk_parse(compress, &run, (size_t)m.P, overlap || bucket_mb > 0);
   if (hierarchical) m.nodes = hierarchical_split(&run, overlap || compress);
-  make_buckets(&m, bucket_mb > 0 ? bucket_mb * (1 << 20) : (overlap ? 1.0 : 0.0));
+  buckets_make(&m.bk, m.g, m.L, m.D * m.H, bucket_mb > 0 ? bucket_mb * (1 << 20) : overlap, world,
+               &run.c);
   dt_run_begin(&run);
   dt_print0("data parallel: each rank runs %lld of the %lld samples per step (%lld micro-step%s of "
             "%lld); ",
@@ -222,9 +183,7 @@ int main(int argc, char **argv) {
   if (m.topk)
     topk_describe(m.topk);
   else
-    dt_print0("%d %sall-reduce%s per step (%s, %s backward)\n", m.nbuckets,
-              hierarchical ? "hierarchical " : "", m.nbuckets > 1 ? "s" : "",
-              bucket_mb > 0 ? "buckets" : "one per tensor", overlap ? "overlapped with" : "after");
+    buckets_describe(&m.bk, hierarchical ? "hierarchical " : "", bucket_mb > 0, overlap);
 
   for (int64_t step = run.c.start_step; step < run.c.steps; step++) {
     dt_step_begin(&run, step);
@@ -235,7 +194,7 @@ int main(int argc, char **argv) {
   dt_run_summary(&run);
   report(&m, &run);
   free(m.samples);
-  free(m.buckets);
+  buckets_free(&m.bk);
   topk_free(m.topk);
   hierarchical_free(m.nodes);
   return dt_run_finish(&run);

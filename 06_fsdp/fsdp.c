@@ -165,20 +165,7 @@ int main(int argc, char **argv) {
   fsdp_step_taken(&m.f); /* stages 1-2: every rank's full copy, from the shards */
   fsdp_land(&m.f);
   dt_run_reset(&run); /* set-up, not a step: counted nowhere */
-  static const char *what[4] = {"", ": optimizer state", ": gradients and optimizer state",
-                                " (FSDP): parameters, gradients and optimizer state"};
-  int64_t lo, hi, w1 = m.D * m.H;
-  fsdp_range(&m.f, &lo, &hi);
-  dt_print0("ZeRO-%d%s sharded; a layer's [W1 | W2] is 2DH = %lld elements, padded to N x S "
-            "= %d x %lld; %lld of the %lld samples per rank; prefetch %s\n",
-            (int)zero, what[zero], (long long)(2 * w1), world->size, (long long)m.f.S,
-            (long long)m.R, (long long)run.c.batch, prefetch ? "on" : "off");
-  dt_print_ranks("owns [%lld, %lld) of every layer: %lld of W1, %lld of W2, %lld padding\n",
-                 (long long)lo, (long long)(lo + m.f.S),
-                 (long long)(w1 > hi   ? hi - lo
-                             : w1 > lo ? w1 - lo
-                                       : 0),
-                 (long long)(hi > w1 ? hi - (lo > w1 ? lo : w1) : 0), (long long)(lo + m.f.S - hi));
+  fsdp_describe(&m.f, m.D * m.H, m.R, run.c.batch);
 
   for (int64_t step = run.c.start_step; step < run.c.steps; step++) {
     dt_step_begin(&run, step);

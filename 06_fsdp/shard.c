@@ -135,6 +135,23 @@ void fsdp_land(fsdp *f) {
   for (int64_t l = 0; l < f->L; l++) landed(f, l);
 }
 
+void fsdp_describe(const fsdp *f, int64_t w1, int64_t R, int64_t B) {
+  static const char *what[4] = {"", ": optimizer state", ": gradients and optimizer state",
+                                " (FSDP): parameters, gradients and optimizer state"};
+  int64_t lo, hi, in1, in2;
+  fsdp_range(f, &lo, &hi);
+  in1 = (hi < w1 ? hi : w1) - lo; /* W1's part of [lo, hi), then W2's */
+  in1 = in1 < 0 ? 0 : in1;
+  in2 = hi - lo - in1;
+  dt_print0("ZeRO-%d%s sharded; a layer's [W1 | W2] is 2DH = %lld elements, padded to N x S "
+            "= %d x %lld; %lld of the %lld samples per rank; prefetch %s\n",
+            f->zero, what[f->zero], (long long)f->n, f->comm->size, (long long)f->S, (long long)R,
+            (long long)B, f->prefetch ? "on" : "off");
+  dt_print_ranks("owns [%lld, %lld) of every layer: %lld of W1, %lld of W2, %lld padding\n",
+                 (long long)lo, (long long)(lo + f->S), (long long)in1, (long long)in2,
+                 (long long)(lo + f->S - hi));
+}
+
 void fsdp_free(fsdp *f) {
   fsdp_land(f);
   free(f->full);

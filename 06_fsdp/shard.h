@@ -50,6 +50,9 @@ void fsdp_reduce(fsdp *f, int64_t l, float *g);
  * full copies (asynchronously with --prefetch). */
 void fsdp_step_taken(fsdp *f);
 void fsdp_land(fsdp *f); /* wait for every gather in flight */
+/* The stage and layout line, and each rank's shard (w1: W1's floats in a
+ * layer; R of the B samples per rank). */
+void fsdp_describe(const fsdp *f, int64_t w1, int64_t R, int64_t B);
 void fsdp_free(fsdp *f);
 
 #endif

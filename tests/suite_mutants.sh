@@ -83,11 +83,11 @@ else
   mutant 04-seed 04_sampler common/comm/sampler.c \
     's/dt_shuffle\(n, s->seed, epoch, order\)/dt_shuffle(n, s->seed + (uint64_t)s->rank, epoch, order)/' \
     "each rank shuffles with its own seed"
-  mutant 05-sum 05_dp 05_dp/dp.c \
-    's/m->op = dt_wire_op\(&m->wire, DT_AVG\)/m->op = DT_SUM/' \
+  mutant 05-sum 05_dp 05_dp/buckets.c \
+    's/k->op = dt_wire_op\(&k->wire, DT_AVG\)/k->op = DT_SUM/' \
     "gradients summed, not averaged" -- --optimizer sgd
   mutant 05-bucket 05_dp 05_dp/dp.c \
-    's/(exercise: averaging the gradients across ranks \*\/\n  for \(bucket \*k = m->buckets; k < m->buckets \+ m->nbuckets)/$1 - 1/' \
+    's/(exercise: averaging the gradients across ranks \*\/\n  for \(bucket \*k = m->bk\.b; k < m->bk\.b \+ m->bk\.n)/$1 - 1/' \
     "the last bucket is never all-reduced"
   mutant 05-zero 05_dp 05_dp/dp.c \
     's/  dt_zero\(m->g, \(size_t\)m->P \* 4\);\n//' \
