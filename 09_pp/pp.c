@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "09_pp/timeline.h"
+#include "timeline.h"
 #include "train.h"
 
 typedef struct {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "09_pp/timeline.h"
+#include "timeline.h"
 
 enum { WIDTH = 100 }; /* columns of the drawing */
 
