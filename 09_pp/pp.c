@@ -3,46 +3,80 @@
  * The L layers are cut into N contiguous stages, one per rank, and the global
  * batch into M microbatches. A microbatch's activations flow forward from
  * stage to stage and its activation gradients flow back; each stage adds its
- * layers' gradients up over the M microbatches and takes one optimizer step
- * per global batch, so it trains exactly the single-process model. Two
- * schedules order the same 2M actions of a stage:
- *   --schedule gpipe  all M forwards, then all M backwards: M microbatches'
- *                     activations are held at the turn;
- *   --schedule 1f1b   N-1-s forwards of warm-up, then one forward one
- *                     backward, then the rest of the backwards: at most N-s.
- * Both leave the same bubble, (N-1)/(M+N-1) of the time idle, which this
- * program measures and draws as a timeline of the fastest step. Checkpoints
- * hold the whole model, so a run resumes at any number of stages. With
- * --precision bf16|fp16 the activations and their gradients travel in 16
- * bits: half the bytes. */
+ * layers' gradients up over the M microbatches, so one optimizer step per
+ * batch trains exactly the single-process model. Two schedules order the same
+ * 2M actions of a stage (make_plan): GPipe runs all forwards, then all
+ * backwards, and holds M microbatches' activations at the turn; 1F1B
+ * interleaves them after a warm-up and holds at most N-s. Both leave the same
+ * bubble, (N-1)/(M+N-1) of the time idle, which timeline.c measures and draws.
+ * --precision bf16|fp16 sends the activations in 16 bits. The run
+ * (common/run.c) does the rest of the step and ends by training the same
+ * model in one process and comparing. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
+#include "timeline.h"
 #include "train.h"
 
-enum { WIDTH = 100 }; /* columns of the timeline */
-
 typedef struct {
-  char type; /* 'F' or 'B' */
-  int mb;
-} action;
+  dt_comm *world;
+  int64_t L, D, H, R, P, M, l0; /* L layers on this stage, from l0; M microbatches of R rows */
+  float *w, *g;                 /* flat: layer l's [W1 | W2] at layer_offset(l) */
+  dt_acts act;                  /* of one microbatch: pointed at its stash */
+  int64_t *samples;             /* the step's samples */
+  float **stash, **spare;       /* stash[mb] while mb is in flight; spare: slots to reuse */
+  int s, N, n, gpipe, nfree, live, peak_live; /* stage s of N; n actions in plan */
+  action *plan;
+  float *bx, *by; /* the global batch: x on the first stage, y on the last */
+  dt_wire wire;   /* what activations travel in (--precision): out, then in */
+  timeline *tl;   /* timeline.c */
+} model;
 
-typedef struct {
-  dt_train_config c;
-  int s, N, *cnt, *off;   /* this stage, stages; each stage's run of a layer-major array */
-  int64_t D, H, nl, R;    /* width, hidden, layers here, rows of a microbatch */
-  int64_t S;              /* floats stashed per microbatch: x_0..x_nl, a and h of each layer */
-  float *w, *g, *m, *v;   /* this stage's layers, layer-major: W1, W2 of each */
-  float **stash, **spare; /* stash[mb] while mb is in flight; spare: slots to reuse */
-  int nfree, live, peak_live;
-  float *d[2], *dh;       /* activation gradients (ping-pong) and scratch */
-  int res;                /* d[res] holds the last backward's result */
-  float *bx, *by;         /* the global batch: x on stage 0, y on the last stage */
-  double loss, scale;     /* scale: fp16's loss scale, 1 otherwise */
-  dt_dtype wire;          /* what travels between stages (--precision) */
-  uint16_t *out16, *in16; /* 16 bits: copies of what one exchange sends and receives */
-} stage;
+static int64_t layer_offset(const model *m, int64_t l) { return l * 2 * m->D * m->H; }
+
+/* A stage's layers are one run of the whole layer-major model. */
+static void layout(model *m, dt_run *r) {
+  int64_t L = r->c.layers, D = r->c.dim, H = r->c.hidden, N = m->world->size;
+  int64_t s = m->world->rank;
+  if (L < N)
+    dt_fail("--layers %lld cannot be split into %lld stages: every stage needs at least one layer "
+            "(use --layers >= %lld or fewer ranks)",
+            (long long)L, (long long)N, (long long)N);
+  if (r->c.batch % m->M != 0)
+    dt_fail("--batch %lld does not split into %lld microbatches: --microbatches must divide the "
+            "global batch",
+            (long long)r->c.batch, (long long)m->M);
+  m->s = (int)s;
+  m->N = (int)N;
+  m->L = L / N + (s < L % N); /* balanced: the first L%N stages get one layer more */
+  m->l0 = s * (L / N) + (s < L % N ? s : L % N);
+  m->D = D;
+  m->H = H;
+  m->R = r->c.batch / m->M;
+  m->P = m->L * 2 * D * H;
+  m->w = dt_alloc_f32((size_t)m->P, DT_PARAMS);
+  m->g = dt_alloc_f32((size_t)m->P, DT_GRADS);
+  int seg = dt_run_segment(r, m->w, m->g, (size_t)m->P);
+  dt_run_place(r, seg, 0, layer_offset(m, m->l0), 1, m->P, m->P);
+  r->loss_ranks = 1; /* the last stage's loss, 0 elsewhere */
+  r->loss_how = "last stage, sum over the microbatches";
+  m->act = (dt_acts){.L = m->L, .R = m->R, .D = D, .Hs = H}; /* x, a, h: the stashes' */
+  m->act.dx = dt_alloc_f32((size_t)(m->R * D), DT_ACTIV);
+  m->act.dnext = dt_alloc_f32((size_t)(m->R * D), DT_ACTIV);
+  m->act.dh = dt_alloc_f32((size_t)(m->R * H), DT_ACTIV);
+  m->samples = calloc((size_t)r->c.batch, sizeof(int64_t));
+  CHECK_ALLOC(m->samples);
+  m->stash = calloc((size_t)(2 * m->M), sizeof(float *));
+  CHECK_ALLOC(m->stash);
+  m->spare = m->stash + m->M;
+  m->plan = calloc((size_t)(2 * m->M), sizeof(action));
+  CHECK_ALLOC(m->plan);
+  if (s == 0 || s == N - 1) {
+    m->bx = dt_alloc_f32((size_t)(r->c.batch * D), DT_DATA);
+    m->by = dt_alloc_f32((size_t)(r->c.batch * D), DT_DATA);
+  }
+  dt_wire_init(&m->wire, &r->c, (size_t)(2 * m->R * D));
+}
 
 /* Stage s's 2M actions in order. 1F1B's warm-up fills the pipeline below
  * stage s; after it every forward is followed by the oldest backward. */
@@ -50,305 +84,178 @@ static int make_plan(int N, int s, int64_t M, int gpipe, action *p) {
   /* exercise: the schedules, 1F1B's warm-up, steady state and cool-down */
   int n = 0, warm = gpipe ? (int)M : (int)(N - 1 - s < M ? N - 1 - s : M);
   for (int m = 0; m < warm; m++) p[n++] = (action){'F', m};
-  for (int m = warm; m < M; m++) p[n++] = (action){'F', m}, p[n++] = (action){'B', m - warm};
+  for (int m = warm; m < M; m++) {
+    p[n++] = (action){'F', m};
+    p[n++] = (action){'B', m - warm};
+  }
   for (int m = (int)M - warm; m < M; m++) p[n++] = (action){'B', m};
   return n;
   /* end of exercise */
 }
 
-/* Balanced stages: the first L%N get one layer more. */
-static int64_t layers_of(int64_t L, int N, int r) { return L / N + (r < L % N); }
-static int64_t first_layer(int64_t L, int N, int r) {
-  return r * (L / N) + (r < L % N ? r : L % N);
-}
-
-static float *w1_of(stage *p, float *flat, int64_t l) { return flat + 2 * l * p->D * p->H; }
-static float *w2_of(stage *p, float *flat, int64_t l) { return w1_of(p, flat, l) + p->D * p->H; }
-static float *x_of(stage *p, int mb, int64_t l) { return p->stash[mb] + l * p->R * p->D; }
-static float *a_of(stage *p, int mb, int64_t l) {
-  return p->stash[mb] + (p->nl + 1) * p->R * p->D + l * p->R * p->H;
-}
-static float *h_of(stage *p, int mb, int64_t l) { return a_of(p, mb, l) + p->nl * p->R * p->H; }
-
-/* A microbatch's activations live from its input's arrival to the end of its
- * backward. Freed slots are reused, like PyTorch's caching allocator, so the
- * DT_ACTIV peak counts the slots the schedule really needed at once. */
-static void stash_open(stage *p, int mb) {
-  if (p->stash[mb]) return;
-  p->stash[mb] = p->nfree ? p->spare[--p->nfree] : dt_alloc_f32((size_t)p->S, DT_ACTIV);
-  if (++p->live > p->peak_live) p->peak_live = p->live;
-}
-static void stash_close(stage *p, int mb) {
-  p->spare[p->nfree++] = p->stash[mb], p->stash[mb] = NULL, p->live--;
-}
-
-static void forward(stage *p, int mb) {
-  stash_open(p, mb);
-  if (p->s == 0) dt_copy(x_of(p, mb, 0), p->bx + mb * p->R * p->D, (size_t)(p->R * p->D) * 4);
-  for (int64_t l = 0; l < p->nl; l++)
-    dt_block_forward(x_of(p, mb, l), w1_of(p, p->w, l), w2_of(p, p->w, l), a_of(p, mb, l),
-                     h_of(p, mb, l), x_of(p, mb, l + 1), p->R, p->D, p->H, 1);
-}
-
-/* The incoming gradient is in d[1-res]; the last stage makes it from the loss:
- * each microbatch's share of the mean over all B*D elements. */
-static void backward(stage *p, int mb) {
-  int64_t D = p->D, R = p->R;
-  int k = 1 - p->res;
-  if (p->s == p->N - 1) {
-    p->loss += dt_mse_forward_backward(x_of(p, mb, p->nl), p->by + mb * R * D, p->d[k],
-                                       (size_t)(R * D), 1.0 / ((double)p->c.batch * D));
-    if (p->scale != 1.0) dt_scale(p->d[k], (size_t)(R * D), (float)p->scale);
+/* A microbatch's stash, x_0..x_L [R,D] and a, h [R,H] of each layer, lives
+ * from its input's arrival to the end of its backward; act works on it.
+ * Freed slots are reused, like PyTorch's caching allocator, so the DT_ACTIV
+ * peak counts the slots the schedule really needed at once. */
+static float *stash(model *m, int mb) {
+  if (!m->stash[mb]) {
+    size_t S = (size_t)((m->L + 1) * m->R * m->D + 2 * m->L * m->R * m->H);
+    m->stash[mb] = m->nfree ? m->spare[--m->nfree] : dt_alloc_f32(S, DT_ACTIV);
+    if (++m->live > m->peak_live) m->peak_live = m->live;
   }
-  for (int64_t l = p->nl - 1; l >= 0; l--, k = 1 - k)
-    dt_block_backward(x_of(p, mb, l), a_of(p, mb, l), h_of(p, mb, l), w1_of(p, p->w, l),
-                      w2_of(p, p->w, l), p->d[k], p->d[1 - k], w1_of(p, p->g, l), w2_of(p, p->g, l),
-                      p->dh, R, D, p->H, 1);
-  p->res = k;
-  stash_close(p, mb);
+  m->act.x = m->stash[mb];
+  m->act.a = m->act.x + (m->L + 1) * m->R * m->D;
+  m->act.h = m->act.a + m->L * m->R * m->H;
+  if (m->by) m->act.y = m->by + mb * m->R * m->D;
+  return m->act.x;
+}
+static void release(model *m, int mb) {
+  m->spare[m->nfree++] = m->stash[mb];
+  m->stash[mb] = NULL;
+  m->live--;
+}
+
+static void forward(model *m) {
+  for (int64_t l = 0; l < m->L; l++) {
+    float *w = m->w + layer_offset(m, l);
+    dt_acts_forward(&m->act, l, w, w + m->D * m->H, 1);
+  }
+}
+
+/* From the gradient of the stage's output, in act.dx, to its input's. */
+static void backward(model *m) {
+  for (int64_t l = m->L - 1; l >= 0; l--) {
+    float *w = m->w + layer_offset(m, l), *g = m->g + layer_offset(m, l);
+    dt_acts_backward(&m->act, l, w, w + m->D * m->H, g, g + m->D * m->H, 1);
+  }
 }
 
 /* Between two actions: send what `done` produced and receive what `next`
  * needs, in ONE sendrecv. In 1F1B's steady state stage s sends a forward to
  * s+1 while s+1 sends a backward to s: two blocking sends would wait for each
  * other forever once messages are too big for MPI's eager buffers. */
-static void exchange(stage *p, dt_comm *world, const action *done, const action *next) {
-  size_t n = (size_t)(p->R * p->D);
-  const float *out = NULL;
-  float *in = NULL;
-  int dst = DT_NOBODY, src = DT_NOBODY, last = p->N - 1;
-  if (done && done->type == 'F' && p->s < last) out = x_of(p, done->mb, p->nl), dst = p->s + 1;
-  if (done && done->type == 'B' && p->s > 0) out = p->d[p->res], dst = p->s - 1;
-  if (next && next->type == 'F' && p->s > 0)
-    stash_open(p, next->mb), in = x_of(p, next->mb, 0), src = p->s - 1;
-  if (next && next->type == 'B' && p->s < last) in = p->d[1 - p->res], src = p->s + 1;
-  if (dst == DT_NOBODY && src == DT_NOBODY) return;
-  /* In 16 bits: convert before sending, convert back after receiving. */
-  int half = p->wire != DT_F32;
-  if (half && out) dt_to_half(out, p->out16, n, p->wire);
-  dt_sendrecv(world, half && out ? (const void *)p->out16 : out, out ? n : 0, dst,
-              half && in ? (void *)p->in16 : in, in ? n : 0, src, p->wire);
-  if (half && in) dt_from_half(p->in16, in, n, p->wire);
-}
-
-/* A stage's layers are one run of the layer-major host array W1_0, W2_0, W1_1,
- * ...: slice it in, or Gatherv all runs to rank 0 (host MPI: not counted). */
-static void slice_in(stage *p, float *flat, const float *host) {
-  dt_copy_from_host(flat, host + p->off[p->s], (size_t)p->cnt[p->s] * 4);
-}
-static void gather_layers(stage *p, const float *flat, float *host) {
-  float *mine = host + p->off[p->s];
-  dt_copy_to_host(mine, flat, (size_t)p->cnt[p->s] * 4);
-  DT_MPI(MPI_Gatherv(p->s ? mine : MPI_IN_PLACE, p->cnt[p->s], MPI_FLOAT, host, p->cnt, p->off,
-                     MPI_FLOAT, 0, MPI_COMM_WORLD));
-}
-static void checkpoint(stage *p, int64_t steps_done, float *w, float *m, float *v) {
-  gather_layers(p, p->w, w);
-  if (p->m) gather_layers(p, p->m, m), gather_layers(p, p->v, v);
-  if (p->s == 0) dt_ckpt_save(&p->c, steps_done, w, p->m ? m : NULL, p->m ? v : NULL);
-}
-
-/* One row per stage, one column per 1/WIDTH of the step: "F3>>" a forward of
- * microbatch 3, "B3<<" a backward, '.' idle. rec: t0, t1, type, mb. */
-static void draw_timeline(const double *rec, int N, int n, double T) {
-  double busy = 0;
-  dt_print0("\ntimeline of the fastest step (%.2f ms, %d columns; F<mb>>> forward, B<mb><< "
-            "backward, . idle):\n",
-            T * 1e3, WIDTH);
-  for (int s = 0; s < N; s++) {
-    char row[WIDTH + 1], label[16];
-    memset(row, '.', WIDTH), row[WIDTH] = 0;
-    for (const double *r = rec + 4 * s * n; r < rec + 4 * (s + 1) * n; r += 4) {
-      int c0 = (int)(r[0] / T * WIDTH), c1 = (int)(r[1] / T * WIDTH + 0.5);
-      if (c1 <= c0) c1 = c0 + 1;
-      busy += r[1] - r[0];
-      int len = snprintf(label, sizeof label, "%c%d", r[2] > 0 ? 'B' : 'F', (int)r[3]);
-      for (int c = c0; c < c1 && c < WIDTH; c++)
-        row[c] = c - c0 < len ? label[c - c0] : (r[2] > 0 ? '<' : '>');
-    }
-    dt_print0("  stage %d |%s|\n", s, row);
+static void exchange(model *m, const action *done, const action *next) {
+  size_t n = (size_t)(m->R * m->D);
+  float *out = NULL, *in = NULL;
+  int dst = DT_NOBODY, src = DT_NOBODY, last = m->N - 1;
+  if (done && done->type == 'F' && m->s < last) {
+    out = dt_acts_x(&m->act, m->L);
+    dst = m->s + 1;
+  } else if (done && done->type == 'B' && m->s > 0) {
+    out = m->act.dx; /* the gradient of the stage's input */
+    dst = m->s - 1;
   }
-  dt_print0("bubble of this step: measured idle / (N x step) = %.1f%%; formula (N-1)/(M+N-1) = "
-            "%.1f%%\n",
-            100 * (1 - busy / (N * T)), 100.0 * (N - 1) / (n / 2 + N - 1));
+  if (next && next->type == 'F' && m->s > 0) {
+    in = stash(m, next->mb); /* its x_0 */
+    src = m->s - 1;
+  } else if (next && next->type == 'B' && m->s < last) {
+    in = m->act.dnext; /* act.dx may be on its way out */
+    src = m->s + 1;
+  }
+  if (dst == DT_NOBODY && src == DT_NOBODY) return;
+  /* In 16 bits: a copy of out is sent, in arrives as a copy and is unpacked. */
+  void *recv = in && m->wire.type != DT_F32 ? (void *)(m->wire.buf + n) : in;
+  dt_sendrecv(m->world, out ? dt_wire_pack(&m->wire, out, n, 0, 1) : NULL, out ? n : 0, dst, recv,
+              in ? n : 0, src, m->wire.type);
+  if (in) dt_wire_unpack(&m->wire, in, n, n);
+  if (in == m->act.dnext) { /* the next backward starts from it */
+    m->act.dnext = m->act.dx;
+    m->act.dx = in;
+  }
+}
+
+/* One step: this stage's plan, exchanging with the neighbours before each
+ * action and after the last. */
+static double train_step(model *m, dt_run *r, int64_t step) {
+  int64_t D = m->D, R = m->R;
+  double loss = 0;
+  dt_step_samples(&r->c, 1, 0, step, m->samples);
+  if (m->bx) dt_make_batch(&r->c, m->samples, r->c.batch, m->bx, m->by);
+  dt_zero(m->g, (size_t)m->P * 4);
+  timeline_start(m->tl, m->world);
+  for (const action *a = m->plan; a < m->plan + m->n; a++) {
+    exchange(m, a > m->plan ? a - 1 : NULL, a);
+    double t0 = dt_span_begin();
+    stash(m, a->mb);
+    if (a->type == 'F') {
+      if (m->s == 0) dt_copy(m->act.x, m->bx + a->mb * R * D, (size_t)(R * D) * 4);
+      forward(m);
+    } else { /* the last stage starts from the loss, its share of the mean over B*D */
+      if (m->s == m->N - 1)
+        loss += dt_run_loss(r, dt_acts_x(&m->act, m->L), m->act.y, m->act.dx, (size_t)(R * D),
+                            1.0 / ((double)r->c.batch * D));
+      backward(m);
+      release(m, a->mb);
+    }
+    timeline_record(m->tl, (int)(a - m->plan), a, t0);
+  }
+  exchange(m, &m->plan[m->n - 1], NULL);
+  timeline_step_end(m->tl, m->world);
+  /* held in 16 bits as the reference holds them: an fp16 one beyond 65504
+   * becomes inf here, and the run skips the step on every stage */
+  if (m->wire.type != DT_F32) dt_round_half(m->g, (size_t)m->P, m->wire.type);
+  return loss;
+}
+
+/* Bytes and memory per stage, measured, beside their formulas. */
+static void report(model *m, dt_run *r) {
+  uint64_t steps = (uint64_t)(r->c.steps - r->c.start_step);
+  long long R = m->R, D = m->D, H = m->H, L = m->L, M = m->M, s = m->s, N = m->N;
+  long long fwd = (s < N - 1), bwd = (s > 0), es = (long long)dt_dtype_size(m->wire.type);
+  long long k = N - s < M ? N - s : M, live = m->gpipe ? M : k, other = m->gpipe ? k : M;
+  long long slot = ((L + 1) * R * D + 2 * L * R * H) * 4, scratch = (2 * R * D + R * H) * 4;
+  dt_print0("per stage, measured beside the formula:\n");
+  dt_print_ranks(
+      "stage %lld | sendrecv bytes per step %llu (formula %lld fwd + %lld bwd x B*D*%lld "
+      "= %lld)\n",
+      s, (unsigned long long)(m->world->count[DT_SENDRECV].bytes_sent / steps), fwd, bwd, es,
+      (fwd + bwd) * r->c.batch * D * es);
+  dt_print_ranks("stage %lld peak in-flight microbatches %d (formula %lld) | activ peak %zu B "
+                 "(formula %lld x %lld + scratch %lld = %lld; %s would hold %lld: %lld B)\n",
+                 s, m->peak_live, live, dt_mem_peak(DT_ACTIV), live, slot, scratch,
+                 live * slot + scratch, m->gpipe ? "1f1b" : "gpipe", other, other * slot + scratch);
+  dt_print_ranks("stage %lld params %zu B grads %zu B optim %zu B (formula %lld layers x 2DH x 4 = "
+                 "%lld each)\n",
+                 s, dt_mem_peak(DT_PARAMS), dt_mem_peak(DT_GRADS), dt_mem_peak(DT_OPTIM), L,
+                 L * 2 * D * H * 4);
+  dt_print_memory_uncounted();
+  timeline_report(m->tl, m->world, m->M);
 }
 
 int main(int argc, char **argv) {
-  dt_train_config c = DT_TRAIN_DEFAULTS;
+  dt_run run = {.c = DT_TRAIN_DEFAULTS};
   const char *schedule = "1f1b";
   int64_t M = 8;
-  dt_option options[] = {DT_TRAIN_OPTIONS(&c),
+  dt_option options[] = {DT_TRAIN_OPTIONS(&run.c),
                          DT_STRING("--schedule", &schedule, "gpipe|1f1b",
                                    "gpipe: all forwards then all backwards; 1f1b: interleaved"),
                          DT_INT("--microbatches", &M, 1, 1 << 20,
                                 "microbatches M per global batch (M must divide --batch)"),
                          DT_END};
   dt_lesson lesson = {"09_pp", "pipeline parallel training: stages, GPipe, 1F1B, bubble", 1};
-  dt_comm *world = dt_init(&argc, &argv, &lesson, options);
-  dt_train_resolve(&c);
-  int N = world->size, s = world->rank, gpipe = schedule[0] == 'g';
-  if (c.layers < N)
-    dt_fail("--layers %lld cannot be split into %d stages: every stage needs at least one layer "
-            "(use --layers >= %d or fewer ranks)",
-            (long long)c.layers, N, N);
-  if (c.batch % M != 0)
-    dt_fail("--batch %lld does not split into %lld microbatches: --microbatches must divide the "
-            "global batch",
-            (long long)c.batch, (long long)M);
-  dt_trace_enable(c.trace != NULL);
-  if (c.dump_data) dt_dump_data(c.dump_data, &c);
+  dt_comm *world = dt_run_init(&run, &argc, &argv, &lesson, options);
+  model m = {.world = world, .M = M, .gpipe = schedule[0] == 'g'};
+  layout(&m, &run);
+  m.n = make_plan(m.N, m.s, M, m.gpipe, m.plan);
+  m.tl = timeline_new(m.n);
+  dt_run_begin(&run);
+  dt_print0("pipeline: %d stages, %lld microbatches of %lld rows, schedule %s\n", m.N, (long long)M,
+            (long long)m.R,
+            m.gpipe ? "gpipe (all F, then all B)" : "1f1b (warm-up, 1F1B, cool-down)");
+  timeline_plan(world, m.plan, m.n, m.l0, m.L);
 
-  int64_t L = c.layers, D = c.dim, H = c.hidden, B = c.batch, R = B / M, P = 2 * D * H;
-  int64_t nl = layers_of(L, N, s), l0 = first_layer(L, N, s);
-  stage p = {.c = c, .s = s, .N = N, .D = D, .H = H, .nl = nl, .R = R};
-  p.S = (nl + 1) * R * D + 2 * nl * R * H;
-  p.w = dt_alloc_f32((size_t)(nl * P), DT_PARAMS), p.g = dt_alloc_f32((size_t)(nl * P), DT_GRADS);
-  if (c.optimizer[0] == 'a')
-    p.m = dt_alloc_f32((size_t)(nl * P), DT_OPTIM), p.v = dt_alloc_f32((size_t)(nl * P), DT_OPTIM);
-  p.stash = calloc((size_t)M, sizeof(float *)), p.spare = calloc((size_t)M, sizeof(float *));
-  for (int k = 0; k < 2; k++) p.d[k] = dt_alloc_f32((size_t)(R * D), DT_ACTIV);
-  p.dh = dt_alloc_f32((size_t)(R * H), DT_ACTIV);
-  p.wire = dt_precision_type(&c);
-  if (p.wire != DT_F32)
-    p.out16 = dt_alloc((size_t)(R * D) * 2, DT_COMMBUF),
-    p.in16 = dt_alloc((size_t)(R * D) * 2, DT_COMMBUF);
-  if (s == 0 || s == N - 1) /* the data: x for the first stage, y for the last */
-    p.bx = dt_alloc_f32((size_t)(B * D), DT_DATA), p.by = dt_alloc_f32((size_t)(B * D), DT_DATA);
-  action *plan = malloc((size_t)(2 * M) * sizeof(action));
-  double *rec = malloc((size_t)(16 * M) * sizeof(double)), *losses = malloc((size_t)c.steps * 8);
-  int mv = p.m && c.ckpt ? 2 : 0; /* AdamW's m and v on the host only to checkpoint them */
-  float *host_w = malloc((size_t)(L * P * (1 + mv)) * 4); /* the whole model, layer-major */
-  float *host_m = mv ? host_w + L * P : NULL, *host_v = mv ? host_w + 2 * L * P : NULL;
-  int64_t *samples = malloc((size_t)B * sizeof(int64_t));
-  p.cnt = malloc((size_t)(2 * N) * sizeof(int)), p.off = p.cnt + N;
-  if (!p.stash || !p.spare || !plan || !rec || !losses || !host_w || !samples || !p.cnt)
-    dt_fatal(__FILE__, __LINE__, "malloc", "out of memory");
-  for (int r = 0; r < N; r++)
-    p.cnt[r] = (int)(layers_of(L, N, r) * P), p.off[r] = (int)(first_layer(L, N, r) * P);
-  /* Each stage makes only its own layers (the RNG is keyed by layer), or
-   * slices them from a whole-model file or checkpoint, at any stage split. */
-  if (c.load) dt_load_model(c.load, &c, host_w);
-  if (c.resume) dt_ckpt_resume(&c, host_w, host_m, host_v), p.c = c;
-  if (c.load || c.resume) slice_in(&p, p.w, host_w);
-  if (c.resume && p.m) slice_in(&p, p.m, host_m), slice_in(&p, p.v, host_v);
-  for (int64_t l = 0; l < nl && !c.load && !c.resume; l++) {
-    dt_init_w1(&c, l0 + l, w1_of(&p, p.w, l), 0, H);
-    dt_init_w2(&c, l0 + l, w2_of(&p, p.w, l), 0, H);
+  for (int64_t step = run.c.start_step; step < run.c.steps; step++) {
+    dt_step_begin(&run, step);
+    double loss = train_step(&m, &run, step);
+    dt_step_update(&run);
+    dt_step_end(&run, step, loss);
   }
-  int n = make_plan(N, s, M, gpipe, plan);
-  char line[512];
-  int len = snprintf(line, sizeof line, "stage %d: layers %lld-%lld, plan", s, (long long)l0,
-                     (long long)(l0 + nl - 1));
-  for (int i = 0; i < n && i < 32 && len < 400; i++)
-    len += snprintf(line + len, sizeof line - (size_t)len, " %c%d", plan[i].type, plan[i].mb);
-  dt_train_print(&c);
-  dt_print0("pipeline: %d stages, %lld microbatches of %lld rows, schedule %s\n", N, (long long)M,
-            (long long)R, gpipe ? "gpipe (all F, then all B)" : "1f1b (warm-up, 1F1B, cool-down)");
-  dt_print_ranks("%s%s\n", line, n > 32 ? " ..." : "");
-
-  dt_loss_scaler scaler; /* fp16: scale the loss, skip steps that overflow */
-  dt_scaler_init(&scaler, &c);
-  dt_comm_reset(world);
-  dt_mem_reset_peaks();
-  double busy_sum = 0, span_sum = 0, T = 0, best_T = 1e30, *best = rec + 8 * M;
-  for (int64_t step = c.start_step; step < c.steps; step++) {
-    dt_step_samples(&c, 1, 0, step, samples);
-    if (s == 0 || s == N - 1) dt_make_batch(&c, samples, B, p.bx, p.by);
-    dt_zero(p.g, (size_t)(nl * P) * 4);
-    p.loss = 0, p.scale = scaler.scale;
-    dt_sync();
-    DT_MPI(MPI_Barrier(MPI_COMM_WORLD)); /* measurement only: every stage's clock starts together */
-    double t_start = dt_now(), busy = 0;
-    for (int i = 0; i < n; i++) {
-      exchange(&p, world, i ? &plan[i - 1] : NULL, &plan[i]);
-      double t0 = dt_span_begin();
-      if (plan[i].type == 'F')
-        forward(&p, plan[i].mb);
-      else
-        backward(&p, plan[i].mb);
-      dt_sync();
-      double t1 = dt_now();
-      char name[16];
-      snprintf(name, sizeof name, "%c%d", plan[i].type, plan[i].mb);
-      dt_span_end(name, "compute", t0);
-      double *r = rec + 4 * i;
-      r[0] = t0 - t_start, r[1] = t1 - t_start, r[2] = plan[i].type == 'B', r[3] = plan[i].mb;
-      busy += t1 - t0;
-    }
-    exchange(&p, world, &plan[n - 1], NULL);
-    /* Gradients are held in 16 bits as the reference holds them: an fp16
-     * one beyond 65504 becomes inf here. Each stage holds other layers, so
-     * the fp16 verdict is one int maxed over the stages, and clipping needs
-     * one norm summed over them: scalars on host MPI, not in the counters. */
-    size_t np = (size_t)(nl * P);
-    if (p.wire != DT_F32) dt_round_half(p.g, np, p.wire);
-    int overflow = p.wire == DT_F16 && dt_count_nonfinite(p.g, np) > 0;
-    if (p.wire == DT_F16)
-      DT_MPI(MPI_Allreduce(MPI_IN_PLACE, &overflow, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-    double used = 1.0;
-    if (dt_scaler_update(&scaler, &c, overflow, &used)) {
-      double sq = c.clip > 0 ? dt_sum_squares(p.g, np) : 0;
-      if (c.clip > 0) DT_MPI(MPI_Allreduce(MPI_IN_PLACE, &sq, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-      dt_optimizer_step(&c, p.w, p.g, p.m, p.v, np, scaler.taken, dt_grad_scale(&c, used, sq));
-    }
-    if (dt_ckpt_due(&c, step)) checkpoint(&p, step + 1, host_w, host_m, host_v);
-    /* bookkeeping: the loss lives on the last stage; the step's length is
-     * from the common start to the last backward anywhere (stage 0's) */
-    losses[step] = p.loss;
-    DT_MPI(MPI_Bcast(&losses[step], 1, MPI_DOUBLE, N - 1, MPI_COMM_WORLD));
-    DT_MPI(MPI_Allreduce(&rec[4 * n - 3], &T, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-    busy_sum += busy, span_sum += T;
-    if (T < best_T) best_T = T, memcpy(best, rec, (size_t)(8 * M) * sizeof(double));
-    dt_print_step(&c, step, losses[step], "last stage, sum over the microbatches", T);
-  }
-
-  int64_t trained = c.steps - c.start_step; /* this run's steps, after a resume */
-  double steps = (double)trained, idle = span_sum - busy_sum, all_idle = 0;
-  DT_MPI(MPI_Reduce(&idle, &all_idle, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD));
-  dt_counter sr = world->count[DT_SENDRECV];
-  size_t es = dt_dtype_size(p.wire); /* bytes per activation on the wire */
-  uint64_t want_bytes = (uint64_t)(B * D) * es * (uint64_t)((s < N - 1) + (s > 0));
-  int64_t k1 = N - s < M ? N - s : M, want_live = gpipe ? M : k1, other = gpipe ? k1 : M;
-  uint64_t slot = (uint64_t)p.S * 4, scratch = (uint64_t)(2 * R * D + R * H) * 4;
-  dt_print0("\nsummary per stage (%lld steps; busy = forward and backward compute):\n",
-            (long long)trained);
-  dt_print_ranks("stage %d | busy %.3f ms idle %.3f ms per step (%.1f%% idle) | sendrecv bytes "
-                 "per step %llu (formula %d fwd + %d bwd x B*D*%zu = %llu)\n",
-                 s, busy_sum / steps * 1e3, idle / steps * 1e3, 100 * idle / span_sum,
-                 (unsigned long long)(sr.bytes_sent / (uint64_t)trained), (s < N - 1), (s > 0), es,
-                 (unsigned long long)want_bytes);
-  dt_print0("bubble over all steps: measured idle / (N x step) = %.1f%%; formula (N-1)/(M+N-1) = "
-            "%d/%lld = %.1f%%\n",
-            100 * all_idle / (N * span_sum), N - 1, (long long)(M + N - 1),
-            100.0 * (N - 1) / (double)(M + N - 1));
-  dt_print_ranks(
-      "stage %d peak in-flight microbatches %d (formula %lld) | activ peak %zu B (formula "
-      "%lld x %llu + scratch %llu = %llu; %s would hold %lld: %llu B)\n",
-      s, p.peak_live, (long long)want_live, dt_mem_peak(DT_ACTIV), (long long)want_live,
-      (unsigned long long)slot, (unsigned long long)scratch,
-      (unsigned long long)(want_live * slot + scratch), gpipe ? "1f1b" : "gpipe", (long long)other,
-      (unsigned long long)(other * slot + scratch));
-  dt_print_ranks("stage %d params %zu B grads %zu B optim %zu B (formula %lld layers x 2DH x 4 = "
-                 "%llu each)\n",
-                 s, dt_mem_peak(DT_PARAMS), dt_mem_peak(DT_GRADS), dt_mem_peak(DT_OPTIM),
-                 (long long)nl, (unsigned long long)(nl * P * 4));
-  dt_print_memory_uncounted();
-
-  if (p.wire == DT_F16)
-    dt_print0("fp16 loss scaling: %lld step%s skipped on overflow; final loss scale %g\n",
-              (long long)scaler.skipped, scaler.skipped == 1 ? "" : "s", scaler.scale);
-
-  double *all_rec = s == 0 ? malloc((size_t)(8 * M * N) * sizeof(double)) : NULL;
-  DT_MPI(MPI_Gather(best, 4 * n, MPI_DOUBLE, all_rec, 4 * n, MPI_DOUBLE, 0, MPI_COMM_WORLD));
-  if (s == 0) draw_timeline(all_rec, N, n, best_T);
-
-  gather_layers(&p, p.w, host_w); /* the final weights, on rank 0 for the check */
-  if (c.save && s == 0) dt_save_model(c.save, &c, c.steps, host_w);
-  if (c.save) dt_print0("saved %s\n", c.save);
-  if (c.trace) dt_trace_write(c.trace);
-  int failed = c.no_check ? 0 : dt_check_against_reference(&c, losses, host_w, 0);
-  free(all_rec), free(p.cnt), free(plan), free(rec), free(losses);
-  free(host_w), free(samples), free(p.stash), free(p.spare);
-  dt_finalize();
-  return failed;
+  dt_run_summary(&run);
+  report(&m, &run);
+  for (int k = 0; k < m.nfree; k++) dt_free(m.spare[k]);
+  free(m.samples);
+  free(m.stash);
+  free(m.plan);
+  timeline_free(m.tl);
+  return dt_run_finish(&run);
 }

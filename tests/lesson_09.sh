@@ -22,7 +22,7 @@ for np in 1 2 4; do
         if [ "$sched" = gpipe ]; then k=$m; else k=$((np - s < m ? np - s : m)); fi
         fwd=$((s < np - 1)) bwd=$((s > 0))
         pats+=("\[rank $s\] stage $s peak in-flight microbatches $k \(formula $k\) \| activ peak $((k * slot + scratch)) B \(formula $k x $slot \+ scratch $scratch")
-        pats+=("\[rank $s\] stage $s \| .* sendrecv bytes per step $(((fwd + bwd) * 8192)) \(formula $fwd fwd \+ $bwd bwd x B\*D\*4 = $(((fwd + bwd) * 8192))\)")
+        pats+=("\[rank $s\] stage $s \| sendrecv bytes per step $(((fwd + bwd) * 8192)) \(formula $fwd fwd \+ $bwd bwd x B\*D\*4 = $(((fwd + bwd) * 8192))\)")
       done
       check "09 np=$np M=$m $sched" "$np" 0 "${pats[@]}" -- $L09 --steps 3 --schedule $sched --microbatches $m
     done
@@ -47,9 +47,11 @@ for sched in gpipe 1f1b; do
     -- $L09 --steps 2 --dim 16 --hidden 16 --batch 512 --microbatches 4 --schedule $sched
 done
 
-# AdamW with clipping (the global norm spans every stage), --save then --load,
-# and the Chrome trace.
+# AdamW with clipping (the global norm spans every stage: one float
+# all-reduced per step, counted on the run's scalars row, 2(N-1)/N x 4 = 6
+# bytes at N=4), --save then --load, and the Chrome trace.
 check "09 np=4 adamw clip save" 4 0 'CHECK PASSED' "saved $LOGS/pp09.safetensors" \
+  'scalars +1\.00 all-reduces/step of one float .*bytes sent per rank per step 6\.00, formula calls x 2\(N-1\)/N x 4 = 6\.00' \
   -- $L09 --steps 3 --optimizer adamw --clip 0.05 --save "$LOGS/pp09.safetensors"
 check "09 np=2 load" 2 0 'CHECK PASSED' \
   -- $L09 --steps 3 --layers 4 --load "$LOGS/pp09.safetensors"
@@ -71,16 +73,21 @@ check "09 unknown flag" 2 2 "unknown flag '--stages'" -- $L09 --stages 2
 
 # --precision (issue 7): activations forward and their gradients backward
 # travel in 16 bits, so each boundary carries B*D*2 = 4096 bytes each way per
-# step. The fp16 overflow verdict (one int maxed over the stages, host MPI
-# like the clip norm) is not in the sendrecv counters. Each run matches the
-# reference trained at the same precision within the stated relative tolerance.
-l09_prec() { # NAME NP PREC FLAGS...: every stage's bytes asserted
+# step. The fp16 overflow verdict (one float maxed over the stages, like the
+# clip norm) is on the run's scalars row, not in the sendrecv counters. Each
+# run matches the reference trained at the same precision within the stated
+# relative tolerance.
+l09_prec() { # NAME NP PREC [PATTERN... --] FLAGS...: every stage's bytes asserted
   local name=$1 np=$2 prec=$3 s fwd bwd
   shift 3
   local pats=("CHECK PASSED: .*single-process $prec training")
+  if [[ " $* " == *" -- "* ]]; then
+    while [ "$1" != -- ]; do pats+=("$1"); shift; done
+    shift
+  fi
   for ((s = 0; s < np; s++)); do
     fwd=$((s < np - 1)) bwd=$((s > 0))
-    pats+=("\[rank $s\] stage $s \| .* sendrecv bytes per step $(((fwd + bwd) * 4096)) \(formula $fwd fwd \+ $bwd bwd x B\*D\*2 = $(((fwd + bwd) * 4096))\)")
+    pats+=("\[rank $s\] stage $s \| sendrecv bytes per step $(((fwd + bwd) * 4096)) \(formula $fwd fwd \+ $bwd bwd x B\*D\*2 = $(((fwd + bwd) * 4096))\)")
   done
   check "$name" "$np" 0 "${pats[@]}" -- $L09 --steps 3 --precision "$prec" "$@"
 }
@@ -88,14 +95,15 @@ l09_prec "09 np=2 bf16 1f1b sgd" 2 bf16
 l09_prec "09 np=4 bf16 gpipe adamw" 4 bf16 --schedule gpipe --optimizer adamw
 l09_prec "09 np=3 bf16 uneven stages" 3 bf16 --microbatches 4 --optimizer adamw
 l09_prec "09 np=2 fp16 gpipe adamw" 2 fp16 --schedule gpipe --optimizer adamw
-l09_prec "09 np=4 fp16 1f1b sgd" 4 fp16
+l09_prec "09 np=4 fp16 1f1b sgd" 4 fp16 \
+  'scalars +1\.00 all-reduces/step of one float .*bytes sent per rank per step 6\.00, formula calls x 2\(N-1\)/N x 4 = 6\.00' --
 # fp16 dynamic loss scaling: at 1e12 the scaled gradients overflow 16 bits,
 # every stage skips the step (the verdict is maxed over the stages), the scale
 # halves until they fit, and the reference skips the same steps.
 check "09 np=4 fp16 loss scale backs off" 4 0 'step +1: fp16 gradients overflowed at loss scale 1e\+12' \
   '[1-9][0-9]* steps skipped on overflow' 'CHECK PASSED: .*fp16 training' \
   -- $L09 --steps 20 --precision fp16 --loss-scale 1e12 --clip 0.05
-check "09 np=2 fp16 loss scale grows" 2 0 'fp16 loss scaling: 0 steps skipped on overflow; final loss scale 262144' \
+check "09 np=2 fp16 loss scale grows" 2 0 'fp16 loss scaling +0 steps skipped on overflow; final loss scale 262144' \
   -- $L09 --steps 10 --precision fp16 --growth-interval 5 --no-check
 check "09 bad precision" 2 2 "error: --precision: 'fp8' is not one of fp32\|bf16\|fp16" \
   -- $L09 --precision fp8

@@ -129,10 +129,10 @@ else
     's/dt_reduce_scatter\(m->fsdp, g, m->g \+ l \* S, \(size_t\)S, DT_F32, DT_AVG\)/dt_reduce_scatter(m->fsdp, g, m->g + l * S, (size_t)S, DT_F32, DT_SUM)/' \
     "FSDP gradients summed over the rows, not averaged" -- --optimizer sgd --tp 1
   mutant 09-scale 09_pp 09_pp/pp.c \
-    's/1\.0 \/ \(\(double\)p->c\.batch \* D\)/1.0 \/ ((double)R * D)/' \
+    's/1\.0 \/ \(\(double\)r->c\.batch \* D\)/1.0 \/ ((double)R * D)/' \
     "micro-batch losses not scaled by 1/M (last stage only)" -- --optimizer sgd
   mutant 09-order 09_pp 09_pp/pp.c \
-    's/p->bx \+ mb \* p->R \* p->D/p->bx + (mb + 1) % (p->c.batch \/ p->R) * p->R * p->D/' \
+    's/m->bx \+ a->mb \* R \* D/m->bx + (a->mb + 1) % m->M * R * D/' \
     "micro-batches fed out of order (first stage only)"
   echo "mutants: $MUT_CAUGHT caught of $MUT_TOTAL"
   if [ "$MUT_CAUGHT" = "$MUT_TOTAL" ]; then

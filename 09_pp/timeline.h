@@ -1,0 +1,30 @@
+/* timeline.h: a stage's actions, and what 09_pp shows of them (timeline.c):
+ * the plan, the measured timeline and the bubble. */
+#ifndef PP_TIMELINE_H
+#define PP_TIMELINE_H
+
+#include "train.h"
+
+typedef struct { /* one action of a stage's plan */
+  char type;     /* 'F' (forward) or 'B' (backward) */
+  int mb;        /* of this microbatch */
+} action;
+
+/* Every rank's line: its layers (l0 .. l0+L-1) and its first 32 actions. */
+void timeline_plan(dt_comm *world, const action *plan, int n, int64_t l0, int64_t L);
+
+/* Each step of a stage runs n actions; each is timed from a clock that
+ * every stage starts together, and the fastest step is kept to draw. */
+typedef struct timeline timeline;
+timeline *timeline_new(int n);
+void timeline_start(timeline *t, dt_comm *world); /* a barrier, then the step's clock */
+/* Action i began at t0 (dt_span_begin) and has just returned: wait for it
+ * to finish, record and trace it. */
+void timeline_record(timeline *t, int i, const action *a, double t0);
+void timeline_step_end(timeline *t, dt_comm *world); /* after the step's last exchange */
+/* Each stage's busy and idle time, the bubble over all steps beside
+ * (N-1)/(M+N-1), and the fastest step drawn on rank 0. */
+void timeline_report(const timeline *t, dt_comm *world, int64_t M);
+void timeline_free(timeline *t);
+
+#endif
