@@ -8,6 +8,10 @@
 #define TP_TENSOR_H
 #include "train.h"
 
+/* H/T hidden units per shard: --hidden must split over the T shards, or
+ * dt_fail says so (exit 2, before any work). */
+int64_t tp_slice(const dt_train_config *c, int T);
+
 /* Megatron's g (forward) and f (backward): the partial [rows, D] sums of the
  * group, all-reduced (SUM) in place over tp in --precision's wire format.
  * A SUM: each partial is a piece of the value, not an estimate of it. */

@@ -1,20 +1,16 @@
 /* 07_tp: tensor parallelism, the Megatron MLP.
  *
  * Data parallelism (05) copies the whole model to every rank; here the model
- * itself is cut. Each block's H hidden units are split into N slices: rank r
- * holds the columns r*H/N .. (r+1)*H/N-1 of W1 and the same rows of W2, in
- * every layer, and every rank runs the whole global batch. relu acts on each
- * hidden unit alone, so a rank computes its slice of h = relu(x W1) without
- * talking to anyone; h W2 is a sum over the slices, so one all-reduce of the
- * [B, D] partial outputs finishes the block (Megatron's g). Backward mirrors
- * it: the block input fed every slice, so its gradient is again a sum, one
- * more all-reduce (Megatron's f). The weight gradients are complete on their
- * own rank, since every rank saw the whole batch: gradients are never
- * all-reduced and weights never gathered. With --precision bf16|fp16 the
- * activations travel in 16 bits: half the bytes. The pieces lesson 08 reuses
- * (the f/g sum, where a shard sits in the model) are in tensor.c. The run
- * (common/run.c) does the rest of the step and ends by training the same
- * model in one process and comparing. */
+ * itself is cut. Rank r holds hidden units r*H/N .. (r+1)*H/N-1 of every
+ * block (those columns of W1, the same rows of W2) and runs the whole batch.
+ * relu acts on each hidden unit alone, and h W2 is a sum over the slices, so
+ * one all-reduce of the [B, D] partial outputs finishes a block (Megatron's
+ * g); backward mirrors it, the input's gradient is again a sum (f). Weight
+ * gradients are complete where they live: no gradient is all-reduced, no
+ * weight gathered. --precision bf16|fp16 sends the activations in 16 bits.
+ * The pieces lesson 08 reuses are in tensor.c. The run (common/run.c) does
+ * the rest of the step and ends by training the same model in one process
+ * and comparing. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +20,7 @@
 
 typedef struct {
   dt_comm *world;
-  int64_t L, D, H, Hs, B, S; /* Hs = H/N hidden units here; S = 2LDHs parameters here */
+  int64_t L, D, H, Hs, R, P; /* Hs = H/N hidden units here; R = B rows; P = 2LDHs here */
   float *w, *g;              /* flat shards: layer l's [W1_s | W2_s] at layer_offset(l) */
   dt_acts act;               /* of the whole batch: x_l and dx [B, D], a and h [B, Hs] */
   int64_t *samples;          /* the whole batch of the step */
@@ -37,52 +33,44 @@ static int64_t layer_offset(const model *m, int64_t l) { return 2 * l * m->D * m
 /* Rank r holds shard r of every layer: one segment, each layer in its place. */
 static void layout(model *m, dt_run *r) {
   int64_t L = r->c.layers, D = r->c.dim, H = r->c.hidden, N = m->world->size;
-  if (H % N != 0)
-    dt_fail("--hidden %lld does not split over %lld ranks: each rank holds H/N hidden units (W1's "
-            "columns, W2's rows), so H must be divisible by N; try --hidden %lld (or another "
-            "multiple of %lld)",
-            (long long)H, (long long)N, (long long)((H / N + 1) * N), (long long)N);
   m->L = L;
   m->D = D;
   m->H = H;
-  m->Hs = H / N;
-  m->B = r->c.batch;
-  m->S = 2 * L * D * m->Hs;
-  m->w = dt_alloc_f32((size_t)m->S, DT_PARAMS);
-  m->g = dt_alloc_f32((size_t)m->S, DT_GRADS);
-  int seg = dt_run_segment(r, m->w, m->g, (size_t)m->S);
+  m->Hs = tp_slice(&r->c, (int)N); /* H/N, or a clear error */
+  m->R = r->c.batch;
+  m->P = L * 2 * D * m->Hs;
+  m->w = dt_alloc_f32((size_t)m->P, DT_PARAMS);
+  m->g = dt_alloc_f32((size_t)m->P, DT_GRADS);
+  int seg = dt_run_segment(r, m->w, m->g, (size_t)m->P);
   for (int64_t l = 0; l < L; l++)
     tp_place(r, seg, layer_offset(m, l), l, m->world->rank, (int)N, 0, 2 * D * m->Hs);
   r->loss_ranks = 1; /* rank 0's loss: every rank computes the same */
   r->loss_how = "rank 0; every rank computes it alike";
-  dt_acts_alloc(&m->act, L, m->B, D, m->Hs);
-  m->samples = calloc((size_t)m->B, sizeof(int64_t));
+  dt_acts_alloc(&m->act, L, m->R, D, m->Hs);
+  m->samples = calloc((size_t)m->R, sizeof(int64_t));
   CHECK_ALLOC(m->samples);
-  dt_wire_init(&m->wire, &r->c, (size_t)(m->B * D));
+  dt_wire_init(&m->wire, &r->c, (size_t)(m->R * D));
 }
 
 /* exercise: the f/g pair (forward and backward of the tensor-parallel blocks) */
-/* f, forward: the identity, x_l is whole on every rank. g: sum the partial
- * outputs, in place where x_{l+1} lives, then add the residual once. */
+/* f, forward: the identity (x_l is whole on every rank); g: the sum. */
 static void forward(model *m) {
-  size_t n = (size_t)(m->B * m->D);
+  size_t n = (size_t)(m->R * m->D);
   for (int64_t l = 0; l < m->L; l++) {
-    float *w = m->w + layer_offset(m, l), *out = dt_acts_x(&m->act, l + 1);
-    dt_acts_forward(&m->act, l, w, w + m->D * m->Hs, 0); /* out = h_s W2_s, a partial sum */
-    tp_sum(m->world, &m->wire, out, n);
-    dt_add(out, dt_acts_x(&m->act, l), n); /* once, not once per rank */
+    float *w = m->w + layer_offset(m, l);
+    dt_acts_forward(&m->act, l, w, w + m->D * m->Hs, 0); /* x_l+1 = h_s W2_s, a partial sum */
+    tp_sum(m->world, &m->wire, dt_acts_x(&m->act, l + 1), n);
+    dt_add(dt_acts_x(&m->act, l + 1), dt_acts_x(&m->act, l), n); /* once, not once per rank */
   }
 }
 
-/* g, backward: the identity, every slice's W2_s gets the whole dout. f: x_l
- * fed every slice, so its gradient sums over them. Layer 0's is not needed
- * here (x_0 is data), but under a real network an embedding below needs it. */
+/* g, backward: the identity (every W2_s gets the whole dout); f: the sum,
+ * layer 0's too (x_0 is data, but an embedding below would need it). */
 static void backward(model *m) {
-  size_t n = (size_t)(m->B * m->D);
+  size_t n = (size_t)(m->R * m->D);
   for (int64_t l = m->L - 1; l >= 0; l--) {
     float *w = m->w + layer_offset(m, l), *g = m->g + layer_offset(m, l);
-    int64_t DHs = m->D * m->Hs;
-    dt_acts_backward(&m->act, l, w, w + DHs, g, g + DHs, 0); /* dx = da_s W1_s^T, partial */
+    dt_acts_backward(&m->act, l, w, w + m->D * m->Hs, g, g + m->D * m->Hs, 0); /* partial dx */
     tp_sum(m->world, &m->wire, m->act.dx, n);
     dt_add(m->act.dx, m->act.dnext, n); /* the residual path: dnext holds dout */
   }
@@ -92,26 +80,26 @@ static void backward(model *m) {
 /* The whole batch on every rank: the loss and its gradient need no
  * communication, and the weight gradients none either. */
 static double train_step(model *m, dt_run *r, int64_t step) {
-  int64_t B = m->B, D = m->D;
+  int64_t D = m->D, R = m->R;
   dt_step_samples(&r->c, 1, 0, step, m->samples); /* one replica: the whole global batch */
-  dt_make_batch(&r->c, m->samples, B, m->act.x, m->act.y);
+  dt_zero(m->g, (size_t)m->P * 4);
+  dt_make_batch(&r->c, m->samples, R, m->act.x, m->act.y);
   forward(m);
   /* x_L and y are whole and alike on every rank, so is the loss */
-  double loss = dt_run_loss(r, dt_acts_x(&m->act, m->L), m->act.y, m->act.dx, (size_t)(B * D),
-                            1.0 / (double)(B * D));
-  dt_zero(m->g, (size_t)m->S * 4);
+  double loss = dt_run_loss(r, dt_acts_x(&m->act, m->L), m->act.y, m->act.dx, (size_t)(R * D),
+                            1.0 / ((double)R * D));
   backward(m);
   /* Weight gradients never travel, but they are held in 16 bits as the
    * reference holds them: an fp16 gradient beyond 65504 becomes inf here. */
-  if (m->wire.type != DT_F32) dt_round_half(m->g, (size_t)m->S, m->wire.type);
+  if (m->wire.type != DT_F32) dt_round_half(m->g, (size_t)m->P, m->wire.type);
   double both[2] = {loss, -loss}; /* bookkeeping: do the ranks' losses agree? */
   dt_host_all_reduce(m->world, both, 2, DT_F64, DT_MAX);
   m->spread = fmax(m->spread, both[0] + both[1]);
   return m->world->rank == 0 ? loss : 0;
 }
 
-/* A formula's value, whole or to two decimals. The counters add whole bytes
- * per call: at NP=3 they fall short of 2(N-1)/N x bytes by under 1 per call. */
+/* A formula's value, whole or to two decimals (the counters add whole bytes
+ * per call: at NP=3 under 1 byte a call short of 2(N-1)/N x bytes). */
 static const char *num(char *buf, double v) {
   snprintf(buf, 32, v == floor(v) ? "%.0f" : "%.2f", v);
   return buf;
@@ -119,42 +107,40 @@ static const char *num(char *buf, double v) {
 
 /* Bytes and memory per rank, measured, beside their formulas and DP's. */
 static void report(model *m, dt_run *r) {
-  uint64_t steps = (uint64_t)(r->c.steps - r->c.start_step);
-  int64_t N = m->world->size, L = m->L, D = m->D, H = m->H, B = m->B, P = 2 * L * D * H;
-  size_t es = dt_dtype_size(m->wire.type); /* bytes per activation on the wire */
+  uint64_t steps = (uint64_t)(r->c.steps - r->c.start_step), N = (uint64_t)m->world->size;
+  int64_t L = m->L, D = m->D, H = m->H, R = m->R, es = (int64_t)dt_dtype_size(m->wire.type);
   dt_counter ar = m->world->count[DT_ALL_REDUCE], all = dt_comm_total(m->world);
-  double ring = 2.0 * (double)(N - 1) / (double)N, want = 2.0 * L * ring * (double)(B * D * es);
-  char f1[32], f2[32], how[4][160], dp_activ[32] = "n/a";
+  double ring = 2.0 * (double)(N - 1) / (double)N, want = 2.0 * L * ring * (double)(R * D * es);
+  int64_t DP = 2 * L * D * H, K = r->c.optimizer[0] == 'a' ? 8 : 0; /* K: AdamW's bytes */
+  char f1[32], f2[32], how[4][128], dp_activ[32] = "n/a"; /* DP: 05 runs B/N rows per rank */
   dt_print0("  bytes sent per rank per step    calls    measured     formula\n");
-  dt_print0(
-      "    %-26s %6llu %11llu %11s   2L x 2(N-1)/N x B x D x %zu: x_l+1 forward, dx_l backward\n",
-      "all_reduce f/g (activ)", (unsigned long long)(ar.calls / steps),
-      (unsigned long long)(ar.bytes_sent / steps), num(f1, want), es);
+  dt_print0("    %-26s %6llu %11llu %11s   2L x 2(N-1)/N x B x D x %lld: x_l+1 forward, dx_l "
+            "backward\n",
+            "all_reduce f/g (activ)", (unsigned long long)(ar.calls / steps),
+            (unsigned long long)(ar.bytes_sent / steps), num(f1, want), (long long)es);
   dt_print0("    %-26s %6llu %11llu %11d   no weight gathered, no gradient reduced\n",
             "any other collective", (unsigned long long)((all.calls - ar.calls) / steps),
             (unsigned long long)((all.bytes_sent - ar.bytes_sent) / steps), 0);
-  dt_print0("    %-26s %6s %11llu %11s   DP (05): 2(N-1)/N x 2LDH x %zu = %s: TP/DP = B/H = %.4f\n",
-            "total", "", (unsigned long long)(all.bytes_sent / steps), num(f1, want), es,
-            num(f2, ring * (double)P * (double)es), (double)B / (double)H);
+  dt_print0(
+      "    %-26s %6s %11llu %11s   DP (05): 2(N-1)/N x 2LDH x %lld = %s: TP/DP = B/H = %.4f\n",
+      "total", "", (unsigned long long)(all.bytes_sent / steps), num(f1, want), (long long)es,
+      num(f2, ring * (double)(DP * es)), (double)R / (double)H);
+  double flops = 12.0 * (double)(L * R * D * m->Hs); /* forward 2 matmuls, backward 4 */
   if (N > 1)
     dt_print0(
         "  FLOPs per rank per step 12 x L x B x D x H/N = %.0f: %.1f per byte of f/g, formula "
-        "3H/(%zu(N-1)) = %.1f at any B\n",
-        12.0 * (double)(L * B * D * m->Hs),
-        12.0 * (double)(L * B * D * m->Hs) / (double)(ar.bytes_sent / steps), es,
-        3.0 * (double)H / ((double)es * (double)(N - 1)));
-  int64_t K = r->c.optimizer[0] == 'a' ? 8 : 0; /* DP (05) runs B/N samples per rank */
-  if (B % N == 0) snprintf(dp_activ, 32, "%lld", (long long)dt_acts_bytes(L, B / N, D, H));
-  snprintf(how[0], 160, "4 x 2LDH/N: W1_s and W2_s; DP (05): %lld", (long long)(4 * P));
-  snprintf(how[1], 160, "4 x 2LDH/N; DP (05): %lld", (long long)(4 * P));
-  snprintf(how[2], 160, "AdamW m and v: 8 x 2LDH/N, shards only (sgd: 0); DP (05): %lld",
-           (long long)(K * P));
-  snprintf(how[3], 160, "((L+1)BD + 2LB(H/N) + 2BD + B(H/N)) x 4, [B, D] whole; DP (05): %s",
-           dp_activ);
-  dt_row rows[] = {{DT_PARAMS, 4 * m->S, how[0]},
-                   {DT_GRADS, 4 * m->S, how[1]},
-                   {DT_OPTIM, K * m->S, how[2]},
-                   {DT_ACTIV, dt_acts_bytes(L, B, D, m->Hs), how[3]}};
+        "3H/(%lld(N-1)) = %.1f at any B\n",
+        flops, flops / (double)(ar.bytes_sent / steps), (long long)es,
+        3.0 * (double)H / (double)(es * (int64_t)(N - 1)));
+  if (R % (int64_t)N == 0) snprintf(dp_activ, 32, "%lld", (long long)dt_acts_bytes(L, R / N, D, H));
+  snprintf(how[0], 128, "4 x 2LDH/N: W1_s and W2_s; DP (05): %lld", (long long)(4 * DP));
+  snprintf(how[1], 128, "4 x 2LDH/N; DP (05): %lld", (long long)(4 * DP));
+  snprintf(how[2], 128, "AdamW m and v: 8 x 2LDH/N (sgd: 0); DP (05): %lld", (long long)(K * DP));
+  snprintf(how[3], 128, "((L+1)BD + 2LB(H/N) + 2BD + B(H/N)) x 4; DP (05): %s", dp_activ);
+  dt_row rows[] = {{DT_PARAMS, 4 * m->P, how[0]},
+                   {DT_GRADS, 4 * m->P, how[1]},
+                   {DT_OPTIM, K * m->P, how[2]},
+                   {DT_ACTIV, dt_acts_bytes(L, R, D, m->Hs), how[3]}};
   dt_print_memory(rows, 4);
   dt_print0("  loss on every rank: largest spread across ranks %.2e over %lld steps\n", m->spread,
             (long long)steps);
@@ -171,12 +157,12 @@ int main(int argc, char **argv) {
   int64_t col0 = world->rank * m.Hs, D = m.D, Hs = m.Hs;
   dt_print0("tensor parallel over %d rank%s: %lld of the %lld hidden units per rank; every rank "
             "runs the whole batch of %lld; 2 all-reduces of [B, D] per layer\n",
-            world->size, world->size > 1 ? "s" : "", (long long)Hs, (long long)m.H, (long long)m.B);
+            world->size, world->size > 1 ? "s" : "", (long long)Hs, (long long)m.H, (long long)m.R);
   dt_print_ranks("W1[:, %lld:%lld] [%lld x %lld] and W2[%lld:%lld, :] [%lld x %lld] of every "
                  "layer: %lld of %lld parameters\n",
                  (long long)col0, (long long)(col0 + Hs), (long long)D, (long long)Hs,
                  (long long)col0, (long long)(col0 + Hs), (long long)Hs, (long long)D,
-                 (long long)m.S, (long long)(2 * m.L * D * m.H));
+                 (long long)m.P, (long long)(2 * m.L * D * m.H));
 
   for (int64_t step = run.c.start_step; step < run.c.steps; step++) {
     dt_step_begin(&run, step);
