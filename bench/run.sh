@@ -210,8 +210,8 @@ parse_training() {
     step=$(grab "$log" 'time per step' 'time per step')
     compute=$(grab "$log" 'time per step' 'compute')
     case $name in
-    dp | tp) comm=$(grab "$log" 'time per step' 'all-reduce') ;;
-    zero*) comm=$(grab "$log" 'time per step' 'communication') ;;
+    dp) comm=$(grab "$log" 'time per step' 'all-reduce') ;;
+    tp | zero*) comm=$(grab "$log" 'time per step' 'communication') ;;
     fsdp_tp)
       local tp fsdp
       tp=$(grab "$log" 'time per step' 'blocked in tp')

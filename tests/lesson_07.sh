@@ -9,33 +9,40 @@
 L07=./07_tp/tp
 L07_FAST=(--steps 5)
 L07_AR='all_reduce f/g \(activ\) +8 +'
+# memory rows: measured, formula, then the formula's text and DP's figure
+L07_P='4 x 2LDH/N: W1_s and W2_s; DP \(05\): '
+# the run's row for the all-reduces of one float (clip norm, fp16 verdict)
+L07_SC='scalars +'
+L07_SCB='all-reduces/step of one float \(clip norm, fp16 verdict\); bytes sent per rank per step '
+L07_SCF='formula calls x 2\(N-1\)/N x 4 = '
 
 # One rank: the all-reduces are no-ops, not counted (0 calls).
 check "07 np=1" 1 0 'CHECK PASSED' 'all_reduce f/g \(activ\) +0 +0 +0 ' 'any other collective +0 +0 +0 ' \
-  'params +524288 +524288 +524288 ' 'activ +352256 +352256 +352256 ' -- $L07 "${L07_FAST[@]}"
+  "params +524288 +524288 +${L07_P}524288" 'activ +352256 +352256 .*DP \(05\): 352256' -- $L07 "${L07_FAST[@]}"
 check "07 np=2" 2 0 'CHECK PASSED' "${L07_AR}65536 +65536 " 'any other collective +0 +0 +0 ' \
-  'params +262144 +262144 +524288 ' 'activ +204800 +204800 +176128 ' \
+  "params +262144 +262144 +${L07_P}524288" 'activ +204800 +204800 .*DP \(05\): 176128' \
   'TP/DP = B/H = 0\.1250' '192\.0 per byte of f/g, formula 3H/\(4\(N-1\)\) = 192\.0' \
   -- $L07 "${L07_FAST[@]}"
 check "07 np=3 hidden=192" 3 0 'CHECK PASSED' "${L07_AR}87376 +87381\.33 " \
   '\[rank 2\] W1\[:, 128:192\] \[64 x 64\] and W2\[128:192, :\] \[64 x 64\]' \
-  'params +131072 +131072 +393216 ' 'activ +131072 +131072 +n/a ' -- $L07 "${L07_FAST[@]}" --hidden 192
+  "params +131072 +131072 +${L07_P}393216" 'activ +131072 +131072 .*DP \(05\): n/a' -- $L07 "${L07_FAST[@]}" --hidden 192
 check "07 np=4" 4 0 'CHECK PASSED' "${L07_AR}98304 +98304 " 'any other collective +0 +0 +0 ' \
   'total +98304 +98304 +DP \(05\): 2\(N-1\)/N x 2LDH x 4 = 786432' \
   '\[rank 3\] W1\[:, 192:256\] \[64 x 64\] and W2\[192:256, :\] \[64 x 64\] .*32768 of 131072' \
-  'params +131072 +131072 +524288 ' 'grads +131072 +131072 +524288 ' \
-  'activ +131072 +131072 +88064 ' -- $L07 "${L07_FAST[@]}"
+  "params +131072 +131072 +${L07_P}524288" 'grads +131072 +131072 .*DP \(05\): 524288' \
+  'activ +131072 +131072 .*DP \(05\): 88064' -- $L07 "${L07_FAST[@]}"
 # 384 hidden units at NP=3: 128 each; B x D = 48 x 64 makes 2(N-1)/N x B x D x 4 whole.
 check "07 np=3 hidden=384 batch=48" 3 0 'CHECK PASSED' "${L07_AR}131072 +131072 " \
   -- $L07 "${L07_FAST[@]}" --hidden 384 --batch 48
 
 # AdamW keeps m and v for the local shards only; --clip adds one all-reduce of
-# one float per step (6 bytes at NP=4), counted apart from f/g.
-check "07 np=4 adamw" 4 0 'CHECK PASSED' 'optim +262144 +262144 +1048576 ' \
+# one float per step (6 bytes at NP=4, 5 at NP=3: whole bytes per call), on
+# the run's scalars row, apart from f/g: the total stays f/g's.
+check "07 np=4 adamw" 4 0 'CHECK PASSED' 'optim +262144 +262144 .*DP \(05\): 1048576' \
   -- $L07 "${L07_FAST[@]}" --optimizer adamw
 check "07 np=4 clip" 4 0 'CHECK PASSED' "${L07_AR}98304 +98304 " \
-  'all_reduce norm \(--clip\) +1 +6 +6 ' 'total +98310 +98310 ' -- $L07 "${L07_FAST[@]}" --clip 0.05
-check "07 np=3 adamw clip" 3 0 'CHECK PASSED' 'all_reduce norm \(--clip\) +1 +5 +5\.33 ' \
+  "${L07_SC}1\.00 ${L07_SCB}6\.00, ${L07_SCF}6\.00" 'total +98304 +98304 ' -- $L07 "${L07_FAST[@]}" --clip 0.05
+check "07 np=3 adamw clip" 3 0 'CHECK PASSED' "${L07_SC}1\.00 ${L07_SCB}5\.00, ${L07_SCF}5\.00" \
   -- $L07 "${L07_FAST[@]}" --hidden 192 --optimizer adamw --clip 0.05
 
 # A model saved at NP=2 resumes at NP=4: each rank slices its shards from it.
@@ -75,7 +82,7 @@ check "07 resume without ckpt" 2 2 'error: --save-every and --resume need --ckpt
 # halve (2L x 2(N-1)/N x B x D x 2: 32768 at NP=2, 43688 at NP=3, 49152 at
 # NP=4); weight gradients never travel. fp16 adds one all-reduce of one float
 # per step, the overflow flag maxed over the ranks (each holds other shards),
-# on its own row. Each run matches the reference trained at the same
+# on the run's scalars row. Each run matches the reference trained at the same
 # precision within the stated relative tolerance.
 L07_AR16='2L x 2\(N-1\)/N x B x D x 2: '
 check "07 np=2 bf16 sgd" 2 0 "${L07_AR}32768 +32768 +${L07_AR16}" \
@@ -86,22 +93,22 @@ check "07 np=3 bf16 adamw hidden=192" 3 0 "${L07_AR}43688 +43690\.67 " \
 check "07 np=4 bf16 adamw" 4 0 "${L07_AR}49152 +49152 +${L07_AR16}" \
   'total +49152 +49152 +DP \(05\): 2\(N-1\)/N x 2LDH x 2 = 393216' \
   'CHECK PASSED: .*single-process bf16 training' -- $L07 "${L07_FAST[@]}" --precision bf16 --optimizer adamw
-check "07 np=2 fp16 adamw" 2 0 "${L07_AR}32768 +32768 " 'all_reduce overflow \(fp16\) +1 +4 +4 ' \
-  'total +32772 +32772 ' 'CHECK PASSED: .*single-process fp16 training' \
+check "07 np=2 fp16 adamw" 2 0 "${L07_AR}32768 +32768 " "${L07_SC}1\.00 ${L07_SCB}4\.00, ${L07_SCF}4\.00" \
+  'total +32768 +32768 ' 'CHECK PASSED: .*single-process fp16 training' \
   -- $L07 "${L07_FAST[@]}" --precision fp16 --optimizer adamw
-check "07 np=4 fp16 sgd" 4 0 "${L07_AR}49152 +49152 " 'all_reduce overflow \(fp16\) +1 +6 +6 ' \
-  'total +49158 +49158 ' '128\.0 per byte of f/g, formula 3H/\(2\(N-1\)\) = 128\.0' \
-  'fp16 loss scaling: 0 steps skipped on overflow; final loss scale 65536' \
+check "07 np=4 fp16 sgd" 4 0 "${L07_AR}49152 +49152 " "${L07_SC}1\.00 ${L07_SCB}6\.00, ${L07_SCF}6\.00" \
+  'total +49152 +49152 ' '128\.0 per byte of f/g, formula 3H/\(2\(N-1\)\) = 128\.0' \
+  'fp16 loss scaling +0 steps skipped on overflow; final loss scale 65536' \
   'CHECK PASSED: .*single-process fp16 training' -- $L07 "${L07_FAST[@]}" --precision fp16
 # fp16 dynamic loss scaling: at 1e12 the scaled gradients overflow 16 bits,
 # every rank skips the step (the flag is maxed), the scale halves until they
-# fit, and the reference skips the same steps. --clip's all-reduce runs on the
-# 3 steps taken of 20: 2(N-1)/N x 4 x 3/20 = 0.90 bytes per step.
+# fit, and the reference skips the same steps. The verdict's all-reduce runs
+# on all 20 steps, --clip's on the 3 taken: 23/20 = 1.15 a step, 6 bytes each.
 check "07 np=4 fp16 loss scale backs off" 4 0 'step +1: fp16 gradients overflowed at loss scale 1e\+12' \
   '[1-9][0-9]* steps skipped on overflow' 'CHECK PASSED: .*fp16 training' \
-  'all_reduce norm \(--clip\) +0 +0 +0\.90 ' \
+  "${L07_SC}1\.15 ${L07_SCB}6\.90, ${L07_SCF}6\.90" \
   -- $L07 --steps 20 --precision fp16 --loss-scale 1e12 --clip 0.05
-check "07 np=2 fp16 loss scale grows" 2 0 'fp16 loss scaling: 0 steps skipped on overflow; final loss scale 262144' \
+check "07 np=2 fp16 loss scale grows" 2 0 'fp16 loss scaling +0 steps skipped on overflow; final loss scale 262144' \
   -- $L07 --steps 10 --precision fp16 --growth-interval 5 --no-check
 check "07 bad precision" 2 2 "error: --precision: 'fp8' is not one of fp32\|bf16\|fp16" \
   -- $L07 --precision fp8

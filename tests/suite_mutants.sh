@@ -114,14 +114,14 @@ else
     's/dt_optimizer_step\(c, s->w, s->g, s->m, s->v,/dt_optimizer_step(c, s->w, s->g, r->seg[0].m, r->seg[0].v,/' \
     "every layer's shard uses layer 0's AdamW moments" -- --optimizer adamw --zero 1
   mutant 07-f 07_tp 07_tp/tp.c \
-    's/(void \*p = to_wire\(m, m->dnext\);\n)\s*dt_all_reduce\([^\n]*\n/$1/' \
+    's/    tp_sum\(m->world, &m->wire, m->act\.dx, n\);\n//' \
     "TP backward all-reduce (f) omitted"
   mutant 07-residual 07_tp 07_tp/tp.c \
-    's/(    void \*p = to_wire\(m, out\);)/    dt_add(out, x, (size_t)(B * D));\n$1/; s/    dt_add\(out, x, \(size_t\)\(B \* D\)\); \/\*[^\n]*\n//' \
+    's/(    tp_sum\(m->world, &m->wire, dt_acts_x\(&m->act, l \+ 1\), n\);\n)(    dt_add\([^\n]*\n)/$2$1/' \
     "residual added to every rank's partial sum"
-  mutant 07-shard 07_tp 07_tp/tp.c \
-    's/dt_init_w2\(&c, l, w2_of\(&m, m\.w, l\), col0, Hs\)/dt_init_w2(&c, l, w2_of(&m, m.w, l), 0, Hs)/' \
-    "every rank starts W2 from rank 0's rows"
+  mutant 07-shard 07_tp 07_tp/tensor.c \
+    's/\(2 \* l \+ 1\) \* D \* H \+ t \* Hs \* D/(2 * l + 1) * D * H/' \
+    "every shard's W2 rows placed at shard 0's"
   mutant 08-mesh 08_fsdp_tp 08_fsdp_tp/fsdp_tp.c \
     's/dt_all_reduce\(m->tp, buf, buf, n, DT_F32, DT_SUM\)/dt_all_reduce(m->fsdp, buf, buf, n, DT_F32, DT_SUM)/' \
     "TP sum over the FSDP column instead of the TP row"

@@ -1,0 +1,42 @@
+/* tensor.c: tensor parallelism's pieces (tensor.h), for lessons 07 and 08. */
+#include "tensor.h"
+
+int64_t tp_slice(const dt_train_config *c, int T) {
+  if (c->hidden % T != 0)
+    dt_fail("--hidden %lld does not split over %d ranks: each rank holds H/N hidden units (W1's "
+            "columns, W2's rows), so H must be divisible by N; try --hidden %lld (or another "
+            "multiple of %d)",
+            (long long)c->hidden, T, (long long)((c->hidden / T + 1) * T), T);
+  return c->hidden / T;
+}
+
+void tp_sum(dt_comm *tp, const dt_wire *wire, float *buf, size_t n) {
+  void *p = dt_wire_pack(wire, buf, n, 0, 1);
+  dt_all_reduce(tp, p, p, n, wire->type, DT_SUM);
+  dt_wire_unpack(wire, buf, n, 0);
+}
+
+void tp_forward(dt_acts *act, int64_t l, const float *w1, const float *w2, dt_comm *tp,
+                const dt_wire *wire) {
+  size_t n = (size_t)(act->R * act->D);
+  dt_acts_forward(act, l, w1, w2, 0); /* x_{l+1} = h_s W2_s, a partial sum */
+  tp_sum(tp, wire, dt_acts_x(act, l + 1), n);
+  dt_add(dt_acts_x(act, l + 1), dt_acts_x(act, l), n);
+}
+
+void tp_backward(dt_acts *act, int64_t l, const float *w1, const float *w2, float *g1, float *g2,
+                 dt_comm *tp, const dt_wire *wire) {
+  size_t n = (size_t)(act->R * act->D);
+  dt_acts_backward(act, l, w1, w2, g1, g2, 0); /* dx = da_s W1_s^T; dnext: the output's */
+  tp_sum(tp, wire, act->dx, n);
+  dt_add(act->dx, act->dnext, n);
+}
+
+void tp_place(dt_run *r, int seg, int64_t off, int64_t l, int t, int T, int64_t lo, int64_t hi) {
+  int64_t D = r->c.dim, H = r->c.hidden, Hs = H / T, n = D * Hs;
+  int64_t w1_hi = hi < n ? hi : n, w2_lo = lo > n ? lo : n;
+  /* W1's columns: D rows of Hs, H apart; W2's rows: one contiguous block */
+  dt_run_place_range(r, seg, off, 2 * l * D * H + t * Hs, Hs, H, lo, w1_hi);
+  dt_run_place_range(r, seg, off + w2_lo - lo, (2 * l + 1) * D * H + t * Hs * D, D, D, w2_lo - n,
+                     hi - n);
+}
