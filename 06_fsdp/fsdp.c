@@ -121,7 +121,7 @@ static void report(model *m, dt_run *r) {
             want[0] + want[1] + want[2], zero == 2 ? 2 : 3, es, es,
             2 * (size_t)(N - 1) * (size_t)P * es / (size_t)N);
   /* Memory per rank: the shards, plus what is full-size at the worst moment. */
-  int64_t K = r->c.optimizer[0] == 'a' ? 8 : 0, LS = L * S, NS = f->NS;
+  int64_t K = r->c.optimizer[0] == 'a' ? 8 : 0, LS = L * S, NS = N > 1 ? f->NS : 0; /* 1: none */
   int two = zero == 3 && f->prefetch && L > 1;
   dt_row rows[] = {
       {DT_PARAMS, 4 * (zero == 3 ? LS + (1 + two) * NS : L * NS),

@@ -19,7 +19,8 @@ void fsdp_init(fsdp *f, dt_comm *comm, const dt_train_config *c, int64_t n, int 
   CHECK_ALLOC(f->pending);
   CHECK_ALLOC(f->half);
   for (int64_t l = 0; f->w && l < L; l++) f->full[l] = f->w + l * f->NS; /* resident */
-  dt_wire_init(&f->wire, c, (size_t)(F * S + (zero >= 2 ? S : 0)));
+  int one = F == 1 && zero == 3; /* alone below: nothing travels */
+  dt_wire_init(&f->wire, c, one ? 0 : (size_t)(F * S + (zero >= 2 ? S : 0)));
   f->op = dt_wire_op(&f->wire, DT_AVG);
 }
 
@@ -86,14 +87,19 @@ static void gather(fsdp *f, int64_t l, int async) {
   if (!async) landed(f, l);
 }
 
+/* Stage 3 on a communicator of one rank: the shard is the whole layer, used
+ * in place (no gather, no transient), as 08's columns of one rank need. */
+static int alone(const fsdp *f) { return f->comm->size == 1 && f->zero == 3; }
+
 float *fsdp_params(fsdp *f, int64_t l) {
+  if (alone(f)) return f->ws + l * f->S;
   if (!f->full[l]) gather(f, l, 0);
   landed(f, l);
   return f->full[l];
 }
 
 void fsdp_prefetch(fsdp *f, int64_t l) {
-  if (f->prefetch && l >= 0 && l < f->L && !f->full[l]) gather(f, l, 1);
+  if (f->prefetch && !alone(f) && l >= 0 && l < f->L && !f->full[l]) gather(f, l, 1);
 }
 
 void fsdp_release(fsdp *f, int64_t l) {
@@ -103,6 +109,8 @@ void fsdp_release(fsdp *f, int64_t l) {
 }
 
 float *fsdp_grad(fsdp *f, int64_t l) {
+  if (alone(f)) dt_zero(f->gs + l * f->S, (size_t)f->S * 4);
+  if (alone(f)) return f->gs + l * f->S;
   return f->g ? f->g + l * f->NS : dt_alloc_f32((size_t)f->NS, DT_GRADS); /* zeroed */
 }
 
@@ -111,6 +119,10 @@ float *fsdp_grad(fsdp *f, int64_t l) {
  * at once: the average of this rank's shard is all that survives. In 16
  * bits each rank divides by F first, so the 16-bit sum is the mean. */
 void fsdp_reduce(fsdp *f, int64_t l, float *g) {
+  if (alone(f)) { /* nothing to reduce; held in 16 bits as a reduce-scatter leaves it */
+    if (f->wire.type != DT_F32) dt_round_half(g, (size_t)f->S, f->wire.type);
+    return;
+  }
   void *send = dt_wire_pack(&f->wire, g, (size_t)f->NS, 0, f->comm->size), *recv = send;
   if (!f->g)
     recv = f->wire.type == DT_F32 ? (void *)(f->gs + l * f->S) : (void *)(f->wire.buf + f->NS);

@@ -3,14 +3,14 @@
 
 int64_t tp_slice(const dt_train_config *c, int T) {
   if (c->hidden % T != 0)
-    dt_fail("--hidden %lld does not split over %d ranks: each rank holds H/N hidden units (W1's "
-            "columns, W2's rows), so H must be divisible by N; try --hidden %lld (or another "
-            "multiple of %d)",
-            (long long)c->hidden, T, (long long)((c->hidden / T + 1) * T), T);
+    dt_fail("--hidden %lld does not split over %d tensor-parallel ranks: each holds H/%d hidden "
+            "units (W1's columns, W2's rows); try --hidden %lld (or another multiple of %d)",
+            (long long)c->hidden, T, T, (long long)((c->hidden / T + 1) * T), T);
   return c->hidden / T;
 }
 
 void tp_sum(dt_comm *tp, const dt_wire *wire, float *buf, size_t n) {
+  if (tp->size == 1) return; /* the partial is the whole: nothing to sum, nothing to round */
   void *p = dt_wire_pack(wire, buf, n, 0, 1);
   dt_all_reduce(tp, p, p, n, wire->type, DT_SUM);
   dt_wire_unpack(wire, buf, n, 0);

@@ -137,11 +137,11 @@ static void report(model *m, dt_run *r) {
   snprintf(how[1], 128, "4 x 2LDH/N; DP (05): %lld", (long long)(4 * DP));
   snprintf(how[2], 128, "AdamW m and v: 8 x 2LDH/N (sgd: 0); DP (05): %lld", (long long)(K * DP));
   snprintf(how[3], 128, "((L+1)BD + 2LB(H/N) + 2BD + B(H/N)) x 4; DP (05): %s", dp_activ);
-  dt_row rows[] = {{DT_PARAMS, 4 * m->P, how[0]},
-                   {DT_GRADS, 4 * m->P, how[1]},
-                   {DT_OPTIM, K * m->P, how[2]},
-                   {DT_ACTIV, dt_acts_bytes(L, R, D, m->Hs), how[3]}};
-  dt_print_memory(rows, 4);
+  dt_row rows[] = {{DT_PARAMS, 4 * m->P, how[0], 0},
+                   {DT_GRADS, 4 * m->P, how[1], 0},
+                   {DT_OPTIM, K * m->P, how[2], 0},
+                   {DT_ACTIV, dt_acts_bytes(L, R, D, m->Hs), how[3], 0}};
+  dt_print_memory(rows, 4, NULL);
   dt_print0("  loss on every rank: largest spread across ranks %.2e over %lld steps\n", m->spread,
             (long long)steps);
 }

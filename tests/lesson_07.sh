@@ -65,9 +65,9 @@ check "07 np=4 resume" 4 0 'CHECK PASSED' 'resume: step 4 from .*\(weights, Adam
 
 # Bad input: a clear message and exit code 2, never a hang.
 check "07 np=3 hidden 256" 3 2 \
-  'error: --hidden 256 does not split over 3 ranks: .*H must be divisible by N; try --hidden 258 \(or another multiple of 3\)' \
+  'error: --hidden 256 does not split over 3 tensor-parallel ranks: each holds H/3 hidden units .*; try --hidden 258 \(or another multiple of 3\)' \
   -- $L07
-check "07 np=4 hidden 2" 4 2 'error: --hidden 2 does not split over 4 ranks: .*try --hidden 4 \(or another multiple of 4\)' \
+check "07 np=4 hidden 2" 4 2 'error: --hidden 2 does not split over 4 tensor-parallel ranks: .*try --hidden 4 \(or another multiple of 4\)' \
   -- $L07 --hidden 2
 check "07 unknown flag" 2 2 "error: unknown flag '--bogus'" -- $L07 --bogus
 check "07 bad optimizer" 2 2 "error: --optimizer: 'adam' is not one of sgd\|adamw" \

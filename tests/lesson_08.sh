@@ -41,8 +41,10 @@ check "08 np=4 tp=4 (= 07)" 4 0 'CHECK PASSED' 'row 0   piece 0   rank 0       r
 check "08 np=4 default adamw" 4 0 'CHECK PASSED' 'x T = 2 columns' \
   'optim +262144 +262144 +262144 +262144 ' 'model states +655360 +655360 +786432 +524288 ' \
   -- $L08 "${L08_FAST[@]}" --optimizer adamw
-# --clip: one float over the world per step, 2(N-1)/N x 4 = 6 bytes.
-check "08 np=4 tp=2 clip" 4 0 'CHECK PASSED' 'total \(every communicator\) +425990 +425990 +1179654 +98310 ' \
+# --clip: one float over the world per step, 2(N-1)/N x 4 = 6 bytes, on the
+# run's scalars row (the table's total is the lesson's traffic alone).
+check "08 np=4 tp=2 clip" 4 0 'CHECK PASSED' 'total \(every communicator\) +425984 +425984 +1179648 +98304 ' \
+  'scalars +1\.00 all-reduces/step .*bytes sent per rank per step 6\.00, formula calls x 2\(N-1\)/N x 4 = 6\.00' \
   -- $L08 "${L08_FAST[@]}" --clip 0.05
 
 # NP=2: T=1 (S = 16384) and T=2 (07 at N=2: every all-reduce B x D x 4).
@@ -121,11 +123,13 @@ check "08 np=4 tp=4 bf16 (= 07)" 4 0 'CHECK PASSED: .*bf16 training' \
 check "08 np=3 tp=3 bf16" 3 0 'CHECK PASSED: .*bf16 training' \
   'tp all_reduce \(activ\) +43688 +43690\.67 ' -- $L08 "${L08_FAST[@]}" --tp 3 --hidden 192 --precision bf16
 check "08 np=1 fp16" 1 0 'CHECK PASSED: .*fp16 training' -- $L08 "${L08_FAST[@]}" --precision fp16
-# fp16: each rank holds different pieces, so the overflow verdict is one int
-# maxed over the world, on its own row (2(N-1)/N x 4 = 6 bytes at N=4). A loss
-# scale of 1e12 overflows; every rank skips the same steps as the reference.
-check "08 np=4 fp16 overflow verdict" 4 0 'overflow verdict \(fp16\) +6 +6 ' \
-  'fp16 loss scaling: 0 steps skipped' 'total \(every communicator\) +212992 +212992 ' \
+# fp16: each rank holds different pieces, so the overflow verdict is one flag
+# maxed over the world, on the run's scalars row (2(N-1)/N x 4 = 6 bytes at
+# N=4). A loss scale of 1e12 overflows; every rank skips the same steps as the
+# reference.
+check "08 np=4 fp16 overflow verdict" 4 0 \
+  'scalars +1\.00 all-reduces/step .*bytes sent per rank per step 6\.00, formula calls x 2\(N-1\)/N x 4 = 6\.00' \
+  'fp16 loss scaling +0 steps skipped' 'total \(every communicator\) +212992 +212992 ' \
   -- $L08 "${L08_FAST[@]}" --precision fp16 --no-check
 check "08 np=4 fp16 loss scale backs off" 4 0 'step +1: fp16 gradients overflowed at loss scale 1e\+12' \
   '17 steps skipped on overflow; final loss scale 7.62939e\+06' 'CHECK PASSED: .*fp16 training' \
@@ -136,9 +140,9 @@ check "08 np=2 tp=2 fp16 loss scale backs off (F = 1)" 2 0 '17 steps skipped on 
 # Bad input: a clear message and exit code 2, never a hang.
 check "08 np=4 tp=3" 4 2 'error: --tp 3 does not divide the number of ranks, 4' -- $L08 --tp 3
 check "08 np=2 tp=4" 2 2 'error: --tp 4 does not divide the number of ranks, 2' -- $L08 --tp 4
-check "08 np=4 hidden not divisible by T" 4 2 'error: --hidden 255 does not split over --tp 2: T must divide H' \
+check "08 np=4 hidden not divisible by T" 4 2 'error: --hidden 255 does not split over 2 tensor-parallel ranks' \
   -- $L08 --tp 2 --hidden 255
-check "08 np=3 tp=3 default hidden" 3 2 'error: --hidden 256 does not split over --tp 3' -- $L08 --tp 3
+check "08 np=3 tp=3 default hidden" 3 2 'error: --hidden 256 does not split over 3 tensor-parallel ranks' -- $L08 --tp 3
 check "08 np=4 batch not divisible by F" 4 2 'error: --batch 30 does not split over F = N/T = 4 rows: F must divide B' \
   -- $L08 --tp 1 --batch 30 --samples 240
 check "08 np=4 tp=2 batch odd" 4 2 'error: --batch 31 does not split over F = N/T = 2 rows' \

@@ -39,7 +39,7 @@ build_copy() {
   case $file in
     common/*) link+=(-Wl,--allow-multiple-definition) ;;
   esac
-  mpicc -O2 -std=c11 -I. -I"$lesson" -Icommon/comm -Icommon/train -Itests -c "$dir/$(basename "$file")" -o "$dir/copy.o" >"$dir/build.log" 2>&1 &&
+  mpicc -O2 -std=c11 -I. -I"$lesson" -I"$(dirname "$file")" -Icommon/comm -Icommon/train -Itests -c "$dir/$(basename "$file")" -o "$dir/copy.o" >"$dir/build.log" 2>&1 &&
     mpicc "${link[@]}" -o "$dir/$name" -lopenblas -lm -pthread >>"$dir/build.log" 2>&1 || return 1
 }
 
@@ -123,11 +123,11 @@ else
     's/\(2 \* l \+ 1\) \* D \* H \+ t \* Hs \* D/(2 * l + 1) * D * H/' \
     "every shard's W2 rows placed at shard 0's"
   mutant 08-mesh 08_fsdp_tp 08_fsdp_tp/fsdp_tp.c \
-    's/dt_all_reduce\(m->tp, buf, buf, n, DT_F32, DT_SUM\)/dt_all_reduce(m->fsdp, buf, buf, n, DT_F32, DT_SUM)/' \
+    's/tp_forward\(&m->act, l, w, w \+ m->D \* m->Hs, m->tp,/tp_forward(&m->act, l, w, w + m->D * m->Hs, m->col,/' \
     "TP sum over the FSDP column instead of the TP row"
-  mutant 08-avg 08_fsdp_tp 08_fsdp_tp/fsdp_tp.c \
-    's/dt_reduce_scatter\(m->fsdp, g, m->g \+ l \* S, \(size_t\)S, DT_F32, DT_AVG\)/dt_reduce_scatter(m->fsdp, g, m->g + l * S, (size_t)S, DT_F32, DT_SUM)/' \
-    "FSDP gradients summed over the rows, not averaged" -- --optimizer sgd --tp 1
+  mutant 08-avg 08_fsdp_tp 06_fsdp/shard.c \
+    's/f->op = dt_wire_op\(&f->wire, DT_AVG\)/f->op = DT_SUM/' \
+    "FSDP gradients summed over the rows, not averaged (06's piece, composed)" -- --optimizer sgd --tp 1
   mutant 09-scale 09_pp 09_pp/pp.c \
     's/1\.0 \/ \(\(double\)r->c\.batch \* D\)/1.0 \/ ((double)R * D)/' \
     "micro-batch losses not scaled by 1/M (last stage only)" -- --optimizer sgd

@@ -5,7 +5,7 @@
 
 void dt_wire_init(dt_wire *w, const dt_train_config *c, size_t count) {
   w->type = dt_precision_type(c);
-  w->buf = w->type == DT_F32 ? NULL : dt_alloc(count * 2, DT_COMMBUF);
+  w->buf = w->type == DT_F32 || count == 0 ? NULL : dt_alloc(count * 2, DT_COMMBUF);
 }
 
 void *dt_wire_pack(const dt_wire *w, float *x, size_t n, size_t at, int divide) {
