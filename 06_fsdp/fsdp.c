@@ -3,20 +3,13 @@
  * Data parallel as in 05, but no rank keeps the whole training state. Each
  * layer's [W1 | W2] is one flat buffer of 2DH elements, padded to N shards of
  * S = ceil(2DH/N); rank r owns elements [r*S, (r+1)*S) of every layer and
- * steps only those, with their AdamW state (m, v):
- *   --zero 1    optimizer state sharded: all-reduce the gradients as in 05,
- *               step the shard, all-gather the parameters;
- *   --zero 2    gradients too: reduce-scatter each layer's gradient after its
- *               backward, keeping only this rank's shard of it;
- *   --zero 3    parameters too (FSDP, the default): all-gather a layer before
- *               its forward and again before its backward, free it after each;
- *   --prefetch  start the next layer's all-gather before computing this one,
- *               to hide it behind compute at the cost of one more layer;
- *   --precision bf16|fp16  parameters and gradients travel in 16 bits (half
- *               the bytes); master shards and AdamW state stay fp32.
- * The collectives are in shard.c (08 reuses them); this file is the schedule.
- * It prints memory and bytes per rank next to ZeRO's formulas; the run
- * (common/train/run.c) checkpoints whole tensors, so a run resumes at any N. */
+ * steps only those, with their AdamW state. --zero 1 shards the optimizer
+ * state, 2 the gradients too (reduce-scattered), 3 the parameters too (FSDP,
+ * the default: all-gathered before each use, freed after); shard.h says what
+ * each keeps, shard.c holds the collectives (08 reuses them), this file the
+ * schedule. --prefetch starts the next layer's gather before computing this
+ * one; --precision bf16|fp16 sends parameters and gradients in 16 bits. It
+ * prints memory and bytes per rank next to ZeRO's formulas. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,9 +155,7 @@ int main(int argc, char **argv) {
   model m = {.world = world};
   layout(&m, &run, (int)zero, prefetch);
   dt_run_begin(&run);
-  fsdp_step_taken(&m.f); /* stages 1-2: every rank's full copy, from the shards */
-  fsdp_land(&m.f);
-  dt_run_reset(&run); /* set-up, not a step: counted nowhere */
+  fsdp_start(&m.f, &run);
   fsdp_describe(&m.f, m.D * m.H, m.R, run.c.batch);
 
   for (int64_t step = run.c.start_step; step < run.c.steps; step++) {

@@ -143,6 +143,12 @@ void fsdp_step_taken(fsdp *f) {
   for (int64_t l = 0; f->zero < 3 && l < f->L; l++) gather(f, l, f->prefetch);
 }
 
+void fsdp_start(fsdp *f, dt_run *r) {
+  fsdp_step_taken(f);
+  fsdp_land(f);
+  dt_run_reset(r);
+}
+
 void fsdp_land(fsdp *f) {
   for (int64_t l = 0; l < f->L; l++) landed(f, l);
 }

@@ -46,6 +46,9 @@ void fsdp_release(fsdp *f, int64_t l);
  * shard (stages 2-3, then the buffer is freed). */
 float *fsdp_grad(fsdp *f, int64_t l);
 void fsdp_reduce(fsdp *f, int64_t l, float *g);
+/* After dt_run_begin filled the shards: stages 1-2 make every rank's full
+ * copy, a set-up counted nowhere (dt_run_reset). */
+void fsdp_start(fsdp *f, dt_run *r);
 /* After the optimizer stepped the shards: stages 1-2 gather them into the
  * full copies (asynchronously with --prefetch). */
 void fsdp_step_taken(fsdp *f);

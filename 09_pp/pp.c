@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "stash.h"
 #include "timeline.h"
 #include "train.h"
 
@@ -24,8 +25,8 @@ typedef struct {
   float *w, *g;                 /* flat: layer l's [W1 | W2] at layer_offset(l) */
   dt_acts act;                  /* of one microbatch: pointed at its stash */
   int64_t *samples;             /* the step's samples */
-  float **stash, **spare;       /* stash[mb] while mb is in flight; spare: slots to reuse */
-  int s, N, n, gpipe, nfree, live, peak_live; /* stage s of N; n actions in plan */
+  stashes st;                   /* x_0..x_L [R,D], a and h [R,H] of each microbatch in flight */
+  int s, N, n, gpipe;           /* stage s of N; n actions in plan */
   action *plan;
   float *bx, *by; /* the global batch: x on the first stage, y on the last */
   dt_wire wire;   /* what activations travel in (--precision): out, then in */
@@ -66,9 +67,7 @@ static void layout(model *m, dt_run *r) {
   m->act.dh = dt_alloc_f32((size_t)(m->R * H), DT_ACTIV);
   m->samples = calloc((size_t)r->c.batch, sizeof(int64_t));
   CHECK_ALLOC(m->samples);
-  m->stash = calloc((size_t)(2 * m->M), sizeof(float *));
-  CHECK_ALLOC(m->stash);
-  m->spare = m->stash + m->M;
+  stash_init(&m->st, m->M, (size_t)((m->L + 1) * m->R * D + 2 * m->L * m->R * H));
   m->plan = calloc((size_t)(2 * m->M), sizeof(action));
   CHECK_ALLOC(m->plan);
   if (s == 0 || s == N - 1) {
@@ -93,26 +92,13 @@ static int make_plan(int N, int s, int64_t M, int gpipe, action *p) {
   /* end of exercise */
 }
 
-/* A microbatch's stash, x_0..x_L [R,D] and a, h [R,H] of each layer, lives
- * from its input's arrival to the end of its backward; act works on it.
- * Freed slots are reused, like PyTorch's caching allocator, so the DT_ACTIV
- * peak counts the slots the schedule really needed at once. */
+/* act works on microbatch mb's stash (stash.c). */
 static float *stash(model *m, int mb) {
-  if (!m->stash[mb]) {
-    size_t S = (size_t)((m->L + 1) * m->R * m->D + 2 * m->L * m->R * m->H);
-    m->stash[mb] = m->nfree ? m->spare[--m->nfree] : dt_alloc_f32(S, DT_ACTIV);
-    if (++m->live > m->peak_live) m->peak_live = m->live;
-  }
-  m->act.x = m->stash[mb];
+  m->act.x = stash_open(&m->st, mb);
   m->act.a = m->act.x + (m->L + 1) * m->R * m->D;
   m->act.h = m->act.a + m->L * m->R * m->H;
   if (m->by) m->act.y = m->by + mb * m->R * m->D;
   return m->act.x;
-}
-static void release(model *m, int mb) {
-  m->spare[m->nfree++] = m->stash[mb];
-  m->stash[mb] = NULL;
-  m->live--;
 }
 
 static void forward(model *m) {
@@ -185,7 +171,7 @@ static double train_step(model *m, dt_run *r, int64_t step) {
         loss += dt_run_loss(r, dt_acts_x(&m->act, m->L), m->act.y, m->act.dx, (size_t)(R * D),
                             1.0 / ((double)r->c.batch * D));
       backward(m);
-      release(m, a->mb);
+      stash_close(&m->st, a->mb);
     }
     timeline_record(m->tl, (int)(a - m->plan), a, t0);
   }
@@ -212,7 +198,7 @@ static void report(model *m, dt_run *r) {
       (fwd + bwd) * r->c.batch * D * es);
   dt_print_ranks("stage %lld peak in-flight microbatches %d (formula %lld) | activ peak %zu B "
                  "(formula %lld x %lld + scratch %lld = %lld; %s would hold %lld: %lld B)\n",
-                 s, m->peak_live, live, dt_mem_peak(DT_ACTIV), live, slot, scratch,
+                 s, m->st.peak, live, dt_mem_peak(DT_ACTIV), live, slot, scratch,
                  live * slot + scratch, m->gpipe ? "1f1b" : "gpipe", other, other * slot + scratch);
   dt_print_ranks("stage %lld params %zu B grads %zu B optim %zu B (formula %lld layers x 2DH x 4 = "
                  "%lld each)\n",
@@ -252,9 +238,8 @@ int main(int argc, char **argv) {
   }
   dt_run_summary(&run);
   report(&m, &run);
-  for (int k = 0; k < m.nfree; k++) dt_free(m.spare[k]);
+  stash_free(&m.st);
   free(m.samples);
-  free(m.stash);
   free(m.plan);
   timeline_free(m.tl);
   return dt_run_finish(&run);
