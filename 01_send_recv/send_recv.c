@@ -220,8 +220,7 @@ int main(int argc, char **argv) {
   size_t big = (size_t)(w->rank <= 1 && max_bytes > msg_bytes ? max_bytes : msg_bytes);
   float *sbuf = dt_alloc(big, DT_COMMBUF), *rbuf = dt_alloc(big, DT_COMMBUF);
   int32_t *token = dt_alloc(sizeof(int32_t), DT_COMMBUF);
-  float *host = malloc(big);
-  CHECK_ALLOC(host);
+  float *host = dt_host_alloc(big, 1);
   size_t n = (size_t)msg_bytes / sizeof(float);
   dt_comm_reset(w);
   if (deadlock) {

@@ -200,8 +200,7 @@ int main(int argc, char **argv) {
             (long long)seed);
 
   size_t nmax = (size_t)max_bytes / sizeof(float);
-  float *want = malloc(2 * nmax * sizeof(float)), *host = want + nmax;
-  CHECK_ALLOC(want);
+  float *want = dt_host_alloc(2 * nmax, sizeof(float)), *host = want + nmax;
   float *buf = dt_alloc_f32(nmax, DT_COMMBUF);
   /* Small integers (exact in float) that depend on the root; never 0. */
   for (size_t i = 0; i < nmax; i++) want[i] = (float)(1 + (i + (size_t)R) % 8191);

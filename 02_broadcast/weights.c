@@ -17,8 +17,7 @@ static uint64_t checksum(const float *host, size_t n) {
 
 int64_t replicate_weights(dt_comm *w, size_t P, uint64_t seed, int *equal) {
   float *weights = dt_alloc_f32(P, DT_PARAMS), *local = dt_alloc_f32(P, DT_PARAMS);
-  float *wh = malloc(2 * P * sizeof(float)), *lh = wh + P;
-  CHECK_ALLOC(wh);
+  float *wh = dt_host_alloc(2 * P, sizeof(float)), *lh = wh + P;
   if (w->rank == 0) dt_fill_uniform(weights, P, seed, 0, 0, -0.05f, 0.05f);
   dt_copy_to_host(wh, weights, P * sizeof(float));
   dt_print0("step 3: replicate rank 0's freshly initialised weights (%zu floats, %zu bytes)\n", P,

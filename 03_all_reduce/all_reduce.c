@@ -181,12 +181,9 @@ int main(int argc, char **argv) {
   /* Host copies (inputs, sums, results), then backend buffers: the inputs,
    * the buffer reduced in place, and the scratch the hand-written variants
    * receive into (naive: a whole buffer; ring: one piece). */
-  float *host = malloc(3 * max_count * sizeof(float));
-  row *rows = calloc((size_t)NVARIANTS * nsizes, sizeof *rows);
-  double *times = malloc(NVARIANTS * iters * sizeof(double));
-  CHECK_ALLOC(host);
-  CHECK_ALLOC(rows);
-  CHECK_ALLOC(times);
+  float *host = dt_host_alloc(3 * max_count, sizeof(float));
+  row *rows = dt_host_alloc((size_t)NVARIANTS * nsizes, sizeof *rows);
+  double *times = dt_host_alloc(NVARIANTS * iters, sizeof(double));
   buffers b = {.in = host, .want = host + max_count, .out = host + 2 * max_count};
   b.input = dt_alloc_f32(max_count, DT_DATA);
   b.buf = dt_alloc_f32(max_count, DT_COMMBUF);

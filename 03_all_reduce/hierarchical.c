@@ -17,8 +17,7 @@
  * *crosses: whether this rank's own sends do. */
 static int node_edges(dt_comm *w, const dt_nodes *nodes, int *crosses) {
   int N = w->size, first = w->rank, edges = 0;
-  int *lowest = malloc((size_t)N * sizeof(int));
-  CHECK_ALLOC(lowest);
+  int *lowest = dt_host_alloc((size_t)N, sizeof(int));
   dt_host_all_reduce(nodes->node, &first, 1, DT_I32, DT_MIN);
   dt_host_gather(w, &first, lowest, 1, DT_I32, 0);
   dt_host_broadcast(w, lowest, (size_t)N, DT_I32, 0);
@@ -36,8 +35,7 @@ int64_t compare_hierarchical(dt_comm *w, int K, size_t count, const buffers *b, 
   int N = w->size, crosses;
   dt_nodes nodes = dt_nodes_split(w, K);
   int M = nodes.nodes, edges = node_edges(w, &nodes, &crosses);
-  double *t = malloc(2 * (size_t)iters * sizeof(double)), med[2];
-  CHECK_ALLOC(t);
+  double *t = dt_host_alloc(2 * (size_t)iters, sizeof(double)), med[2];
   int64_t across[4] = {0, 0, 0, 0}; /* measured flat, hierarchical; predicted flat, hierarchical */
   int64_t wrong = 0;
   dt_comm_reset(w);

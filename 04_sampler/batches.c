@@ -16,10 +16,8 @@ int64_t lesson05_batches(int N, int rank, int64_t seed) {
   int64_t B = 2 * N, samples = 8 * N, per_rank = 2, batches = samples / B, wrong = 0;
   dt_sampler s = {
       .dataset_size = samples, .replicas = N, .rank = rank, .shuffle = 1, .seed = (uint64_t)seed};
-  int64_t *order = malloc((size_t)samples * sizeof *order);
-  int64_t *shard = malloc((size_t)dt_sampler_num_samples(&s) * sizeof *shard);
-  CHECK_ALLOC(order);
-  CHECK_ALLOC(shard);
+  int64_t *order = dt_host_alloc((size_t)samples, sizeof *order);
+  int64_t *shard = dt_host_alloc((size_t)dt_sampler_num_samples(&s), sizeof *shard);
   for (int64_t step = 0; step < 2 * batches; step++) {
     int64_t epoch = step / batches, first = (step % batches) * B;
     if (step % batches == 0) { /* a new epoch reshuffles */

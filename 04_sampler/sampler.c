@@ -69,16 +69,13 @@ typedef struct {
 } buffers;
 
 static buffers alloc_buffers(int64_t ns, int64_t total) {
-  buffers b = {
-      malloc((size_t)(ns + 1) * sizeof(int64_t)),    malloc((size_t)(total + 1) * sizeof(int64_t)),
-      malloc((size_t)(total + 1) * sizeof(int64_t)), malloc((size_t)n * sizeof(int64_t)),
-      malloc((size_t)(total + 1) * sizeof(int32_t)), dt_alloc((size_t)ns * 4, DT_COMMBUF),
-      dt_alloc((size_t)total * 4, DT_COMMBUF)};
-  CHECK_ALLOC(b.check);
-  CHECK_ALLOC(b.padded);
-  CHECK_ALLOC(b.prev);
-  CHECK_ALLOC(b.seen);
-  CHECK_ALLOC(b.host);
+  buffers b = {dt_host_alloc((size_t)(ns + 1), sizeof(int64_t)),
+               dt_host_alloc((size_t)(total + 1), sizeof(int64_t)),
+               dt_host_alloc((size_t)(total + 1), sizeof(int64_t)),
+               dt_host_alloc((size_t)n, sizeof(int64_t)),
+               dt_host_alloc((size_t)(total + 1), sizeof(int32_t)),
+               dt_alloc((size_t)ns * 4, DT_COMMBUF),
+               dt_alloc((size_t)total * 4, DT_COMMBUF)};
   return b;
 }
 
@@ -211,8 +208,7 @@ int main(int argc, char **argv) {
             drop_last ? "floor" : "ceil", drop_last ? "floor" : "ceil", (long long)n, N,
             (long long)want_ns, (long long)want_total, (long long)want_pad, (long long)want_drop);
 
-  int64_t *mine = malloc((size_t)(ns + 1) * sizeof *mine);
-  CHECK_ALLOC(mine);
+  int64_t *mine = dt_host_alloc((size_t)(ns + 1), sizeof *mine);
   buffers b = alloc_buffers(ns, total);
   tally lo = {n, n, n, 0, total}, hi = {0, 0, 0, 0, 0};
   int64_t problems = 0;

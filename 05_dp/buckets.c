@@ -7,8 +7,7 @@
 void buckets_make(buckets *k, float *g, int64_t L, int64_t DH, double cap, dt_comm *comm,
                   const dt_train_config *c) {
   *k = (buckets){.g = g, .comm = comm};
-  k->b = calloc((size_t)(2 * L), sizeof(bucket));
-  CHECK_ALLOC(k->b);
+  k->b = dt_host_alloc((size_t)(2 * L), sizeof(bucket));
   bucket *b = NULL;
   for (int64_t t = 0; t < 2 * L; t++) { /* tensor t of the flat buffer */
     if (!b || (double)b->count * 4 >= cap) {

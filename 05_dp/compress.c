@@ -21,12 +21,6 @@ struct topk {
   int32_t *host_idx, *gathered_idx;
 };
 
-static void *host_alloc(size_t bytes) {
-  void *p = calloc(bytes, 1);
-  CHECK_ALLOC(p);
-  return p;
-}
-
 topk *topk_parse(const char *spec, dt_run *r, size_t P, int bucketed) {
   const dt_train_config *c = &r->c;
   double ratio = 0;
@@ -40,7 +34,7 @@ topk *topk_parse(const char *spec, dt_run *r, size_t P, int bucketed) {
             "so a resumed run could not continue exactly; drop --ckpt or --compress");
   r->converge = 1.25; /* top-k changes the gradients: the check is that it still learns */
   r->converge_what = "top-k";
-  topk *t = host_alloc(sizeof *t);
+  topk *t = dt_host_alloc(1, sizeof *t);
   size_t N = (size_t)dt_size();
   t->P = (int64_t)P;
   t->k = (int64_t)ceil(ratio * (double)P);
@@ -50,11 +44,11 @@ topk *topk_parse(const char *spec, dt_run *r, size_t P, int bucketed) {
   t->idx = dt_alloc(k * 4, DT_COMMBUF);
   t->all_vals = dt_alloc_f32(N * k, DT_COMMBUF);
   t->all_idx = dt_alloc(N * k * 4, DT_COMMBUF);
-  t->host = host_alloc(P * 4);
-  t->host_idx = host_alloc(k * 4);
-  t->host_vals = host_alloc(k * 4);
-  t->gathered_idx = host_alloc(N * k * 4);
-  t->gathered_vals = host_alloc(N * k * 4);
+  t->host = dt_host_alloc(P, 4);
+  t->host_idx = dt_host_alloc(k, 4);
+  t->host_vals = dt_host_alloc(k, 4);
+  t->gathered_idx = dt_host_alloc(N * k, 4);
+  t->gathered_vals = dt_host_alloc(N * k, 4);
   return t;
 }
 

@@ -59,8 +59,7 @@ static void layout(model *m, dt_run *r) {
     dt_run_place(r, seg, layer_offset(m, l), 2 * l * D * H, 1, 2 * D * H, 2 * D * H);
   r->replicated = 1;
   dt_acts_alloc(&m->act, L, m->R, D, H);
-  m->samples = calloc((size_t)(m->R * m->accum), sizeof(int64_t));
-  CHECK_ALLOC(m->samples);
+  m->samples = dt_host_alloc((size_t)(m->R * m->accum), sizeof(int64_t));
 }
 
 static void forward(model *m) {

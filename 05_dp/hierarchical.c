@@ -8,8 +8,7 @@
 
 dt_nodes *hierarchical_split(dt_run *r, int conflict) {
   if (conflict) dt_fail("--hierarchical is blocking and dense: no --overlap or --compress");
-  dt_nodes *n = malloc(sizeof *n);
-  CHECK_ALLOC(n);
+  dt_nodes *n = dt_host_alloc(1, sizeof *n);
   *n = dt_nodes_split(r->world, 0);
   r->comms[0] = n->node;
   r->comms[1] = n->leaders;

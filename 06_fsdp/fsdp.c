@@ -45,8 +45,7 @@ static void layout(model *m, dt_run *r, int zero, int prefetch) {
     dt_run_place_range(r, seg, off, 2 * l * D * H, 2 * D * H, 2 * D * H, lo, hi);
   }
   dt_acts_alloc(&m->act, L, m->R, D, H);
-  m->samples = calloc((size_t)m->R, sizeof(int64_t));
-  CHECK_ALLOC(m->samples);
+  m->samples = dt_host_alloc((size_t)m->R, sizeof(int64_t));
 }
 
 static void forward(model *m) {

@@ -12,12 +12,9 @@ void fsdp_init(fsdp *f, dt_comm *comm, const dt_train_config *c, int64_t n, int 
   if (zero == 3) f->ws = dt_alloc_f32((size_t)(L * S), DT_PARAMS);
   if (zero == 1) f->g = dt_alloc_f32((size_t)(L * F * S), DT_GRADS);
   if (zero >= 2) f->gs = dt_alloc_f32((size_t)(L * S), DT_GRADS);
-  f->full = calloc((size_t)L, sizeof(float *));
-  f->pending = calloc((size_t)L, sizeof(dt_request *));
-  f->half = calloc((size_t)L, sizeof(uint16_t *));
-  CHECK_ALLOC(f->full);
-  CHECK_ALLOC(f->pending);
-  CHECK_ALLOC(f->half);
+  f->full = dt_host_alloc((size_t)L, sizeof(float *));
+  f->pending = dt_host_alloc((size_t)L, sizeof(dt_request *));
+  f->half = dt_host_alloc((size_t)L, sizeof(uint16_t *));
   for (int64_t l = 0; f->w && l < L; l++) f->full[l] = f->w + l * f->NS; /* resident */
   int one = F == 1 && zero == 3; /* alone below: nothing travels */
   dt_wire_init(&f->wire, c, one ? 0 : (size_t)(F * S + (zero >= 2 ? S : 0)));

@@ -47,8 +47,7 @@ static void layout(model *m, dt_run *r) {
   r->loss_ranks = 1; /* rank 0's loss: every rank computes the same */
   r->loss_how = "rank 0; every rank computes it alike";
   dt_acts_alloc(&m->act, L, m->R, D, m->Hs);
-  m->samples = calloc((size_t)m->R, sizeof(int64_t));
-  CHECK_ALLOC(m->samples);
+  m->samples = dt_host_alloc((size_t)m->R, sizeof(int64_t));
   dt_wire_init(&m->wire, &r->c, (size_t)(m->R * D));
 }
 

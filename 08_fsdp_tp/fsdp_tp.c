@@ -58,8 +58,7 @@ static void layout(model *m, dt_run *r, int64_t T) {
   r->comms[0] = m->tp;
   r->comms[1] = m->col;
   dt_acts_alloc(&m->act, L, m->R, D, m->Hs);
-  m->samples = calloc((size_t)m->R, sizeof(int64_t));
-  CHECK_ALLOC(m->samples);
+  m->samples = dt_host_alloc((size_t)m->R, sizeof(int64_t));
   dt_wire_init(&m->wire, &r->c, (size_t)(m->tp->size > 1 ? m->R * D : 0)); /* T = 1: no row */
 }
 

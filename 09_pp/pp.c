@@ -65,11 +65,9 @@ static void layout(model *m, dt_run *r) {
   m->act.dx = dt_alloc_f32((size_t)(m->R * D), DT_ACTIV);
   m->act.dnext = dt_alloc_f32((size_t)(m->R * D), DT_ACTIV);
   m->act.dh = dt_alloc_f32((size_t)(m->R * H), DT_ACTIV);
-  m->samples = calloc((size_t)r->c.batch, sizeof(int64_t));
-  CHECK_ALLOC(m->samples);
+  m->samples = dt_host_alloc((size_t)r->c.batch, sizeof(int64_t));
   stash_init(&m->st, m->M, (size_t)((m->L + 1) * m->R * D + 2 * m->L * m->R * H));
-  m->plan = calloc((size_t)(2 * m->M), sizeof(action));
-  CHECK_ALLOC(m->plan);
+  m->plan = dt_host_alloc((size_t)(2 * m->M), sizeof(action));
   if (s == 0 || s == N - 1) {
     m->bx = dt_alloc_f32((size_t)(r->c.batch * D), DT_DATA);
     m->by = dt_alloc_f32((size_t)(r->c.batch * D), DT_DATA);

@@ -5,8 +5,7 @@
 
 void stash_init(stashes *s, int64_t M, size_t floats) {
   *s = (stashes){.floats = floats};
-  s->slot = calloc((size_t)(2 * M), sizeof(float *));
-  CHECK_ALLOC(s->slot);
+  s->slot = dt_host_alloc((size_t)(2 * M), sizeof(float *));
   s->spare = s->slot + M;
 }
 

@@ -33,11 +33,9 @@ void timeline_plan(dt_comm *world, const action *plan, int n, int64_t l0, int64_
 }
 
 timeline *timeline_new(int n) {
-  timeline *t = calloc(1, sizeof *t);
-  CHECK_ALLOC(t);
+  timeline *t = dt_host_alloc(1, sizeof *t);
   t->n = n;
-  t->rec = calloc((size_t)(8 * n), sizeof(double));
-  CHECK_ALLOC(t->rec);
+  t->rec = dt_host_alloc((size_t)(8 * n), sizeof(double));
   t->best = t->rec + 4 * n;
   t->best_T = 1e30;
   return t;
@@ -115,8 +113,7 @@ void timeline_report(const timeline *t, dt_comm *world, int64_t M) {
             "%d/%lld = %.1f%%\n",
             100 * all_idle / (N * t->span_sum), N - 1, (long long)(M + N - 1),
             100.0 * (N - 1) / (double)(M + N - 1));
-  double *all = s == 0 ? calloc((size_t)(4 * t->n * N), sizeof(double)) : NULL;
-  if (s == 0) CHECK_ALLOC(all);
+  double *all = s == 0 ? dt_host_alloc((size_t)(4 * t->n * N), sizeof(double)) : NULL;
   dt_host_gather(world, t->best, all, (size_t)(4 * t->n), DT_F64, 0);
   if (s == 0) draw(all, N, t->n, t->best_T);
   free(all);

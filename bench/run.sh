@@ -209,16 +209,7 @@ parse_training() {
   *)
     step=$(grab "$log" 'time per step' 'time per step')
     compute=$(grab "$log" 'time per step' 'compute')
-    case $name in
-    dp) comm=$(grab "$log" 'time per step' 'all-reduce') ;;
-    tp | zero*) comm=$(grab "$log" 'time per step' 'communication') ;;
-    fsdp_tp)
-      local tp fsdp
-      tp=$(grab "$log" 'time per step' 'blocked in tp')
-      fsdp=$(grab "$log" 'time per step' 'in fsdp')
-      comm=$(agg sum "$tp" "$fsdp")
-      ;;
-    esac
+    comm=$(grab "$log" 'time per step' 'communication') # the run's line, every lesson alike
     case $name in
     dp) bytes=$(grab "$log" 'bytes sent per rank per step' 'per rank per step') ;;
     fsdp_tp) bytes=$(grab "$log" '^ +total \(every communicator\)' 'communicator\)' 2) ;;

@@ -277,7 +277,12 @@ typedef enum {
 } dt_tag;
 
 void *dt_alloc(size_t bytes, dt_tag tag); /* backend memory, zero-filled */
-double dt_memory_available(void);         /* bytes: free GPU memory or MemAvailable */
+/* Host memory, count x size bytes, zero-filled: the one host allocation of
+ * the lessons and common (free() releases it). Out of memory is a clear
+ * abort naming the caller's line, never a NULL to check. */
+void *dt_host_alloc_at(const char *file, int line, size_t count, size_t size);
+#define dt_host_alloc(count, size) dt_host_alloc_at(__FILE__, __LINE__, count, size)
+double dt_memory_available(void); /* bytes: free GPU memory or MemAvailable */
 float *dt_alloc_f32(size_t count, dt_tag tag);
 void dt_free(void *buf);
 void dt_copy_to_host(void *host, const void *buf, size_t bytes);

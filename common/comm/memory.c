@@ -175,6 +175,12 @@ double dt_memory_available(void) {
 #endif
 }
 
+void *dt_host_alloc_at(const char *file, int line, size_t count, size_t size) {
+  void *p = calloc(count ? count : 1, size ? size : 1);
+  if (!p) dt_fatal(file, line, "dt_host_alloc", "out of memory");
+  return p;
+}
+
 void *dt_alloc(size_t bytes, dt_tag tag) {
   void *p = NULL;
   size_t n = bytes ? bytes : 1;

@@ -13,12 +13,6 @@
 
 #include "train_internal.h"
 
-static void *host_alloc(size_t bytes) { /* zeroed host memory, or a clear abort */
-  void *p = calloc(bytes ? bytes : 1, 1);
-  CHECK_ALLOC(p);
-  return p;
-}
-
 static int64_t model_size(const dt_train_config *c) { return c->layers * dt_params_per_layer(c); }
 
 dt_comm *dt_run_init(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson,
@@ -27,7 +21,7 @@ dt_comm *dt_run_init(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson
   dt_train_resolve(&r->c);
   dt_trace_enable(r->c.trace != NULL);
   if (r->c.dump_data) dt_dump_data(r->c.dump_data, &r->c);
-  r->losses = host_alloc((size_t)r->c.steps * sizeof(double));
+  r->losses = dt_host_alloc((size_t)r->c.steps, sizeof(double));
   return r->world;
 }
 
@@ -48,7 +42,6 @@ void dt_run_place(dt_run *r, int seg, int64_t off, int64_t at, int64_t rows, int
   if (r->nplace == r->cap) {
     r->cap = r->cap ? 2 * r->cap : 64;
     r->place = realloc(r->place, (size_t)r->cap * sizeof *r->place);
-    CHECK_ALLOC(r->place);
   }
   r->place[r->nplace++] = (dt_place){seg, off, at, rows, cols, ld};
 }
@@ -75,7 +68,7 @@ static float *seg_buf(dt_segment *s, int which) {
 
 static void scatter(dt_run *r, int which, const float *model) {
   for (int k = 0; k < r->nseg; k++) {
-    float *h = host_alloc(r->seg[k].n * 4); /* padding stays 0 */
+    float *h = dt_host_alloc(r->seg[k].n, 4); /* padding stays 0 */
     for (const dt_place *p = r->place; p < r->place + r->nplace; p++)
       for (int64_t i = 0; p->seg == k && i < p->rows; i++)
         memcpy(h + p->off + i * p->cols, model + p->at + i * p->ld, (size_t)p->cols * 4);
@@ -87,7 +80,7 @@ static void scatter(dt_run *r, int which, const float *model) {
 void dt_run_gather(dt_run *r, int which, float *model) {
   memset(model, 0, (size_t)model_size(&r->c) * 4);
   for (int k = 0; k < r->nseg; k++) {
-    float *h = host_alloc(r->seg[k].n * 4);
+    float *h = dt_host_alloc(r->seg[k].n, 4);
     dt_copy_to_host(h, seg_buf(&r->seg[k], which), r->seg[k].n * 4);
     for (const dt_place *p = r->place; p < r->place + r->nplace; p++)
       for (int64_t i = 0; p->seg == k && i < p->rows; i++)
@@ -114,8 +107,8 @@ void dt_run_begin(dt_run *r) {
   dt_train_config *c = &r->c;
   size_t P = (size_t)model_size(c);
   int adamw = c->optimizer[0] == 'a';
-  float *w = host_alloc(P * 4), *m = adamw ? host_alloc(P * 4) : NULL,
-        *v = adamw ? host_alloc(P * 4) : NULL;
+  float *w = dt_host_alloc(P, 4), *m = adamw ? dt_host_alloc(P, 4) : NULL,
+        *v = adamw ? dt_host_alloc(P, 4) : NULL;
   if (c->resume)
     dt_ckpt_resume(c, w, m, v);
   else if (c->load)
@@ -131,7 +124,7 @@ void dt_run_begin(dt_run *r) {
   free(w);
   free(m);
   free(v);
-  r->host = host_alloc(P * 4);
+  r->host = dt_host_alloc(P, 4);
   r->scalar = dt_alloc_f32(1, DT_OTHER);
   if (!r->loss_ranks) r->loss_ranks = r->world->size;
   dt_train_print(c);
@@ -200,8 +193,8 @@ static void checkpoint(dt_run *r, int64_t steps_done) {
   float *m = NULL, *v = NULL;
   dt_run_gather(r, 0, r->host);
   if (r->seg[0].m) {
-    m = host_alloc(P * 4);
-    v = host_alloc(P * 4);
+    m = dt_host_alloc(P, 4);
+    v = dt_host_alloc(P, 4);
     dt_run_gather(r, 1, m);
     dt_run_gather(r, 2, v);
   }
