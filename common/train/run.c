@@ -42,6 +42,7 @@ void dt_run_place(dt_run *r, int seg, int64_t off, int64_t at, int64_t rows, int
   if (r->nplace == r->cap) {
     r->cap = r->cap ? 2 * r->cap : 64;
     r->place = realloc(r->place, (size_t)r->cap * sizeof *r->place);
+    if (!r->place) dt_fatal(__FILE__, __LINE__, "dt_run_place", "out of memory");
   }
   r->place[r->nplace++] = (dt_place){seg, off, at, rows, cols, ld};
 }
