@@ -114,7 +114,8 @@ void dt_comm_abort_nccl(void) {
   for (int i = 0; i < MAX_NCCL; i++)
     if (live_nccl[i]) {
       ncclCommAbort((ncclComm_t)live_nccl[i]->nccl_comm);
-      live_nccl[i]->nccl = 0, live_nccl[i] = NULL;
+      live_nccl[i]->nccl = 0;
+      live_nccl[i] = NULL;
     }
 }
 #endif
@@ -159,7 +160,10 @@ dt_comm *dt_comm_split(dt_comm *parent, int color, int key) {
 void dt_comm_free(dt_comm *c) {
   if (!c) return;
 #ifdef DT_CUDA
-  if (c->nccl) nccl_forget(c), ncclCommDestroy((ncclComm_t)c->nccl_comm);
+  if (c->nccl) {
+    nccl_forget(c);
+    ncclCommDestroy((ncclComm_t)c->nccl_comm);
+  }
 #endif
   if (c->mpi != MPI_COMM_WORLD) MPI_Comm_free(&c->mpi);
   free(c);
@@ -226,7 +230,11 @@ static void *stage(int slot, size_t bytes) {
 }
 
 void dt_comm_release_staging(void) {
-  for (int s = 0; s < 2; s++) free(staging[s]), staging[s] = NULL, staging_size[s] = 0;
+  for (int s = 0; s < 2; s++) {
+    free(staging[s]);
+    staging[s] = NULL;
+    staging_size[s] = 0;
+  }
 }
 
 /* The buffer MPI reads: the caller's own, or a host copy of device data. */
@@ -354,7 +362,10 @@ void dt_reduce(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_
     void *r = mine ? mpi_out(c, recvbuf, bytes, 1) : NULL;
     CHECK_MPI(
         MPI_Reduce(s, r, dt_mpi_count(count), dt_mpi_type(t), dt_mpi_op(op, t), root, c->mpi));
-    if (mine) mpi_out_done(c, recvbuf, r, bytes), dt_finish_avg(c, recvbuf, count, t, op);
+    if (mine) {
+      mpi_out_done(c, recvbuf, r, bytes);
+      dt_finish_avg(c, recvbuf, count, t, op);
+    }
   }
   /* ring model: every rank but the root passes S along the chain to it */
   finish(c, DT_REDUCE, c->rank == root ? 0 : bytes, t0);

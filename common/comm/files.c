@@ -34,16 +34,23 @@ const char *dt_file_kind(mode_t m) {
 /* dir and base of path ("out.st" -> ".", "out.st") */
 void dt_split_path(const char *path, char *dir, size_t dn, char *base, size_t bn) {
   const char *slash = strrchr(path, '/');
-  if (!slash)
-    snprintf(dir, dn, "."), snprintf(base, bn, "%s", path);
-  else if (slash == path)
-    snprintf(dir, dn, "/"), snprintf(base, bn, "%s", slash + 1);
-  else
-    snprintf(dir, dn, "%.*s", (int)(slash - path), path), snprintf(base, bn, "%s", slash + 1);
+  if (!slash) {
+    snprintf(dir, dn, ".");
+    snprintf(base, bn, "%s", path);
+  } else if (slash == path) {
+    snprintf(dir, dn, "/");
+    snprintf(base, bn, "%s", slash + 1);
+  } else {
+    snprintf(dir, dn, "%.*s", (int)(slash - path), path);
+    snprintf(base, bn, "%s", slash + 1);
+  }
 }
 
 static void give_up(dt_out *o, int err) {
-  if (o->f) fclose(o->f), o->f = NULL;
+  if (o->f) {
+    fclose(o->f);
+    o->f = NULL;
+  }
   if (!o->in_place) unlink(o->tmp);
   fprintf(stderr, "[rank %d] error: %s %s: cannot write it: %s; %s\n", dt_rank(), o->flag, o->shown,
           strerror(err),
@@ -55,7 +62,8 @@ static void give_up(dt_out *o, int err) {
 
 void dt_out_open(dt_out *o, const char *flag, const char *path) {
   memset(o, 0, sizeof *o);
-  o->flag = flag, o->shown = path;
+  o->flag = flag;
+  o->shown = path;
   snprintf(o->what, sizeof o->what, "writing %s %s", flag, path);
   DT_WATCH(o->what); /* a stalled file system or a FIFO nobody reads */
   struct stat st;
@@ -106,7 +114,10 @@ void dt_out_close(dt_out *o) {
     char dir[PATH_MAX], base[NAME_MAX + 1]; /* make the rename itself durable */
     dt_split_path(o->path, dir, sizeof dir, base, sizeof base);
     int fd = open(dir, O_RDONLY);
-    if (fd >= 0) fsync(fd), close(fd);
+    if (fd >= 0) {
+      fsync(fd);
+      close(fd);
+    }
   }
   dt_watch_done();
 }

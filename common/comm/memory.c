@@ -58,7 +58,8 @@ static void cache_put(void *p, size_t n) {
 }
 void dt_mem_release_cache(void) {
   for (size_t i = 0; i < ncache; i++) CHECK_CUDA(cudaFree(cache[i].ptr));
-  ncache = 0, cached_bytes = 0;
+  ncache = 0;
+  cached_bytes = 0;
 }
 #endif
 
@@ -115,7 +116,10 @@ static double cgroup_available(void) {
     b[strcspn(b, "\n")] = '\0';
     *b = '\0';
     int memory_v1 = strstr(a + 1, "memory") != NULL, unified = a[1] == '\0';
-    if (memory_v1 || (unified && !v1)) snprintf(rel, sizeof rel, "%s", b + 1), v1 = memory_v1;
+    if (memory_v1 || (unified && !v1)) {
+      snprintf(rel, sizeof rel, "%s", b + 1);
+      v1 = memory_v1;
+    }
   }
   if (f) fclose(f);
   if (!rel[0]) return -1;

@@ -48,11 +48,13 @@ void dt_describe_nodes(MPI_Comm node, char *out, size_t cap) {
       while (run_end + 1 < size && ids[run_end + 1] == r) run_end++;
       used += (size_t)snprintf(out + used, cap - used, run_end > q ? "%s%d-%d" : "%s%d",
                                first ? " " : ",", q, run_end);
-      first = 0, q = run_end;
+      first = 0;
+      q = run_end;
     }
   }
   if (used + 1 >= cap && cap > 4) strcpy(out + cap - 4, "...");
-  free(names), free(ids);
+  free(names);
+  free(ids);
 }
 
 dt_nodes dt_nodes_split(dt_comm *world, int ranks_per_node) {
@@ -82,7 +84,8 @@ dt_nodes dt_nodes_split(dt_comm *world, int ranks_per_node) {
 }
 
 void dt_nodes_free(dt_nodes *n) {
-  dt_comm_free(n->node), dt_comm_free(n->leaders);
+  dt_comm_free(n->node);
+  dt_comm_free(n->leaders);
   n->node = n->leaders = NULL;
 }
 

@@ -17,7 +17,8 @@ void dt_shuffle(int64_t n, uint64_t seed, int64_t epoch, int64_t *perm) {
   for (int64_t i = n - 1; i > 0; i--) {
     int64_t j = (int64_t)(dt_rng_u64(seed + (uint64_t)epoch, 0, (uint64_t)i) % (uint64_t)(i + 1));
     int64_t t = perm[i];
-    perm[i] = perm[j], perm[j] = t;
+    perm[i] = perm[j];
+    perm[j] = t;
   }
 }
 

@@ -44,7 +44,8 @@ void dt_span_end(const char *name, const char *cat, double t0) {
   span *s = &spans[nspans++];
   snprintf(s->name, sizeof s->name, "%s", name);
   snprintf(s->cat, sizeof s->cat, "%s", cat);
-  s->t0 = t0 - origin, s->t1 = dt_now() - origin;
+  s->t0 = t0 - origin;
+  s->t1 = dt_now() - origin;
 }
 
 void dt_trace_write(const char *path) {
@@ -54,7 +55,10 @@ void dt_trace_write(const char *path) {
   CHECK_ALLOC(offsets);
   DT_MPI(MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, MPI_COMM_WORLD));
   int total = 0;
-  for (int r = 0; r < size; r++) offsets[r] = total, total += counts[r];
+  for (int r = 0; r < size; r++) {
+    offsets[r] = total;
+    total += counts[r];
+  }
   span *all = dt_rank() == 0 ? malloc((size_t)total + 1) : NULL;
   DT_MPI(MPI_Gatherv(spans, mine, MPI_BYTE, all, counts, offsets, MPI_BYTE, 0, MPI_COMM_WORLD));
   if (dt_rank() == 0) {
@@ -80,5 +84,7 @@ void dt_trace_write(const char *path) {
     printf("trace: %d spans from %d ranks written to %s (open in ui.perfetto.dev)\n",
            total / (int)sizeof(span), size, path);
   }
-  free(all), free(counts), free(offsets);
+  free(all);
+  free(counts);
+  free(offsets);
 }

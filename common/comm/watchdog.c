@@ -53,11 +53,17 @@ static double monotonic(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void dt_call_site(const char *file, int line) { wd.file = file, wd.line = line; }
+void dt_call_site(const char *file, int line) {
+  wd.file = file;
+  wd.line = line;
+}
 
 void dt_watch_begin(const dt_comm *c, dt_kind k, size_t count, int peer) {
   pthread_mutex_lock(&wd.lock);
-  wd.kind = k, wd.count = count, wd.peer = peer, wd.seq = c->seq;
+  wd.kind = k;
+  wd.count = count;
+  wd.peer = peer;
+  wd.seq = c->seq;
   snprintf(wd.comm, sizeof wd.comm, "%s", c->name);
   wd.what[0] = '\0';
   wd.limit = dt_timeout();
@@ -73,7 +79,8 @@ void dt_watch_call(const char *what, const char *file, int line) {
 void dt_watch_call_within(const char *what, const char *file, int line, double seconds) {
   pthread_mutex_lock(&wd.lock);
   snprintf(wd.what, sizeof wd.what, "%s", what);
-  wd.file = file, wd.line = line;
+  wd.file = file;
+  wd.line = line;
   wd.limit = seconds;
   wd.deadline = monotonic() + seconds;
   wd.armed = 1;
@@ -84,7 +91,8 @@ void dt_watch_done(void) { dt_watch_end(); }
 
 void dt_watch_end(void) {
   pthread_mutex_lock(&wd.lock);
-  wd.armed = 0, wd.file = NULL;
+  wd.armed = 0;
+  wd.file = NULL;
   pthread_mutex_unlock(&wd.lock);
 }
 

@@ -96,11 +96,15 @@ static figures measure(const dt_train_config *c, const double *losses, const dou
     double diff2 = 0, move2 = 0;
     for (size_t i = 0; i < n; i++) {
       double d = (double)a[i] - b[i], m = (double)b[i] - z[i];
-      diff2 += d * d, move2 += m * m;
+      diff2 += d * d;
+      move2 += m * m;
       f.element = fmax(f.element, fabs(d));
     }
     double rel = sqrt(diff2 / fmax(move2, 1e-300));
-    if (!(rel <= f.tensor)) f.tensor = rel, f.worst = (int)t; /* NaN is the worst */
+    if (!(rel <= f.tensor)) { /* NaN is the worst */
+      f.tensor = rel;
+      f.worst = (int)t;
+    }
     /* an outlier is a weight off by more than the bound allows the tensor's
      * typical weight: at most OUTLIER_SHARE of them, each within 2 x reach */
     double limit = tensor_bound * sqrt(move2 / (double)n);
@@ -164,7 +168,8 @@ static int check_16bit(const dt_train_config *c, const double *losses, const dou
   size_t n = (size_t)(c->layers * dt_params_per_layer(c));
   for (size_t i = 0; i < n; i++) {
     double d = (double)w[i] - ref_w[i];
-    diff2 += d * d, norm2 += (double)ref_w[i] * ref_w[i];
+    diff2 += d * d;
+    norm2 += (double)ref_w[i] * ref_w[i];
   }
   double w_rel = sqrt(diff2 / norm2);
   int failed = !(loss_rel <= REL16) || !(w_rel <= REL16);
@@ -196,7 +201,9 @@ static void stop_diverged(const dt_train_config *c, int64_t step, double loss, d
   if (!c->no_check) {
     if (dt_rank() == 0) {
       dt_train_config one = *c;
-      one.steps = step + 1, one.start_step = 0, one.save = one.ckpt = one.trace = NULL;
+      one.steps = step + 1;
+      one.start_step = 0;
+      one.save = one.ckpt = one.trace = NULL;
       double *losses = malloc((size_t)one.steps * sizeof *losses);
       float *w = malloc((size_t)(c->layers * dt_params_per_layer(c)) * sizeof *w);
       CHECK_ALLOC(losses);
@@ -205,7 +212,8 @@ static void stop_diverged(const dt_train_config *c, int64_t step, double loss, d
       dt_reference_train(&one, &run);
       alike = first_blown(losses, 0, step + 1);
       ref_loss = losses[step];
-      free(losses), free(w);
+      free(losses);
+      free(w);
     }
     share_verdict(&alike);
   }
@@ -294,7 +302,9 @@ int dt_check_against_reference(const dt_train_config *c, const double *losses,
       failed = check_16bit(c, losses, ref_loss, final_weights, ref_w, replicas_ok);
     else
       failed = check_fp32(c, losses, ref_loss, final_weights, &ref, replicas_ok);
-    free(ref_loss), free(ref_w), free(w0);
+    free(ref_loss);
+    free(ref_w);
+    free(w0);
   }
   fflush(stdout);
   share_verdict(&failed);
@@ -323,7 +333,8 @@ int dt_check_convergence(const dt_train_config *c, const double *losses, double 
              failed ? "FAILED" : "PASSED", what, last, factor, want);
     }
     fflush(stdout);
-    free(ref), free(w);
+    free(ref);
+    free(w);
   }
   share_verdict(&failed);
   return failed;

@@ -33,7 +33,10 @@ static int64_t manifest_step(const char *dir) { /* -1 when there is none */
   snprintf(path, sizeof path, "%s/latest", dir);
   int fd = open(path, O_RDONLY | O_NONBLOCK); /* a FIFO must not block, nor count */
   struct stat st;
-  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) close(fd), fd = -1;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    close(fd);
+    fd = -1;
+  }
   FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
   if (f && fgets(name, sizeof name, f) && sscanf(name, "step-%lld.safetensors", &step) != 1)
     step = -1;

@@ -29,7 +29,10 @@ void dt_step_samples(const dt_train_config *c, int replicas, int rank, int64_t s
     shard = malloc((size_t)dt_sampler_num_samples(&s) * sizeof *shard);
     CHECK_ALLOC(shard);
     dt_sampler_indices(&s, epoch, shard);
-    cached_epoch = epoch, cached_replicas = replicas, cached_rank = rank, cached_size = c->samples;
+    cached_epoch = epoch;
+    cached_replicas = replicas;
+    cached_rank = rank;
+    cached_size = c->samples;
   }
   int64_t first = (step % dt_batches_per_epoch(c)) * per_step;
   for (int64_t k = 0; k < per_step; k++) out[k] = shard[first + k];
@@ -44,7 +47,8 @@ static struct {
 
 static void teacher_ready(int64_t D, int64_t rows) {
   if (teacher.dim != D) {
-    dt_free(teacher.t1), dt_free(teacher.t2);
+    dt_free(teacher.t1);
+    dt_free(teacher.t2);
     teacher.t1 = dt_alloc_f32((size_t)(D * D), DT_DATA);
     teacher.t2 = dt_alloc_f32((size_t)(D * D), DT_DATA);
     dt_train_config tc = {.dim = D, .hidden = D, .seed = (int64_t)TEACHER_SEED};
@@ -54,7 +58,8 @@ static void teacher_ready(int64_t D, int64_t rows) {
     teacher.rows = 0;
   }
   if (teacher.rows < rows) {
-    dt_free(teacher.a), dt_free(teacher.h);
+    dt_free(teacher.a);
+    dt_free(teacher.h);
     teacher.a = dt_alloc_f32((size_t)(rows * D), DT_DATA);
     teacher.h = dt_alloc_f32((size_t)(rows * D), DT_DATA);
     teacher.rows = rows;

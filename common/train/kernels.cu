@@ -191,7 +191,8 @@ extern "C" void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_
     CHECK_CUDA(cudaEventRecord(matmul_events[1], dt_stream()));
     CHECK_CUDA(cudaEventSynchronize(matmul_events[1]));
     CHECK_CUDA(cudaEventElapsedTime(&ms, matmul_events[0], matmul_events[1]));
-    matmul_seconds += ms * 1e-3, matmul_calls++;
+    matmul_seconds += ms * 1e-3;
+    matmul_calls++;
   }
 }
 extern "C" void dt_relu_forward(const float *a, float *h, size_t n) {

@@ -74,7 +74,10 @@ void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const 
               trans_b ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A,
               trans_a ? (int)M : (int)K, B, trans_b ? (int)K : (int)N, accumulate ? 1.0f : 0.0f, C,
               (int)N);
-  if (matmul_timed) matmul_seconds += dt_now() - t0, matmul_calls++;
+  if (matmul_timed) {
+    matmul_seconds += dt_now() - t0;
+    matmul_calls++;
+  }
 }
 
 /* Selects that -O3 turns into vector compares and masks (restrict, no

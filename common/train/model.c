@@ -128,11 +128,15 @@ int dt_scaler_update(dt_loss_scaler *s, const dt_train_config *c, int found_nonf
       dt_print0("step %4lld: fp16 gradients overflowed at loss scale %g: step skipped, scale "
                 "halved\n",
                 (long long)(s->taken + s->skipped + 1), s->scale);
-    s->scale *= 0.5, s->good_steps = 0, s->skipped++;
+    s->scale *= 0.5;
+    s->good_steps = 0;
+    s->skipped++;
     return 0;
   }
-  if (dt_precision_type(c) == DT_F16 && ++s->good_steps == c->growth_interval)
-    s->scale *= 2.0, s->good_steps = 0;
+  if (dt_precision_type(c) == DT_F16 && ++s->good_steps == c->growth_interval) {
+    s->scale *= 2.0;
+    s->good_steps = 0;
+  }
   s->taken++;
   return 1;
 }

@@ -84,7 +84,8 @@ void dt_reference_train(const dt_train_config *c, dt_reference_run *out) {
                         w + (2 * l + 1) * P, dx, dnext, g + 2 * l * P, g + (2 * l + 1) * P, dh, B,
                         D, H, 1);
       float *t = dx;
-      dx = dnext, dnext = t;
+      dx = dnext;
+      dnext = t;
     }
     /* one trip through 16 bits, where a distributed run communicates them */
     if (half != DT_F32) dt_round_half(g, n, half);

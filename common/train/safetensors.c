@@ -107,7 +107,8 @@ static const char *meta_value(const char *header, const char *key, char *out, si
   at += strlen(pat);
   size_t len = strcspn(at, "\"");
   if (len >= n) return NULL;
-  memcpy(out, at, len), out[len] = '\0';
+  memcpy(out, at, len);
+  out[len] = '\0';
   return out;
 }
 
@@ -192,9 +193,10 @@ void dt_save_state(const char *path, const dt_train_config *c, int64_t step, con
   tensor *t = calloc((size_t)(3 * n), sizeof *t);
   CHECK_ALLOC(t);
   model_tensors(t, c, "", w);
-  if (m)
-    model_tensors(t + n, c, "optim.exp_avg.", m),
-        model_tensors(t + 2 * n, c, "optim.exp_avg_sq.", v);
+  if (m) {
+    model_tensors(t + n, c, "optim.exp_avg.", m);
+    model_tensors(t + 2 * n, c, "optim.exp_avg_sq.", v);
+  }
   char meta[512];
   meta_of(c, step, meta, sizeof meta);
   write_atomically(path, "--ckpt", t, (int)(m ? 3 * n : n), meta);
@@ -358,6 +360,9 @@ void dt_dump_data(const char *path, const dt_train_config *c) {
   char meta[512];
   meta_of(c, S, meta, sizeof meta);
   write_atomically(path, "--dump-data", t, 2, meta);
-  dt_free(xd), dt_free(yd);
-  free(x), free(y), free(samples);
+  dt_free(xd);
+  dt_free(yd);
+  free(x);
+  free(y);
+  free(samples);
 }

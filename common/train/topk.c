@@ -18,7 +18,8 @@ static float kth_largest(float *a, int64_t n, int64_t k) {
       while (a[j] < pivot) j--;
       if (i <= j) {
         float t = a[i];
-        a[i++] = a[j], a[j--] = t;
+        a[i++] = a[j];
+        a[j--] = t;
       }
     }
     if (want <= j)
