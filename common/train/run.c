@@ -20,7 +20,6 @@ dt_comm *dt_run_init(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson
   r->world = dt_init(argc, argv, lesson, options);
   dt_train_resolve(&r->c);
   dt_trace_enable(r->c.trace != NULL);
-  if (r->c.dump_data) dt_dump_data(r->c.dump_data, &r->c);
   r->losses = dt_host_alloc((size_t)r->c.steps, sizeof(double));
   return r->world;
 }
@@ -106,6 +105,7 @@ static void initial_weights(const dt_train_config *c, float *dst, int64_t at, in
 
 void dt_run_begin(dt_run *r) {
   dt_train_config *c = &r->c;
+  if (c->dump_data) dt_dump_data(c->dump_data, c); /* after the lesson's checks: no file on error */
   size_t P = (size_t)model_size(c);
   int adamw = c->optimizer[0] == 'a';
   float *w = dt_host_alloc(P, 4), *m = adamw ? dt_host_alloc(P, 4) : NULL,
@@ -227,13 +227,13 @@ void dt_run_summary(dt_run *r) {
   dt_print0(
       "  time per step          %8.2f ms   compute %.2f ms   communication %.2f ms (blocked)\n",
       (dt_now() - r->t_start) * ms, r->compute * ms, comm_seconds(r) * ms);
-  if (r->scalars.calls) { /* each: one float all-reduced over the world */
-    int N = r->world->size;
-    uint64_t per = 2 * (uint64_t)(N - 1) * 4 / (uint64_t)N;
+  if (r->scalars.calls) { /* each: one float all-reduced over the world; the counters
+                          * add whole bytes, the formula is exact (5 vs 5.33 at N=3) */
+    double N = r->world->size, per = 2 * (N - 1) / N * 4;
     dt_print0("  scalars                %8.2f all-reduces/step of one float (clip norm, fp16 "
               "verdict); bytes sent per rank per step %.2f, formula calls x 2(N-1)/N x 4 = %.2f\n",
               (double)r->scalars.calls / steps, (double)r->scalars.bytes_sent / steps,
-              (double)(r->scalars.calls * per) / steps);
+              (double)r->scalars.calls * per / steps);
   }
   if (r->scaler.skipped || dt_precision_type(&r->c) == DT_F16)
     dt_print0("  fp16 loss scaling      %lld step%s skipped on overflow; final loss scale %g\n",

@@ -320,7 +320,7 @@ typedef struct {
   float *host; /* the whole model on the host (rank 0; every rank when replicated) */
 } dt_run;
 
-/* dt_init, dt_train_resolve, --trace and --dump-data; returns the world. */
+/* dt_init, dt_train_resolve and --trace; returns the world. */
 dt_comm *dt_run_init(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson,
                      dt_option *options);
 /* n floats this rank steps: w and g are the lesson's (g as the optimizer
@@ -334,7 +334,8 @@ void dt_run_place(dt_run *r, int seg, int64_t off, int64_t at, int64_t rows, int
  * apart), which may start and end mid-row: a shard of a flattened block. */
 void dt_run_place_range(dt_run *r, int seg, int64_t off, int64_t at, int64_t cols, int64_t ld,
                         int64_t lo, int64_t hi);
-/* Fill the segments (--resume, else --load, else the initial weights keyed
+/* Write --dump-data (the lesson has checked its flags by now), fill the
+ * segments (--resume, else --load, else the initial weights keyed
  * by their index in the whole model: any rank makes any shard without
  * talking), print the configuration, zero the counters and memory peaks. */
 void dt_run_begin(dt_run *r);
