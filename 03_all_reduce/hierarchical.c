@@ -3,7 +3,7 @@
  *
  * A cluster is nodes of a few GPUs: fast links inside, a slower network
  * between. A flat ring crosses the network at every node edge, each edge
- * carrying 2(N-1)/N*S. The hierarchical all-reduce (common/nodes.c) reduces
+ * carrying 2(N-1)/N*S. The hierarchical all-reduce (common/comm/nodes.c) reduces
  * inside each node to its leader, all-reduces among the M leaders only, then
  * broadcasts inside each node: only the leaders' 2(M-1)/M*S each cross the
  * network. The nodes are the real ones (ranks sharing memory: machines of a

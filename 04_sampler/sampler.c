@@ -9,7 +9,7 @@
  *      every rank gets the same number of samples, hence the same number of
  *      steps, and no rank waits forever in an all-reduce the others skipped;
  *   3. rank r takes positions r, r+N, r+2N, ...: num_samples = total_size/N.
- * The sampler itself lives in common (common/sampler.h, sampler.c) because
+ * The sampler itself lives in common (common/comm/sampler.h, sampler.c) because
  * lessons 05-09 draw their batches through it. This lesson prints each rank's
  * share, all-gathers the shares to prove that they cover the data set with
  * exactly the padding as duplicates, and shows how lesson 05 cuts an epoch

@@ -13,8 +13,8 @@
  *                      backward of the layers below.
  * --accum K splits each rank's share into K micro-steps and communicates once.
  * Beside the lesson: --compress (compress.c) sends only the largest gradients;
- * --hierarchical all-reduces inside each node first (common/nodes.c). The run
- * (common/run.c) does the rest of the step and ends by training the same
+ * --hierarchical all-reduces inside each node first (common/comm/nodes.c). The run
+ * (common/train/run.c) does the rest of the step and ends by training the same
  * model in one process and comparing. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +147,7 @@ static void report(model *m, dt_run *r) {
                    {DT_ACTIV, dt_acts_bytes(L, R, D, H),
                     "((L+1)bD + 2LbH + 2bD + bH) x 4, b = B/(N x accum)", 0}};
   dt_print_memory(rows, 4, NULL);
+  dt_print_memory_uncounted();
 }
 
 int main(int argc, char **argv) {

@@ -135,6 +135,7 @@ static void report(model *m, dt_run *r) {
             dt_mem_peak(DT_PARAMS) + dt_mem_peak(DT_GRADS) + dt_mem_peak(DT_OPTIM),
             (long long)(rows[0].formula + rows[1].formula + rows[2].formula),
             (long long)((8 + K) * P), paper[zero], Z);
+  dt_print_memory_uncounted();
   dt_print_ranks("peak params %zu, grads %zu, optim %zu, activ %zu bytes\n", dt_mem_peak(DT_PARAMS),
                  dt_mem_peak(DT_GRADS), dt_mem_peak(DT_OPTIM), dt_mem_peak(DT_ACTIV));
 }

@@ -8,7 +8,7 @@
  * g); backward mirrors it, the input's gradient is again a sum (f). Weight
  * gradients are complete where they live: no gradient is all-reduced, no
  * weight gathered. --precision bf16|fp16 sends the activations in 16 bits.
- * The pieces lesson 08 reuses are in tensor.c. The run (common/run.c) does
+ * The pieces lesson 08 reuses are in tensor.c. The run (common/train/run.c) does
  * the rest of the step and ends by training the same model in one process
  * and comparing. */
 #include <math.h>
@@ -141,6 +141,7 @@ static void report(model *m, dt_run *r) {
                    {DT_OPTIM, K * m->P, how[2], 0},
                    {DT_ACTIV, dt_acts_bytes(L, R, D, m->Hs), how[3], 0}};
   dt_print_memory(rows, 4, NULL);
+  dt_print_memory_uncounted();
   dt_print0("  loss on every rank: largest spread across ranks %.2e over %lld steps\n", m->spread,
             (long long)steps);
 }

@@ -10,7 +10,7 @@
  * interleaves them after a warm-up and holds at most N-s. Both leave the same
  * bubble, (N-1)/(M+N-1) of the time idle, which timeline.c measures and draws.
  * --precision bf16|fp16 sends the activations in 16 bits. The run
- * (common/run.c) does the rest of the step and ends by training the same
+ * (common/train/run.c) does the rest of the step and ends by training the same
  * model in one process and comparing. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -252,7 +252,6 @@ void dt_print_memory(const dt_row *rows, int n, const char *other) {
       dt_print0("    %-24s %11zu %11lld %11lld   %s\n", dt_tag_name(w->tag), dt_mem_peak(w->tag),
                 (long long)w->formula, (long long)w->other, w->how);
   }
-  dt_print_memory_uncounted();
 }
 
 int dt_run_finish(dt_run *r) {

@@ -355,8 +355,8 @@ int dt_step_update(dt_run *r);
 void dt_step_end(dt_run *r, int64_t step, double loss);
 void dt_run_summary(dt_run *r); /* the header, time per step, scalars, fp16 */
 /* The memory table: each tag's measured peak beside its formula (and, when
- * `other` names it, a column to compare with: "DP (05)"), then what the
- * accounting leaves out. */
+ * `other` names it, a column to compare with: "DP (05)"). The lesson ends
+ * it with dt_print_memory_uncounted(), after any rows of its own. */
 typedef struct {
   dt_tag tag;
   int64_t formula;
