@@ -16,21 +16,26 @@ void tp_sum(dt_comm *tp, const dt_wire *wire, float *buf, size_t n) {
   dt_wire_unpack(wire, buf, n, 0);
 }
 
+/* exercise: the f/g pair (forward and backward of a tensor-parallel block) */
+/* f, forward: the identity (x_l is whole on every rank); g: the sum. */
 void tp_forward(dt_acts *act, int64_t l, const float *w1, const float *w2, dt_comm *tp,
                 const dt_wire *wire) {
   size_t n = (size_t)(act->R * act->D);
-  dt_acts_forward(act, l, w1, w2, 0); /* x_{l+1} = h_s W2_s, a partial sum */
+  dt_acts_forward(act, l, w1, w2, 0); /* x_l+1 = h_s W2_s, a partial sum */
   tp_sum(tp, wire, dt_acts_x(act, l + 1), n);
-  dt_add(dt_acts_x(act, l + 1), dt_acts_x(act, l), n);
+  dt_add(dt_acts_x(act, l + 1), dt_acts_x(act, l), n); /* once, not once per rank */
 }
 
+/* g, backward: the identity (every W2_s gets the whole dout); f: the sum,
+ * layer 0's too (x_0 is data, but an embedding below would need it). */
 void tp_backward(dt_acts *act, int64_t l, const float *w1, const float *w2, float *g1, float *g2,
                  dt_comm *tp, const dt_wire *wire) {
   size_t n = (size_t)(act->R * act->D);
-  dt_acts_backward(act, l, w1, w2, g1, g2, 0); /* dx = da_s W1_s^T; dnext: the output's */
+  dt_acts_backward(act, l, w1, w2, g1, g2, 0); /* dx = da_s W1_s^T, partial; dnext: dout */
   tp_sum(tp, wire, act->dx, n);
-  dt_add(act->dx, act->dnext, n);
+  dt_add(act->dx, act->dnext, n); /* the residual path */
 }
+/* end of exercise */
 
 void tp_place(dt_run *r, int seg, int64_t off, int64_t l, int t, int T, int64_t lo, int64_t hi) {
   int64_t D = r->c.dim, H = r->c.hidden, Hs = H / T, n = D * Hs;

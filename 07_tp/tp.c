@@ -51,30 +51,20 @@ static void layout(model *m, dt_run *r) {
   dt_wire_init(&m->wire, &r->c, (size_t)(m->R * D));
 }
 
-/* exercise: the f/g pair (forward and backward of the tensor-parallel blocks) */
-/* f, forward: the identity (x_l is whole on every rank); g: the sum. */
+/* Each block on this rank's slice, Megatron's f/g pair around it (tensor.c). */
 static void forward(model *m) {
-  size_t n = (size_t)(m->R * m->D);
   for (int64_t l = 0; l < m->L; l++) {
     float *w = m->w + layer_offset(m, l);
-    dt_acts_forward(&m->act, l, w, w + m->D * m->Hs, 0); /* x_l+1 = h_s W2_s, a partial sum */
-    tp_sum(m->world, &m->wire, dt_acts_x(&m->act, l + 1), n);
-    dt_add(dt_acts_x(&m->act, l + 1), dt_acts_x(&m->act, l), n); /* once, not once per rank */
+    tp_forward(&m->act, l, w, w + m->D * m->Hs, m->world, &m->wire);
   }
 }
 
-/* g, backward: the identity (every W2_s gets the whole dout); f: the sum,
- * layer 0's too (x_0 is data, but an embedding below would need it). */
 static void backward(model *m) {
-  size_t n = (size_t)(m->R * m->D);
   for (int64_t l = m->L - 1; l >= 0; l--) {
     float *w = m->w + layer_offset(m, l), *g = m->g + layer_offset(m, l);
-    dt_acts_backward(&m->act, l, w, w + m->D * m->Hs, g, g + m->D * m->Hs, 0); /* partial dx */
-    tp_sum(m->world, &m->wire, m->act.dx, n);
-    dt_add(m->act.dx, m->act.dnext, n); /* the residual path: dnext holds dout */
+    tp_backward(&m->act, l, w, w + m->D * m->Hs, g, g + m->D * m->Hs, m->world, &m->wire);
   }
 }
-/* end of exercise */
 
 /* The whole batch on every rank: the loss and its gradient need no
  * communication, and the weight gradients none either. */

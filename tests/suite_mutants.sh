@@ -113,11 +113,11 @@ else
   mutant 06-moments 06_fsdp common/train/run.c \
     's/dt_optimizer_step\(c, s->w, s->g, s->m, s->v,/dt_optimizer_step(c, s->w, s->g, r->seg[0].m, r->seg[0].v,/' \
     "every layer's shard uses layer 0's AdamW moments" -- --optimizer adamw --zero 1
-  mutant 07-f 07_tp 07_tp/tp.c \
-    's/    tp_sum\(m->world, &m->wire, m->act\.dx, n\);\n//' \
+  mutant 07-f 07_tp 07_tp/tensor.c \
+    's/  tp_sum\(tp, wire, act->dx, n\);\n//' \
     "TP backward all-reduce (f) omitted"
-  mutant 07-residual 07_tp 07_tp/tp.c \
-    's/(    tp_sum\(m->world, &m->wire, dt_acts_x\(&m->act, l \+ 1\), n\);\n)(    dt_add\([^\n]*\n)/$2$1/' \
+  mutant 07-residual 07_tp 07_tp/tensor.c \
+    's/(  tp_sum\(tp, wire, dt_acts_x\(act, l \+ 1\), n\);\n)(  dt_add\([^\n]*\n)/$2$1/' \
     "residual added to every rank's partial sum"
   mutant 07-shard 07_tp 07_tp/tensor.c \
     's/\(2 \* l \+ 1\) \* D \* H \+ t \* Hs \* D/(2 * l + 1) * D * H/' \
