@@ -3,6 +3,10 @@
 
 #include "shard.h"
 
+/* Stage 3 on a communicator of one rank: the shard is the whole layer, used
+ * in place (no gather, no transient), as 08's columns of one rank need. */
+static int alone(const fsdp *f) { return f->comm->size == 1 && f->zero == 3; }
+
 void fsdp_init(fsdp *f, dt_comm *comm, const dt_train_config *c, int64_t n, int zero,
                int prefetch) {
   int64_t L = c->layers, F = comm->size, S = (n + F - 1) / F; /* padded: any n and F work */
@@ -16,8 +20,7 @@ void fsdp_init(fsdp *f, dt_comm *comm, const dt_train_config *c, int64_t n, int 
   f->pending = dt_host_alloc((size_t)L, sizeof(dt_request *));
   f->half = dt_host_alloc((size_t)L, sizeof(uint16_t *));
   for (int64_t l = 0; f->w && l < L; l++) f->full[l] = f->w + l * f->NS; /* resident */
-  int one = F == 1 && zero == 3; /* alone below: nothing travels */
-  dt_wire_init(&f->wire, c, one ? 0 : (size_t)(F * S + (zero >= 2 ? S : 0)));
+  dt_wire_init(&f->wire, c, alone(f) ? 0 : (size_t)(F * S + (zero >= 2 ? S : 0)));
   f->op = dt_wire_op(&f->wire, DT_AVG);
 }
 
@@ -84,10 +87,6 @@ static void gather(fsdp *f, int64_t l, int async) {
   if (!async) landed(f, l);
 }
 
-/* Stage 3 on a communicator of one rank: the shard is the whole layer, used
- * in place (no gather, no transient), as 08's columns of one rank need. */
-static int alone(const fsdp *f) { return f->comm->size == 1 && f->zero == 3; }
-
 float *fsdp_params(fsdp *f, int64_t l) {
   if (alone(f)) return f->ws + l * f->S;
   if (!f->full[l]) gather(f, l, 0);
@@ -106,8 +105,10 @@ void fsdp_release(fsdp *f, int64_t l) {
 }
 
 float *fsdp_grad(fsdp *f, int64_t l) {
-  if (alone(f)) dt_zero(f->gs + l * f->S, (size_t)f->S * 4);
-  if (alone(f)) return f->gs + l * f->S;
+  if (alone(f)) { /* the shard's own gradient, made in place */
+    dt_zero(f->gs + l * f->S, (size_t)f->S * 4);
+    return f->gs + l * f->S;
+  }
   return f->g ? f->g + l * f->NS : dt_alloc_f32((size_t)f->NS, DT_GRADS); /* zeroed */
 }
 
