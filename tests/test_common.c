@@ -267,6 +267,61 @@ static void test_point_to_point(dt_comm *w, size_t n) {
   dt_free(buf), dt_free(got);
 }
 
+/* Element i of the block rank s sends rank d: unique, so a block that lands
+ * in the wrong place is seen. */
+static float a2a_value(int s, int d, size_t i) { return (float)((size_t)(s * 8 + d) * 131072 + i); }
+
+static void test_all_to_all(dt_comm *w, size_t n) {
+  int N = w->size, me = w->rank;
+  float *in = malloc((size_t)N * n * sizeof *in + 1);
+  for (int d = 0; d < N; d++)
+    for (size_t i = 0; i < n; i++) in[(size_t)d * n + i] = a2a_value(me, d, i);
+  float *send = upload(in, (size_t)N * n, DT_COMMBUF),
+        *recv = dt_alloc_f32((size_t)N * n, DT_COMMBUF);
+  dt_comm_reset(w);
+  dt_all_to_all(w, send, recv, n, DT_F32);
+  float *out = download(recv, (size_t)N * n);
+  int bad = 0;
+  for (int s = 0; s < N; s++)
+    for (size_t i = 0; i < n; i++) bad += out[(size_t)s * n + i] != a2a_value(s, me, i);
+  EXPECT(bad == 0, "all_to_all n=%zu: %d wrong", n, bad);
+  EXPECT(w->count[DT_ALL_TO_ALL].bytes_sent == (uint64_t)(N - 1) * n * 4,
+         "all_to_all bytes %llu, want (N-1) x n x 4",
+         (unsigned long long)w->count[DT_ALL_TO_ALL].bytes_sent);
+  free(out);
+  /* uneven blocks: rank s sends rank d (s + 2d + n) % 5 elements, at
+   * displacements with a gap of 3 between blocks on both sides */
+  size_t sc[64], sd[64], rc[64], rd[64], at = 0, rat = 0, want_bytes = 0;
+  for (int p = 0; p < N; p++) {
+    sc[p] = ((size_t)me + 2 * (size_t)p + n) % 5;
+    rc[p] = ((size_t)p + 2 * (size_t)me + n) % 5;
+    sd[p] = at, at += sc[p] + 3;
+    rd[p] = rat, rat += rc[p] + 3;
+    if (p != me) want_bytes += sc[p] * 4;
+  }
+  float *sv = malloc((at + 1) * sizeof *sv), *rv;
+  for (int p = 0; p < N; p++)
+    for (size_t i = 0; i < sc[p]; i++) sv[sd[p] + i] = a2a_value(me, p, i);
+  float *vs = upload(sv, at, DT_COMMBUF), *vr = dt_alloc_f32(rat + 1, DT_COMMBUF);
+  dt_fill_uniform(vr, rat + 1, 9, 9, 0, -7.0f, -7.0f); /* the gaps must keep this */
+  dt_comm_reset(w);
+  dt_all_to_allv(w, vs, sc, sd, vr, rc, rd, DT_F32);
+  rv = download(vr, rat + 1);
+  bad = 0;
+  size_t gap = 0;
+  for (int p = 0; p < N; p++) {
+    for (size_t i = 0; i < rc[p]; i++) bad += rv[rd[p] + i] != a2a_value(p, me, i);
+    for (size_t i = rd[p] + rc[p]; i < rd[p] + rc[p] + 3; i++) gap += rv[i] != -7.0f;
+  }
+  EXPECT(bad == 0 && gap == 0, "all_to_allv n=%zu: %d wrong, %zu gap elements overwritten", n, bad,
+         gap);
+  EXPECT(w->count[DT_ALL_TO_ALL].bytes_sent == want_bytes,
+         "all_to_allv bytes %llu, want %zu (what goes to the other ranks)",
+         (unsigned long long)w->count[DT_ALL_TO_ALL].bytes_sent, want_bytes);
+  free(sv), free(rv), free(in);
+  dt_free(send), dt_free(recv), dt_free(vs), dt_free(vr);
+}
+
 static void test_split(dt_comm *w) {
   dt_comm *half = dt_comm_split(w, w->rank % 2, w->rank);
   EXPECT(half->size == (w->size + 1 - w->rank % 2) / 2 && half->rank == w->rank / 2,
@@ -370,6 +425,7 @@ int main(int argc, char **argv) {
     test_all_reduce(w, sizes[s]);
     test_gather_scatter(w, sizes[s]);
     test_point_to_point(w, sizes[s]);
+    test_all_to_all(w, sizes[s]);
   }
   test_split(w);
   test_half(w);

@@ -229,7 +229,13 @@ static void *stage(int slot, size_t bytes) {
   return staging[slot];
 }
 
+/* MPI's all-to-all-v counts and displacements are ints: 4N of them, kept. */
+static int *int_counts, int_counts_n;
+
 void dt_comm_release_staging(void) {
+  free(int_counts);
+  int_counts = NULL;
+  int_counts_n = 0;
   for (int s = 0; s < 2; s++) {
     free(staging[s]);
     staging[s] = NULL;
@@ -430,6 +436,98 @@ void dt_reduce_scatter(dt_comm *c, const void *sendbuf, void *recvbuf, size_t co
     dt_finish_avg(c, recvbuf, count, t, op);
   }
   finish(c, DT_REDUCE_SCATTER, dt_ring_bytes(c, DT_REDUCE_SCATTER, bytes), t0);
+}
+
+static int *mpi_counts(int n) {
+  if (int_counts_n < 4 * n) {
+    free(int_counts);
+    int_counts = malloc(4 * (size_t)n * sizeof *int_counts);
+    CHECK_ALLOC(int_counts);
+    int_counts_n = 4 * n;
+  }
+  return int_counts;
+}
+
+void dt_all_to_all(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t) {
+  size_t bytes = count * dt_dtype_size(t);
+  if (alone(c, sendbuf, recvbuf, bytes)) return;
+  double t0 = begin(c, DT_ALL_TO_ALL, count, -1);
+#ifdef DT_CUDA
+  if (c->nccl) { /* NCCL has no all-to-all call: one send and one receive per peer, grouped */
+    CHECK_NCCL(ncclGroupStart());
+    for (int p = 0; p < c->size; p++) {
+      CHECK_NCCL(ncclSend((const char *)sendbuf + (size_t)p * bytes, count, dt_nccl_type(t), p,
+                          c->nccl_comm, dt_stream()));
+      CHECK_NCCL(ncclRecv((char *)recvbuf + (size_t)p * bytes, count, dt_nccl_type(t), p,
+                          c->nccl_comm, dt_stream()));
+    }
+    CHECK_NCCL(ncclGroupEnd());
+  }
+#endif
+  if (!c->nccl) {
+    size_t all = bytes * (size_t)c->size;
+    const void *s = mpi_in(c, sendbuf, all, 0);
+    void *r = mpi_out(c, recvbuf, all, 1);
+    CHECK_MPI(MPI_Alltoall(s, dt_mpi_count(count), dt_mpi_type(t), r, dt_mpi_count(count),
+                           dt_mpi_type(t), c->mpi));
+    mpi_out_done(c, recvbuf, r, all);
+  }
+  finish(c, DT_ALL_TO_ALL, (uint64_t)(c->size - 1) * bytes, t0);
+}
+
+void dt_all_to_allv(dt_comm *c, const void *sendbuf, const size_t *sendcounts,
+                    const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                    const size_t *rdispls, dt_dtype t) {
+  size_t es = dt_dtype_size(t), sent = 0, send_end = 0, recv_end = 0;
+  for (int p = 0; p < c->size; p++) {
+    if (p != c->rank) sent += sendcounts[p] * es;
+    if (sdispls[p] + sendcounts[p] > send_end) send_end = sdispls[p] + sendcounts[p];
+    if (rdispls[p] + recvcounts[p] > recv_end) recv_end = rdispls[p] + recvcounts[p];
+  }
+  int me = c->rank;
+  if (c->size == 1) {
+    if (sendcounts[0])
+      dt_copy((char *)recvbuf + rdispls[0] * es, (const char *)sendbuf + sdispls[0] * es,
+              sendcounts[0] * es);
+    return;
+  }
+  double t0 = begin(c, DT_ALL_TO_ALL, sent / es, -1);
+#ifdef DT_CUDA
+  if (c->nccl) { /* grouped sends and receives; a rank's own block is a copy */
+    CHECK_NCCL(ncclGroupStart());
+    for (int p = 0; p < c->size; p++) {
+      if (p == me) continue;
+      if (sendcounts[p])
+        CHECK_NCCL(ncclSend((const char *)sendbuf + sdispls[p] * es, sendcounts[p], dt_nccl_type(t),
+                            p, c->nccl_comm, dt_stream()));
+      if (recvcounts[p])
+        CHECK_NCCL(ncclRecv((char *)recvbuf + rdispls[p] * es, recvcounts[p], dt_nccl_type(t), p,
+                            c->nccl_comm, dt_stream()));
+    }
+    CHECK_NCCL(ncclGroupEnd());
+    if (sendcounts[me])
+      dt_copy((char *)recvbuf + rdispls[me] * es, (const char *)sendbuf + sdispls[me] * es,
+              sendcounts[me] * es);
+  }
+#endif
+  if (!c->nccl) {
+    int n = c->size, *k = mpi_counts(n);
+    for (int p = 0; p < n; p++) {
+      k[p] = dt_mpi_count(sendcounts[p]);
+      k[n + p] = dt_mpi_count(sdispls[p]);
+      k[2 * n + p] = dt_mpi_count(recvcounts[p]);
+      k[3 * n + p] = dt_mpi_count(rdispls[p]);
+    }
+    const void *s = mpi_in(c, sendbuf, send_end * es, 0);
+    void *r = mpi_out(c, recvbuf, recv_end * es, 1);
+    /* staged: the whole span comes back, so the gaps between blocks must hold the device's */
+    if (STAGED(c)) dt_copy_to_host(r, recvbuf, recv_end * es);
+    CHECK_MPI(MPI_Alltoallv(s, k, k + n, dt_mpi_type(t), r, k + 2 * n, k + 3 * n, dt_mpi_type(t),
+                            c->mpi));
+    mpi_out_done(c, recvbuf, r, recv_end * es);
+  }
+  (void)me;
+  finish(c, DT_ALL_TO_ALL, sent, t0);
 }
 
 void dt_barrier(dt_comm *c) {

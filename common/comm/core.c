@@ -32,9 +32,9 @@ const char *dt_backend(void) { return "cpu"; }
 double dt_uptime(void) { return MPI_Wtime() - dt_rt.start; }
 
 const char *dt_kind_name(dt_kind k) {
-  static const char *names[DT_NKINDS] = {"send",       "recv",           "sendrecv",
-                                         "broadcast",  "reduce",         "all_reduce",
-                                         "all_gather", "reduce_scatter", "barrier"};
+  static const char *names[DT_NKINDS] = {"send",       "recv",       "sendrecv",   "broadcast",
+                                         "reduce",     "all_reduce", "all_gather", "reduce_scatter",
+                                         "all_to_all", "barrier"};
   return names[k];
 }
 

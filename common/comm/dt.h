@@ -114,6 +114,7 @@ typedef enum {
   DT_ALL_REDUCE,
   DT_ALL_GATHER,
   DT_REDUCE_SCATTER,
+  DT_ALL_TO_ALL,
   DT_BARRIER,
   DT_NKINDS
 } dt_kind;
@@ -123,7 +124,8 @@ typedef enum {
  * rank sends in the bandwidth-optimal ring algorithm, the model behind
  * nccl-tests' bus bandwidth (all-reduce 2(N-1)/N*S, all-gather and
  * reduce-scatter (N-1)/N*S, broadcast S on every rank but the ring's last,
- * reduce S on every rank but the root). */
+ * reduce S on every rank but the root); all-to-all: the blocks this rank
+ * sends to the other ranks (its own block stays, and moves nothing). */
 typedef struct {
   uint64_t calls, bytes_sent;
   double seconds; /* wall time the caller was blocked in the call or wait */
@@ -170,6 +172,17 @@ void dt_all_gather(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count,
 /* count is per rank: sendbuf holds size*count, recvbuf count; no overlap */
 void dt_reduce_scatter(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t,
                        dt_op op);
+/* Block d of sendbuf goes to rank d, and block s of recvbuf comes from rank
+ * s: every rank sends a different block to every other (MPI_Alltoall; on
+ * NCCL, grouped sends and receives). count is per block; no overlap. */
+void dt_all_to_all(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t);
+/* The same with a count and a displacement (in elements, from the buffer's
+ * start) per peer, so the blocks may differ in size (MPI_Alltoallv): what
+ * expert parallelism needs, where each rank sends each other rank the tokens
+ * routed to its experts, as many as there happen to be. */
+void dt_all_to_allv(dt_comm *c, const void *sendbuf, const size_t *sendcounts,
+                    const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                    const size_t *rdispls, dt_dtype t);
 void dt_barrier(dt_comm *c);
 
 /* Asynchronous: start now, finish in dt_wait. The buffers must stay
@@ -201,6 +214,8 @@ double dt_timeout(void);
 #define dt_all_reduce(...)     DT_SITE(dt_all_reduce(__VA_ARGS__))
 #define dt_all_gather(...)     DT_SITE(dt_all_gather(__VA_ARGS__))
 #define dt_reduce_scatter(...) DT_SITE(dt_reduce_scatter(__VA_ARGS__))
+#define dt_all_to_all(...)     DT_SITE(dt_all_to_all(__VA_ARGS__))
+#define dt_all_to_allv(...)    DT_SITE(dt_all_to_allv(__VA_ARGS__))
 #define dt_barrier(...)        DT_SITE(dt_barrier(__VA_ARGS__))
 #define dt_wait(...)           DT_SITE(dt_wait(__VA_ARGS__))
 #endif
