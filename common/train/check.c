@@ -79,20 +79,21 @@ static int diverged(const dt_train_config *c, const double *losses, const double
 typedef struct {
   double loss, tensor, element; /* measured */
   int worst;                    /* the tensor of the worst L2 figure */
-  size_t outlier_max;           /* outliers in one tensor */
+  size_t outliers, of;          /* in the tensor with the largest share of them, of its size */
 } figures;
 
-/* Tensor t: layer t/2, W1 when even, W2 when odd; n elements each. Its
- * difference is measured against how far training moved it (ref - w0), so
- * the figure means the same at any size, step count and learning rate. */
+/* Each tensor of the model (dt_model_tensor) is measured against how far
+ * training moved it (ref - w0), so the figure means the same at any size,
+ * step count and learning rate. */
 static figures measure(const dt_train_config *c, const double *losses, const double *ref_loss,
                        const float *w, const float *ref, const float *w0, double tensor_bound) {
   figures f = {0};
   for (int64_t s = c->start_step; s < c->steps; s++)
     f.loss = fmax(f.loss, fabs(losses[s] - ref_loss[s]) / ref_loss[0]); /* of where it started */
-  size_t n = (size_t)(c->dim * c->hidden);
-  for (int64_t t = 0; t < 2 * c->layers; t++) {
-    const float *a = w + t * n, *b = ref + t * n, *z = w0 + t * n;
+  for (int64_t t = 0; t < dt_model_tensors(c); t++) {
+    dt_tensor x = dt_model_tensor(c, t);
+    size_t n = (size_t)(x.rows * x.cols);
+    const float *a = w + x.at, *b = ref + x.at, *z = w0 + x.at;
     double diff2 = 0, move2 = 0;
     for (size_t i = 0; i < n; i++) {
       double d = (double)a[i] - b[i], m = (double)b[i] - z[i];
@@ -110,7 +111,8 @@ static figures measure(const dt_train_config *c, const double *losses, const dou
     double limit = tensor_bound * sqrt(move2 / (double)n);
     size_t out = 0;
     for (size_t i = 0; i < n; i++) out += !(fabs((double)a[i] - b[i]) <= limit);
-    if (out > f.outlier_max) f.outlier_max = out;
+    if (!f.of || (double)out / (double)n > (double)f.outliers / (double)f.of)
+      f.outliers = out, f.of = n;
   }
   return f;
 }
@@ -126,9 +128,9 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
   double loss_bound = adamw ? ADAMW_LOSS_BOUND : sk, tensor_bound = adamw ? ADAMW_WEIGHT_BOUND : sk;
   double reach2 = 2 * ref->reach;
   figures f = measure(c, losses, ref_loss, w, ref->weights, ref->initial, tensor_bound);
-  size_t n = (size_t)(c->dim * c->hidden), out_bound = (size_t)(OUTLIER_SHARE * (double)n);
+  size_t n = f.of, out_bound = (size_t)(OUTLIER_SHARE * (double)n);
   int ok_loss = f.loss <= loss_bound, ok_tensor = f.tensor <= tensor_bound,
-      ok_out = f.outlier_max <= out_bound, ok_elem = f.element <= reach2;
+      ok_out = f.outliers <= out_bound, ok_elem = f.element <= reach2;
   char why[64];
   if (adamw)
     snprintf(why, sizeof why, "AdamW's drift after a rounding flip");
@@ -140,11 +142,11 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
   printf("  per-step loss, max |diff| / first loss    %-12.2e %-9.1e %s\n", f.loss, loss_bound,
          why);
   printf("  weights, worst tensor rel L2 diff         %-12.2e %-9.1e %s, of how far training "
-         "moved it (layers.%d.w%d)\n",
-         f.tensor, tensor_bound, adamw ? why : "S x K x u", f.worst / 2, 1 + f.worst % 2);
+         "moved it (%s)\n",
+         f.tensor, tensor_bound, adamw ? why : "S x K x u", dt_model_tensor(c, f.worst).name);
   printf("  weights off alone, worst tensor           %-12zu %-9zu %g%% of %zu, off by more than "
          "the bound x the tensor's rms movement\n",
-         f.outlier_max, out_bound, OUTLIER_SHARE * 100, n);
+         f.outliers, out_bound, OUTLIER_SHARE * 100, n);
   printf("  weights, max |diff|                       %-12.2e %-9.1e 2 x how far %s moves one "
          "weight in %lld steps\n",
          f.element, reach2, c->optimizer, (long long)S);
@@ -280,8 +282,18 @@ static int replicas_agree(const float *w, size_t n) {
   return !bad;
 }
 
+/* The run's routing judged by the reference (reference_moe.c): a token sent
+ * to experts this process would not choose, beyond a near tie, is a bug. */
+static int routing_agrees(const dt_routing *rt) {
+  printf("routing: %lld token choices replayed; %lld the same experts, %lld near ties (logits "
+         "within %.0e; widest %.1e), %lld chosen otherwise\n",
+         (long long)rt->tokens, (long long)(rt->tokens - rt->ties - rt->disagree),
+         (long long)rt->ties, DT_ROUTING_TIE, rt->widest, (long long)rt->disagree);
+  return rt->disagree == 0;
+}
+
 int dt_check_against_reference(const dt_train_config *c, const double *losses,
-                               const float *final_weights, int replicated) {
+                               const float *final_weights, int replicated, dt_routing *routing) {
   int failed = 0;
   size_t n = (size_t)(c->layers * dt_params_per_layer(c)), steps = (size_t)c->steps;
   int replicas_ok = replicated && dt_size() > 1 ? replicas_agree(final_weights, n) : 1;
@@ -292,11 +304,17 @@ int dt_check_against_reference(const dt_train_config *c, const double *losses,
     CHECK_ALLOC(ref_w);
     CHECK_ALLOC(w0);
     double t0 = dt_now();
-    dt_reference_run ref = {.losses = ref_loss, .weights = ref_w, .initial = w0};
+    dt_reference_run ref = {
+        .losses = ref_loss, .weights = ref_w, .initial = w0, .routing = routing};
     dt_reference_train(c, &ref);
     printf("reference: 1 process trained the same %lld steps in %.2f s; loss %.6f -> %.6f\n",
            (long long)c->steps, dt_now() - t0, ref_loss[0], ref_loss[steps - 1]);
-    if (diverged(c, losses, ref_loss))
+    if (routing && !routing_agrees(routing)) {
+      printf("CHECK FAILED: the run routed %lld token%s to experts one process would not choose "
+             "(not a near tie): the router's input, its weights or its top-k differ\n",
+             (long long)routing->disagree, routing->disagree == 1 ? "" : "s");
+      failed = 1;
+    } else if (diverged(c, losses, ref_loss))
       failed = 1;
     else if (dt_precision_type(c) != DT_F32)
       failed = check_16bit(c, losses, ref_loss, final_weights, ref_w, replicas_ok);

@@ -21,15 +21,24 @@ void dt_train_resolve(dt_train_config *c) {
             "scaler's state");
   if ((c->save_every > 0 || c->resume) && !c->ckpt)
     dt_fail("--save-every and --resume need --ckpt DIR, the checkpoint folder");
+  if (c->experts && c->topk > c->experts)
+    dt_fail("--topk %lld is more than --experts %lld: a token cannot choose more experts than "
+            "there are",
+            (long long)c->topk, (long long)c->experts);
+  if (c->experts && (c->save || c->load || c->ckpt))
+    dt_fail("--save, --load and --ckpt do not hold a mixture of experts yet: run without them");
+  if (c->experts && dt_precision_type(c) != DT_F32)
+    dt_fail("--precision %s: the mixture of experts trains in fp32 only for now", c->precision);
   dt_check_outputs(c); /* before any training, not after it */
   /* Every lesson holds the whole model somewhere (rank 0 checks it), so a
    * model larger than the memory left is refused before anything runs. */
-  double bytes = 4.0 * (double)c->layers * 2 * (double)c->dim * (double)c->hidden;
+  double bytes = 4.0 * (double)c->layers * (double)dt_params_per_layer(c);
   double available = dt_memory_available();
   if (bytes > available)
-    dt_fail("the model needs %.2f GiB for its weights alone (L x 2 x D x H x 4 bytes); only "
-            "%.2f GiB are available (%s): choose a smaller --layers, --dim or --hidden",
-            bytes / 1073741824.0, available / 1073741824.0, dt_memory_source());
+    dt_fail("the model needs %.2f GiB for its weights alone (%s x 4 bytes); only %.2f GiB are "
+            "available (%s): choose a smaller --layers, --dim or --hidden%s",
+            bytes / 1073741824.0, c->experts ? "L x (DE + 2EDH)" : "L x 2 x D x H",
+            available / 1073741824.0, dt_memory_source(), c->experts ? " or --experts" : "");
 }
 
 /* What the tables of the lessons do not show, said where it exists. */
@@ -44,7 +53,55 @@ void dt_print_memory_uncounted(void) {
 #endif
 }
 
-int64_t dt_params_per_layer(const dt_train_config *c) { return 2 * c->dim * c->hidden; }
+int64_t dt_params_per_layer(const dt_train_config *c) {
+  int64_t D = c->dim, H = c->hidden, E = c->experts;
+  return E ? D * E + 2 * E * D * H : 2 * D * H;
+}
+
+int64_t dt_model_tensors(const dt_train_config *c) {
+  return c->layers * (c->experts ? 1 + 2 * c->experts : 2);
+}
+
+dt_tensor dt_model_tensor(const dt_train_config *c, int64_t t) {
+  int64_t D = c->dim, H = c->hidden, E = c->experts, per = E ? 1 + 2 * E : 2, l = t / per,
+          j = t % per;
+  dt_tensor x = {.at = l * dt_params_per_layer(c)};
+  if (E && j == 0) {
+    x.rows = D, x.cols = E;
+    snprintf(x.name, sizeof x.name, "layers.%lld.router", (long long)l);
+  } else {
+    int64_t e = E ? (j - 1) / 2 : 0, w2 = E ? (j - 1) % 2 : j;
+    x.at += (E ? D * E : 0) + (2 * e + w2) * D * H;
+    x.rows = w2 ? H : D, x.cols = w2 ? D : H;
+    if (E)
+      snprintf(x.name, sizeof x.name, "layers.%lld.experts.%lld.w%lld", (long long)l, (long long)e,
+               (long long)(1 + w2));
+    else
+      snprintf(x.name, sizeof x.name, "layers.%lld.w%lld", (long long)l, (long long)(1 + w2));
+  }
+  x.bound = 1.0f / sqrtf((float)x.rows);
+  return x;
+}
+
+int64_t dt_tensor_at(const dt_train_config *c, int64_t at) {
+  int64_t D = c->dim, H = c->hidden, E = c->experts, PL = dt_params_per_layer(c);
+  int64_t l = at / PL, in = at % PL;
+  if (!E) return 2 * l + in / (D * H);
+  return l * (1 + 2 * E) + (in < D * E ? 0 : 1 + (in - D * E) / (D * H));
+}
+
+void dt_initial_weights(const dt_train_config *c, float *dst, int64_t at, int64_t n) {
+  for (int64_t i = 0; i < n;) { /* a run of elements of one tensor at a time */
+    int64_t t = dt_tensor_at(c, at + i);
+    dt_tensor x = dt_model_tensor(c, t);
+    int64_t end = x.at + x.rows * x.cols, m = end - (at + i) < n - i ? end - (at + i) : n - i;
+    for (int64_t k = 0; k < m; k++)
+      dst[i + k] = -x.bound + 2 * x.bound *
+                                  dt_rng_uniform((uint64_t)c->seed, (uint64_t)t,
+                                                 (uint64_t)(at + i + k - x.at));
+    i += m;
+  }
+}
 
 void dt_train_print(const dt_train_config *c) {
   dt_print0("model: L=%lld D=%lld H=%lld (%lld parameters, %.2f MiB fp32) | batch B=%lld, "

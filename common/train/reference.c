@@ -25,7 +25,32 @@ double dt_adamw_max_update(int64_t t) {
   return sqrt(sum);
 }
 
+/* After backward: what the distributed runs do to the gradients they
+ * communicate (one trip through 16 bits), fp16's verdict, the clip, the
+ * optimizer; and the reach: how far the optimizer could move a single weight
+ * in these steps. SGD moves it by lr |g_i| <= lr ||g||; AdamW by at most lr
+ * (max update + decay x |w|), and |w| <= its start + the reach so far. */
+void dt_reference_update(const dt_train_config *c, dt_loss_scaler *scaler, float *w, float *g,
+                         float *m, float *v, size_t n, double w0_max, double *reach) {
+  dt_dtype half = dt_precision_type(c);
+  if (half != DT_F32) dt_round_half(g, n, half);
+  double used = 1.0;
+  if (!dt_scaler_update(scaler, c, half == DT_F16 && dt_count_nonfinite(g, n) > 0, &used))
+    return; /* fp16 overflow: the step is skipped */
+  /* the reach needs the norm even without --clip; the lessons skip it */
+  double raw = dt_sum_squares(g, n), sq = raw / (used * used); /* of the unscaled gradients */
+  float clip = dt_clip_factor(c, sq);
+  dt_optimizer_step(c, w, g, m, v, n, scaler->taken, dt_grad_scale(c, used, raw));
+  *reach += c->optimizer[0] == 'a'
+                ? c->lr * (dt_adamw_max_update(scaler->taken) + c->weight_decay * (w0_max + *reach))
+                : c->lr * clip * sqrt(sq);
+}
+
 void dt_reference_train(const dt_train_config *c, dt_reference_run *out) {
+  if (c->experts) {
+    dt_reference_train_moe(c, out);
+    return;
+  }
   double *losses = out->losses;
   float *weights = out->weights;
   int64_t L = c->layers, D = c->dim, H = c->hidden, B = c->batch, P = D * H;
@@ -55,16 +80,12 @@ void dt_reference_train(const dt_train_config *c, dt_reference_run *out) {
       dt_init_w2(c, l, w + (2 * l + 1) * P, 0, H);
     }
   }
-  dt_dtype half = dt_precision_type(c);
   dt_loss_scaler scaler;
   dt_scaler_init(&scaler, c);
   scaler.taken = 0; /* the reference always trains from step 0 */
   scaler.quiet = 1;
   size_t n = (size_t)(2 * L * P);
   if (out->initial) dt_copy_to_host(out->initial, w, n * sizeof(float));
-  /* reach: how far the optimizer could move a single weight in these steps.
-   * SGD moves it by lr |g_i| <= lr ||g||; AdamW by at most lr (max update +
-   * decay x |w|), and |w| <= its start + the reach so far. */
   double w0_max = 0;
   if (out->initial)
     for (size_t i = 0; i < n; i++) w0_max = fmax(w0_max, fabs(out->initial[i]));
@@ -87,19 +108,7 @@ void dt_reference_train(const dt_train_config *c, dt_reference_run *out) {
       dx = dnext;
       dnext = t;
     }
-    /* one trip through 16 bits, where a distributed run communicates them */
-    if (half != DT_F32) dt_round_half(g, n, half);
-    double used = 1.0;
-    if (!dt_scaler_update(&scaler, c, half == DT_F16 && dt_count_nonfinite(g, n) > 0, &used))
-      continue; /* fp16 overflow: the step is skipped */
-    /* the reach needs the norm even without --clip; the lessons skip it */
-    double raw = dt_sum_squares(g, n), sq = raw / (used * used); /* of the unscaled gradients */
-    float clip = dt_clip_factor(c, sq);
-    dt_optimizer_step(c, w, g, m, v, n, scaler.taken, dt_grad_scale(c, used, raw));
-    out->reach +=
-        adamw
-            ? c->lr * (dt_adamw_max_update(scaler.taken) + c->weight_decay * (w0_max + out->reach))
-            : c->lr * clip * sqrt(sq);
+    dt_reference_update(c, &scaler, w, g, m, v, n, w0_max, &out->reach);
   }
   dt_copy_to_host(weights, w, (size_t)(2 * L * P) * sizeof(float));
   float *bufs[] = {w, g, m, v, x, y, a, h, dx, dnext, dh};

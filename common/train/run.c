@@ -80,6 +80,7 @@ static void scatter(dt_run *r, int which, const float *model) {
 void dt_run_gather(dt_run *r, int which, float *model) {
   memset(model, 0, (size_t)model_size(&r->c) * 4);
   for (int k = 0; k < r->nseg; k++) {
+    if (r->seg[k].replica && r->world->rank != 0 && !r->replicated) continue; /* rank 0's */
     float *h = dt_host_alloc(r->seg[k].n, 4);
     dt_copy_to_host(h, seg_buf(&r->seg[k], which), r->seg[k].n * 4);
     for (const dt_place *p = r->place; p < r->place + r->nplace; p++)
@@ -89,18 +90,6 @@ void dt_run_gather(dt_run *r, int which, float *model) {
   }
   /* Every element has one owner and 0 elsewhere: the sum is the model. */
   if (!r->replicated) dt_host_reduce(r->world, model, (size_t)model_size(&r->c), DT_F32, DT_SUM, 0);
-}
-
-/* The initial weights of elements [at, at + n) of the whole model: tensor t
- * = at / DH (W1 of layer t/2 when even, else W2), keyed as dt_init_w1/w2 key
- * them, so every layout starts from the same model. Host RNG, same bits. */
-static void initial_weights(const dt_train_config *c, float *dst, int64_t at, int64_t n) {
-  int64_t DH = c->dim * c->hidden;
-  for (int64_t i = 0; i < n; i++) {
-    int64_t t = (at + i) / DH, e = (at + i) % DH;
-    float bound = 1.0f / sqrtf((float)(t % 2 ? c->hidden : c->dim));
-    dst[i] = -bound + 2 * bound * dt_rng_uniform((uint64_t)c->seed, (uint64_t)t, (uint64_t)e);
-  }
 }
 
 void dt_run_begin(dt_run *r) {
@@ -116,7 +105,7 @@ void dt_run_begin(dt_run *r) {
     dt_load_model(c->load, c, w);
   for (const dt_place *p = r->place; !c->resume && !c->load && p < r->place + r->nplace; p++)
     for (int64_t i = 0; i < p->rows; i++)
-      initial_weights(c, w + p->at + i * p->ld, p->at + i * p->ld, p->cols);
+      dt_initial_weights(c, w + p->at + i * p->ld, p->at + i * p->ld, p->cols);
   scatter(r, 0, w);
   if (c->resume && adamw) {
     scatter(r, 1, m);
@@ -176,8 +165,9 @@ int dt_step_update(dt_run *r) {
     bad |= dt_count_nonfinite(r->seg[k].g, r->seg[k].n) > 0;
   if (dt_precision_type(c) == DT_F16) bad = all_reduce_scalar(r, bad, DT_MAX) > 0;
   if (!dt_scaler_update(&r->scaler, c, bad, &used)) return 0;
-  if (c->clip > 0) { /* only when used: the norm costs a pass and an all-reduce */
-    for (int k = 0; k < r->nseg; k++) sq += dt_sum_squares(r->seg[k].g, r->seg[k].n);
+  if (c->clip > 0) {                  /* only when used: the norm costs a pass and an all-reduce */
+    for (int k = 0; k < r->nseg; k++) /* a replica's norm counts once, rank 0's */
+      if (!r->seg[k].replica || r->world->rank == 0) sq += dt_sum_squares(r->seg[k].g, r->seg[k].n);
     sq = all_reduce_scalar(r, sq, DT_SUM);
   }
   float scale = dt_grad_scale(c, used, sq); /* unscale and clip ride in the optimizer's pass */
@@ -228,7 +218,7 @@ void dt_run_summary(dt_run *r) {
       "  time per step          %8.2f ms   compute %.2f ms   communication %.2f ms (blocked)\n",
       (dt_now() - r->t_start) * ms, r->compute * ms, comm_seconds(r) * ms);
   if (r->scalars.calls) { /* each: one float all-reduced over the world; the counters
-                          * add whole bytes, the formula is exact (5 vs 5.33 at N=3) */
+                           * add whole bytes, the formula is exact (5 vs 5.33 at N=3) */
     double N = r->world->size, per = 2 * (N - 1) / N * 4;
     dt_print0("  scalars                %8.2f all-reduces/step of one float (clip norm, fp16 "
               "verdict); bytes sent per rank per step %.2f, formula calls x 2(N-1)/N x 4 = %.2f\n",
@@ -264,7 +254,7 @@ int dt_run_finish(dt_run *r) {
   if (!c->no_check && r->converge > 0)
     failed = dt_check_convergence(c, r->losses, r->converge, r->converge_what);
   else if (!c->no_check)
-    failed = dt_check_against_reference(c, r->losses, r->host, r->replicated);
+    failed = dt_check_against_reference(c, r->losses, r->host, r->replicated, r->routing);
   for (int k = 0; k < r->nseg; k++) {
     dt_free(r->seg[k].m);
     dt_free(r->seg[k].v);

@@ -30,6 +30,9 @@ typedef struct {
   int64_t save_every;
   int no_check, resume;
   int64_t start_step; /* set by dt_ckpt_resume: the first step this run trains */
+  /* a mixture of experts in place of each block's MLP (lesson 10; 0: none) */
+  int64_t experts, topk;
+  double capacity_factor, aux_coef;
 } dt_train_config;
 
 /* Defaults finish in seconds on a laptop CPU. hidden 0 means 4*dim, samples
@@ -81,7 +84,23 @@ void dt_print_step(const dt_train_config *c, int64_t step, double loss, const ch
 /* Fill derived defaults and reject what no lesson can run; dt_fail on error. */
 void dt_train_resolve(dt_train_config *c);
 void dt_train_print(const dt_train_config *c);         /* rank 0: one line of config */
-int64_t dt_params_per_layer(const dt_train_config *c); /* 2*D*H */
+int64_t dt_params_per_layer(const dt_train_config *c); /* 2DH; with experts DE + 2EDH */
+
+/* The tensors of the whole model, in the order of its layer-major array
+ * (files, checkpoints, the check): per layer W1 [D,H] and W2 [H,D]; with
+ * experts, the router [D,E] and then W1 and W2 of each expert. Tensor t's
+ * initial values are uniform(-bound, bound), keyed by (seed, t, element
+ * index), so any rank makes any shard and every world size starts alike. */
+typedef struct {
+  char name[96]; /* "layers.0.w1", "layers.0.router", "layers.0.experts.3.w2" */
+  int64_t at, rows, cols;
+  float bound; /* 1/sqrt(fan in), as PyTorch's nn.Linear */
+} dt_tensor;
+int64_t dt_model_tensors(const dt_train_config *c); /* how many */
+dt_tensor dt_model_tensor(const dt_train_config *c, int64_t t);
+int64_t dt_tensor_at(const dt_train_config *c, int64_t at); /* the tensor holding element at */
+/* elements [at, at + n) of the whole model, as they start (host) */
+void dt_initial_weights(const dt_train_config *c, float *dst, int64_t at, int64_t n);
 
 /* ---------------------------------------------------------------- kernels */
 /* C[M,N] = op(A) op(B) (+ C when accumulate), row-major; op(X) is X or X^T.
@@ -171,6 +190,49 @@ void dt_block_backward(const float *x, const float *a, const float *h, const flo
                        const float *w2, const float *dout, float *dx, float *dw1, float *dw2,
                        float *dh, int64_t rows, int64_t D, int64_t Hs, int residual);
 
+/* ---------------------------------------------------------------- experts */
+/* Lesson 10's mixture of E experts (moe.c), each the block's D->H->D ReLU
+ * MLP, on host rows (the cpu backend). A block becomes
+ *   x' = x + sum over token's kept choices j of gate_j MLP_{e_j}(x).
+ * The router: probs = softmax(x Wr) [R,E]; choice [R,k] the k most probable
+ * experts, best first, a tie to the lower index; gate [R,k] their
+ * probabilities renormalised to sum to 1. */
+void dt_router_forward(const float *x, const float *wr, int64_t R, int64_t D, int64_t E, int64_t k,
+                       float *probs, int32_t *choice);
+void dt_router_gates(const float *probs, const int32_t *choice, int64_t R, int64_t E, int64_t k,
+                     float *gate);
+/* Capacity of each expert for a group of R tokens: ceil(cf k R / E). */
+int64_t dt_moe_capacity(const dt_train_config *c, int64_t R);
+/* First come, first served in token order (choice j after j-1): slot [R,k]
+ * is the choice's place in its expert's queue, or -1 when the queue was
+ * full (the token keeps its residual path only). count[E]: kept per expert.
+ * Returns how many choices were dropped. */
+int64_t dt_moe_keep(const int32_t *choice, int64_t R, int64_t k, int64_t E, int64_t C,
+                    int32_t *slot, int64_t *count);
+/* The load-balancing loss of R rows, aux_coef x E x sum_e f_e P_e, with P_e
+ * the rows' mean probability of e and f_e the fraction of every rank's
+ * choices that went to e; daux[E] gets d/dp of one row, aux_coef E f_e / R. */
+double dt_moe_aux(const dt_train_config *c, const float *probs, int64_t R, const float *f,
+                  float *daux);
+/* Back through the gates and the softmax, from dgate [R,k] and daux [E]
+ * (NULL: none): dWr += x^T dlogits, dx += dlogits Wr^T (dlogits: scratch
+ * [R,E]). */
+void dt_router_backward(const float *x, const float *wr, const float *probs, const int32_t *choice,
+                        const float *gate, const float *dgate, const float *daux, int64_t R,
+                        int64_t D, int64_t E, int64_t k, float *dlogits, float *dwr, float *dx);
+
+/* Routing is a discrete choice, so the check replays the run's (CHECKING.md):
+ * the reference takes each token's experts from `choice` and verifies they
+ * are the ones it would choose itself, unless the logits it sees are within
+ * DT_ROUTING_TIE of a tie. Capacity groups: one per rank, as the run's. */
+#define DT_ROUTING_TIE 1e-4
+typedef struct {
+  int32_t *choice;                /* [groups][steps][layers][R][k], rank-major (rank 0) */
+  int64_t groups, R;              /* ranks, and the tokens each routes per step */
+  int64_t tokens, ties, disagree; /* what the reference found */
+  double widest;                  /* the largest margin replayed as a tie */
+} dt_routing;
+
 /* ------------------------------------------------------------------- data */
 /* Sample i: x_i from the RNG keyed by (data seed, i), uniform in [-1, 1);
  * y_i = teacher(x_i), one fixed random block (data.c). Rows k = 0..count-1 of
@@ -193,7 +255,7 @@ void dt_step_samples(const dt_train_config *c, int replicas, int rank, int64_t s
  * copies must be bit-identical. Prints each figure beside its bound and CHECK
  * PASSED or CHECK FAILED on rank 0; returns 0 or 1 on every rank (collective). */
 int dt_check_against_reference(const dt_train_config *c, const double *losses,
-                               const float *final_weights, int replicated);
+                               const float *final_weights, int replicated, dt_routing *routing);
 /* For methods that change the gradients on purpose (top-k compression):
  * the final loss must be within `factor` of the exact reference's and below
  * the run's first loss. Prints both and CHECK PASSED/FAILED; collective. */
@@ -206,8 +268,11 @@ typedef struct {
   double *losses;
   float *weights, *initial;
   double reach;
+  dt_routing *routing; /* with experts: the run's routing to replay, or NULL */
 } dt_reference_run;
 void dt_reference_train(const dt_train_config *c, dt_reference_run *out);
+/* the mixture of experts' (reference_moe.c): the same loop, experts local */
+void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out);
 double dt_adamw_max_update(int64_t t); /* |m_hat / (sqrt(v_hat) + eps)| <= this at step t */
 
 /* ------------------------------------------------------------ checkpoints */
@@ -293,6 +358,7 @@ enum { DT_RUN_SEGMENTS = 64 };
 typedef struct {
   float *w, *g, *m, *v; /* m, v: AdamW's state, allocated by dt_run_segment (NULL for sgd) */
   size_t n;
+  int replica; /* set by the lesson: every rank holds the same copy (10's router) */
 } dt_segment;
 typedef struct {
   int seg;
@@ -317,7 +383,8 @@ typedef struct {
   double t_start, t_step, comm_step, compute;
   dt_counter scalars; /* the all-reduces of one float: clip norm, fp16 verdict */
   float *scalar;
-  float *host; /* the whole model on the host (rank 0; every rank when replicated) */
+  float *host;         /* the whole model on the host (rank 0; every rank when replicated) */
+  dt_routing *routing; /* with experts: the run's routing, for the check (rank 0) */
 } dt_run;
 
 /* dt_init, dt_train_resolve and --trace; returns the world. */

@@ -1,0 +1,272 @@
+/* 10_ep: expert parallelism.
+ *
+ * Each block's MLP becomes a mixture of E experts: a router picks k of them
+ * for every token and the token's output is the gate-weighted sum of theirs
+ * (common/train/moe.c). The experts are split E/N per rank; the router is
+ * replicated, as the whole model is in 05. The tokens travel to the experts,
+ * not the experts to the tokens:
+ *   route -> count tokens per rank -> exchange counts (all-to-all) ->
+ *   exchange tokens (all-to-all-v) -> reorder rank-major to expert-major ->
+ *   experts -> undo the reorder -> combine (all-to-all-v back) ->
+ *   gate-weighted sum in the original token order.
+ * Backward runs the same exchanges in reverse. An expert sees every rank's
+ * tokens, each rank's loss a mean over its own, so its gradient is 1/N of
+ * the sum; the router's gradient is all-reduced as 05's are. The run
+ * (common/train/run.c) does the rest, and ends by training the same model in
+ * one process and comparing, the routing replayed (CHECKING.md). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ep.h"
+
+static int64_t expert_offset(const model *m, int64_t l, int64_t e) {
+  return (l * m->El + e) * 2 * m->D * m->H;
+}
+static void *alloc(int64_t n, size_t size, dt_tag tag) { return dt_alloc((size_t)n * size, tag); }
+
+/* The router on every rank; experts r E/N .. (r+1) E/N - 1 on rank r. */
+static void layout(model *m, dt_run *r) {
+  dt_train_config *c = &r->c;
+  int64_t L = c->layers, D = c->dim, H = c->hidden, E = c->experts, N = m->world->size;
+  if (E % N != 0)
+    dt_fail("--experts %lld do not split over %lld ranks: choose a multiple of %lld", (long long)E,
+            (long long)N, (long long)N);
+  if (c->batch % N != 0)
+    dt_fail("global batch %lld does not split over %lld ranks: choose --batch divisible by %lld",
+            (long long)c->batch, (long long)N, (long long)N);
+  *m = (model){.world = m->world,
+               .hand = m->hand,
+               .L = L,
+               .D = D,
+               .H = H,
+               .E = E,
+               .k = c->topk,
+               .N = N,
+               .El = E / N,
+               .R = c->batch / N};
+  m->C = dt_moe_capacity(c, m->R);
+  m->M = N * m->C * m->El;
+  m->rw = alloc(L * D * E, 4, DT_PARAMS), m->rg = alloc(L * D * E, 4, DT_GRADS);
+  m->ew = alloc(L * m->El * 2 * D * H, 4, DT_PARAMS),
+  m->eg = alloc(L * m->El * 2 * D * H, 4, DT_GRADS);
+  int router = dt_run_segment(r, m->rw, m->rg, (size_t)(L * D * E));
+  int experts = dt_run_segment(r, m->ew, m->eg, (size_t)(L * m->El * 2 * D * H));
+  r->seg[router].replica = 1; /* one copy in files and in the clip norm */
+  for (int64_t l = 0; l < L; l++) {
+    int64_t at = l * dt_params_per_layer(c);
+    dt_run_place(r, router, l * D * E, at, 1, D * E, D * E);
+    dt_run_place(r, experts, expert_offset(m, l, 0),
+                 at + D * E + m->world->rank * m->El * 2 * D * H, 1, m->El * 2 * D * H, 0);
+  }
+  int64_t R = m->R, k = m->k, M = m->M;
+  m->x = alloc((L + 1) * R * D, 4, DT_ACTIV), m->y = alloc(R * D, 4, DT_DATA);
+  m->dx = alloc(R * D, 4, DT_ACTIV), m->dnext = alloc(R * D, 4, DT_ACTIV);
+  m->rt = dt_host_alloc((size_t)L, sizeof *m->rt);
+  for (route *q = m->rt; q < m->rt + L; q++) {
+    q->probs = alloc(R * E, 4, DT_ACTIV), q->gate = alloc(R * k, 4, DT_ACTIV);
+    q->dgate = alloc(R * k, 4, DT_ACTIV), q->ret = alloc(R * k * D, 4, DT_ACTIV);
+    q->choice = alloc(R * k, 4, DT_ACTIV), q->pos = alloc(R * k, 4, DT_ACTIV);
+    q->xin = alloc(M * D, 4, DT_ACTIV), q->a = alloc(M * H, 4, DT_ACTIV);
+    q->h = alloc(M * H, 4, DT_ACTIV);
+    q->count = dt_host_alloc((size_t)E, 8), q->rcount = dt_host_alloc((size_t)E, 8);
+    q->rows = dt_host_alloc((size_t)E, 8);
+    size_t **v[] = {&q->sc, &q->sd, &q->rc, &q->rd};
+    for (int i = 0; i < 4; i++) *v[i] = dt_host_alloc((size_t)N, sizeof(size_t));
+  }
+  m->send = alloc(R * k * D, 4, DT_COMMBUF), m->recv = alloc(M * D, 4, DT_COMMBUF);
+  m->xe = alloc(2 * M * D, 4, DT_COMMBUF), m->dh = alloc(N * m->C * H, 4, DT_ACTIV);
+  m->dlogits = alloc(R * E, 4, DT_ACTIV);
+  m->chosen = dt_host_alloc((size_t)(L * E), 4), m->daux = dt_host_alloc((size_t)(L * E), 4);
+  m->samples = dt_host_alloc((size_t)R, sizeof(int64_t));
+  m->kept = dt_host_alloc((size_t)E, 8);
+  m->cn = dt_host_alloc((size_t)N, sizeof(size_t)),
+  m->cd = dt_host_alloc((size_t)N, sizeof(size_t));
+  for (int64_t d = 0; d < N; d++) m->cn[d] = (size_t)m->El, m->cd[d] = (size_t)(d * m->El);
+  if (!c->no_check) m->record = dt_host_alloc((size_t)(c->steps * L * R * k), 4);
+}
+
+/* Received rows sit by source rank, then expert; the experts want them by
+ * expert, then source: copy block by block, either way. */
+static void reorder(const model *m, const route *q, float *rank_major, float *expert_major,
+                    int to_experts) {
+  size_t at = 0, D = (size_t)m->D;
+  for (int64_t e = 0; e < m->El; e++)
+    for (int64_t s = 0; s < m->N; s++) {
+      size_t from = q->rd[s] / D, n = (size_t)q->rcount[s * m->El + e];
+      for (int64_t f = 0; f < e; f++) from += (size_t)q->rcount[s * m->El + f];
+      float *rm = rank_major + from * D, *em = expert_major + at * D;
+      if (n) memcpy(to_experts ? em : rm, to_experts ? rm : em, n * D * 4);
+      at += n;
+    }
+}
+
+/* Route this rank's tokens and send each kept choice to its expert's rank. */
+static void dispatch(model *m, int64_t l, int64_t step) {
+  route *q = &m->rt[l];
+  int64_t R = m->R, D = m->D, E = m->E, k = m->k, N = m->N;
+  float *x = m->x + l * R * D;
+  dt_router_forward(x, m->rw + l * D * E, R, D, E, k, q->probs, q->choice);
+  dt_router_gates(q->probs, q->choice, R, E, k, q->gate);
+  m->dropped += dt_moe_keep(q->choice, R, k, E, m->C, q->pos, q->count);
+  for (int64_t i = 0; i < R * k; i++) m->chosen[l * E + q->choice[i]] += 1;
+  if (m->record) memcpy(m->record + (step * m->L + l) * R * k, q->choice, (size_t)(R * k) * 4);
+  /* exercise: the send counts and displacements of the dispatch */
+  int64_t first[256], rows = 0; /* first[e]: expert e's first row; experts of rank d are
+                                 * d E/N .. (d+1) E/N - 1, so the buffer is rank-major too */
+  for (int64_t d = 0; d < N; d++) {
+    q->sd[d] = (size_t)(rows * D);
+    for (int64_t e = d * m->El; e < (d + 1) * m->El; e++) first[e] = rows, rows += q->count[e];
+    q->sc[d] = (size_t)(rows * D) - q->sd[d];
+  }
+  for (int64_t i = 0; i < R * k; i++)
+    if (q->pos[i] >= 0) q->pos[i] += (int32_t)first[q->choice[i]];
+  /* end of exercise */
+  for (int64_t i = 0; i < R * k; i++)
+    if (q->pos[i] >= 0) memcpy(m->send + q->pos[i] * D, x + i / k * D, (size_t)D * 4);
+  exchange_counts(m, q->count, q->rcount);
+  size_t at = 0;
+  for (int64_t s = 0; s < N; s++) {
+    int64_t n = 0;
+    for (int64_t e = 0; e < m->El; e++) n += q->rcount[s * m->El + e];
+    q->rd[s] = at, q->rc[s] = (size_t)(n * D), at += q->rc[s];
+  }
+  for (int64_t p = 0; p < N; p++)
+    if (p != m->world->rank)
+      m->rows_out += q->sc[p] / (size_t)D, m->rows_in += q->rc[p] / (size_t)D;
+  for (int64_t e = 0; e < E; e++) m->kept[e] += q->count[e];
+  for (int64_t e = 0; e < m->El; e++) {
+    q->rows[e] = 0;
+    for (int64_t s = 0; s < N; s++) q->rows[e] += q->rcount[s * m->El + e];
+  }
+  exchange(m, DISPATCH, m->send, q->sc, q->sd, m->recv, q->rc, q->rd);
+  reorder(m, q, m->recv, q->xin, 1);
+}
+
+/* This rank's experts on the rows they received, and the results sent home,
+ * where x_{l+1} = x_l + the gate-weighted sum of each token's kept choices. */
+static void experts_and_combine(model *m, int64_t l) {
+  route *q = &m->rt[l];
+  int64_t R = m->R, D = m->D, H = m->H, k = m->k, at = 0;
+  for (int64_t e = 0; e < m->El; e++) {
+    const float *w1 = m->ew + expert_offset(m, l, e);
+    if (q->rows[e])
+      dt_block_forward(q->xin + at * D, w1, w1 + D * H, q->a + at * H, q->h + at * H,
+                       m->xe + at * D, q->rows[e], D, H, 0);
+    at += q->rows[e];
+  }
+  reorder(m, q, m->recv, m->xe, 0);
+  exchange(m, COMBINE, m->recv, q->rc, q->rd, q->ret, q->sc, q->sd);
+  float *x = m->x + l * R * D, *xn = x + R * D;
+  memcpy(xn, x, (size_t)(R * D) * 4); /* a dropped choice leaves the residual path alone */
+  for (int64_t i = 0; i < R * k; i++)
+    for (int64_t d = 0; q->pos[i] >= 0 && d < D; d++)
+      xn[i / k * D + d] += q->gate[i] * q->ret[q->pos[i] * D + d];
+}
+
+/* From dy = dL/dx_{l+1} (m->dx) to dL/dx_l (m->dnext, then swapped in). */
+static void backward(model *m, int64_t l) {
+  route *q = &m->rt[l];
+  int64_t R = m->R, D = m->D, H = m->H, E = m->E, k = m->k, at = 0;
+  const float *dy = m->dx;
+  for (int64_t i = 0; i < R * k; i++) { /* the gate scales what goes back, and has a gradient */
+    double dg = 0;
+    for (int64_t d = 0; q->pos[i] >= 0 && d < D; d++) {
+      m->send[q->pos[i] * D + d] = q->gate[i] * dy[i / k * D + d];
+      dg += (double)dy[i / k * D + d] * q->ret[q->pos[i] * D + d];
+    }
+    q->dgate[i] = (float)dg;
+  }
+  exchange(m, DISPATCH_BACK, m->send, q->sc, q->sd, m->recv, q->rc, q->rd);
+  float *dout = m->xe, *dxin = m->xe + m->M * D;
+  reorder(m, q, m->recv, dout, 1);
+  for (int64_t e = 0; e < m->El; e++) {
+    const float *w1 = m->ew + expert_offset(m, l, e);
+    float *g1 = m->eg + expert_offset(m, l, e);
+    if (q->rows[e])
+      dt_block_backward(q->xin + at * D, q->a + at * H, q->h + at * H, w1, w1 + D * H,
+                        dout + at * D, dxin + at * D, g1, g1 + D * H, m->dh, q->rows[e], D, H, 0);
+    at += q->rows[e];
+  }
+  reorder(m, q, m->recv, dxin, 0);
+  exchange(m, COMBINE_BACK, m->recv, q->rc, q->rd, m->send, q->sc, q->sd);
+  memcpy(m->dnext, dy, (size_t)(R * D) * 4); /* the residual path */
+  for (int64_t i = 0; i < R * k; i++)
+    for (int64_t d = 0; q->pos[i] >= 0 && d < D; d++)
+      m->dnext[i / k * D + d] += m->send[q->pos[i] * D + d];
+  dt_router_backward(m->x + l * R * D, m->rw + l * D * E, q->probs, q->choice, q->gate, q->dgate,
+                     m->daux + l * E, R, D, E, k, m->dlogits, m->rg + l * D * E, m->dnext);
+  float *t = m->dx;
+  m->dx = m->dnext, m->dnext = t;
+}
+
+/* One step: the loss a mean over this rank's tokens, plus the balance term,
+ * whose f_e counts every rank's choices. */
+static double train_step(model *m, dt_run *r, int64_t step) {
+  int64_t L = m->L, R = m->R, D = m->D, E = m->E;
+  dt_step_samples(&r->c, (int)m->N, m->world->rank, step, m->samples);
+  dt_make_batch(&r->c, m->samples, R, m->x, m->y);
+  dt_zero(m->rg, (size_t)(L * D * E) * 4);
+  dt_zero(m->eg, (size_t)(L * m->El * 2 * D * m->H) * 4);
+  memset(m->chosen, 0, (size_t)(L * E) * 4);
+  for (int64_t l = 0; l < L; l++) {
+    dispatch(m, l, step);
+    experts_and_combine(m, l);
+  }
+  double loss =
+      dt_run_loss(r, m->x + L * R * D, m->y, m->dx, (size_t)(R * D), 1.0 / (double)(R * D));
+  dt_all_reduce(m->world, m->chosen, m->chosen, (size_t)(L * E), DT_F32, DT_SUM);
+  m->aux = 0;
+  for (int64_t l = 0; l < L; l++) {
+    for (int64_t e = 0; e < E; e++) m->chosen[l * E + e] /= (float)(r->c.batch * m->k); /* f_e */
+    m->aux += dt_moe_aux(&r->c, m->rt[l].probs, R, m->chosen + l * E, m->daux + l * E);
+  }
+  for (int64_t l = L - 1; l >= 0; l--) backward(m, l);
+  dt_all_reduce(m->world, m->rg, m->rg, (size_t)(L * D * E), DT_F32, DT_AVG);
+  if (m->N > 1) dt_scale(m->eg, (size_t)(L * m->El * 2 * D * m->H), 1.0f / (float)m->N);
+  return loss + m->aux;
+}
+
+int main(int argc, char **argv) {
+  dt_run run = {.c = DT_TRAIN_DEFAULTS};
+  run.c.experts = 8, run.c.topk = 2, run.c.capacity_factor = 1.25, run.c.aux_coef = 0.01;
+  const char *a2a = "library";
+  dt_option options[] = {
+      DT_TRAIN_OPTIONS(&run.c),
+      DT_INT("--experts", &run.c.experts, 1, 256, "experts E per layer (a multiple of N)"),
+      DT_INT("--topk", &run.c.topk, 1, 2, "experts k each token is sent to"),
+      DT_DOUBLE("--capacity-factor", &run.c.capacity_factor, 1e-9, 1e6,
+                "cf: an expert takes at most ceil(cf k R / E) of a rank's R tokens"),
+      DT_DOUBLE("--aux-coef", &run.c.aux_coef, 0, 1e3, "weight of the load-balancing loss"),
+      DT_STRING("--all-to-all", &a2a, "library|hand",
+                "the library's all-to-all, or sendrecv rounds"),
+      DT_END};
+  dt_lesson lesson = {"10_ep",
+                      "expert parallel training: tokens travel to the experts by all-to-all", 1};
+  dt_comm *world = dt_run_init(&run, &argc, &argv, &lesson, options);
+  model m = {.world = world, .hand = strcmp(a2a, "hand") == 0};
+  layout(&m, &run);
+  dt_routing routing = {.groups = m.N, .R = m.R};
+  dt_run_begin(&run);
+  dt_print0("expert parallel: %lld experts of %lld per rank, each token to %lld; capacity %lld "
+            "tokens per expert of a rank's %lld (ceil(cf k R / E), cf %g); %s all-to-all\n",
+            (long long)m.El, (long long)m.E, (long long)m.k, (long long)m.C, (long long)m.R,
+            run.c.capacity_factor, m.hand ? "hand (N-1 sendrecv rounds)" : "library");
+  for (int64_t step = run.c.start_step; step < run.c.steps; step++) {
+    dt_step_begin(&run, step);
+    double loss = train_step(&m, &run, step);
+    dt_step_update(&run);
+    dt_step_end(&run, step, loss);
+  }
+  dt_run_summary(&run);
+  report(&m, &run);
+  if (m.record) { /* the routing to rank 0, where the check replays it */
+    size_t n = (size_t)(run.c.steps * m.L * m.R * m.k);
+    routing.choice = dt_host_alloc(world->rank == 0 ? n * (size_t)m.N : 1, 4);
+    dt_host_gather(world, m.record, routing.choice, n, DT_I32, 0);
+    run.routing = &routing;
+  }
+  int failed = dt_run_finish(&run);
+  free(routing.choice);
+  return failed;
+}
