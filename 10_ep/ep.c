@@ -23,6 +23,9 @@
 static int64_t expert_offset(const model *m, int64_t l, int64_t e) {
   return (l * m->El + e) * 2 * m->D * m->H;
 }
+/* Expert e lives on rank e / (E/N), the e % (E/N)-th of its experts. */
+static int64_t owner(const model *m, int64_t e) { return e / m->El; }
+static int64_t local(const model *m, int64_t e) { return e % m->El; }
 static void *alloc(int64_t n, size_t size, dt_tag tag) { return dt_alloc((size_t)n * size, tag); }
 
 /* The router on every rank; experts r E/N .. (r+1) E/N - 1 on rank r. */
@@ -70,6 +73,7 @@ static void layout(model *m, dt_run *r) {
     q->xin = alloc(M * D, 4, DT_ACTIV), q->a = alloc(M * H, 4, DT_ACTIV);
     q->h = alloc(M * H, 4, DT_ACTIV);
     q->count = dt_host_alloc((size_t)E, 8), q->rcount = dt_host_alloc((size_t)E, 8);
+    q->scount = dt_host_alloc((size_t)E, 8);
     q->rows = dt_host_alloc((size_t)E, 8);
     size_t **v[] = {&q->sc, &q->sd, &q->rc, &q->rd};
     for (int i = 0; i < 4; i++) *v[i] = dt_host_alloc((size_t)N, sizeof(size_t));
@@ -112,19 +116,20 @@ static void dispatch(model *m, int64_t l, int64_t step) {
   for (int64_t i = 0; i < R * k; i++) m->chosen[l * E + q->choice[i]] += 1;
   if (m->record) memcpy(m->record + (step * m->L + l) * R * k, q->choice, (size_t)(R * k) * 4);
   /* exercise: the send counts and displacements of the dispatch */
-  int64_t first[256], rows = 0; /* first[e]: expert e's first row; experts of rank d are
-                                 * d E/N .. (d+1) E/N - 1, so the buffer is rank-major too */
+  int64_t first[256], rows = 0; /* first[d E/N + j]: the first row for rank d's expert j */
+  for (int64_t e = 0; e < E; e++) q->scount[owner(m, e) * m->El + local(m, e)] = q->count[e];
   for (int64_t d = 0; d < N; d++) {
     q->sd[d] = (size_t)(rows * D);
-    for (int64_t e = d * m->El; e < (d + 1) * m->El; e++) first[e] = rows, rows += q->count[e];
+    for (int64_t j = d * m->El; j < (d + 1) * m->El; j++) first[j] = rows, rows += q->scount[j];
     q->sc[d] = (size_t)(rows * D) - q->sd[d];
   }
   for (int64_t i = 0; i < R * k; i++)
-    if (q->pos[i] >= 0) q->pos[i] += (int32_t)first[q->choice[i]];
+    if (q->pos[i] >= 0)
+      q->pos[i] += (int32_t)first[owner(m, q->choice[i]) * m->El + local(m, q->choice[i])];
   /* end of exercise */
   for (int64_t i = 0; i < R * k; i++)
     if (q->pos[i] >= 0) memcpy(m->send + q->pos[i] * D, x + i / k * D, (size_t)D * 4);
-  exchange_counts(m, q->count, q->rcount);
+  exchange_counts(m, q->scount, q->rcount);
   size_t at = 0;
   for (int64_t s = 0; s < N; s++) {
     int64_t n = 0;

@@ -9,7 +9,8 @@ typedef struct {             /* one layer's routing of this rank's R tokens */
   float *probs, *gate;       /* [R,E] softmax of the logits; [R,k] the chosen, renormalised */
   float *dgate, *ret;        /* [R,k]; [R*k, D]: the experts' outputs, back in send order */
   int32_t *choice, *pos;     /* [R,k] the expert; its row in the send buffer, -1: dropped */
-  int64_t *count, *rcount;   /* [E] kept per expert; [N, E/N] what each rank sent mine */
+  int64_t *count, *scount;   /* [E] kept per expert; the same by rank, then expert of the rank */
+  int64_t *rcount;           /* [N, E/N] what each rank sent my experts */
   size_t *sc, *sd, *rc, *rd; /* [N] elements to and from each rank, and where they sit */
   float *xin, *a, *h;        /* this rank's experts: the rows they received, expert-major */
   int64_t *rows;             /* [E/N] rows of each of this rank's experts */

@@ -134,6 +134,24 @@ else
   mutant 09-order 09_pp 09_pp/pp.c \
     's/m->bx \+ a->mb \* R \* D/m->bx + (a->mb + 1) % m->M * R * D/' \
     "micro-batches fed out of order (first stage only)"
+  mutant 10-rank 10_ep 10_ep/ep.c \
+    's/return e \/ m->El;/return e % m->N;/; s/return e % m->El;/return e \/ m->N;/' \
+    "tokens sent to rank e mod N, where the experts live in blocks of E/N"
+  mutant 10-scale 10_ep 10_ep/ep.c \
+    's/  if \(m->N > 1\) dt_scale\(m->eg[^\n]*\n//' \
+    "expert gradients not scaled by 1/N (N times too large)" -- --optimizer sgd
+  mutant 10-gate 10_ep 10_ep/ep.c \
+    's/m->send\[q->pos\[i\] \* D \+ d\] = q->gate\[i\] \* dy/m->send[q->pos[i] * D + d] = dy/' \
+    "the gate missing from the backward of the combine"
+  mutant 10-combine 10_ep 10_ep/ep.c \
+    's/reorder\(m, q, m->recv, m->xe, 0\);\n  exchange\(m, COMBINE, m->recv,/exchange(m, COMBINE, m->xe,/' \
+    "results combined in expert-major order, the reorder not undone"
+  mutant 10-drop 10_ep 10_ep/ep.c \
+    's/(      xn\[i \/ k \* D \+ d\] \+= q->gate\[i\] \* q->ret\[q->pos\[i\] \* D \+ d\];\n)/$1  for (int64_t i = 0; i < R * k; i++)\n    if (q->pos[i] < 0) memset(xn + i \/ k * D, 0, (size_t)D * 4);\n/' \
+    "a dropped token given zeros instead of its residual"
+  mutant 10-aux 10_ep 10_ep/ep.c \
+    's/  dt_all_reduce\(m->world, m->chosen[^\n]*\n//; s/r->c\.batch \* m->k/m->R * m->k/' \
+    "the load-balancing loss from this rank's counts only"
   echo "mutants: $MUT_CAUGHT caught of $MUT_TOTAL"
   if [ "$MUT_CAUGHT" = "$MUT_TOTAL" ]; then
     pass "mutants: every planted bug ends CHECK FAILED at NP 2 and 4"
