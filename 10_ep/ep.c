@@ -32,9 +32,12 @@ static void *alloc(int64_t n, size_t size, dt_tag tag) { return dt_alloc((size_t
 static void layout(model *m, dt_run *r) {
   dt_train_config *c = &r->c;
   int64_t L = c->layers, D = c->dim, H = c->hidden, E = c->experts, N = m->world->size;
+  if (strcmp(dt_backend(), "cpu") != 0)
+    dt_fail("10_ep runs on the cpu backend only for now: its router and its token shuffles are "
+            "host loops (build with BACKEND=cpu)");
   if (E % N != 0)
-    dt_fail("--experts %lld do not split over %lld ranks: choose a multiple of %lld", (long long)E,
-            (long long)N, (long long)N);
+    dt_fail("--experts %lld: %lld experts do not split over %lld ranks; choose a multiple of %lld",
+            (long long)E, (long long)E, (long long)N, (long long)N);
   if (c->batch % N != 0)
     dt_fail("global batch %lld does not split over %lld ranks: choose --batch divisible by %lld",
             (long long)c->batch, (long long)N, (long long)N);

@@ -17,7 +17,7 @@
 #include "train_internal.h"
 
 typedef struct {
-  char name[64];
+  char name[128];
   int ndim;
   int64_t shape[3];
   const float *data; /* host */
@@ -96,6 +96,12 @@ static void meta_of(const dt_train_config *c, int64_t step, char *out, size_t ca
            (long long)step, (long long)c->steps, (long long)c->layers, (long long)c->dim,
            (long long)c->hidden, (long long)c->batch, (long long)c->samples, (long long)c->seed,
            (long long)c->data_seed, c->optimizer, c->lr, c->weight_decay, c->clip, c->precision);
+  size_t len = strlen(out);
+  if (c->experts) /* what a loader needs to rebuild the mixture */
+    snprintf(out + len, cap - len,
+             ",\"experts\":\"%lld\",\"topk\":\"%lld\",\"capacity_factor\":\"%.17g\","
+             "\"aux_coef\":\"%.17g\"",
+             (long long)c->experts, (long long)c->topk, c->capacity_factor, c->aux_coef);
 }
 
 /* The metadata's string value of key, or NULL (out holds at most n-1). */
@@ -174,22 +180,21 @@ int64_t dt_meta_steps(const char *path) { /* the --steps of the run that wrote i
   return steps;
 }
 
-/* The 2L tensors of a flat layer-major array (W1_0, W2_0, W1_1, ...), named
- * prefix + "layers.{l}.w1" / ".w2". */
+/* The tensors of a flat layer-major array (dt_model_tensor's order and
+ * names: W1_0, W2_0, W1_1, ...; with experts the router, then each expert's
+ * W1 and W2), each named prefix + its name. */
 static void model_tensors(tensor *t, const dt_train_config *c, const char *prefix,
                           const float *flat) {
-  int64_t L = c->layers, D = c->dim, H = c->hidden;
-  for (int64_t l = 0; l < L; l++) {
-    t[2 * l] = (tensor){.ndim = 2, .shape = {D, H}, .data = flat + 2 * l * D * H};
-    t[2 * l + 1] = (tensor){.ndim = 2, .shape = {H, D}, .data = flat + (2 * l + 1) * D * H};
-    snprintf(t[2 * l].name, sizeof t->name, "%slayers.%lld.w1", prefix, (long long)l);
-    snprintf(t[2 * l + 1].name, sizeof t->name, "%slayers.%lld.w2", prefix, (long long)l);
+  for (int64_t i = 0; i < dt_model_tensors(c); i++) {
+    dt_tensor x = dt_model_tensor(c, i);
+    t[i] = (tensor){.ndim = 2, .shape = {x.rows, x.cols}, .data = flat + x.at};
+    snprintf(t[i].name, sizeof t->name, "%s%s", prefix, x.name);
   }
 }
 
 void dt_save_state(const char *path, const dt_train_config *c, int64_t step, const float *w,
                    const float *m, const float *v) {
-  int64_t n = 2 * c->layers;
+  int64_t n = dt_model_tensors(c);
   tensor *t = calloc((size_t)(3 * n), sizeof *t);
   CHECK_ALLOC(t);
   model_tensors(t, c, "", w);
@@ -204,12 +209,12 @@ void dt_save_state(const char *path, const dt_train_config *c, int64_t step, con
 }
 
 void dt_save_model(const char *path, const dt_train_config *c, int64_t step, const float *weights) {
-  tensor *t = calloc((size_t)(2 * c->layers), sizeof *t);
+  tensor *t = calloc((size_t)dt_model_tensors(c), sizeof *t);
   CHECK_ALLOC(t);
   model_tensors(t, c, "", weights);
   char meta[512];
   meta_of(c, step, meta, sizeof meta);
-  write_atomically(path, "--save", t, (int)(2 * c->layers), meta);
+  write_atomically(path, "--save", t, (int)dt_model_tensors(c), meta);
   free(t);
 }
 
