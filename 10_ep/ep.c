@@ -26,7 +26,6 @@ static int64_t expert_offset(const model *m, int64_t l, int64_t e) {
 /* Expert e lives on rank e / (E/N), the e % (E/N)-th of its experts. */
 static int64_t owner(const model *m, int64_t e) { return e / m->El; }
 static int64_t local(const model *m, int64_t e) { return e % m->El; }
-static void *alloc(int64_t n, size_t size, dt_tag tag) { return dt_alloc((size_t)n * size, tag); }
 
 /* The router on every rank; experts r E/N .. (r+1) E/N - 1 on rank r. */
 static void layout(model *m, dt_run *r) {
@@ -53,11 +52,10 @@ static void layout(model *m, dt_run *r) {
                .R = c->batch / N};
   m->C = dt_moe_capacity(c, m->R);
   m->M = N * m->C * m->El;
-  m->rw = alloc(L * D * E, 4, DT_PARAMS), m->rg = alloc(L * D * E, 4, DT_GRADS);
-  m->ew = alloc(L * m->El * 2 * D * H, 4, DT_PARAMS),
-  m->eg = alloc(L * m->El * 2 * D * H, 4, DT_GRADS);
-  int router = dt_run_segment(r, m->rw, m->rg, (size_t)(L * D * E));
-  int experts = dt_run_segment(r, m->ew, m->eg, (size_t)(L * m->El * 2 * D * H));
+  size_t nr = (size_t)(L * D * E), ne = (size_t)(L * m->El * 2 * D * H);
+  m->rw = dt_alloc_f32(nr, DT_PARAMS), m->rg = dt_alloc_f32(nr, DT_GRADS);
+  m->ew = dt_alloc_f32(ne, DT_PARAMS), m->eg = dt_alloc_f32(ne, DT_GRADS);
+  int router = dt_run_segment(r, m->rw, m->rg, nr), experts = dt_run_segment(r, m->ew, m->eg, ne);
   r->seg[router].replica = 1; /* one copy in files and in the clip norm */
   for (int64_t l = 0; l < L; l++) {
     int64_t at = l * dt_params_per_layer(c);
@@ -65,32 +63,7 @@ static void layout(model *m, dt_run *r) {
     dt_run_place(r, experts, expert_offset(m, l, 0),
                  at + D * E + m->world->rank * m->El * 2 * D * H, 1, m->El * 2 * D * H, 0);
   }
-  int64_t R = m->R, k = m->k, M = m->M;
-  m->x = alloc((L + 1) * R * D, 4, DT_ACTIV), m->y = alloc(R * D, 4, DT_DATA);
-  m->dx = alloc(R * D, 4, DT_ACTIV), m->dnext = alloc(R * D, 4, DT_ACTIV);
-  m->rt = dt_host_alloc((size_t)L, sizeof *m->rt);
-  for (route *q = m->rt; q < m->rt + L; q++) {
-    q->probs = alloc(R * E, 4, DT_ACTIV), q->gate = alloc(R * k, 4, DT_ACTIV);
-    q->dgate = alloc(R * k, 4, DT_ACTIV), q->ret = alloc(R * k * D, 4, DT_ACTIV);
-    q->choice = alloc(R * k, 4, DT_ACTIV), q->pos = alloc(R * k, 4, DT_ACTIV);
-    q->xin = alloc(M * D, 4, DT_ACTIV), q->a = alloc(M * H, 4, DT_ACTIV);
-    q->h = alloc(M * H, 4, DT_ACTIV);
-    q->count = dt_host_alloc((size_t)E, 8), q->rcount = dt_host_alloc((size_t)E, 8);
-    q->scount = dt_host_alloc((size_t)E, 8);
-    q->rows = dt_host_alloc((size_t)E, 8);
-    size_t **v[] = {&q->sc, &q->sd, &q->rc, &q->rd};
-    for (int i = 0; i < 4; i++) *v[i] = dt_host_alloc((size_t)N, sizeof(size_t));
-  }
-  m->send = alloc(R * k * D, 4, DT_COMMBUF), m->recv = alloc(M * D, 4, DT_COMMBUF);
-  m->xe = alloc(2 * M * D, 4, DT_COMMBUF), m->dh = alloc(N * m->C * H, 4, DT_ACTIV);
-  m->dlogits = alloc(R * E, 4, DT_ACTIV);
-  m->chosen = dt_host_alloc((size_t)(L * E), 4), m->daux = dt_host_alloc((size_t)(L * E), 4);
-  m->samples = dt_host_alloc((size_t)R, sizeof(int64_t));
-  m->kept = dt_host_alloc((size_t)E, 8);
-  m->cn = dt_host_alloc((size_t)N, sizeof(size_t)),
-  m->cd = dt_host_alloc((size_t)N, sizeof(size_t));
-  for (int64_t d = 0; d < N; d++) m->cn[d] = (size_t)m->El, m->cd[d] = (size_t)(d * m->El);
-  if (!c->no_check) m->record = dt_host_alloc((size_t)(c->steps * L * R * k), 4);
+  ep_buffers(m, c);
 }
 
 /* Received rows sit by source rank, then expert; the experts want them by
@@ -238,6 +211,7 @@ static double train_step(model *m, dt_run *r, int64_t step) {
 int main(int argc, char **argv) {
   dt_run run = {.c = DT_TRAIN_DEFAULTS};
   run.c.experts = 8, run.c.topk = 2, run.c.capacity_factor = 1.25, run.c.aux_coef = 0.01;
+  run.c.optimizer = "adamw"; /* SGD at 05's lr barely moves experts that see k/E of the tokens */
   const char *a2a = "library";
   dt_option options[] = {
       DT_TRAIN_OPTIONS(&run.c),

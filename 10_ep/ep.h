@@ -38,6 +38,8 @@ typedef struct {
 
 enum { COUNTS, DISPATCH, COMBINE, DISPATCH_BACK, COMBINE_BACK }; /* the phases */
 
+/* buffers.c: everything but the weights, by tag (report.c's formulas) */
+void ep_buffers(model *m, const dt_train_config *c);
 /* exchange.c: phase p's all-to-all-v of float rows (counts and
  * displacements in elements), the library's or N-1 rounds of sendrecv,
  * its bytes added to m->bytes[p]; and the counts' all-to-all */

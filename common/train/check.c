@@ -285,8 +285,8 @@ static int replicas_agree(const float *w, size_t n) {
 /* The run's routing judged by the reference (reference_moe.c): a token sent
  * to experts this process would not choose, beyond a near tie, is a bug. */
 static int routing_agrees(const dt_routing *rt) {
-  printf("routing: %lld token choices replayed; %lld the same experts, %lld near ties (logits "
-         "within %.0e; widest %.1e), %lld chosen otherwise\n",
+  printf("routing: %lld tokens routed; %lld alike, %lld near ties (logits within %.0e of the k-th "
+         "best; widest %.1e), %lld chosen otherwise (each replayed in one process)\n",
          (long long)rt->tokens, (long long)(rt->tokens - rt->ties - rt->disagree),
          (long long)rt->ties, DT_ROUTING_TIE, rt->widest, (long long)rt->disagree);
   return rt->disagree == 0;

@@ -1,0 +1,101 @@
+# Lesson 10_ep: expert parallelism, checked against one process.
+# Sourced by tests/run_tests.sh (check() comes from tests/lib.sh).
+#
+# The default model: L=4 D=64 H=256, E=8 experts, k=2, cf 1.25. The bytes of
+# the token exchanges depend on where the router sends the tokens, so each
+# is printed beside its formula computed from the tokens the rank counted;
+# the counts' all-to-all and the all-reduce are fixed:
+#   counts      L (N-1) E/N x 8:                 N=2: 128    N=4: 192
+#   all-reduce  2(N-1)/N (L D E + L E) x 4:       N=2: 8320   N=4: 12480
+D10=./10_ep/ep
+T10=$LOGS/10_ep_files
+mkdir -p "$T10"
+PASS10='CHECK PASSED: per-step loss and final weights match single-process training'
+ROUTE10='routing: [0-9]+ tokens routed; [0-9]+ alike, [0-9]+ near ties'
+bytes10() { echo "all-reduce calls/step +$1 +bytes sent per rank per step $2, formula 2\(N-1\)/N x \(L D E router gradients \+ L E counts\) x 4 = $2\$"; }
+counts10() { echo "^    counts +$1\.0 +formula L x \(N-1\) x E/N x 8 = $1\.0\$"; }
+
+# Every figure printed beside a formula equals it, in the log of test $1:
+# the five exchanges (measured, then "= formula") and the memory table.
+log10() { echo "$LOGS/$(echo "$1" | tr -c 'A-Za-z0-9_.=-' '_').log"; } # check()'s log of test $1
+sides10() {
+  local log pairs
+  log=$(log10 "$1")
+  pairs=$( (sed -n 's/^    [a-z, ]* \{1,\}\([0-9.]\{1,\}\) \{1,\}formula .* = \([0-9.]\{1,\}\)$/\1 \2/p' "$log"
+    sed -n 's/^    \([a-z]\{1,\}\) \{1,\}\([0-9]\{1,\}\) \{1,\}\([0-9]\{1,\}\)   .*/\2 \3/p' "$log") )
+  if [ "$(echo "$pairs" | grep -c .)" -ge 10 ] && echo "$pairs" | awk '$1 != $2 { bad = 1 } END { exit bad }'; then
+    pass "$1: every exchange's bytes and every memory row equal their formulas"
+  else
+    fail "$1: every exchange's bytes and every memory row equal their formulas" "$log" "pairs: $(echo $pairs)"
+  fi
+}
+
+check "10 np=1" 1 0 "$PASS10" "$ROUTE10" "$(counts10 0)" "$(bytes10 0 0)" \
+  'expert parallel: 8 experts of 8 per rank, each token to 2; capacity 10 tokens per expert of a rank.s 32' \
+  -- $D10 --steps 5
+sides10 "10 np=1"
+check "10 np=2" 2 0 "$PASS10" "$ROUTE10" "$(counts10 128)" "$(bytes10 2 8320)" \
+  'every rank.s bytes equal its formulas: yes \(2 ranks\)' -- $D10 --steps 5
+sides10 "10 np=2"
+check "10 np=4" 4 0 "$PASS10" "$ROUTE10" "$(counts10 192)" "$(bytes10 2 12480)" \
+  'capacity 3 tokens per expert of a rank.s 8 \(ceil\(cf k R / E\), cf 1.25\)' \
+  'every rank.s bytes equal its formulas: yes \(4 ranks\)' \
+  '^    params +1056768 +1056768 ' -- $D10 --steps 5
+sides10 "10 np=4"
+# E 4, k 1; E 4 at NP 4 (one expert a rank); SGD; AdamW (the default) over 30 steps
+check "10 np=2 experts 4 topk 1" 2 0 "$PASS10" "$ROUTE10" "$(counts10 64)" \
+  'expert parallel: 2 experts of 4 per rank, each token to 1;' -- $D10 --steps 5 --experts 4 --topk 1
+check "10 np=4 experts 4" 4 0 "$PASS10" "$ROUTE10" "$(counts10 96)" -- $D10 --steps 5 --experts 4
+check "10 np=4 sgd" 4 0 "$PASS10" "$ROUTE10" "fp32, sgd" -- $D10 --optimizer sgd --steps 10
+check "10 np=2 adamw clip, 30 steps" 2 0 "$PASS10" "$ROUTE10" "fp32, adamw" "clipped" -- $D10 --clip 0.5
+# With and without drops: a large cf drops nothing, a small one drops many.
+check "10 np=4 no drops" 4 0 "$PASS10" '^  dropped +0 +of 1280 choices \(0\.00%\)' \
+  -- $D10 --steps 5 --capacity-factor 100
+check "10 np=4 many drops" 4 0 "$PASS10" '^  dropped +[1-9][0-9]* +of 1280 choices' \
+  'capacity 1 tokens per expert' -- $D10 --steps 5 --capacity-factor 0.25
+sides10 "10 np=4 many drops"
+check "10 np=4 no balance loss" 4 0 "$PASS10" -- $D10 --steps 5 --aux-coef 0
+
+# The hand all-to-all (N-1 rounds of sendrecv) gives the library's result bit
+# for bit: every printed loss and every figure of the check is the same.
+for a2a in library hand; do
+  check "10 np=4 all-to-all $a2a" 4 0 "$PASS10" -- $D10 --steps 10 --all-to-all "$a2a"
+done
+same10() { sed -n -e 's/  [0-9.]* ms$//p' -e '/^  per-step/p' -e '/^  weights/p' "$(log10 "10 np=4 all-to-all $1")"; }
+if [ -n "$(same10 library)" ] && [ "$(same10 library)" = "$(same10 hand)" ]; then
+  pass "10 np=4: the hand all-to-all trains bit for bit as the library's"
+else
+  fail "10 np=4: the hand all-to-all trains bit for bit as the library's" "" \
+    "$(diff <(same10 library) <(same10 hand) | head -5)"
+fi
+
+# --save: the router and each expert under their own names, loadable by name
+check "10 np=2 save" 2 0 "$PASS10" "saved $T10/ep.safetensors" \
+  -- $D10 --steps 5 --experts 4 --save "$T10/ep.safetensors"
+if [ -f "$T10/ep.safetensors" ] && head -c 4000 "$T10/ep.safetensors" | tr -d '\0' |
+  grep -q '"layers.3.router":{"dtype":"F32","shape":\[64,4\]' &&
+  head -c 4000 "$T10/ep.safetensors" | grep -q '"layers.3.experts.3.w2":{"dtype":"F32","shape":\[256,64\]'; then
+  pass "10 save: layers.{l}.router [D,E] and layers.{l}.experts.{e}.w1/w2 in the file"
+else
+  fail "10 save: layers.{l}.router [D,E] and layers.{l}.experts.{e}.w1/w2 in the file" "" \
+    "$(head -c 600 "$T10/ep.safetensors" 2>&1 | tr -d '\0')"
+fi
+
+# Bad input: one clear message from rank 0, exit 2, never a hang.
+check "10 experts not divisible" 4 2 'error: --experts 6: 6 experts do not split over 4 ranks' \
+  -- $D10 --experts 6
+check "10 topk above experts" 2 2 'error: --topk 2 is more than --experts 1' -- $D10 --experts 1
+check "10 topk out of range" 2 2 'error: --topk: 3 is out of range' -- $D10 --topk 3
+check "10 topk zero" 2 2 'error: --topk: 0 is out of range' -- $D10 --topk 0
+check "10 capacity factor zero" 2 2 'error: --capacity-factor: 0 is out of range' \
+  -- $D10 --capacity-factor 0
+check "10 capacity factor negative" 2 2 'error: --capacity-factor: -1 is out of range' \
+  -- $D10 --capacity-factor -1
+check "10 batch not divisible" 4 2 'error: global batch 30 does not split over 4 ranks' \
+  -- $D10 --batch 30 --samples 240
+check "10 unknown all-to-all" 2 2 "error: --all-to-all: 'ring' is not one of library\|hand" \
+  -- $D10 --all-to-all ring
+check "10 load refused" 2 2 'error: --load and --ckpt do not read a mixture of experts yet' \
+  -- $D10 --load "$T10/ep.safetensors"
+check "10 fp16 refused" 2 2 'error: --precision fp16: the mixture of experts trains in fp32 only' \
+  -- $D10 --precision fp16
