@@ -42,6 +42,7 @@ static void layout(model *m, dt_run *r) {
             (long long)c->batch, (long long)N, (long long)N);
   *m = (model){.world = m->world,
                .hand = m->hand,
+               .verify = m->verify,
                .L = L,
                .D = D,
                .H = H,
@@ -91,9 +92,9 @@ static void dispatch(model *m, int64_t l, int64_t step) {
   m->dropped += dt_moe_keep(q->choice, R, k, E, m->C, q->pos, q->count);
   for (int64_t i = 0; i < R * k; i++) m->chosen[l * E + q->choice[i]] += 1;
   if (m->record) memcpy(m->record + (step * m->L + l) * R * k, q->choice, (size_t)(R * k) * 4);
+  for (int64_t e = 0; e < E; e++) q->scount[owner(m, e) * m->El + local(m, e)] = q->count[e];
   /* exercise: the send counts and displacements of the dispatch */
   int64_t first[256], rows = 0; /* first[d E/N + j]: the first row for rank d's expert j */
-  for (int64_t e = 0; e < E; e++) q->scount[owner(m, e) * m->El + local(m, e)] = q->count[e];
   for (int64_t d = 0; d < N; d++) {
     q->sd[d] = (size_t)(rows * D);
     for (int64_t j = d * m->El; j < (d + 1) * m->El; j++) first[j] = rows, rows += q->scount[j];
@@ -103,6 +104,7 @@ static void dispatch(model *m, int64_t l, int64_t step) {
     if (q->pos[i] >= 0)
       q->pos[i] += (int32_t)first[owner(m, q->choice[i]) * m->El + local(m, q->choice[i])];
   /* end of exercise */
+  if (m->verify) verify_dispatch(m, q);
   for (int64_t i = 0; i < R * k; i++)
     if (q->pos[i] >= 0) memcpy(m->send + q->pos[i] * D, x + i / k * D, (size_t)D * 4);
   exchange_counts(m, q->scount, q->rcount);
@@ -213,6 +215,7 @@ int main(int argc, char **argv) {
   run.c.experts = 8, run.c.topk = 2, run.c.capacity_factor = 1.25, run.c.aux_coef = 0.01;
   run.c.optimizer = "adamw"; /* SGD at 05's lr barely moves experts that see k/E of the tokens */
   const char *a2a = "library";
+  model m = {0};
   dt_option options[] = {
       DT_TRAIN_OPTIONS(&run.c),
       DT_INT("--experts", &run.c.experts, 1, 256, "experts E per layer (a multiple of N)"),
@@ -220,13 +223,15 @@ int main(int argc, char **argv) {
       DT_DOUBLE("--capacity-factor", &run.c.capacity_factor, 1e-9, 1e6,
                 "cf: an expert takes at most ceil(cf k R / E) of a rank's R tokens"),
       DT_DOUBLE("--aux-coef", &run.c.aux_coef, 0, 1e3, "weight of the load-balancing loss"),
+      DT_FLAG("--verify-dispatch", &m.verify,
+              "check every layer's send counts, displacements and rows before they travel"),
       DT_STRING("--all-to-all", &a2a, "library|hand",
                 "the library's all-to-all, or sendrecv rounds"),
       DT_END};
   dt_lesson lesson = {"10_ep",
                       "expert parallel training: tokens travel to the experts by all-to-all", 1};
   dt_comm *world = dt_run_init(&run, &argc, &argv, &lesson, options);
-  model m = {.world = world, .hand = strcmp(a2a, "hand") == 0};
+  m.world = world, m.hand = strcmp(a2a, "hand") == 0;
   layout(&m, &run);
   dt_routing routing = {.groups = m.N, .R = m.R};
   dt_run_begin(&run);

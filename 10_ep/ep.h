@@ -27,6 +27,7 @@ typedef struct {
   float *send, *recv, *xe, *dh, *dlogits; /* scratch of the step */
   float *chosen, *daux; /* [L][E]: choices per expert over all ranks; d aux / d p */
   int64_t *samples;
+  int verify;      /* --verify-dispatch: verify.c looks at every layer's dispatch */
   int hand;        /* --all-to-all hand: exchange.c's pairwise rounds */
   size_t *cn, *cd; /* [N] the counts' blocks: E/N each, at r E/N */
   int32_t *record; /* [steps][L][R][k]: the routing, for the check */
@@ -40,6 +41,9 @@ enum { COUNTS, DISPATCH, COMBINE, DISPATCH_BACK, COMBINE_BACK }; /* the phases *
 
 /* buffers.c: everything but the weights, by tag (report.c's formulas) */
 void ep_buffers(model *m, const dt_train_config *c);
+/* verify.c: the send counts, displacements and rows of a dispatch, as the
+ * receivers will read them; any mismatch named per rank, then dt_fail */
+void verify_dispatch(model *m, const route *q);
 /* exchange.c: phase p's all-to-all-v of float rows (counts and
  * displacements in elements), the library's or N-1 rounds of sendrecv,
  * its bytes added to m->bytes[p]; and the counts' all-to-all */
