@@ -174,7 +174,8 @@ int main(int argc, char **argv) {
   dt_comm *world = dt_run_init(&run, &argc, &argv, &lesson, options);
   model m = {.world = world, .accum = accum, .overlap = overlap};
   layout(&m, &run);
-  if (compress) m.topk = topk_parse(compress, &run, (size_t)m.P, overlap || bucket_mb > 0);
+  if (compress) /* the residual is laid out like layout's one segment, 0 */
+    m.topk = topk_parse(compress, &run, 0, (size_t)m.P, overlap || bucket_mb > 0);
   if (hierarchical) m.nodes = hierarchical_split(&run, overlap || compress);
   buckets_make(&m.bk, m.g, m.L, m.D * m.H, bucket_mb > 0 ? bucket_mb * (1 << 20) : overlap, world,
                &run.c);
