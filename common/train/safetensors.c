@@ -222,7 +222,7 @@ void dt_save_state(const char *path, const dt_train_config *c, int64_t step, con
     used += (int)(2 * n);
   }
   for (int64_t r = 0; r < N; r++, used += (int)n) {
-    char prefix[32];
+    char prefix[48];
     snprintf(prefix, sizeof prefix, "rank_state.%lld.", (long long)r);
     model_tensors(t + used, c, prefix, e + r * P);
   }
