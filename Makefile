@@ -168,7 +168,7 @@ test: all
 # Every lesson across emulated nodes (tools/cluster.sh: network namespaces,
 # or loopback nodes where the machine forbids them): every lesson on 2 nodes x 2
 # ranks, 03 and 05 also round-robin, split 2 + 1 and on 3 nodes x 1 rank.
-# make test runs a short part of it (tests/suite_cluster.sh).
+# make test runs it too (tests/suite_cluster.sh); this target runs it alone.
 .PHONY: test-cluster bench-cluster
 test-cluster: all
 	@bash tests/run_cluster.sh

@@ -45,4 +45,15 @@ void buckets_describe(const buckets *k, const char *kind, int bucketed, int over
             bucketed ? "buckets" : "one per tensor", overlap ? "overlapped with" : "after");
 }
 
+uint64_t buckets_ring_bytes(const buckets *k, uint64_t n, int *rounded) {
+  uint64_t sum = 0, es = dt_dtype_size(k->wire.type);
+  *rounded = 0;
+  for (const bucket *b = k->b; n > 1 && b < k->b + k->n; b++) {
+    uint64_t twice = 2 * (n - 1) * b->count * es;
+    sum += twice / n;
+    *rounded |= twice % n != 0;
+  }
+  return sum;
+}
+
 void buckets_free(buckets *k) { free(k->b); }

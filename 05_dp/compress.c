@@ -5,7 +5,8 @@
  * a residual added to next step's gradient (error feedback), so no gradient
  * is lost, only delayed. Every rank then sums the same N sparse vectors in
  * the same order: the replicas stay identical. The selection runs on the
- * host. */
+ * host. The residual decides the next step as much as the weights do, so
+ * checkpoints hold every rank's (dt_run_rank_state). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,9 +20,10 @@ struct topk {
   int32_t *idx, *all_idx;
   float *host, *host_vals, *gathered_vals; /* host: P floats, k and N x k */
   int32_t *host_idx, *gathered_idx;
+  char what[64]; /* the residual's name in checkpoints */
 };
 
-topk *topk_parse(const char *spec, dt_run *r, size_t P, int bucketed) {
+topk *topk_parse(const char *spec, dt_run *r, int seg, size_t P, int bucketed) {
   const dt_train_config *c = &r->c;
   double ratio = 0;
   char rest = 0;
@@ -29,9 +31,6 @@ topk *topk_parse(const char *spec, dt_run *r, size_t P, int bucketed) {
     dt_fail("--compress %s: expected topk:R with 0 < R <= 1, e.g. topk:0.01", spec);
   if (dt_precision_type(c) != DT_F32) dt_fail("--compress works in fp32 only");
   if (bucketed) dt_fail("--compress replaces the all-reduce: no --overlap or --bucket-mb");
-  if (c->ckpt) /* the residual is state a resumed run would lack: not exact */
-    dt_fail("--compress with --ckpt: checkpoints do not hold top-k's error-feedback residual, "
-            "so a resumed run could not continue exactly; drop --ckpt or --compress");
   r->converge = 1.25; /* top-k changes the gradients: the check is that it still learns */
   r->converge_what = "top-k";
   topk *t = dt_host_alloc(1, sizeof *t);
@@ -39,7 +38,9 @@ topk *topk_parse(const char *spec, dt_run *r, size_t P, int bucketed) {
   t->P = (int64_t)P;
   t->k = (int64_t)ceil(ratio * (double)P);
   size_t k = (size_t)t->k;
-  t->residual = dt_alloc_f32(P, DT_GRADS);
+  t->residual = dt_alloc_f32(P, DT_GRADS); /* laid out like the gradients: segment seg */
+  snprintf(t->what, sizeof t->what, "--compress topk with k = %lld", (long long)t->k);
+  dt_run_rank_state(r, seg, t->residual, t->what);
   t->vals = dt_alloc_f32(k, DT_COMMBUF);
   t->idx = dt_alloc(k * 4, DT_COMMBUF);
   t->all_vals = dt_alloc_f32(N * k, DT_COMMBUF);

@@ -5,10 +5,11 @@
 #include "train.h"
 
 typedef struct topk topk;
-/* Parse "topk:R" and make the buffers; dt_fail on what it cannot run with
- * (16 bits, checkpoints, buckets or overlap: `bucketed`). The run's check
- * becomes one of convergence: the gradients are not the exact ones. */
-topk *topk_parse(const char *spec, dt_run *r, size_t P, int bucketed);
+/* Parse "topk:R" and make the buffers, the residual laid out like segment
+ * seg's gradients (checkpointed per rank); dt_fail on what it cannot run
+ * with (16 bits, buckets or overlap: `bucketed`). The run's check becomes
+ * one of convergence: the gradients are not the exact ones. */
+topk *topk_parse(const char *spec, dt_run *r, int seg, size_t P, int bucketed);
 void topk_describe(const topk *t);
 /* Replaces the all-reduce: g becomes the average of every rank's top k. */
 void topk_average(topk *t, dt_comm *world, float *g);

@@ -133,12 +133,15 @@ static void report(model *m, dt_run *r) {
               (blocking - ar.seconds / (double)steps) * 1e3, blocking * 1e3);
   }
   if (m->topk) topk_report(m->topk, m->world, steps);
-  if (m->nodes) hierarchical_report(m->nodes, (uint64_t)m->P, (size_t)es, steps);
-  if (!m->topk && !m->nodes)
+  if (m->nodes) hierarchical_report(m->nodes, &m->bk, (uint64_t)m->P, steps);
+  if (!m->topk && !m->nodes) {
+    int rounded;
+    uint64_t ring = buckets_ring_bytes(&m->bk, N, &rounded);
     dt_print0("  all-reduce calls/step  %8llu      bytes sent per rank per step %llu, formula "
-              "2(N-1)/N x P x %lld = %llu\n",
+              "2(N-1)/N x P x %lld%s = %llu\n",
               (unsigned long long)(ar.calls / steps), (unsigned long long)(ar.bytes_sent / steps),
-              (long long)es, (unsigned long long)(2 * (N - 1) * (uint64_t)(m->P * es) / N));
+              (long long)es, rounded ? ", rounded down per call" : "", (unsigned long long)ring);
+  }
   dt_row rows[] = {{DT_PARAMS, m->P * 4, "P x 4", 0},
                    {DT_GRADS, m->P * 4 * (m->topk ? 2 : 1),
                     m->topk ? "P x 4, and as much for the residual" : "P x 4", 0},
@@ -171,7 +174,8 @@ int main(int argc, char **argv) {
   dt_comm *world = dt_run_init(&run, &argc, &argv, &lesson, options);
   model m = {.world = world, .accum = accum, .overlap = overlap};
   layout(&m, &run);
-  if (compress) m.topk = topk_parse(compress, &run, (size_t)m.P, overlap || bucket_mb > 0);
+  if (compress) /* the residual is laid out like layout's one segment, 0 */
+    m.topk = topk_parse(compress, &run, 0, (size_t)m.P, overlap || bucket_mb > 0);
   if (hierarchical) m.nodes = hierarchical_split(&run, overlap || compress);
   buckets_make(&m.bk, m.g, m.L, m.D * m.H, bucket_mb > 0 ? bucket_mb * (1 << 20) : overlap, world,
                &run.c);

@@ -21,19 +21,29 @@ void hierarchical_free(dt_nodes *n) {
   free(n);
 }
 
-void hierarchical_report(const dt_nodes *n, uint64_t P, size_t es, uint64_t steps) {
-  uint64_t M = (uint64_t)n->nodes, N = (uint64_t)n->ranks, S = P * es;
+void hierarchical_report(const dt_nodes *n, const buckets *k, uint64_t P, uint64_t steps) {
+  size_t es = dt_dtype_size(k->wire.type);
   dt_counter red = n->node->count[DT_REDUCE], bc = n->node->count[DT_BROADCAST];
-  dt_print0("  hierarchical           %d node%s; inside node 0 (%d ranks) %llu reduce + broadcast "
-            "calls/step, rank 0 sent %llu bytes/step (common's ring model: the root sends the "
-            "broadcast's P x %zu = %llu)\n",
-            n->nodes, n->nodes == 1 ? "" : "s", n->node->size,
-            (unsigned long long)((red.calls + bc.calls) / steps),
-            (unsigned long long)((red.bytes_sent + bc.bytes_sent) / steps), es,
-            (unsigned long long)(n->node->size > 1 ? S : 0));
+  unsigned long long calls = (red.calls + bc.calls) / steps,
+                     sent = (red.bytes_sent + bc.bytes_sent) / steps;
+  if (n->node->size == 1) /* common returns at once from a collective of one rank */
+    dt_print0(
+        "  hierarchical           %d node%s; inside node 0 (1 rank) %llu reduce + broadcast "
+        "calls/step, rank 0 sent %llu bytes/step (one rank: nothing to reduce or broadcast)\n",
+        n->nodes, n->nodes == 1 ? "" : "s", calls, sent);
+  else
+    dt_print0(
+        "  hierarchical           %d node%s; inside node 0 (%d ranks) %llu reduce + broadcast "
+        "calls/step, rank 0 sent %llu bytes/step (common's ring model: the root sends the "
+        "broadcast's P x %zu = %llu)\n",
+        n->nodes, n->nodes == 1 ? "" : "s", n->node->size, calls, sent, es,
+        (unsigned long long)(P * es));
+  int leaders_rounded, flat_rounded;
+  uint64_t leaders = buckets_ring_bytes(k, (uint64_t)n->nodes, &leaders_rounded),
+           flat = buckets_ring_bytes(k, (uint64_t)n->ranks, &flat_rounded);
   dt_print0("  across nodes           bytes sent per leader per step %llu, formula 2(M-1)/M x P x "
-            "%zu = %llu (a flat all-reduce: 2(N-1)/N x P x %zu = %llu per rank)\n",
+            "%zu%s = %llu (a flat all-reduce: 2(N-1)/N x P x %zu%s = %llu per rank)\n",
             (unsigned long long)(n->leaders->count[DT_ALL_REDUCE].bytes_sent / steps), es,
-            (unsigned long long)(2 * (M - 1) * S / M), es,
-            (unsigned long long)(2 * (N - 1) * S / N));
+            leaders_rounded ? ", rounded down per call" : "", (unsigned long long)leaders, es,
+            flat_rounded ? ", rounded down per call" : "", (unsigned long long)flat);
 }

@@ -2,7 +2,7 @@
 # The lessons across emulated nodes. Runs inside tools/cluster.sh, which
 # provides the nodes, CLUSTER_HOSTFILE and the Open MPI settings:
 #   tools/cluster.sh --nodes 2 --slots 2 -- bash tests/cluster_tests.sh 2x2
-# SET: quick (a few lessons, small; part of make test), 2x2 (every lesson,
+# SET: quick (a few lessons, small: the loopback fallback), 2x2 (every lesson,
 # and 03 and 05 with ranks mapped round-robin and split unevenly), 3x1 (03
 # and 05 on three nodes of one rank). Prints PASS/FAIL lines and the summary;
 # exit 1 if any failed. Every mpirun goes through the hostfile.
@@ -81,7 +81,7 @@ quick)
     'hierarchical +[0-9.]+ +2097152   M x 2\(M-1\)/M x S = 2097152' 'both variants: 0' "$PASS" \
     -- ./03_all_reduce/all_reduce --max-bytes 1M --iters 3 --hierarchical
   check "$tag: 05 hierarchical, uneven split 2 + 1" 3 0 "$B21" \
-    'across nodes +bytes sent per leader per step 524288, formula 2\(M-1\)/M x P x 4 = 524288 \(a flat all-reduce: 2\(N-1\)/N x P x 4 = 699050 per rank\)' \
+    'across nodes +bytes sent per leader per step 524288, formula 2\(M-1\)/M x P x 4 = 524288 \(a flat all-reduce: 2\(N-1\)/N x P x 4, rounded down per call = 699048 per rank\)' \
     "$PASS" -- ./05_dp/dp --steps 5 --batch 24 --hierarchical
   ;;
 3x1)
@@ -90,11 +90,16 @@ quick)
     'flat ring +[0-9.]+ +3145728   M x 2\(N-1\)/N x S = 3145728' \
     'hierarchical +[0-9.]+ +3145728   M x 2\(M-1\)/M x S = 3145728' 'both variants: 0' "$PASS" \
     -- ./03_all_reduce/all_reduce --max-bytes 768K --min-bytes 768K --iters 3 --hierarchical
-  check "$tag: 05 data parallel, three nodes of one rank" 3 0 "$B31" "$PASS" \
-    -- ./05_dp/dp --steps 5 --batch 24
+  # 8 tensors of 65536 B; 2 x 2/3 x 65536 = 87381.33 rounds down in each
+  # call: 8 x 87381 = 699048 per rank, flat or among the 3 leaders. A node of
+  # one rank reduces and broadcasts nothing: no call at all.
+  check "$tag: 05 data parallel, three nodes of one rank" 3 0 "$B31" \
+    'bytes sent per rank per step 699048, formula 2\(N-1\)/N x P x 4, rounded down per call = 699048$' \
+    "$PASS" -- ./05_dp/dp --steps 5 --batch 24
   check "$tag: 05 hierarchical, three nodes of one rank" 3 0 "$B31" \
-    'inside node 0 \(1 ranks\) 16 reduce \+ broadcast calls/step, rank 0 sent 0 bytes/step' "$PASS" \
-    -- ./05_dp/dp --steps 5 --batch 24 --hierarchical
+    'inside node 0 \(1 rank\) 0 reduce \+ broadcast calls/step, rank 0 sent 0 bytes/step \(one rank: nothing to reduce or broadcast\)' \
+    'across nodes +bytes sent per leader per step 699048, formula 2\(M-1\)/M x P x 4, rounded down per call = 699048 \(a flat all-reduce: 2\(N-1\)/N x P x 4, rounded down per call = 699048 per rank\)' \
+    "$PASS" -- ./05_dp/dp --steps 5 --batch 24 --hierarchical
   ;;
 *) echo "cluster_tests.sh: unknown set '$SET' (quick, 2x2, 3x1)"; exit 2 ;;
 esac

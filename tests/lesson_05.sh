@@ -4,23 +4,25 @@
 # The default model (L=4 D=64 H=256) has P = 4 x 2 x 64 x 256 = 131072
 # parameters in 8 tensors of 65536 B. An all-reduce of S bytes sends
 # 2(N-1)/N x S per rank (the ring), so per step:
-#   N=2: 524288 B   N=4: 786432 B   N=3: 699050 B in one bucket, but 8 calls of
-#   65536 B each round down (87381 B, the counters count whole bytes): 699048.
+#   N=2: 524288 B   N=4: 786432 B   N=3: 699050.67 B, which the counters,
+#   counting whole bytes per call, round down in each call: 8 calls of 65536 B
+#   send 8 x 87381 = 699048, one bucket of 524288 B sends 699050. The lesson
+#   prints the formula's value in the same whole bytes and says so.
 # --steps 5 keeps every run to a second or two.
 D05=./05_dp/dp
 T05=$LOGS/05_dp_files
 mkdir -p "$T05"
 PASS05='CHECK PASSED: per-step loss and final weights match single-process training'
-bytes05() { echo "bytes sent per rank per step $1, formula 2\(N-1\)/N x P x 4 = $2\$"; }
+bytes05() { echo "bytes sent per rank per step $1, formula 2\(N-1\)/N x P x 4${3:+, rounded down per call} = $2\$"; }
 
 # Every NP passes the reference check; NP=3 needs a batch divisible by 3.
 # One rank: the all-reduce is a no-op, so no call is counted.
 check "05 np=1" 1 0 "$PASS05" 'all-reduce calls/step +0 ' "$(bytes05 0 0)" -- $D05 --steps 5
 check "05 np=2" 2 0 "$PASS05" "$(bytes05 524288 524288)" -- $D05 --steps 5
 check "05 np=3 batch 24" 3 0 "$PASS05" 'each rank runs 8 of the 24 samples per step' \
-  "$(bytes05 699048 699050)" -- $D05 --steps 5 --batch 24
+  "$(bytes05 699048 699048 rounded)" -- $D05 --steps 5 --batch 24
 check "05 np=3 batch 48, one bucket" 3 0 "$PASS05" 'each rank runs 16 of the 48 samples' \
-  'all-reduce calls/step +1 ' "$(bytes05 699050 699050)" -- $D05 --steps 5 --batch 48 --bucket-mb 1
+  'all-reduce calls/step +1 ' "$(bytes05 699050 699050 rounded)" -- $D05 --steps 5 --batch 48 --bucket-mb 1
 
 # NP=4 in every mode: the bytes never change, only how they are cut and when.
 check "05 np=4 default" 4 0 "$PASS05" '8 all-reduces per step \(one per tensor, after backward\)' \

@@ -7,7 +7,11 @@
 #     reference check (resharding);
 #   - a truncated or corrupt checkpoint is refused with a clear message;
 #   - a run killed (SIGKILL) while checkpointing every step leaves a manifest
-#     that names a complete checkpoint, and resuming from it works.
+#     that names a complete checkpoint, and resuming from it ends bit-identical
+#     to a run never interrupted;
+#   - 05's --compress: every rank's error-feedback residual is in the
+#     checkpoint, so the same holds with it at the same NP; another NP, or
+#     another or no --compress, is refused with one line.
 CK=build/test-ckpt
 ckpt_suite() {
   local name=$1 bin=$2 np=$3; shift 3
@@ -44,11 +48,18 @@ ckpt_killed() { # kill -9 while it checkpoints every step; the manifest must sta
   local at; at=$(sed -n 's/^step-0*\([0-9]*\)\.safetensors$/\1/p' "$dir/latest" 2>/dev/null)
   if [ -z "$at" ]; then fail "$name ckpt: killed mid-run, manifest intact" "$log" "no manifest"; return; fi
   check "$name ckpt: killed mid-run at step >= $at, resumes from the manifest" "$np" 0 "resume: step $at" -- \
-    "$bin" "$@" --optimizer adamw --no-check --steps $((at + 2)) --ckpt "$dir" --resume --seed "$tag"
+    "$bin" "$@" --optimizer adamw --no-check --steps $((at + 2)) --ckpt "$dir" --resume --seed "$tag" \
+    --save "$dir/resumed.safetensors"
+  check "$name ckpt: the same $((at + 2)) steps never interrupted" "$np" 0 "saved" -- \
+    "$bin" "$@" --optimizer adamw --no-check --steps $((at + 2)) --seed "$tag" --save "$dir/full.safetensors"
+  if cmp -s "$dir/full.safetensors" "$dir/resumed.safetensors"; then
+    pass "$name ckpt: killed and resumed is bit-identical to never interrupted"
+  else fail "$name ckpt: killed and resumed is bit-identical to never interrupted" "" "cmp $dir/full.safetensors $dir/resumed.safetensors differ"; fi
 }
 
 ckpt_suite 05_dp ./05_dp/dp 2
 ckpt_killed 05_dp ./05_dp/dp 2
+ckpt_killed 05_dp-compress ./05_dp/dp 2 --compress topk:0.01
 # 09_pp: stages own contiguous runs of layers (2, 2 at NP=2; 1 each at NP=4)
 ckpt_suite 09_pp ./09_pp/pp 2 --microbatches 2
 ckpt_killed 09_pp ./09_pp/pp 2 --microbatches 2
@@ -113,7 +124,90 @@ mv "$CFG/latest" "$CFG/latest.saved" && mkfifo "$CFG/latest"
 check "ckpt: a FIFO as the manifest is refused at once" 2 2 "^error: --ckpt $CFG: its manifest $CFG/latest is a FIFO, not a regular file" \
   -- ./05_dp/dp "${ck_args[@]}" --steps 6 --resume --timeout 5
 rm -f "$CFG/latest"
-# top-k's error-feedback residual is not in checkpoints: no exact resume, so refused
-check "ckpt: --compress with --ckpt refused" 2 2 "^error: --compress with --ckpt: checkpoints do not hold top-k's error-feedback residual" \
-  -- ./05_dp/dp --compress topk:0.1 --ckpt "$CFG" --save-every 2
-rm -rf "$CFG"
+mv "$CFG/latest.saved" "$CFG/latest"
+
+# --compress: the residual rank r keeps (what its top-k left unsent) decides
+# the next step as much as the weights: each rank's is in the checkpoint, in
+# the same file. Interrupted after step 5 and resumed at the same NP (2 and
+# 3), the run ends bit-identical to one never interrupted; resumed from the
+# same file with the residuals zeroed (a checkpoint without them), it does
+# not: the comparison can fail.
+TK=build/test-ckpt/compress
+tk_args=(--compress topk:0.01 --optimizer adamw --no-check)
+for np in 2 3; do
+  rm -rf "$TK"; mkdir -p "$TK"
+  b=$((8 * np))
+  check "ckpt --compress np=$np: uninterrupted 8 steps" "$np" 0 "saved" \
+    -- ./05_dp/dp "${tk_args[@]}" --batch $b --steps 8 --save "$TK/full.safetensors"
+  check "ckpt --compress np=$np: 5 steps, checkpoint every 5" "$np" 0 "checkpoint: step 5 saved" \
+    -- ./05_dp/dp "${tk_args[@]}" --batch $b --steps 5 --ckpt "$TK/ck" --save-every 5
+  check "ckpt --compress np=$np: resume to 8 with each rank's residual" "$np" 0 \
+    "^resume: step 5 from $TK/ck/step-00000005.safetensors \(weights, AdamW m and v, each rank's state of --compress topk with k = 1311; configuration and checksum verified\)" \
+    -- ./05_dp/dp "${tk_args[@]}" --batch $b --steps 8 --ckpt "$TK/ck" --resume --save "$TK/resumed.safetensors"
+  if cmp -s "$TK/full.safetensors" "$TK/resumed.safetensors"; then
+    pass "ckpt --compress np=$np: resumed run is bit-identical to the uninterrupted one"
+  else fail "ckpt --compress np=$np: resumed run is bit-identical to the uninterrupted one" "" "cmp $TK/full.safetensors $TK/resumed.safetensors differ"; fi
+done
+# the file holds np=3's residuals: rank_state.0 .. rank_state.2, no more
+if python3 - "$TK/ck/step-00000005.safetensors" <<'PY'
+import json, sys
+d = open(sys.argv[1], 'rb').read()
+h = json.loads(d[8:8 + int.from_bytes(d[:8], 'little')])
+ranks = sorted({k.split('.')[1] for k in h if k.startswith('rank_state.')})
+meta = h['__metadata__']
+sys.exit(not (ranks == ['0', '1', '2'] and meta['ranks'] == '3'
+              and meta['rank_state'] == '--compress topk with k = 1311'))
+PY
+then pass "ckpt --compress: the checkpoint names the residual of each of its 3 ranks"
+else fail "ckpt --compress: the checkpoint names the residual of each of its 3 ranks" "" "rank_state tensors or metadata wrong"; fi
+mkdir -p "$TK/zeroed" && cp "$TK/ck/latest" "$TK/zeroed/"
+python3 - "$TK/ck/step-00000005.safetensors" "$TK/zeroed/step-00000005.safetensors" <<'PY'
+import json, re, struct, sys
+d = bytearray(open(sys.argv[1], 'rb').read())
+n = int.from_bytes(d[:8], 'little')
+for k, t in json.loads(d[8:8 + n]).items():
+    if k.startswith('rank_state.'):
+        a, b = t['data_offsets']
+        d[8 + n + a:8 + n + b] = bytes(b - a)
+h = 0xcbf29ce484222325  # FNV-1a over 32-bit words, as common/train/safetensors.c
+for (w,) in struct.iter_unpack('<I', bytes(d[8 + n:])):
+    h = ((h ^ w) * 0x100000001b3) & 0xffffffffffffffff
+head = re.sub(rb'"checksum":"[0-9a-f]{16}"', b'"checksum":"%016x"' % h, bytes(d[8:8 + n]))
+open(sys.argv[2], 'wb').write(d[:8] + head + d[8 + n:])
+PY
+check "ckpt --compress np=3: resume with the residuals zeroed" 3 0 "resume: step 5" \
+  -- ./05_dp/dp "${tk_args[@]}" --batch 24 --steps 8 --ckpt "$TK/zeroed" --resume --save "$TK/zeroed.safetensors"
+if ! cmp -s "$TK/full.safetensors" "$TK/zeroed.safetensors"; then
+  pass "ckpt --compress np=3: without the residuals the resumed run differs (the comparison can fail)"
+else fail "ckpt --compress np=3: without the residuals the resumed run differs (the comparison can fail)" "" "cmp found no difference"; fi
+# The same training only: another NP (the residual is one rank's own), no
+# --compress, another k, or --compress on a checkpoint without residuals.
+check "ckpt --compress: np=3 checkpoint at np=2 refused" 2 2 \
+  "^error: --resume: the checkpoint holds each rank's state of --compress topk with k = 1311 for 3 ranks, this run has 2: a rank's state is its own, with no counterpart at another number of ranks; resume with 3 ranks, or start afresh with another --ckpt folder" \
+  -- ./05_dp/dp "${tk_args[@]}" --batch 24 --steps 8 --ckpt "$TK/ck" --resume
+check "ckpt --compress: np=3 checkpoint at np=1 refused" 1 2 "^error: --resume: the checkpoint holds each rank's state of --compress topk with k = 1311 for 3 ranks, this run has 1" \
+  -- ./05_dp/dp "${tk_args[@]}" --batch 24 --steps 8 --ckpt "$TK/ck" --resume
+check "ckpt --compress: resumed without --compress refused" 3 2 \
+  "^error: --resume: the checkpoint was trained with --compress topk with k = 1311, this run without it: a resumed run must continue the same training; run as the checkpoint's run did, or start afresh with another --ckpt folder" \
+  -- ./05_dp/dp --optimizer adamw --no-check --batch 24 --steps 8 --ckpt "$TK/ck" --resume
+check "ckpt --compress: resumed with another k refused" 3 2 \
+  "^error: --resume: the checkpoint was trained with --compress topk with k = 1311, this run with --compress topk with k = 13108: " \
+  -- ./05_dp/dp --compress topk:0.1 --optimizer adamw --no-check --batch 24 --steps 8 --ckpt "$TK/ck" --resume
+check "ckpt --compress: 06 resuming 05's compressed checkpoint refused" 3 2 \
+  "^error: --resume: the checkpoint was trained with --compress topk with k = 1311, this run without it" \
+  -- ./06_fsdp/fsdp --optimizer adamw --no-check --batch 24 --steps 8 --ckpt "$TK/ck" --resume
+check "ckpt --compress: a checkpoint without residuals, resumed with --compress, refused" 2 2 \
+  "^error: --resume: the checkpoint was trained without per-rank state, this run with --compress topk with k = 1311: " \
+  -- ./05_dp/dp "${tk_args[@]}" --steps 8 --ckpt "$CFG" --resume
+# a flipped bit in the residual (the file's last tensor) fails the checksum
+f=$TK/ck/step-00000005.safetensors
+cp "$f" "$TK/good"
+python3 - "$f" <<'PY'
+import sys
+d = bytearray(open(sys.argv[1], 'rb').read())
+d[-100] ^= 0x10  # rank_state.2's last tensor
+open(sys.argv[1], 'wb').write(d)
+PY
+check "ckpt --compress: a flipped bit in a residual is refused" 3 2 "^error: $f: the data's checksum is [0-9a-f]{16}, the file says [0-9a-f]{16}: the file is damaged" \
+  -- ./05_dp/dp "${tk_args[@]}" --batch 24 --steps 8 --ckpt "$TK/ck" --resume
+rm -rf "$CFG" "$TK"

@@ -1,10 +1,14 @@
 /* checkpoint.c: --ckpt DIR --save-every K --resume.
  *
  * A checkpoint holds everything that decides the next step: the weights,
- * AdamW's m and v, and the step (the data of step s is a pure function of s,
- * so the step is also the data position). Tensors are stored whole, in the
- * layer-major order of dt_save_model, so a checkpoint written at one world
- * size resumes at any other: each rank slices what it owns.
+ * AdamW's m and v, the step (the data of step s is a pure function of s,
+ * so the step is also the data position), and state a rank keeps for itself
+ * (top-k's error-feedback residual: c->rank_state), every rank's, in the same
+ * file. Tensors are stored whole, in the layer-major order of dt_save_model,
+ * so a checkpoint written at one world size resumes at any other: each rank
+ * slices what it owns. Per-rank state is the exception: rank r's residual is
+ * what rank r's own gradients left unsent, which no rank of another world
+ * size has a counterpart of, so such a checkpoint resumes at its own size.
  *
  * Nothing good is ever overwritten: step k goes to DIR/step-k.safetensors
  * (temp file, fsync, rename), and only then does the manifest DIR/latest,
@@ -22,7 +26,7 @@
 #include "train_internal.h"
 
 void dt_save_state(const char *path, const dt_train_config *c, int64_t step, const float *w,
-                   const float *m, const float *v);
+                   const float *m, const float *v, const float *e);
 void dt_load_tensors(const char *path, const dt_train_config *c, const char *prefix, float *dst,
                      int64_t *step, char *err, size_t errlen);
 int64_t dt_meta_steps(const char *path);
@@ -45,7 +49,7 @@ static int64_t manifest_step(const char *dir) { /* -1 when there is none */
 }
 
 void dt_ckpt_save(const dt_train_config *c, int64_t step, const float *w, const float *m,
-                  const float *v) {
+                  const float *v, const float *e) {
   char path[4096];
   DT_WATCH("reading the checkpoint manifest (--ckpt)"); /* the writes below watch themselves */
   if (mkdir(c->ckpt, 0777) != 0 && errno != EEXIST)
@@ -53,7 +57,7 @@ void dt_ckpt_save(const dt_train_config *c, int64_t step, const float *w, const 
   int64_t previous = manifest_step(c->ckpt);
   dt_watch_done();
   snprintf(path, sizeof path, "%s/step-%08lld.safetensors", c->ckpt, (long long)step);
-  dt_save_state(path, c, step, w, m, v);
+  dt_save_state(path, c, step, w, m, v, c->rank_state ? e : NULL);
   char name[64];
   snprintf(name, sizeof name, "step-%08lld.safetensors\n", (long long)step);
   snprintf(path, sizeof path, "%s/latest", c->ckpt);
@@ -74,7 +78,7 @@ void dt_ckpt_save(const dt_train_config *c, int64_t step, const float *w, const 
   fflush(stdout);
 }
 
-int64_t dt_ckpt_resume(dt_train_config *c, float *w, float *m, float *v) {
+int64_t dt_ckpt_resume(dt_train_config *c, float *w, float *m, float *v, float *e) {
   char err[600] = "", path[4096];
   DT_WATCH("reading the checkpoint (--resume)");
   int64_t step = manifest_step(c->ckpt), stored = -1;
@@ -86,6 +90,9 @@ int64_t dt_ckpt_resume(dt_train_config *c, float *w, float *m, float *v) {
              (long long)stored, (long long)step);
   if (!err[0] && m) dt_load_tensors(path, c, "optim.exp_avg.", m, NULL, err, sizeof err);
   if (!err[0] && m) dt_load_tensors(path, c, "optim.exp_avg_sq.", v, NULL, err, sizeof err);
+  char own[64]; /* the configuration check above holds the world size to the file's */
+  snprintf(own, sizeof own, "rank_state.%d.", dt_rank());
+  if (!err[0] && c->rank_state) dt_load_tensors(path, c, own, e, NULL, err, sizeof err);
   if (!err[0] && step >= c->steps)
     snprintf(err, sizeof err, "the checkpoint is at step %lld: --steps %lld leaves nothing to do",
              (long long)step, (long long)c->steps);
@@ -94,8 +101,9 @@ int64_t dt_ckpt_resume(dt_train_config *c, float *w, float *m, float *v) {
   DT_MPI(MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   if (any) dt_fail("%s", bad ? err : "--resume failed on another rank");
   c->start_step = step;
-  dt_print0("resume: step %lld from %s (weights%s; configuration and checksum verified)\n",
-            (long long)step, path, m ? ", AdamW m and v" : "");
+  dt_print0("resume: step %lld from %s (weights%s%s%s; configuration and checksum verified)\n",
+            (long long)step, path, m ? ", AdamW m and v" : "",
+            c->rank_state ? ", each rank's state of " : "", c->rank_state ? c->rank_state : "");
   int64_t planned = dt_rank() == 0 ? dt_meta_steps(path) : -1;
   if (planned >= 0 && planned != c->steps)
     dt_print0("resume: the checkpoint's run was set for --steps %lld, this one trains to %lld: "

@@ -60,14 +60,23 @@ void dt_run_place_range(dt_run *r, int seg, int64_t off, int64_t at, int64_t col
   }
 }
 
+void dt_run_rank_state(dt_run *r, int seg, float *buf, const char *what) {
+  if (seg < 0 || seg >= r->nseg || r->c.rank_state)
+    dt_fatal(__FILE__, __LINE__, "dt_run_rank_state", "no such segment, or a second state");
+  r->seg[seg].e = buf;
+  r->c.rank_state = what;
+}
+
 /* Between the segments (backend memory) and the whole model (host): each
- * segment through a host copy, each place row by row. */
+ * segment through a host copy, each place row by row. A segment without
+ * the buffer (per-rank state on some segments only) is skipped. */
 static float *seg_buf(dt_segment *s, int which) {
-  return which == 0 ? s->w : which == 1 ? s->m : s->v;
+  return which == 0 ? s->w : which == 1 ? s->m : which == 2 ? s->v : s->e;
 }
 
 static void scatter(dt_run *r, int which, const float *model) {
   for (int k = 0; k < r->nseg; k++) {
+    if (!seg_buf(&r->seg[k], which)) continue;
     float *h = dt_host_alloc(r->seg[k].n, 4); /* padding stays 0 */
     for (const dt_place *p = r->place; p < r->place + r->nplace; p++)
       for (int64_t i = 0; p->seg == k && i < p->rows; i++)
@@ -77,9 +86,11 @@ static void scatter(dt_run *r, int which, const float *model) {
   }
 }
 
-void dt_run_gather(dt_run *r, int which, float *model) {
+/* This rank's elements in their places, 0 elsewhere. */
+static void gather_own(dt_run *r, int which, float *model) {
   memset(model, 0, (size_t)model_size(&r->c) * 4);
   for (int k = 0; k < r->nseg; k++) {
+    if (!seg_buf(&r->seg[k], which)) continue;
     if (r->seg[k].replica && r->world->rank != 0 && !r->replicated) continue; /* rank 0's */
     float *h = dt_host_alloc(r->seg[k].n, 4);
     dt_copy_to_host(h, seg_buf(&r->seg[k], which), r->seg[k].n * 4);
@@ -88,6 +99,10 @@ void dt_run_gather(dt_run *r, int which, float *model) {
         memcpy(model + p->at + i * p->ld, h + p->off + i * p->cols, (size_t)p->cols * 4);
     free(h);
   }
+}
+
+void dt_run_gather(dt_run *r, int which, float *model) {
+  gather_own(r, which, model);
   /* Every element has one owner and 0 elsewhere: the sum is the model. */
   if (!r->replicated) dt_host_reduce(r->world, model, (size_t)model_size(&r->c), DT_F32, DT_SUM, 0);
 }
@@ -98,9 +113,9 @@ void dt_run_begin(dt_run *r) {
   size_t P = (size_t)model_size(c);
   int adamw = c->optimizer[0] == 'a';
   float *w = dt_host_alloc(P, 4), *m = adamw ? dt_host_alloc(P, 4) : NULL,
-        *v = adamw ? dt_host_alloc(P, 4) : NULL;
+        *v = adamw ? dt_host_alloc(P, 4) : NULL, *e = c->rank_state ? dt_host_alloc(P, 4) : NULL;
   if (c->resume)
-    dt_ckpt_resume(c, w, m, v);
+    dt_ckpt_resume(c, w, m, v, e);
   else if (c->load)
     dt_load_model(c->load, c, w);
   for (const dt_place *p = r->place; !c->resume && !c->load && p < r->place + r->nplace; p++)
@@ -111,9 +126,11 @@ void dt_run_begin(dt_run *r) {
     scatter(r, 1, m);
     scatter(r, 2, v);
   }
+  if (c->resume && e) scatter(r, 3, e);
   free(w);
   free(m);
   free(v);
+  free(e);
   r->host = dt_host_alloc(P, 4);
   r->scalar = dt_alloc_f32(1, DT_OTHER);
   if (!r->loss_ranks) r->loss_ranks = r->world->size;
@@ -178,10 +195,11 @@ int dt_step_update(dt_run *r) {
   return 1;
 }
 
-/* Rank 0 writes what it gathered; the m and v arrays exist only for this. */
+/* Rank 0 writes what it gathered; the m and v arrays exist only for this,
+ * and the per-rank state, each rank's own array side by side on rank 0. */
 static void checkpoint(dt_run *r, int64_t steps_done) {
   size_t P = (size_t)model_size(&r->c);
-  float *m = NULL, *v = NULL;
+  float *m = NULL, *v = NULL, *own = NULL, *e = NULL;
   dt_run_gather(r, 0, r->host);
   if (r->seg[0].m) {
     m = dt_host_alloc(P, 4);
@@ -189,9 +207,17 @@ static void checkpoint(dt_run *r, int64_t steps_done) {
     dt_run_gather(r, 1, m);
     dt_run_gather(r, 2, v);
   }
-  if (r->world->rank == 0) dt_ckpt_save(&r->c, steps_done, r->host, m, v);
+  if (r->c.rank_state) {
+    own = dt_host_alloc(P, 4);
+    gather_own(r, 3, own);
+    if (r->world->rank == 0) e = dt_host_alloc((size_t)r->world->size * P, 4);
+    dt_host_gather(r->world, own, e, P, DT_F32, 0);
+  }
+  if (r->world->rank == 0) dt_ckpt_save(&r->c, steps_done, r->host, m, v, e);
   free(m);
   free(v);
+  free(own);
+  free(e);
 }
 
 double dt_run_loss(dt_run *r, const float *x, const float *y, float *dx, size_t n, double scale) {

@@ -159,6 +159,24 @@ static void compare_config(const char *header, const char *path, const dt_train_
           "folder",
           flags[i], theirs, flags[i], mine[i], flags[i], theirs);
   }
+  /* per-rank state (top-k's residual): the same kind, and the same ranks */
+  char state[256] = "", ranks[32] = "";
+  meta_value(header, "rank_state", state, sizeof state);
+  meta_value(header, "ranks", ranks, sizeof ranks);
+  const char *want = c->rank_state ? c->rank_state : "";
+  if (!err[0] && strcmp(state, want) != 0)
+    snprintf(err, errlen,
+             "--resume: the checkpoint was trained %s%s, this run %s%s: a resumed run must "
+             "continue the same training; run as the checkpoint's run did, or start afresh with "
+             "another --ckpt folder",
+             state[0] ? "with " : "without per-rank state", state, want[0] ? "with " : "without it",
+             want);
+  else if (!err[0] && state[0] && atoll(ranks) != dt_size())
+    snprintf(err, errlen,
+             "--resume: the checkpoint holds each rank's state of %s for %s ranks, this run has "
+             "%d: a rank's state is its own, with no counterpart at another number of ranks; "
+             "resume with %s ranks, or start afresh with another --ckpt folder",
+             state, ranks, dt_size(), ranks);
 }
 
 int64_t dt_meta_steps(const char *path) { /* the --steps of the run that wrote it, or -1 */
@@ -192,19 +210,35 @@ static void model_tensors(tensor *t, const dt_train_config *c, const char *prefi
   }
 }
 
+/* e: with c->rank_state, every rank's state (P floats each, rank 0 first),
+ * as "rank_state.{r}.layers...", and the metadata says what it is and of
+ * how many ranks. */
 void dt_save_state(const char *path, const dt_train_config *c, int64_t step, const float *w,
-                   const float *m, const float *v) {
-  int64_t n = dt_model_tensors(c);
-  tensor *t = calloc((size_t)(3 * n), sizeof *t);
+                   const float *m, const float *v, const float *e) {
+  int64_t n = dt_model_tensors(c), P = c->layers * dt_params_per_layer(c), N = e ? dt_size() : 0;
+  tensor *t = calloc((size_t)((3 + N) * n), sizeof *t);
   CHECK_ALLOC(t);
+  int used = 0;
   model_tensors(t, c, "", w);
+  used += (int)n;
   if (m) {
     model_tensors(t + n, c, "optim.exp_avg.", m);
     model_tensors(t + 2 * n, c, "optim.exp_avg_sq.", v);
+    used += (int)(2 * n);
   }
-  char meta[512];
+  for (int64_t r = 0; r < N; r++, used += (int)n) {
+    char prefix[48];
+    snprintf(prefix, sizeof prefix, "rank_state.%lld.", (long long)r);
+    model_tensors(t + used, c, prefix, e + r * P);
+  }
+  char meta[1024];
   meta_of(c, step, meta, sizeof meta);
-  write_atomically(path, "--ckpt", t, (int)(m ? 3 * n : n), meta);
+  if (e) {
+    size_t len = strlen(meta);
+    snprintf(meta + len, sizeof meta - len, ",\"rank_state\":\"%.200s\",\"ranks\":\"%lld\"",
+             c->rank_state, (long long)N);
+  }
+  write_atomically(path, "--ckpt", t, used, meta);
   free(t);
 }
 

@@ -30,6 +30,9 @@ typedef struct {
   int64_t save_every;
   int no_check, resume;
   int64_t start_step; /* set by dt_ckpt_resume: the first step this run trains */
+  /* set by dt_run_rank_state: what per-rank state checkpoints hold beside
+   * the model (top-k's residual), NULL for none; a resume must match it */
+  const char *rank_state;
   /* a mixture of experts in place of each block's MLP (lesson 10; 0: none) */
   int64_t experts, topk;
   double capacity_factor, aux_coef;
@@ -288,10 +291,13 @@ void dt_dump_data(const char *path, const dt_train_config *c);
 /* Checkpoints for resuming (checkpoint.c): weights and AdamW state (m, v:
  * NULL for sgd) as whole layer-major host arrays, and the step. Save on rank
  * 0 only, after gathering; resume is collective, fills the arrays, sets
- * c->start_step and returns it. Steps start_step .. steps-1 remain. */
+ * c->start_step and returns it. Steps start_step .. steps-1 remain. With
+ * c->rank_state, e is per-rank state in the same layout: on save every
+ * rank's array, rank 0's first (world size x P floats), on resume this
+ * rank's own, which only a run at the checkpoint's world size may take. */
 void dt_ckpt_save(const dt_train_config *c, int64_t step, const float *w, const float *m,
-                  const float *v);
-int64_t dt_ckpt_resume(dt_train_config *c, float *w, float *m, float *v);
+                  const float *v, const float *e);
+int64_t dt_ckpt_resume(dt_train_config *c, float *w, float *m, float *v, float *e);
 /* Whether to checkpoint after finishing step index `step` (0-based). */
 int dt_ckpt_due(const dt_train_config *c, int64_t step);
 
@@ -357,6 +363,7 @@ dt_op dt_wire_op(const dt_wire *w, dt_op op);
 enum { DT_RUN_SEGMENTS = 64 };
 typedef struct {
   float *w, *g, *m, *v; /* m, v: AdamW's state, allocated by dt_run_segment (NULL for sgd) */
+  float *e;             /* this rank's own state (dt_run_rank_state), or NULL */
   size_t n;
   int replica; /* set by the lesson: every rank holds the same copy (10's router) */
 } dt_segment;
@@ -393,6 +400,11 @@ dt_comm *dt_run_init(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson
 /* n floats this rank steps: w and g are the lesson's (g as the optimizer
  * reads it); m and v are allocated here for AdamW. Returns its index. */
 int dt_run_segment(dt_run *r, float *w, float *g, size_t n);
+/* buf: n floats laid out like segment seg, state of this rank alone that the
+ * next step depends on (top-k's error-feedback residual): checkpoints hold
+ * every rank's, and --resume restores it at the same world size and refuses
+ * another. `what` names it in the checkpoint and in the refusals. */
+void dt_run_rank_state(dt_run *r, int seg, float *buf, const char *what);
 /* Elements [off, off + rows x cols) of segment seg are rows of cols floats,
  * ld apart, at `at` of the whole model (rows 1: a run of cols floats). */
 void dt_run_place(dt_run *r, int seg, int64_t off, int64_t at, int64_t rows, int64_t cols,
