@@ -17,7 +17,7 @@
 #include "train_internal.h"
 
 typedef struct {
-  char name[128];
+  char name[160];
   int ndim;
   int64_t shape[3];
   const float *data; /* host */
