@@ -162,7 +162,7 @@ tour: all
 	@NP=$(NP) MPIRUN="$(MPIRUN)" MPIRUN_FLAGS="$(call mpirun_flags,$(NP))" bash tests/tour.sh $(LESSON_BINS)
 
 test: all
-	@BACKEND=$(BACKEND) NVCC="$(NVCC)" GPUS=$(GPUS) CORES=$(CORES) MPIRUN="$(MPIRUN)" \
+	@BACKEND=$(BACKEND) NVCC="$(NVCC)" GPUS=$(GPUS) CORES=$(CORES) MPIRUN="$(MPIRUN)" MPICC="$(MPICC)" \
 	  MAKE="$(MAKE)" bash tests/run_tests.sh
 
 # Every lesson across emulated nodes (tools/cluster.sh: network namespaces,

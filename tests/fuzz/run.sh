@@ -10,7 +10,8 @@ for name in "$@"; do
   work="$dir/corpus-$name" log="$dir/fuzz-$name.log"
   mkdir -p "$work" && cp tests/fuzz/corpus/"$name"/* "$work"/ 2>/dev/null
   echo "fuzz $name: $secs s, corpus $work (from tests/fuzz/corpus/$name), log $log"
-  "$dir/fuzz_$name" -max_total_time="$secs" -max_len=8192 -print_final_stats=1 \
+  dict=tests/fuzz/$name.dict
+  "$dir/fuzz_$name" -max_total_time="$secs" -max_len=8192 -print_final_stats=1 -dict="$dict" \
     -artifact_prefix="$dir/crash-$name-" "$work" >"$log" 2>&1
   rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
