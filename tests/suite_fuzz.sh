@@ -32,3 +32,40 @@ else
         for f in tests/fuzz/corpus/safetensors/*; do echo \"input \$f\"; $FZ/replay_safetensors \"\$f\" || exit \$?; done"
   fi
 fi
+
+# The same hostile inputs through the program: one line naming the file and
+# what is wrong, exit 2, and the checkpoint folder left as it was (a refused
+# --resume with --save-every writes nothing over it).
+seed_run=(--layers 2 --dim 4 --hidden 8 --batch 4 --samples 8 --optimizer adamw --lr 0.01 --no-check)
+mkdir -p "$FZ/ck"
+cp tests/fuzz/corpus/safetensors/offset-int64max "$FZ/ck/step-00000002.safetensors"
+printf 'step-00000002.safetensors\n' >"$FZ/ck/latest"
+(cd "$FZ/ck" && cksum latest step-00000002.safetensors) >"$FZ/ck.before"
+check "hostile file: --resume of issue 30's INT64_MAX data offset refused, naming the file" 2 2 \
+  "^error: $FZ/ck/step-00000002.safetensors: \"layers.0.w1\"'s data range \[9223372036854775679, 9223372036854775807\) is wrong or past the end of the 1536 data bytes \(truncated file\?\)\$" \
+  -- ./05_dp/dp "${seed_run[@]}" --steps 4 --ckpt "$FZ/ck" --resume --save-every 1
+if (cd "$FZ/ck" && cksum latest step-00000002.safetensors) | cmp -s - "$FZ/ck.before" && [ "$(ls "$FZ/ck" | wc -l)" -eq 2 ]; then
+  pass "hostile file: the refused --resume wrote nothing into $FZ/ck"
+else
+  fail "hostile file: the refused --resume wrote nothing into $FZ/ck" "" "$(ls -l "$FZ/ck")"
+fi
+check "hostile file: --load of issue 30's INT64_MAX data offset refused" 2 2 \
+  "^error: --load $FZ/ck/step-00000002.safetensors: \"layers.0.w1\"'s data range \[9223372036854775679, 9223372036854775807\) is wrong" \
+  -- ./05_dp/dp "${seed_run[@]}" --steps 4 --load "$FZ/ck/step-00000002.safetensors"
+check "hostile file: --load of a data offset past 2^64 refused" 2 2 \
+  "^error: --load tests/fuzz/corpus/safetensors/offset-past-uint64: tensor \"layers.0.w1\" holds a number past 2\^63-1\$" \
+  -- ./05_dp/dp "${seed_run[@]}" --steps 4 --load tests/fuzz/corpus/safetensors/offset-past-uint64
+check "hostile file: --load of a header length of 2^64-1 refused" 2 2 \
+  "^error: --load tests/fuzz/corpus/safetensors/header-length-uint64max: not a safetensors file \(header length 18446744073709551615, file 2768 bytes; at most 64 MiB of header\)\$" \
+  -- ./05_dp/dp "${seed_run[@]}" --steps 4 --load tests/fuzz/corpus/safetensors/header-length-uint64max
+cp tests/fuzz/corpus/safetensors/step-past-uint64 "$FZ/ck/step-00000002.safetensors"
+check "hostile file: --resume of a step past 2^64 refused" 2 2 "^error: $FZ/ck/step-00000002.safetensors: the metadata's step is not a whole number from 0 to 2\^63-1\$" \
+  -- ./05_dp/dp "${seed_run[@]}" --steps 4 --ckpt "$FZ/ck" --resume
+cp tests/fuzz/corpus/manifest/step-past-int64 "$FZ/ck/latest"
+check "hostile file: a manifest naming a step past 2^63-1 refused" 2 2 \
+  "^error: --resume: no readable manifest $FZ/ck/latest: its step is past 2\^63-1, the largest there can be\$" \
+  -- ./05_dp/dp "${seed_run[@]}" --steps 4 --ckpt "$FZ/ck" --resume
+cp tests/fuzz/corpus/manifest/unpadded "$FZ/ck/latest"
+check "hostile file: a manifest not in the written form refused" 2 2 \
+  "^error: --resume: no readable manifest $FZ/ck/latest: it does not hold one line step-NNNNNNNN.safetensors \(a checkpoint's name\)\$" \
+  -- ./05_dp/dp "${seed_run[@]}" --steps 4 --ckpt "$FZ/ck" --resume

@@ -294,7 +294,11 @@ void dt_read_tensors(FILE *f, uint64_t size, const char *path, const dt_train_co
   }
   uint64_t data_size = size - 8 - len; /* read_header checked len <= size - 8 */
   int64_t meta_step = meta_int(header, "step");
-  if (step && meta_step < 0) snprintf(err, errlen, "%s: the metadata has no step", path);
+  char text[64];
+  if (step && meta_step < 0 && meta_value(header, "step", text, sizeof text))
+    snprintf(err, errlen, "%s: the metadata's step is not a whole number from 0 to 2^63-1", path);
+  else if (step && meta_step < 0)
+    snprintf(err, errlen, "%s: the metadata has no step", path);
   if (step) *step = meta_step;
   if (step && !err[0]) compare_config(header, path, c, err, errlen);
   int64_t L = c->layers, D = c->dim, H = c->hidden;
