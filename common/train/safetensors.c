@@ -320,8 +320,8 @@ void dt_read_tensors(FILE *f, uint64_t size, const char *path, const dt_train_co
                (unsigned long long)want_r, (unsigned long long)want_c);
     else if (off[0] > off[1] || off[1] > data_size || off[1] - off[0] != bytes)
       snprintf(err, errlen,
-               "%s: %s's data range [%llu, %llu) is wrong or past the end of the %llu data bytes "
-               "(truncated file?)",
+               "%s: %s's data range [%llu, %llu) is wrong or past the end (truncated file?): the "
+               "file holds %llu bytes of data",
                path, key, (unsigned long long)off[0], (unsigned long long)off[1],
                (unsigned long long)data_size);
     else if (fseeko(f, (off_t)(8 + len + off[0]), SEEK_SET) != 0 ||
