@@ -162,7 +162,7 @@ tour: all
 	@NP=$(NP) MPIRUN="$(MPIRUN)" MPIRUN_FLAGS="$(call mpirun_flags,$(NP))" bash tests/tour.sh $(LESSON_BINS)
 
 test: all
-	@BACKEND=$(BACKEND) NVCC="$(NVCC)" GPUS=$(GPUS) CORES=$(CORES) MPIRUN="$(MPIRUN)" \
+	@BACKEND=$(BACKEND) NVCC="$(NVCC)" GPUS=$(GPUS) CORES=$(CORES) MPIRUN="$(MPIRUN)" MPICC="$(MPICC)" \
 	  MAKE="$(MAKE)" bash tests/run_tests.sh
 
 # Every lesson across emulated nodes (tools/cluster.sh: network namespaces,
@@ -185,6 +185,34 @@ sanitize:
 	@$(MAKE) --no-print-directory BACKEND=cpu BUILD_ROOT=build/sanitize BIN_DIR=build/sanitize/bin \
 	  OPT="$(SANITIZE_FLAGS)" LDFLAGS="$(SANITIZE_FLAGS)" all
 	@CORES=$(CORES) MPIRUN="$(MPIRUN)" bash tests/sanitize.sh build/sanitize/bin
+
+# The readers of files from disk (safetensors, the checkpoint manifest)
+# under ASan+UBSan: tests/fuzz_NAME.c holds each harness, tests/fuzz/corpus/
+# NAME/ its committed inputs. make fuzz runs libFuzzer (clang) on each for
+# FUZZ_SECONDS; make test replays the corpus through tests/fuzz/replay.c
+# with this compiler, no libFuzzer needed. Only the readers and the harness
+# are instrumented; the rest of common links from the normal build.
+FUZZ_SECONDS ?= 300
+FUZZ_CC      ?= clang
+FUZZ_DIR     := $(BUILD_ROOT)/fuzz
+FUZZ_NAMES   := safetensors manifest
+FUZZ_READERS := common/train/safetensors.c common/train/checkpoint.c
+FUZZ_CFLAGS   = $(filter-out -MMD -MP,$(CFLAGS)) $(SANITIZE_FLAGS)
+.PHONY: fuzz fuzz-replay
+$(FUZZ_DIR)/replay_%: tests/fuzz_%.c tests/fuzz/replay.c $(FUZZ_READERS) $(LIBS)
+	@mkdir -p $(@D)
+	$(MPICC) $(FUZZ_CFLAGS) $(filter %.c,$^) $(LIBS) -o $@ $(LDLIBS)
+# OMPI_CC / MPICH_CC: mpicc's flags and libraries, clang as the compiler
+$(FUZZ_DIR)/fuzz_%: tests/fuzz_%.c $(FUZZ_READERS) $(LIBS)
+	@mkdir -p $(@D)
+	OMPI_CC=$(FUZZ_CC) MPICH_CC=$(FUZZ_CC) $(MPICC) $(FUZZ_CFLAGS) -fsanitize=fuzzer \
+	  $(filter %.c,$^) $(LIBS) -o $@ $(LDLIBS)
+fuzz-replay: $(foreach n,$(FUZZ_NAMES),$(FUZZ_DIR)/replay_$(n))
+	@for n in $(FUZZ_NAMES); do $(FUZZ_DIR)/replay_$$n tests/fuzz/corpus/$$n || exit 1; done
+fuzz:
+	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz: needs clang with libFuzzer (FUZZ_CC=$(FUZZ_CC) not found)"; exit 1; }
+	@$(MAKE) --no-print-directory $(foreach n,$(FUZZ_NAMES),$(FUZZ_DIR)/fuzz_$(n))
+	@bash tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_DIR) $(FUZZ_NAMES)
 
 # dt_matmul against a standalone single-thread OpenBLAS sgemm on the
 # training shapes (the cpu backend's performance target: >= 80%).

@@ -43,7 +43,9 @@ check() {
   timeout -k 5 "$TEST_TIMEOUT" $launcher "$@" >"$log" 2>&1
   local rc=$?
   if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then fail "$name" "$log" "timed out after ${TEST_TIMEOUT}s: $launcher $*"; return; fi
-  if [ "$want" = nonzero ] && [ $rc -eq 0 ] || [ "$want" != nonzero ] && [ $rc -ne "$want" ]; then
+  local wrong=0 # spelled out: `A && B || C && D` is ((A && B) || C) && D in the shell
+  if [ "$want" = nonzero ]; then [ $rc -ne 0 ] || wrong=1; else [ $rc -eq "$want" ] || wrong=1; fi
+  if [ $wrong = 1 ]; then
     fail "$name" "$log" "exit code $rc, expected $want: $launcher $*"; return
   fi
   local p

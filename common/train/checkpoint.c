@@ -31,20 +31,48 @@ void dt_load_tensors(const char *path, const dt_train_config *c, const char *pre
                      int64_t *step, char *err, size_t errlen);
 int64_t dt_meta_steps(const char *path);
 
-static int64_t manifest_step(const char *dir) { /* -1 when there is none */
-  char path[4096], name[256];
-  long long step = -1;
+/* The manifest's text is untrusted: it must be exactly the name this file
+ * writes, step-NNNNNNNN.safetensors and a newline, the step at most 2^63-1
+ * (read digit by digit, refused before it would overflow). */
+int64_t dt_manifest_parse(const char *text, size_t n, char *why, size_t whylen) {
+  int64_t step = 0;
+  size_t i = 5;
+  int past = 0, named = n >= 5 && memcmp(text, "step-", 5) == 0;
+  for (; named && i < n && text[i] >= '0' && text[i] <= '9' && !past; i++) {
+    int d = text[i] - '0';
+    past = step > (INT64_MAX - d) / 10;
+    step = past ? step : step * 10 + d;
+  }
+  char name[64];
+  int len = snprintf(name, sizeof name, "step-%08lld.safetensors\n", (long long)step);
+  if (past) {
+    snprintf(why, whylen, "its step is past 2^63-1, the largest there can be");
+  } else if (!named || i == 5 || n != (size_t)len || memcmp(text, name, n) != 0) {
+    snprintf(why, whylen,
+             "it does not hold one line step-NNNNNNNN.safetensors (a checkpoint's name)");
+    past = 1;
+  }
+  return past ? -1 : step;
+}
+
+static int64_t manifest_step(const char *dir, char *why, size_t whylen) { /* -1: none */
+  char path[4096], text[65];
+  int64_t step = -1;
   snprintf(path, sizeof path, "%s/latest", dir);
   int fd = open(path, O_RDONLY | O_NONBLOCK); /* a FIFO must not block, nor count */
   struct stat st;
-  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-    close(fd);
-    fd = -1;
+  if (fd < 0) {
+    snprintf(why, whylen, "%s", strerror(errno));
+  } else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    snprintf(why, whylen, "not a regular file");
+  } else {
+    ssize_t n = read(fd, text, sizeof text); /* a name is shorter than text */
+    if (n < 0)
+      snprintf(why, whylen, "%s", strerror(errno));
+    else
+      step = dt_manifest_parse(text, (size_t)n, why, whylen);
   }
-  FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-  if (f && fgets(name, sizeof name, f) && sscanf(name, "step-%lld.safetensors", &step) != 1)
-    step = -1;
-  if (f) fclose(f);
+  if (fd >= 0) close(fd);
   return step;
 }
 
@@ -54,7 +82,8 @@ void dt_ckpt_save(const dt_train_config *c, int64_t step, const float *w, const 
   DT_WATCH("reading the checkpoint manifest (--ckpt)"); /* the writes below watch themselves */
   if (mkdir(c->ckpt, 0777) != 0 && errno != EEXIST)
     dt_fatal(__FILE__, __LINE__, "mkdir --ckpt", strerror(errno));
-  int64_t previous = manifest_step(c->ckpt);
+  char why[128];
+  int64_t previous = manifest_step(c->ckpt, why, sizeof why); /* none: delete nothing */
   dt_watch_done();
   snprintf(path, sizeof path, "%s/step-%08lld.safetensors", c->ckpt, (long long)step);
   dt_save_state(path, c, step, w, m, v, c->rank_state ? e : NULL);
@@ -81,8 +110,10 @@ void dt_ckpt_save(const dt_train_config *c, int64_t step, const float *w, const 
 int64_t dt_ckpt_resume(dt_train_config *c, float *w, float *m, float *v, float *e) {
   char err[600] = "", path[4096];
   DT_WATCH("reading the checkpoint (--resume)");
-  int64_t step = manifest_step(c->ckpt), stored = -1;
-  if (step < 0) snprintf(err, sizeof err, "--resume: no readable manifest %s/latest", c->ckpt);
+  char why[128] = "";
+  int64_t step = manifest_step(c->ckpt, why, sizeof why), stored = -1;
+  if (step < 0)
+    snprintf(err, sizeof err, "--resume: no readable manifest %.400s/latest: %s", c->ckpt, why);
   snprintf(path, sizeof path, "%s/step-%08lld.safetensors", c->ckpt, (long long)step);
   if (!err[0]) dt_load_tensors(path, c, "", w, &stored, err, sizeof err);
   if (!err[0] && stored != step)

@@ -179,21 +179,59 @@ static void compare_config(const char *header, const char *path, const dt_train_
              state, ranks, dt_size(), ranks);
 }
 
-int64_t dt_meta_steps(const char *path) { /* the --steps of the run that wrote it, or -1 */
-  char value[64];
-  long long steps = -1;
-  FILE *f = fopen(path, "rb");
-  unsigned char le[8];
-  uint64_t len = 0;
-  if (f && fread(le, 1, 8, f) == 8) {
-    for (int i = 0; i < 8; i++) len |= (uint64_t)le[i] << (8 * i);
-    char *header = len < (64u << 20) ? malloc(len + 1) : NULL;
-    if (header && fread(header, 1, len, f) == len) {
-      header[len] = '\0';
-      if (meta_value(header, "steps", value, sizeof value)) sscanf(value, "%lld", &steps);
-    }
-    free(header);
+/* A file is untrusted: its numbers are read digit by digit, each one refused
+ * past max before the multiply or add that would overflow (sscanf's %lld
+ * is undefined behaviour out of range). *p moves past the number. */
+static int read_u64(const char **p, uint64_t max, uint64_t *out) {
+  const char *q = *p;
+  uint64_t v = 0;
+  if (*q < '0' || *q > '9') return 0;
+  for (; *q >= '0' && *q <= '9'; q++) {
+    unsigned d = (unsigned)(*q - '0');
+    if (v > (max - d) / 10) return 0;
+    v = v * 10 + d;
   }
+  *p = q;
+  *out = v;
+  return 1;
+}
+
+/* The metadata's non-negative integer of key (a string of digits), or -1. */
+static int64_t meta_int(const char *header, const char *key) {
+  char value[64];
+  uint64_t v;
+  const char *at = meta_value(header, key, value, sizeof value);
+  return at && read_u64(&at, INT64_MAX, &v) && *at == '\0' ? (int64_t)v : -1;
+}
+
+/* Where a header may be: 8 bytes of length n, then n bytes. len is checked
+ * against the file's size and the limit before anything is allocated. */
+#define HEADER_MAX (64u << 20)
+static char *read_header(FILE *f, uint64_t size, uint64_t *len) {
+  unsigned char le[8];
+  *len = 0;
+  if (size < 8 || fread(le, 1, 8, f) != 8) return NULL;
+  for (int i = 0; i < 8; i++) *len |= (uint64_t)le[i] << (8 * i);
+  if (*len > size - 8 || *len > HEADER_MAX) return NULL;
+  char *header = malloc(*len + 1);
+  CHECK_ALLOC(header);
+  if (fread(header, 1, *len, f) != *len) {
+    free(header);
+    return NULL;
+  }
+  header[*len] = '\0'; /* a NUL inside ends the text early: keys past it are missing */
+  return header;
+}
+
+int64_t dt_meta_steps(const char *path) { /* the --steps of the run that wrote it, or -1 */
+  int64_t steps = -1;
+  struct stat st;
+  uint64_t len;
+  FILE *f = fopen(path, "rb");
+  char *header =
+      f && fstat(fileno(f), &st) == 0 ? read_header(f, (uint64_t)st.st_size, &len) : NULL;
+  if (header) steps = meta_int(header, "steps");
+  free(header);
   if (f) fclose(f);
   return steps;
 }
@@ -252,71 +290,81 @@ void dt_save_model(const char *path, const dt_train_config *c, int64_t step, con
   free(t);
 }
 
-/* Reads the 2L tensors named prefix + "layers.{l}.w{1,2}" and checks each
- * one's dtype, shape and byte range against the config; the metadata's step
- * goes to *step. On any mismatch, err says what and where. */
-void dt_load_tensors(const char *path, const dt_train_config *c, const char *prefix, float *dst,
-                     int64_t *step, char *err, size_t errlen) {
-  /* never block on a FIFO, nor read a device, in place of a file */
-  int fd = open(path, O_RDONLY | O_NONBLOCK);
-  struct stat st;
-  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-    snprintf(err, errlen, "%s: not a regular file", path);
-    close(fd);
+/* One tensor's entry after its quoted name, as the writer lays it out:
+ * : {"dtype":"F32","shape":[r,k],"data_offsets":[begin,end]} (any spaces).
+ * NULL when it parses, else what is wrong with it. */
+static const char *parse_entry(const char *p, uint64_t shape[2], uint64_t off[2]) {
+  const char *parts[] = {":", "{", "\"dtype\"", ":", "\"F32\"", ",", "\"shape\"",        ":",
+                         "[", "#", ",",         "#", "]",       ",", "\"data_offsets\"", ":",
+                         "[", "#", ",",         "#", "]",       "}"};
+  uint64_t *nums[4] = {&shape[0], &shape[1], &off[0], &off[1]};
+  int n = 0;
+  for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+    if (parts[i][0] == '#') {
+      if (*p < '0' || *p > '9') return "is not F32 [rows, cols] with data_offsets [begin, end]";
+      if (!read_u64(&p, INT64_MAX, nums[n++])) return "holds a number past 2^63-1";
+    } else if (strncmp(p, parts[i], strlen(parts[i])) == 0) {
+      p += strlen(parts[i]);
+    } else {
+      return "is not F32 [rows, cols] with data_offsets [begin, end]";
+    }
+  }
+  return NULL;
+}
+
+/* Reads the 2L tensors named prefix + "layers.{l}.w{1,2}" from f (size
+ * bytes; path only names it in messages) and checks each one's dtype, shape
+ * and byte range against the config; the metadata's step goes to *step. On
+ * any mismatch, err says what and where. Every number the file gives is
+ * checked before any arithmetic on it: the header's length against the file
+ * and 64 MiB, each shape against the config, each range as begin <= end <=
+ * the data's size with end - begin = rows * cols * 4 (no sum can overflow). */
+void dt_read_tensors(FILE *f, uint64_t size, const char *path, const dt_train_config *c,
+                     const char *prefix, float *dst, int64_t *step, char *err, size_t errlen) {
+  uint64_t len;
+  char *header = read_header(f, size, &len);
+  if (!header) {
+    snprintf(err, errlen,
+             "%s: not a safetensors file (header length %llu, file %llu bytes; at most %u MiB of "
+             "header)",
+             path, (unsigned long long)len, (unsigned long long)size, HEADER_MAX >> 20);
     return;
   }
-  FILE *f = fd < 0 ? NULL : fdopen(fd, "rb");
-  if (!f) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
-    if (fd >= 0) close(fd);
-    return;
-  }
-  unsigned char le[8];
-  uint64_t len = 0;
-  fseek(f, 0, SEEK_END);
-  long size = ftell(f);
-  rewind(f);
-  if (fread(le, 1, 8, f) != 8)
-    len = UINT64_MAX;
-  else
-    for (int i = 0; i < 8; i++) len |= (uint64_t)le[i] << (8 * i);
-  if (len == UINT64_MAX || len > (uint64_t)size - 8 || len > (64u << 20)) {
-    snprintf(err, errlen, "%s: not a safetensors file (header length %llu, file %ld bytes)", path,
-             (unsigned long long)len, size);
-    fclose(f);
-    return;
-  }
-  char *header = malloc(len + 1);
-  CHECK_ALLOC(header);
-  header[fread(header, 1, len, f) == len ? len : 0] = '\0';
-  const char *at = strstr(header, "\"step\":\"");
-  long long meta_step = -1;
-  if (step && (!at || sscanf(at + 8, "%lld", &meta_step) != 1))
+  uint64_t data_size = size - 8 - len; /* read_header checked len <= size - 8 */
+  int64_t meta_step = meta_int(header, "step");
+  char text[64];
+  if (step && meta_step < 0 && meta_value(header, "step", text, sizeof text))
+    snprintf(err, errlen, "%s: the metadata's step is not a whole number from 0 to 2^63-1", path);
+  else if (step && meta_step < 0)
     snprintf(err, errlen, "%s: the metadata has no step", path);
   if (step) *step = meta_step;
   if (step && !err[0]) compare_config(header, path, c, err, errlen);
   int64_t L = c->layers, D = c->dim, H = c->hidden;
   for (int64_t i = 0; i < 2 * L && !err[0]; i++) {
     char key[96];
-    long long r = 0, k = 0, begin = 0, end = 0;
+    uint64_t shape[2], off[2];
     snprintf(key, sizeof key, "\"%slayers.%lld.w%d\"", prefix, (long long)(i / 2),
              (int)(i % 2) + 1);
-    at = strstr(header, key);
-    long long want_r = i % 2 ? H : D, want_c = i % 2 ? D : H;
-    if (!at || sscanf(at + strlen(key),
-                      " : { \"dtype\" : \"F32\" , \"shape\" : [ %lld , %lld ] , "
-                      "\"data_offsets\" : [ %lld , %lld ] }",
-                      &r, &k, &begin, &end) != 4)
-      snprintf(err, errlen, "%s: tensor %s is missing or not F32 [rows, cols]", path, key);
-    else if (r != want_r || k != want_c)
-      snprintf(err, errlen, "%s: %s has shape [%lld, %lld], the config needs [%lld, %lld]", path,
-               key, r, k, want_r, want_c);
-    else if (end - begin != r * k * 4 || begin < 0 || 8 + (long long)len + end > size)
+    const char *at = strstr(header, key), *why = NULL;
+    uint64_t want_r = (uint64_t)(i % 2 ? H : D), want_c = (uint64_t)(i % 2 ? D : H);
+    uint64_t bytes = want_r * want_c * 4; /* the config's, bounded by the CLI's limits */
+    if (!at)
+      snprintf(err, errlen, "%s: tensor %s is missing", path, key);
+    else if ((why = parse_entry(at + strlen(key), shape, off)))
+      snprintf(err, errlen, "%s: tensor %s %s", path, key, why);
+    else if (shape[0] != want_r || shape[1] != want_c)
+      snprintf(err, errlen, "%s: %s has shape [%llu, %llu], the config needs [%llu, %llu]", path,
+               key, (unsigned long long)shape[0], (unsigned long long)shape[1],
+               (unsigned long long)want_r, (unsigned long long)want_c);
+    else if (off[0] > off[1] || off[1] > data_size || off[1] - off[0] != bytes)
       snprintf(err, errlen,
-               "%s: %s's data range [%lld, %lld) is wrong or past the end (truncated file?)", path,
-               key, begin, end);
-    else if (fseek(f, (long)(8 + len + (uint64_t)begin), SEEK_SET) != 0 ||
-             fread(dst + i * D * H, 4, (size_t)(r * k), f) != (size_t)(r * k))
+               "%s: %s's data range [%llu, %llu) is wrong or past the end (truncated file?): the "
+               "file holds %llu bytes of data",
+               path, key, (unsigned long long)off[0], (unsigned long long)off[1],
+               (unsigned long long)data_size);
+    else if (fseeko(f, (off_t)(8 + len + off[0]), SEEK_SET) != 0 ||
+             fread(dst + i * D * H, 4, want_r * want_c, f) != want_r * want_c)
       snprintf(err, errlen, "%s: cannot read %s", path, key);
   }
   /* The checksum covers the whole data section: checked once, with the
@@ -326,7 +374,7 @@ void dt_load_tensors(const char *path, const dt_train_config *c, const char *pre
     uint64_t sum = CHECKSUM_SEED;
     char *buf = malloc(1 << 20);
     CHECK_ALLOC(buf);
-    fseek(f, (long)(8 + len), SEEK_SET);
+    fseeko(f, (off_t)(8 + len), SEEK_SET);
     for (size_t got; (got = fread(buf, 1, 1 << 20, f)) > 0;) sum = checksum(sum, buf, got);
     free(buf);
     char have[32];
@@ -349,6 +397,25 @@ void dt_load_tensors(const char *path, const dt_train_config *c, const char *pre
                "start afresh",
                path, prefix, (long long)(j / (2 * D * H)), isnan(dst[j]) ? "NaN" : "inf");
   free(header);
+}
+
+void dt_load_tensors(const char *path, const dt_train_config *c, const char *prefix, float *dst,
+                     int64_t *step, char *err, size_t errlen) {
+  /* never block on a FIFO, nor read a device, in place of a file */
+  int fd = open(path, O_RDONLY | O_NONBLOCK);
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    snprintf(err, errlen, "%s: not a regular file", path);
+    close(fd);
+    return;
+  }
+  FILE *f = fd < 0 ? NULL : fdopen(fd, "rb");
+  if (!f) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
+    return;
+  }
+  dt_read_tensors(f, (uint64_t)st.st_size, path, c, prefix, dst, step, err, errlen);
   fclose(f);
 }
 

@@ -3,6 +3,8 @@
 #ifndef DT_TRAIN_INTERNAL_H
 #define DT_TRAIN_INTERNAL_H
 
+#include <stdio.h>
+
 #include "comm_internal.h"
 #include "train.h"
 
@@ -27,6 +29,14 @@ void dt_reference_update(const dt_train_config *c, dt_loss_scaler *scaler, float
 /* outputs.c: check the output paths at start-up (collective: rank 0 looks,
  * every rank fails alike) */
 void dt_check_outputs(const dt_train_config *c);
+
+/* The readers of files from disk, untrusted input, over an open stream or
+ * bytes so that tests/fuzz_*.c drive them without files. On a bad file err
+ * (or why) says what is wrong; nothing else is touched. safetensors.c: */
+void dt_read_tensors(FILE *f, uint64_t size, const char *path, const dt_train_config *c,
+                     const char *prefix, float *dst, int64_t *step, char *err, size_t errlen);
+/* checkpoint.c: the step the manifest's text names, or -1 */
+int64_t dt_manifest_parse(const char *text, size_t n, char *why, size_t whylen);
 
 #ifdef __cplusplus
 }
