@@ -4,7 +4,7 @@
 
 static void *alloc(int64_t n, size_t size, dt_tag tag) { return dt_alloc((size_t)n * size, tag); }
 
-void ep_buffers(model *m, const dt_train_config *c) {
+void ep_buffers(model *m) {
   int64_t L = m->L, D = m->D, H = m->H, E = m->E, N = m->N;
   int64_t R = m->R, k = m->k, M = m->M;
   m->x = alloc((L + 1) * R * D, 4, DT_ACTIV), m->y = alloc(R * D, 4, DT_DATA);
@@ -31,5 +31,4 @@ void ep_buffers(model *m, const dt_train_config *c) {
   m->cn = dt_host_alloc((size_t)N, sizeof(size_t)),
   m->cd = dt_host_alloc((size_t)N, sizeof(size_t));
   for (int64_t d = 0; d < N; d++) m->cn[d] = (size_t)m->El, m->cd[d] = (size_t)(d * m->El);
-  if (!c->no_check) m->record = dt_host_alloc((size_t)(c->steps * L * R * k), 4);
 }

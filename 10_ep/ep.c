@@ -40,17 +40,11 @@ static void layout(model *m, dt_run *r) {
   if (c->batch % N != 0)
     dt_fail("global batch %lld does not split over %lld ranks: choose --batch divisible by %lld",
             (long long)c->batch, (long long)N, (long long)N);
-  *m = (model){.world = m->world,
-               .hand = m->hand,
-               .verify = m->verify,
-               .L = L,
-               .D = D,
-               .H = H,
-               .E = E,
-               .k = c->topk,
-               .N = N,
-               .El = E / N,
-               .R = c->batch / N};
+  m->L = L;
+  m->D = D;
+  m->H = H;
+  m->R = r->c.batch / N;
+  m->E = E, m->k = c->topk, m->N = N, m->El = E / N;
   m->C = dt_moe_capacity(c, m->R);
   m->M = N * m->C * m->El;
   size_t nr = (size_t)(L * D * E), ne = (size_t)(L * m->El * 2 * D * H);
@@ -64,22 +58,8 @@ static void layout(model *m, dt_run *r) {
     dt_run_place(r, experts, expert_offset(m, l, 0),
                  at + D * E + m->world->rank * m->El * 2 * D * H, 1, m->El * 2 * D * H, 0);
   }
-  ep_buffers(m, c);
-}
-
-/* Received rows sit by source rank, then expert; the experts want them by
- * expert, then source: copy block by block, either way. */
-static void reorder(const model *m, const route *q, float *rank_major, float *expert_major,
-                    int to_experts) {
-  size_t at = 0, D = (size_t)m->D;
-  for (int64_t e = 0; e < m->El; e++)
-    for (int64_t s = 0; s < m->N; s++) {
-      size_t from = q->rd[s] / D, n = (size_t)q->rcount[s * m->El + e];
-      for (int64_t f = 0; f < e; f++) from += (size_t)q->rcount[s * m->El + f];
-      float *rm = rank_major + from * D, *em = expert_major + at * D;
-      if (n) memcpy(to_experts ? em : rm, to_experts ? rm : em, n * D * 4);
-      at += n;
-    }
+  ep_buffers(m);
+  m->record = dt_run_record_routing(r, m->R); /* for the check */
 }
 
 /* Route this rank's tokens and send each kept choice to its expert's rank. */
@@ -114,10 +94,7 @@ static void dispatch(model *m, int64_t l, int64_t step) {
     for (int64_t e = 0; e < m->El; e++) n += q->rcount[s * m->El + e];
     q->rd[s] = at, q->rc[s] = (size_t)(n * D), at += q->rc[s];
   }
-  for (int64_t p = 0; p < N; p++)
-    if (p != m->world->rank)
-      m->rows_out += q->sc[p] / (size_t)D, m->rows_in += q->rc[p] / (size_t)D;
-  for (int64_t e = 0; e < E; e++) m->kept[e] += q->count[e];
+  tally(m, q);
   for (int64_t e = 0; e < m->El; e++) {
     q->rows[e] = 0;
     for (int64_t s = 0; s < N; s++) q->rows[e] += q->rcount[s * m->El + e];
@@ -217,12 +194,7 @@ int main(int argc, char **argv) {
   const char *a2a = "library";
   model m = {0};
   dt_option options[] = {
-      DT_TRAIN_OPTIONS(&run.c),
-      DT_INT("--experts", &run.c.experts, 1, 256, "experts E per layer (a multiple of N)"),
-      DT_INT("--topk", &run.c.topk, 1, 2, "experts k each token is sent to"),
-      DT_DOUBLE("--capacity-factor", &run.c.capacity_factor, 1e-9, 1e6,
-                "cf: an expert takes at most ceil(cf k R / E) of a rank's R tokens"),
-      DT_DOUBLE("--aux-coef", &run.c.aux_coef, 0, 1e3, "weight of the load-balancing loss"),
+      DT_TRAIN_OPTIONS(&run.c), DT_MOE_OPTIONS(&run.c),
       DT_FLAG("--verify-dispatch", &m.verify,
               "check every layer's send counts, displacements and rows before they travel"),
       DT_STRING("--all-to-all", &a2a, "library|hand",
@@ -233,7 +205,6 @@ int main(int argc, char **argv) {
   dt_comm *world = dt_run_init(&run, &argc, &argv, &lesson, options);
   m.world = world, m.hand = strcmp(a2a, "hand") == 0;
   layout(&m, &run);
-  dt_routing routing = {.groups = m.N, .R = m.R};
   dt_run_begin(&run);
   dt_print0("expert parallel: %lld experts of %lld per rank, each token to %lld; capacity %lld "
             "tokens per expert of a rank's %lld (ceil(cf k R / E), cf %g); %s all-to-all\n",
@@ -247,13 +218,5 @@ int main(int argc, char **argv) {
   }
   dt_run_summary(&run);
   report(&m, &run);
-  if (m.record) { /* the routing to rank 0, where the check replays it */
-    size_t n = (size_t)(run.c.steps * m.L * m.R * m.k);
-    routing.choice = dt_host_alloc(world->rank == 0 ? n * (size_t)m.N : 1, 4);
-    dt_host_gather(world, m.record, routing.choice, n, DT_I32, 0);
-    run.routing = &routing;
-  }
-  int failed = dt_run_finish(&run);
-  free(routing.choice);
-  return failed;
+  return dt_run_finish(&run);
 }

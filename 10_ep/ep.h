@@ -40,7 +40,7 @@ typedef struct {
 enum { COUNTS, DISPATCH, COMBINE, DISPATCH_BACK, COMBINE_BACK }; /* the phases */
 
 /* buffers.c: everything but the weights, by tag (report.c's formulas) */
-void ep_buffers(model *m, const dt_train_config *c);
+void ep_buffers(model *m);
 /* verify.c: the send counts, displacements and rows of a dispatch, as the
  * receivers will read them; any mismatch named per rank, then dt_fail */
 void verify_dispatch(model *m, const route *q);
@@ -50,7 +50,13 @@ void verify_dispatch(model *m, const route *q);
 void exchange(model *m, int p, const float *send, const size_t *sc, const size_t *sd, float *recv,
               const size_t *rc, const size_t *rd);
 void exchange_counts(model *m, const int64_t *send, int64_t *recv);
-/* report.c: tokens per expert, bytes and memory beside their formulas */
+/* received rows sit by source rank, then expert; the experts want them by
+ * expert, then source: copy between the two, to_experts or back */
+void reorder(const model *m, const route *q, float *rank_major, float *expert_major,
+             int to_experts);
+/* report.c: a layer's dispatch counted (tokens to and from other ranks,
+ * kept per expert); tokens per expert, bytes and memory beside formulas */
+void tally(model *m, const route *q);
 void report(model *m, dt_run *r);
 
 #endif

@@ -32,6 +32,21 @@ void exchange(model *m, int p, const float *send, const size_t *sc, const size_t
   m->bytes[p] += dt_comm_total(m->world).bytes_sent - before;
 }
 
+/* Received rows sit by source rank, then expert; the experts want them by
+ * expert, then source: copy block by block, either way. */
+void reorder(const model *m, const route *q, float *rank_major, float *expert_major,
+             int to_experts) {
+  size_t at = 0, D = (size_t)m->D;
+  for (int64_t e = 0; e < m->El; e++)
+    for (int64_t s = 0; s < m->N; s++) {
+      size_t from = q->rd[s] / D, n = (size_t)q->rcount[s * m->El + e];
+      for (int64_t f = 0; f < e; f++) from += (size_t)q->rcount[s * m->El + f];
+      float *rm = rank_major + from * D, *em = expert_major + at * D;
+      if (n) memcpy(to_experts ? em : rm, to_experts ? rm : em, n * D * 4);
+      at += n;
+    }
+}
+
 /* E/N counts to each rank: how many of my tokens each of its experts gets.
  * Blocks of one size: the plain all-to-all (by hand, the same rounds). */
 void exchange_counts(model *m, const int64_t *send, int64_t *recv) {

@@ -5,6 +5,13 @@
 
 #include "ep.h"
 
+void tally(model *m, const route *q) {
+  for (int64_t p = 0; p < m->N; p++)
+    if (p != m->world->rank)
+      m->rows_out += q->sc[p] / (size_t)m->D, m->rows_in += q->rc[p] / (size_t)m->D;
+  for (int64_t e = 0; e < m->E; e++) m->kept[e] += q->count[e];
+}
+
 static void tokens(model *m, dt_run *r, uint64_t steps) {
   int64_t E = m->E, total = (int64_t)steps * m->L * r->c.batch * m->k, dropped = m->dropped;
   dt_host_all_reduce(m->world, m->kept, (size_t)E, DT_I64, DT_SUM); /* bookkeeping */

@@ -270,8 +270,26 @@ void dt_print_memory(const dt_row *rows, int n, const char *other) {
   }
 }
 
+int32_t *dt_run_record_routing(dt_run *r, int64_t tokens) {
+  if (r->c.no_check) return NULL;
+  r->record_rows = tokens;
+  r->record = dt_host_alloc((size_t)(r->c.steps * r->c.layers * tokens * r->c.topk), 4);
+  return r->record;
+}
+
+/* The routing of every rank to rank 0, rank-major, where the check replays it. */
+static dt_routing *gather_routing(dt_run *r, dt_routing *rt) {
+  if (!r->record) return NULL;
+  size_t n = (size_t)(r->c.steps * r->c.layers * r->record_rows * r->c.topk);
+  *rt = (dt_routing){.groups = r->world->size, .R = r->record_rows};
+  rt->choice = dt_host_alloc(r->world->rank == 0 ? n * (size_t)r->world->size : 1, 4);
+  dt_host_gather(r->world, r->record, rt->choice, n, DT_I32, 0);
+  return rt;
+}
+
 int dt_run_finish(dt_run *r) {
   const dt_train_config *c = &r->c;
+  dt_routing routing = {0};
   dt_run_gather(r, 0, r->host);
   if (c->save && r->world->rank == 0) dt_save_model(c->save, c, c->steps, r->host);
   if (c->save) dt_print0("saved %s\n", c->save);
@@ -280,7 +298,8 @@ int dt_run_finish(dt_run *r) {
   if (!c->no_check && r->converge > 0)
     failed = dt_check_convergence(c, r->losses, r->converge, r->converge_what);
   else if (!c->no_check)
-    failed = dt_check_against_reference(c, r->losses, r->host, r->replicated, r->routing);
+    failed = dt_check_against_reference(c, r->losses, r->host, r->replicated,
+                                        gather_routing(r, &routing));
   for (int k = 0; k < r->nseg; k++) {
     dt_free(r->seg[k].m);
     dt_free(r->seg[k].v);
@@ -289,6 +308,8 @@ int dt_run_finish(dt_run *r) {
   free(r->host);
   free(r->losses);
   free(r->place);
+  free(r->record);
+  free(routing.choice);
   dt_finalize();
   return failed;
 }

@@ -224,6 +224,14 @@ void dt_router_backward(const float *x, const float *wr, const float *probs, con
                         const float *gate, const float *dgate, const float *daux, int64_t R,
                         int64_t D, int64_t E, int64_t k, float *dlogits, float *dwr, float *dx);
 
+/* The flags of the mixture, after DT_TRAIN_OPTIONS in lesson 10's table. */
+#define DT_MOE_OPTIONS(c)                                                                          \
+  DT_INT("--experts", &(c)->experts, 1, 256, "experts E per layer (a multiple of N)"),             \
+      DT_INT("--topk", &(c)->topk, 1, 2, "experts k each token is sent to"),                       \
+      DT_DOUBLE("--capacity-factor", &(c)->capacity_factor, 1e-9, 1e6,                             \
+                "cf: an expert takes at most ceil(cf k R / E) of a rank's R tokens"),              \
+      DT_DOUBLE("--aux-coef", &(c)->aux_coef, 0, 1e3, "weight of the load-balancing loss")
+
 /* Routing is a discrete choice, so the check replays the run's (CHECKING.md):
  * the reference takes each token's experts from `choice` and verifies they
  * are the ones it would choose itself, unless the logits it sees are within
@@ -391,7 +399,8 @@ typedef struct {
   dt_counter scalars; /* the all-reduces of one float: clip norm, fp16 verdict */
   float *scalar;
   float *host;         /* the whole model on the host (rank 0; every rank when replicated) */
-  dt_routing *routing; /* with experts: the run's routing, for the check (rank 0) */
+  int32_t *record;     /* with experts: this rank's routing, [steps][L][R][k] */
+  int64_t record_rows; /* R: the tokens this rank routes per layer and step */
 } dt_run;
 
 /* dt_init, dt_train_resolve and --trace; returns the world. */
@@ -445,6 +454,10 @@ typedef struct {
 void dt_print_memory(const dt_row *rows, int n, const char *other);
 /* The whole model to rank 0 (every rank when replicated), as in files. */
 void dt_run_gather(dt_run *r, int which, float *host); /* which: 0 w, 1 m, 2 v */
+/* With experts: where the lesson records each layer's choices ([steps][L]
+ * [tokens][k], step-major), which dt_run_finish gathers for the check to
+ * replay; NULL with --no-check (nothing to record). */
+int32_t *dt_run_record_routing(dt_run *r, int64_t tokens);
 /* Gather, --save, --trace, the check, free, finalize: the exit code. */
 int dt_run_finish(dt_run *r);
 
