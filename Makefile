@@ -232,9 +232,10 @@ bench-step: all
 define exercise_rules
 exercise-$(call lesson_num,$(1)):
 	@bash tests/exercise.sh make $(1)
-check-$(call lesson_num,$(1)): $(LIBS) $(call lesson_objs,$(1))
+check-$(call lesson_num,$(1)):
 	@MPICC="$(MPICC)" CFLAGS="$(CFLAGS)" LDFLAGS="$(LDFLAGS)" LDLIBS="$(LDLIBS)" LIBDT="$(LIBS)" \
 	  LESSON_OBJS="$(call lesson_objs,$(1))" OBJDIR=$(BUILD)/exercises MPIRUN="$(MPIRUN)" CORES=$(CORES) \
+	  MAKE="$(MAKE)" MAKE_ARGS="BACKEND=$(BACKEND)" $(if $(filter command line environment,$(origin NP)),CHECK_NP=$(NP)) \
 	  bash tests/exercise.sh check $(1)
 print-lesson-objs-$(call lesson_num,$(1)):
 	@echo $(call lesson_objs,$(1))

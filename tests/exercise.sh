@@ -194,36 +194,47 @@ cmd_check() {
   marked=$(basename "$(lesson_src "$d")" .c)
   src="$EXERCISE_DIR/$d/$marked.c"
   [ -f "$src" ] || die "no $src yet: run 'make exercise-$((10#${d%%_*}))' first"
-  local lib
-  for lib in $LIBDT; do
-    [ -f "$lib" ] || die "no $lib: build the common libraries first ('make', or run 'make check-N')"
-  done
-  local tag
-  tag=$(echo "$EXERCISE_DIR" | tr -c 'A-Za-z0-9_\n' '_')
-  obj="$OBJDIR/$tag/$d/$marked.o"
+  # the default workspace's build goes straight under OBJDIR (build/cpu/
+  # exercises/06_fsdp); another EXERCISE_DIR gets a folder of its own name
+  local sub=$d
+  [ "$EXERCISE_DIR" = exercises ] || sub="$(echo "$EXERCISE_DIR" | tr -c 'A-Za-z0-9_\n' '_')/$d"
+  obj="$OBJDIR/$sub/$marked.o"
   # the binary sits beside the student's file, to run by hand; a lesson's own
   # folder keeps its binary, so the pristine one goes to the build folder
-  if [ "$(cd "$EXERCISE_DIR" && pwd)" = "$(pwd)" ]; then bin="$OBJDIR/$tag/$d/$name"; else bin="$EXERCISE_DIR/$d/$name"; fi
-  log_dir="$OBJDIR/$tag/$d/logs"
+  if [ "$(cd "$EXERCISE_DIR" && pwd)" = "$(pwd)" ]; then bin="$OBJDIR/$sub/$name"; else bin="$EXERCISE_DIR/$d/$name"; fi
+  log_dir="$OBJDIR/$sub/logs"
   mkdir -p "$(dirname "$obj")" "$log_dir"
   echo "check-$((10#${d%%_*})): $(field "$spec" title)"
   echo "  file: $src"
   local cflags=${CFLAGS//-MMD/} build_log="$log_dir/build.log" n=$((10#${d%%_*}))
   cflags=${cflags//-MP/}
-  if [ -z "${LESSON_OBJS+set}" ]; then
+  [ -n "${LESSON_OBJS+set}" ] ||
     LESSON_OBJS=$(${MAKE:-make} -s --no-print-directory BACKEND=cpu "print-lesson-objs-$n") || die "make print-lesson-objs-$n failed"
-    [ -z "$LESSON_OBJS" ] || ${MAKE:-make} -s --no-print-directory BACKEND=cpu $LESSON_OBJS >&2 || die "could not build $LESSON_OBJS"
-  fi
+  # the lesson's own copy of the marked file is never built: the student's
+  # replaces it
   local o others=""
   for o in $LESSON_OBJS; do
     [[ $o == */"$d/$marked.o" ]] || others+=" $o"
   done
+  # the libraries and the lesson's other files, quietly: their output only
+  # if they fail (a broken clone, not the student's code)
+  # shellcheck disable=SC2086
+  if ! ${MAKE:-make} -s --no-print-directory ${MAKE_ARGS:-BACKEND=cpu} $LIBDT $others >"$build_log" 2>&1; then
+    echo "FAIL  build: the common libraries or the lesson's other files do not build (not your file);"
+    echo "      make says (all of it: $build_log):"
+    grep -E 'error|Error' "$build_log" | head -n 8 | sed 's/^/      /'
+    echo "1 check: 0 passed, 1 failed (build)"
+    return 1
+  fi
   # -I the lesson's folder: the student's copy sits elsewhere but includes
   # the lesson's own headers ("compress.h") as name.c does
   # shellcheck disable=SC2086
   if ! { $MPICC $cflags -I"$d" -c "$src" -o "$obj" && $MPICC $LDFLAGS "$obj" $others $LIBDT -o "$bin" $LDLIBS; } >"$build_log" 2>&1; then
-    echo "FAIL  build: it does not compile; the compiler says:"
-    grep -E 'error|undefined reference' "$build_log" | head -n 12 | sed 's/^/      /'
+    echo "FAIL  build: it does not compile; the compiler says (all of it: $build_log):"
+    # the student's own lines first (file:line: error), then the linker's
+    { grep -E "^$src:[0-9]+(:[0-9]+)?: (fatal )?error" "$build_log"
+      grep -E "^$src:[0-9]+(:[0-9]+)?: (warning|note)" "$build_log"
+      grep -E 'undefined reference|ld returned' "$build_log"; } | head -n 12 | sed 's/^/      /'
     echo "1 check: 0 passed, 1 failed (build)"
     return 1
   fi
