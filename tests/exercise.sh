@@ -185,6 +185,26 @@ hint_for() {
   echo "$def"
 }
 
+# stdin folded at spaces to 100 columns, lines after the first indented by $1
+wrap() {
+  local pad
+  pad=$(printf "%${1}s" "")
+  fold -s -w 100 | sed 's/ *$//' | sed "2,\$s/^/$pad/"
+}
+
+# Under a FAIL, what the run measured that says why: the comparison rows
+# marked FAIL and the tensors off (every training lesson), and the lines
+# each @show ERE of the spec finds (the plan of each stage, the bytes).
+SHOW_ALWAYS='^  FAIL |^  tensors off|^    layers\.[0-9]+\.w[12]  rel diff|^    \.\.\. and [0-9]+ more|^  never moved: '
+show_lines() {
+  local spec=$1 log=$2 re
+  re=$SHOW_ALWAYS
+  while IFS= read -r line; do re="$re|$line"; done < <(field "$spec" show)
+  grep -E -- "$re" "$log" | head -n 24 | sed 's/^ *//' | while IFS= read -r line; do
+    echo "$line" | fold -s -w 90 | sed 's/ *$//' | sed '1s/^/      | /; 2,$s/^/      |     /'
+  done
+}
+
 cmd_check() {
   local d src spec name bin obj log_dir
   d=$(lesson_dir "$1") || exit 2
@@ -276,11 +296,11 @@ cmd_check() {
         fi
         verdict=FAIL
         found=$(grep -E -- "${key:-^$}" "$log" | grep -Ev -- "$re" | head -n 1 | sed 's/^ *//; s/  */ /g')
-        got="CHECK PASSED, but $what does not hold${found:+: $found}"
+        got="CHECK PASSED, but this does not hold: $what${found:+; the first line that breaks it: $found}"
       done
     fi
-    [ ${#got} -gt 200 ] && got="${got:0:197}..."
-    echo "$verdict  np=$np $args: expected $expected, got: $got"
+    # whole words: a long line wraps at a space, never cut
+    echo "$verdict  np=$np $args: expected $expected, got: $got" | wrap 6
     if [ $verdict = PASS ]; then
       passed=$((passed + 1))
     else
@@ -296,6 +316,7 @@ cmd_check() {
         echo "      hint: $hint" | fold -s -w 90 | sed 's/ *$//; 2,$s/^/            /'
       fi
       last_hint=$hint
+      show_lines "$spec" "$log"
       echo "      whole output: $log"
       echo "      run it again: $run_cmd"
     fi
