@@ -23,6 +23,12 @@
 #                                       @hint whose EREs all match a failed
 #                                       run's output is printed, else @hint-default;
 #     @hint-crash                       lines, instead of all that after a crash
+#     @show    ERE                      under a FAIL, print the lines it finds
+#                                       (the plan, the bytes) beside the
+#                                       comparison rows marked FAIL
+#     @np1-checks  what                 what a run at np=1 checks; without it
+#                                       a pass at np=1 (nothing to send) is
+#                                       labelled trivial and not counted
 # A lesson with k marked regions has k @todo and @stub blocks, in order.
 #
 # The marked file is the lesson's name.c, or else the one other .c of its
@@ -38,7 +44,8 @@
 # EXERCISE_DIR=. checks the lesson itself (the test suite does). Each run
 # gets --timeout $EXERCISE_TIMEOUT (the lesson's watchdog catches deadlocks)
 # and an outer limit of $EXERCISE_LIMIT seconds in case even that fails.
-# EXERCISE_FIRST=K runs only the first K checks (the test suite's shortcut).
+# EXERCISE_FIRST=K runs only the first K checks (the test suite's shortcut);
+# CHECK_NP=k (make check-N NP=k) only those at np=k, or each one's flags at np=k.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 
@@ -205,6 +212,25 @@ show_lines() {
   done
 }
 
+# The spec's runs; with CHECK_NP=k (make check-N NP=k) those at np=k, or,
+# where the spec has none, each of its flag sets once at np=k.
+runs_of() {
+  local spec=$1 np args seen=""
+  if [ -z "${CHECK_NP:-}" ]; then
+    field "$spec" run
+    return
+  fi
+  if field "$spec" run | grep -q "^$CHECK_NP "; then
+    field "$spec" run | grep "^$CHECK_NP "
+    return
+  fi
+  field "$spec" run | while read -r np args; do
+    case "$seen" in *"|$args|"*) continue ;; esac
+    seen="$seen|$args|"
+    echo "$CHECK_NP $args"
+  done
+}
+
 cmd_check() {
   local d src spec name bin obj log_dir
   d=$(lesson_dir "$1") || exit 2
@@ -226,6 +252,12 @@ cmd_check() {
   mkdir -p "$(dirname "$obj")" "$log_dir"
   echo "check-$((10#${d%%_*})): $(field "$spec" title)"
   echo "  file: $src"
+  if [ -n "${CHECK_NP:-}" ]; then
+    [[ $CHECK_NP =~ ^[1-9][0-9]*$ ]] || die "NP=$CHECK_NP: a number of processes, 1 or more"
+    field "$spec" run | grep -q "^$CHECK_NP " &&
+      echo "  NP=$CHECK_NP: the checks at np=$CHECK_NP only" ||
+      echo "  NP=$CHECK_NP: no check of this exercise runs at np=$CHECK_NP; each one's flags run at np=$CHECK_NP"
+  fi
   local cflags=${CFLAGS//-MMD/} build_log="$log_dir/build.log" n=$((10#${d%%_*}))
   cflags=${cflags//-MP/}
   [ -n "${LESSON_OBJS+set}" ] ||
@@ -267,10 +299,12 @@ cmd_check() {
   local expected="CHECK PASSED" r
   for r in "${requires[@]}"; do r=${r#* | }; expected="$expected and ${r%% | *}"; done
   [ -n "$(field "$spec" expect)" ] && expected=$(field "$spec" expect)
-  local passed=0 failed=0 np args line rc log got verdict run_cmd hint last_hint=""
+  local passed=0 failed=0 trivial=0 np args line rc log got verdict run_cmd hint last_hint=""
+  local np1
+  np1=$(field "$spec" np1-checks)
   while read -r np args; do
     [ -n "$np" ] || continue
-    log="$log_dir/check$((passed + failed + 1))-np$np.log"
+    log="$log_dir/check$((passed + failed + trivial + 1))-np$np.log"
     run_cmd="$(mpirun_cmd "$np") $bin $args --timeout $EXERCISE_TIMEOUT"
     # shellcheck disable=SC2086
     timeout -k 5 "$EXERCISE_LIMIT" $run_cmd >"$log" 2>&1 </dev/null
@@ -300,8 +334,17 @@ cmd_check() {
       done
     fi
     # whole words: a long line wraps at a space, never cut
+    # at np=1 nothing is sent: a pass there says nothing of the student's
+    # communication, unless the spec names what that run does check
+    if [ $verdict = PASS ] && [ "$np" = 1 ] && [ -z "$np1" ]; then
+      verdict="PASS (trivial at np=1: nothing to send; not counted)"
+    elif [ $verdict = PASS ] && [ "$np" = 1 ]; then
+      verdict="PASS (np=1: nothing to send; this run checks $np1)"
+    fi
     echo "$verdict  np=$np $args: expected $expected, got: $got" | wrap 6
-    if [ $verdict = PASS ]; then
+    if [[ $verdict == *trivial* ]]; then
+      trivial=$((trivial + 1))
+    elif [[ $verdict == PASS* ]]; then
       passed=$((passed + 1))
     else
       failed=$((failed + 1))
@@ -320,8 +363,10 @@ cmd_check() {
       echo "      whole output: $log"
       echo "      run it again: $run_cmd"
     fi
-  done < <(field "$spec" run | head -n "${EXERCISE_FIRST:-1000}")
-  echo "$((passed + failed)) checks: $passed passed, $failed failed"
+  done < <(runs_of "$spec" | head -n "${EXERCISE_FIRST:-1000}")
+  local more=""
+  [ $trivial -gt 0 ] && more="; $trivial more passed trivially at np=1 (nothing to send), not counted"
+  echo "$((passed + failed)) checks: $passed passed, $failed failed$more"
   [ $failed -eq 0 ]
 }
 
