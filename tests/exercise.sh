@@ -202,7 +202,7 @@ wrap() {
 # Under a FAIL, what the run measured that says why: the comparison rows
 # marked FAIL and the tensors off (every training lesson), and the lines
 # each @show ERE of the spec finds (the plan of each stage, the bytes).
-SHOW_ALWAYS='^  FAIL |^  tensors off|^    layers\.[0-9]+\.w[12]  rel diff|^    \.\.\. and [0-9]+ more|^  never moved: '
+SHOW_ALWAYS='^  FAIL '
 show_lines() {
   local spec=$1 log=$2 re
   re=$SHOW_ALWAYS
@@ -210,6 +210,73 @@ show_lines() {
   grep -E -- "$re" "$log" | head -n 24 | sed 's/^ *//' | while IFS= read -r line; do
     echo "$line" | fold -s -w 90 | sed 's/ *$//' | sed '1s/^/      | /; 2,$s/^/      |     /'
   done
+}
+
+# What the run measured, set against the formulas, one "fact: TAG | what it
+# says" line each; the spec's @hint EREs can key on the TAGs (the hint is
+# then chosen from the figures, not only from the verdict's words), and the
+# "what it says" half is printed under the FAIL:
+#   bytes NAME R [=1/N|=N]  a collective moved R (p/q, or 0) of its formula
+#   never-moved LAYERS       tensors still at their initial weights
+#   moved =N | =1/N | R      how far the tensors off moved against one process
+#   off LAYERS [all]         which layers have a tensor off (all: every one)
+#   peer prev|next|other     whom the rank the watchdog stopped waits on
+facts_of() {
+  awk -v N="$2" '
+    function gcd(a, b) { while (b) { t = b; b = a % b; a = t } return a }
+    function ratio(m, f,   g) {
+      if (m == 0) return "0"
+      g = gcd(m, f)
+      if (f / g <= 16 && m / g <= 64) return (f / g == 1) ? (m / g) "x" : (m / g) "/" (f / g)
+      return sprintf("%.2fx", m / f)
+    }
+    function tagN(m, f) { return m * N == f ? " =1/N" : (m == f * N ? " =N" : "") }
+    function say_bytes(name, m, f,   r) {
+      r = ratio(m, f)
+      printf "fact: bytes %s %s%s | %s moved %s of the formula'"'"'s bytes (%d of %d per rank per step%s)\n", \
+        name, r, tagN(m, f), name, (r == "0" ? "none" : r), m, f, (tagN(m, f) != "" ? ", N = " N : "")
+    }
+    /bytes sent per rank per step +calls +measured +formula/ { table = 1; next }
+    table && /^    total/ { table = 0 }
+    table && $1 ~ /^[a-z_]+$/ && $3 ~ /^[0-9]+$/ && $4 ~ /^[0-9]+$/ && $3 != $4 { say_bytes($1, $3 + 0, $4 + 0) }
+    /bytes sent per rank per step [0-9]+, formula .* = [0-9]+$/ {
+      m = $0; sub(/.*per step /, "", m); sub(/,.*/, "", m); f = $NF
+      if (m != f) say_bytes("the all-reduce", m + 0, f + 0)
+    }
+    /^    layers\.[0-9]+\.w[12]  rel diff / {
+      split($1, p, "."); l = p[2] + 0
+      if (!(l in seen)) { seen[l] = 1; offl = offl (offl == "" ? "" : ",") l }
+      n_off++
+      if ($0 ~ /never moved\)/) { nev[l]++; n_nev++ } else { mv[++n_mv] = $6 + 0 }
+    }
+    /^  tensors off: [0-9]+ of [0-9]+/ { total = $5 + 0 }
+    /^watchdog: rank [0-9]+ stuck .* in recv .*peer rank [0-9]+/ && !wd {
+      wd = 1; r = $3 + 0; pr = $0; sub(/.*peer rank /, "", pr); pr += 0
+      prev = (r + N - 1) % N; next_ = (r + 1) % N
+      if (N == 2) w = "prev"; else w = pr == prev ? "prev" : (pr == next_ ? "next" : "other")
+      printf "fact: peer %s | rank %d waits to receive from rank %d; its prev is %d, its next %d\n", w, r, pr, prev, next_
+    }
+    END {
+      if (n_off == 0) exit
+      nl = 0; for (l in seen) nl++
+      printf "fact: off %s%s | %d of %d tensors off, in layer%s %s\n", offl, (2 * nl == total ? " all" : ""), \
+        n_off, total, (nl > 1 ? "s" : ""), offl
+      if (n_nev) {
+        lst = ""; for (l = 0; l < total; l++) if (l in nev) lst = lst (lst == "" ? "" : ",") l
+        printf "fact: never-moved %s | %d tensor%s never moved from %s initial weights (layer%s %s): no update reached %s, so %s rel diff is exactly 1.00, the whole distance one process moved %s\n", \
+          lst, n_nev, (n_nev > 1 ? "s" : ""), (n_nev > 1 ? "their" : "its"), (n_nev > 1 ? "s" : ""), lst, \
+          (n_nev > 1 ? "them" : "it"), (n_nev > 1 ? "their" : "its"), (n_nev > 1 ? "them" : "it")
+      }
+      if (n_mv) { # the median, against N and 1/N
+        for (i = 1; i <= n_mv; i++) for (j = i + 1; j <= n_mv; j++) if (mv[j] < mv[i]) { t = mv[i]; mv[i] = mv[j]; mv[j] = t }
+        med = mv[int((n_mv + 1) / 2)]
+        # nearer N (or 1/N) than 1 on a log scale: over a few steps the
+        # loss surface bends, so a sum of N gradients moves 3 x, not 4 x, at N=4
+        lm = log(med > 0 ? med : 1e-9); lN = log(N > 1 ? N : 2)
+        tag = (N > 1 && lm > lN / 2 && lm < 1.5 * lN) ? "=N" : ((N > 1 && -lm > lN / 2 && -lm < 1.5 * lN) ? "=1/N" : sprintf("%.2f", med))
+        printf "fact: moved %s | the tensors off moved %.2f times as far as one process moved them (median of %d; N = %d)\n", tag, med, n_mv, N
+      }
+    }' "$1"
 }
 
 # The spec's runs; with CHECK_NP=k (make check-N NP=k) those at np=k, or,
@@ -348,11 +415,16 @@ cmd_check() {
       passed=$((passed + 1))
     else
       failed=$((failed + 1))
-      hint=$(hint_for "$spec" "$log")
+      facts_of "$log" "$np" >"$log.facts"
+      cat "$log" "$log.facts" >"$log.why"
+      hint=$(hint_for "$spec" "$log.why")
       if grep -qE 'Signal: |exited on signal' "$log"; then
         hint=$(hint_for "$spec" /dev/null crash)
         [ -n "$hint" ] || hint="it crashed: a pointer or an index outside its buffer? Counts are elements, not bytes: check every count and offset."
       fi
+      sed -n 's/^fact: [^|]*| //p' "$log.facts" | while IFS= read -r line; do
+        echo "      measured: $line" | wrap 16
+      done
       if [ "$hint" = "$last_hint" ]; then
         echo "      hint: as above"
       else
