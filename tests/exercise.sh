@@ -250,13 +250,20 @@ facts_of() {
       if ($0 ~ /never moved\)/) { nev[l]++; n_nev++ } else { mv[++n_mv] = $6 + 0 }
     }
     /^  tensors off: [0-9]+ of [0-9]+/ { total = $5 + 0 }
-    /^watchdog: rank [0-9]+ stuck .* in recv .*peer rank [0-9]+/ && !wd {
-      wd = 1; r = $3 + 0; pr = $0; sub(/.*peer rank /, "", pr); pr += 0
+    # every rank the watchdog stopped in a recv: one waiting on a wrong peer
+    # (not its prev) is the one to name
+    /^watchdog: rank [0-9]+ stuck .* in recv .*peer rank [0-9]+/ {
+      r = $3 + 0; pr = $0; sub(/.*peer rank /, "", pr); pr += 0
       prev = (r + N - 1) % N; next_ = (r + 1) % N
-      if (N == 2) w = "prev"; else w = pr == prev ? "prev" : (pr == next_ ? "next" : "other")
-      printf "fact: peer %s | rank %d waits to receive from rank %d; its prev is %d, its next %d\n", w, r, pr, prev, next_
+      w = pr == prev ? "prev" : (pr == next_ ? "next" : "other")
+      if (wd == "" || (wd == "prev" && w != "prev")) {
+        wd = w
+        wdsay = sprintf("rank %d waits to receive from rank %d; its prev is %d, its next %d%s", r, pr, prev, next_, \
+          (N == 2 ? " (N = 2: the same rank)" : ""))
+      }
     }
     END {
+      if (wd != "") printf "fact: peer %s | %s\n", wd, wdsay
       if (n_off == 0) exit
       nl = 0; for (l in seen) nl++
       printf "fact: off %s%s | %d of %d tensors off, in layer%s %s\n", offl, (2 * nl == total ? " all" : ""), \

@@ -108,7 +108,7 @@ if [ -f "$EX_WS/01_send_recv/send_recv.c" ]; then
   log="$LOGS/exercise-01-deadlock.log"
   ex_run 01 "${ws%/*}" 1 "$log" EXERCISE_TIMEOUT=2 EXERCISE_FIRST=1
   if [ $ex_rc -ne 124 ] && grep -Eq 'got: the watchdog stopped it: rank [0-9]+ stuck for 2 s in recv' "$log" &&
-    grep -q 'hint: every rank is waiting in dt_recv for a token that nobody sent' "$log"; then
+    grep -q 'hint: every rank is waiting in dt_recv, each on the right peer (prev): nobody sent' "$log"; then
     pass "exercise 01: a student's deadlock is stopped by the watchdog and named"
   else
     fail "exercise 01: a student's deadlock is stopped by the watchdog and named" "$log" "exit code $ex_rc"
