@@ -241,6 +241,11 @@ print-lesson-objs-$(call lesson_num,$(1)):
 	@echo $(call lesson_objs,$(1))
 endef
 $(foreach d,$(LESSON_DIRS),$(eval $(call exercise_rules,$(d))))
+# make grade DIR=exercises/alice: every exercise in the folder, a summary
+# table and Gradescope's results.json (RESULTS=path; TEACHING.md, "Grading").
+.PHONY: grade
+grade:
+	@MAKE="$(MAKE)" bash tests/grade.sh "$(DIR)"
 
 # A GPU machine without network (README, "Running on a GPU node"): pack
 # .gpu-kit/ here (Open MPI from PyPI), copy it along, and begin each command
