@@ -83,7 +83,7 @@ lesson_src() {
 }
 spec_of() { echo "tests/exercises/$1.txt"; }
 
-field() { awk -v key="@$2" '$1 == key { sub(/^@[a-z-]+ +/, ""); print }' "$1"; }
+field() { awk -v key="@$2" '$1 == key { sub(/^@[a-z0-9-]+ +/, ""); print }' "$1"; }
 
 # The lesson with each marked region replaced by its TODO comment and stub;
 # the markers stay, so the student sees where the exercise begins and ends.
@@ -234,7 +234,7 @@ facts_of() {
     function say_bytes(name, m, f,   r) {
       r = ratio(m, f)
       printf "fact: bytes %s %s%s | %s moved %s of the formula'"'"'s bytes (%d of %d per rank per step%s)\n", \
-        name, r, tagN(m, f), name, (r == "0" ? "none" : r), m, f, (tagN(m, f) != "" ? ", N = " N : "")
+        name, r, tagN(m, f), name, (r == "0" ? "none" : r), m, f, (tagN(m, f) != "" ? ", N=" N : "")
     }
     /bytes sent per rank per step +calls +measured +formula/ { table = 1; next }
     table && /^    total/ { table = 0 }
@@ -281,7 +281,7 @@ facts_of() {
         # loss surface bends, so a sum of N gradients moves 3 x, not 4 x, at N=4
         lm = log(med > 0 ? med : 1e-9); lN = log(N > 1 ? N : 2)
         tag = (N > 1 && lm > lN / 2 && lm < 1.5 * lN) ? "=N" : ((N > 1 && -lm > lN / 2 && -lm < 1.5 * lN) ? "=1/N" : sprintf("%.2f", med))
-        printf "fact: moved %s | the tensors off moved %.2f times as far as one process moved them (median of %d; N = %d)\n", tag, med, n_mv, N
+        printf "fact: moved %s | the tensors off moved %.2f times as far as one process moved them (median of %d; N=%d)\n", tag, med, n_mv, N
       }
     }' "$1"
 }
