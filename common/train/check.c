@@ -132,7 +132,9 @@ static void list_off(const dt_train_config *c, const float *w, const float *ref,
     size_t still = 0;
     for (size_t i = 0; i < n; i++) {
       double d = (double)a[i] - b[i], m = (double)b[i] - z[i], o = (double)a[i] - z[i];
-      diff2 += d * d, move2 += m * m, own2 += o * o;
+      diff2 += d * d;
+      move2 += m * m;
+      own2 += o * o;
       still += a[i] == z[i];
     }
     double rel = sqrt(diff2 / fmax(move2, 1e-300)), moved = sqrt(own2 / fmax(move2, 1e-300));
