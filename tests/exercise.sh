@@ -199,14 +199,13 @@ wrap() {
   fold -s -w 100 | sed 's/ *$//' | sed "2,\$s/^/$pad/"
 }
 
-# Under a FAIL, what the run measured that says why: the comparison rows
-# marked FAIL and the tensors off (every training lesson), and the lines
-# each @show ERE of the spec finds (the plan of each stage, the bytes).
-SHOW_ALWAYS='^  FAIL '
+# Under a FAIL, the lines of the run's output that each @show ERE of the
+# spec finds (the plan of each stage, the bytes table): what the measured
+# lines above sum up, as the run printed it.
 show_lines() {
-  local spec=$1 log=$2 re
-  re=$SHOW_ALWAYS
-  while IFS= read -r line; do re="$re|$line"; done < <(field "$spec" show)
+  local spec=$1 log=$2 re="" line
+  while IFS= read -r line; do re="${re:+$re|}$line"; done < <(field "$spec" show)
+  [ -n "$re" ] || return 0
   grep -E -- "$re" "$log" | head -n 24 | sed 's/^ *//' | while IFS= read -r line; do
     echo "$line" | fold -s -w 90 | sed 's/ *$//' | sed '1s/^/      | /; 2,$s/^/      |     /'
   done

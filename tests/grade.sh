@@ -90,7 +90,7 @@ mkdir -p "$(dirname "$RESULTS")" || die "cannot write $RESULTS"
   for i in "${!names[@]}"; do
     sep=","
     [ "$i" -eq $((${#names[@]} - 1)) ] && sep=""
-    echo "    {\"name\": $(echo "${names[$i]}" | json_str), \"score\": ${scores[$i]}, \"max_score\": ${maxes[$i]}, \"status\": \"${status[$i]}\", \"output\": $(json_str <"${outs[$i]}")}$sep"
+    echo "    {\"name\": $(echo "check-${names[$i]%% *}: ${names[$i]#* }" | json_str), \"score\": ${scores[$i]}, \"max_score\": ${maxes[$i]}, \"status\": \"${status[$i]}\", \"output\": $(json_str <"${outs[$i]}")}$sep"
   done
   echo "  ]"
   echo "}"

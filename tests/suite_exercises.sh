@@ -180,8 +180,11 @@ ex_plant 06_fsdp shard.c 's/f->wire.type, f->op);/f->wire.type, DT_SUM);/' fsdp-
 if [ -n "$ex_dir" ]; then
   log=$LOGS/exercise-feedback-06-op.log
   ex_run 06 "$ex_dir" 6 "$log" CHECK_NP=2
-  ex_expect "check-6, DT_SUM for DT_AVG: ok/FAIL rows, worst row named, 'moved about N times' hint" "$log" \
-    '^      \| FAIL weights, worst tensor rel L2 diff' "got: CHECK FAILED: .*\(a tensor is off: layers\.[0-9]\.w[12]'s rel L2 diff" \
+  whole=$(sed -n 's/^      whole output: //p' "$log" | head -n 1)
+  ex_expect "check-6, DT_SUM for DT_AVG: its output marks each row ok or FAIL" "${whole:-/dev/null}" \
+    '^  FAIL weights, worst tensor rel L2 diff ' '^  ok   weights, max \|diff\| ' '^  tensors off: 8 of 8$'
+  ex_expect "check-6, DT_SUM for DT_AVG: worst row named, 'moved about N times' hint" "$log" \
+    "got: CHECK FAILED: .*\(a tensor is off: layers\.[0-9]\.w[12]'s rel L2 diff" \
     'measured: the tensors off moved [0-9.]+ times as far as one process' \
     'hint: the bytes match, but every tensor moved about N times as far'
 fi
