@@ -6,6 +6,8 @@
 #   make test-cluster    every lesson across emulated nodes (make bench-cluster: a slow link)
 #   make setup           install Open MPI and OpenBLAS (apt-get, through sudo when not root)
 #   make gpu-node-kit    pack Open MPI into .gpu-kit/ for a GPU machine without network
+#   make exercise-5      a classroom exercise      make check-5 [NP=k]   check it
+#   make grade DIR=d     check every exercise in d: a table and Gradescope results.json
 #
 # Variables: BACKEND=auto|cpu|cuda NP MPIRUN ARGS CUDA_HOME NCCL_HOME MPI_HOME ARCH
 .DEFAULT_GOAL := all
