@@ -6,6 +6,8 @@
 #   make test-cluster    every lesson across emulated nodes (make bench-cluster: a slow link)
 #   make setup           install Open MPI and OpenBLAS (apt-get, through sudo when not root)
 #   make gpu-node-kit    pack Open MPI into .gpu-kit/ for a GPU machine without network
+#   make exercise-5      a classroom exercise      make check-5 [NP=k]   check it
+#   make grade DIR=d     check every exercise in d: a table and Gradescope results.json
 #
 # Variables: BACKEND=auto|cpu|cuda NP MPIRUN ARGS CUDA_HOME NCCL_HOME MPI_HOME ARCH
 .DEFAULT_GOAL := all
@@ -260,14 +262,20 @@ bench-step: all
 define exercise_rules
 exercise-$(call lesson_num,$(1)):
 	@bash tests/exercise.sh make $(1)
-check-$(call lesson_num,$(1)): $(LIBS) $(call lesson_objs,$(1))
+check-$(call lesson_num,$(1)):
 	@MPICC="$(MPICC)" CFLAGS="$(CFLAGS)" LDFLAGS="$(LDFLAGS)" LDLIBS="$(LDLIBS)" LIBDT="$(LIBS)" \
 	  LESSON_OBJS="$(call lesson_objs,$(1))" OBJDIR=$(BUILD)/exercises MPIRUN="$(MPIRUN)" CORES=$(CORES) \
+	  MAKE="$(MAKE)" MAKE_ARGS="BACKEND=$(BACKEND)" $(if $(filter command line environment,$(origin NP)),CHECK_NP=$(NP)) \
 	  bash tests/exercise.sh check $(1)
 print-lesson-objs-$(call lesson_num,$(1)):
 	@echo $(call lesson_objs,$(1))
 endef
 $(foreach d,$(LESSON_DIRS),$(eval $(call exercise_rules,$(d))))
+# make grade DIR=exercises/alice: every exercise in the folder, a summary
+# table and Gradescope's results.json (RESULTS=path; TEACHING.md, "Grading").
+.PHONY: grade
+grade:
+	@MAKE="$(MAKE)" bash tests/grade.sh "$(DIR)"
 
 # A GPU machine without network (README, "Running on a GPU node"): pack
 # .gpu-kit/ here (Open MPI from PyPI), copy it along, and begin each command

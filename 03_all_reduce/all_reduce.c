@@ -88,7 +88,7 @@ static void ring_step(dt_comm *c, float *buf, size_t count, int send_k, int recv
   }
 }
 
-void ring_all_reduce(dt_comm *c, float *buf, size_t count, float *scratch, size_t seg) {
+static void ring_all_reduce(dt_comm *c, float *buf, size_t count, float *scratch, size_t seg) {
   int n = c->size, r = c->rank;
   /* exercise: the ring all-reduce, its two phases */
   /* Reduce-scatter. At step s rank r passes on chunk r-s, which holds the sum
@@ -106,7 +106,7 @@ void ring_all_reduce(dt_comm *c, float *buf, size_t count, float *scratch, size_
 }
 
 /* Bytes this rank should send in one call, from the algorithm alone. */
-uint64_t predicted_bytes(const dt_comm *c, variant v, size_t count) {
+static uint64_t predicted_bytes(const dt_comm *c, variant v, size_t count) {
   uint64_t S = count * sizeof(float), n = (uint64_t)c->size;
   if (v == NAIVE) return c->rank == 0 ? (n - 1) * S : (n > 1 ? S : 0);
   if (v == LIBRARY) return 2 * (n - 1) * S / n; /* common's ring model, not a measurement */
@@ -118,7 +118,8 @@ uint64_t predicted_bytes(const dt_comm *c, variant v, size_t count) {
 }
 
 /* One all-reduce of buf with the chosen variant. */
-void all_reduce(dt_comm *w, variant v, float *buf, size_t count, float *scratch, size_t seg) {
+static void all_reduce(dt_comm *w, variant v, float *buf, size_t count, float *scratch,
+                       size_t seg) {
   if (v == NAIVE)
     naive_all_reduce(w, buf, count, scratch);
   else if (v == RING)
@@ -189,18 +190,19 @@ int main(int argc, char **argv) {
   b.buf = dt_alloc_f32(max_count, DT_COMMBUF);
   b.scratch = dt_alloc_f32(max_count, DT_COMMBUF);
   int64_t wrong = 0, bad_bytes = 0;
+  const algorithms alg = {all_reduce, predicted_bytes};
   dt_print0("\n");
   for (int k = 0; k < nsizes; k++) {
     count = k == 0 ? (size_t)min_bytes / 4 : count * (size_t)factor;
     fill_inputs(w, &b, count);
     if (no_sweep) continue; /* inputs and sums ready for the comparison alone */
     row *r = rows + k * NVARIANTS;
-    bad_bytes += measure(w, &b, count, seg, warmup, iters, times, r);
+    bad_bytes += measure(w, &alg, &b, count, seg, warmup, iters, times, r);
     wrong += r[NAIVE].wrong + r[RING].wrong + r[LIBRARY].wrong;
   }
   if (!no_sweep) print_report(w, rows, nsizes, min_bytes, factor);
   if (ranks_per_node || hierarchical) /* the buffers still hold the largest size's data */
-    wrong += compare_hierarchical(w, (int)ranks_per_node, count, &b, seg, warmup, iters);
+    wrong += compare_hierarchical(w, &alg, (int)ranks_per_node, count, &b, seg, warmup, iters);
 
   int ok = wrong == 0 && bad_bytes == 0;
   if (no_sweep)

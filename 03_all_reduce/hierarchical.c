@@ -30,8 +30,8 @@ static int node_edges(dt_comm *w, const dt_nodes *nodes, int *crosses) {
 /* Both ways at count elements, call by call in turn (load from other
  * processes hits both alike): time, correctness, bytes across nodes (all
  * ranks together) next to the formulas. Returns the problems found. */
-int64_t compare_hierarchical(dt_comm *w, int K, size_t count, const buffers *b, size_t seg,
-                             int64_t warmup, int64_t iters) {
+int64_t compare_hierarchical(dt_comm *w, const algorithms *alg, int K, size_t count,
+                             const buffers *b, size_t seg, int64_t warmup, int64_t iters) {
   int N = w->size, crosses;
   dt_nodes nodes = dt_nodes_split(w, K);
   int M = nodes.nodes, edges = node_edges(w, &nodes, &crosses);
@@ -46,7 +46,7 @@ int64_t compare_hierarchical(dt_comm *w, int K, size_t count, const buffers *b, 
       dt_barrier(w);
       double t0 = dt_now();
       if (v == 0)
-        ring_all_reduce(w, b->buf, count, b->scratch, seg);
+        alg->run(w, RING, b->buf, count, b->scratch, seg);
       else
         dt_all_reduce_hierarchical(&nodes, b->buf, count, DT_F32, DT_SUM);
       dt_sync();
@@ -60,7 +60,7 @@ int64_t compare_hierarchical(dt_comm *w, int K, size_t count, const buffers *b, 
   uint64_t calls = (uint64_t)(warmup + iters);
   if (crosses) {
     across[0] = (int64_t)(w->count[DT_SENDRECV].bytes_sent / calls);
-    across[2] = (int64_t)predicted_bytes(w, RING, count);
+    across[2] = (int64_t)alg->predicted_bytes(w, RING, count);
   }
   if (nodes.leader) {
     across[1] = (int64_t)(nodes.leaders->count[DT_ALL_REDUCE].bytes_sent / calls);

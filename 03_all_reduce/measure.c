@@ -23,8 +23,8 @@ static const dt_kind variant_kind[NVARIANTS] = {DT_SEND, DT_SENDRECV, DT_ALL_RED
  * turns call by call, so a burst of load from another process on a shared
  * machine slows all three alike. Fills r[v]; returns the ranks whose bytes
  * miss the formula (naive and ring). */
-int64_t measure(dt_comm *w, const buffers *b, size_t count, size_t seg, int64_t warmup,
-                int64_t iters, double *times, row *r) {
+int64_t measure(dt_comm *w, const algorithms *alg, const buffers *b, size_t count, size_t seg,
+                int64_t warmup, int64_t iters, double *times, row *r) {
   double S = (double)count * 4, seconds[2 * NVARIANTS] = {0}; /* means, then medians */
   int64_t wrong[NVARIANTS + 1] = {0}, sent_max[NVARIANTS];    /* wrong[3]: byte mismatches */
   dt_comm_reset(w);
@@ -33,7 +33,7 @@ int64_t measure(dt_comm *w, const buffers *b, size_t count, size_t seg, int64_t 
       dt_copy(b->buf, b->input, count * sizeof(float)); /* each call starts from the inputs */
       dt_barrier(w); /* all ranks start together: time the collective, not the skew */
       double t0 = dt_now();
-      all_reduce(w, (variant)v, b->buf, count, b->scratch, seg);
+      alg->run(w, (variant)v, b->buf, count, b->scratch, seg);
       dt_sync();
       if (it >= warmup) times[v * iters + it - warmup] = dt_now() - t0;
       if (it == warmup + iters - 1) { /* the last call's result, every element */
@@ -43,7 +43,7 @@ int64_t measure(dt_comm *w, const buffers *b, size_t count, size_t seg, int64_t 
     }
   for (int v = 0; v < NVARIANTS; v++) {
     r[v].sent = w->count[variant_kind[v]].bytes_sent / (uint64_t)(warmup + iters);
-    r[v].predicted = predicted_bytes(w, (variant)v, count);
+    r[v].predicted = alg->predicted_bytes(w, (variant)v, count);
     wrong[NVARIANTS] += v != LIBRARY && r[v].sent != r[v].predicted;
     sent_max[v] = (int64_t)r[v].sent;
     for (int64_t i = 0; i < iters; i++) seconds[v] += times[v * iters + i] / iters;

@@ -1,11 +1,29 @@
 /* batches.c: lesson 04's look ahead at lesson 05, which draws its batches
- * from this sampler. */
+ * from this sampler, and list(), how both files print indices. sampler.c
+ * calls into this file, never the other way round. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "batches.h"
 #include "dt.h"
 #include "sampler.h"
+
+/* At most this many indices per printed line; the checks see all of them. */
+#define SHOW 16
+
+char *list(const int64_t *v, int64_t count, int64_t bar) {
+  static char out[SHOW * 24 + 64];
+  size_t len = 0;
+  out[0] = 0;
+  if (count == 0) snprintf(out, sizeof out, "(none)");
+  for (int64_t i = 0; i < count && i < SHOW; i++) {
+    const char *sep = i == 0 ? "" : i == bar ? " | " : " "; /* the bar marks where padding starts */
+    len += (size_t)snprintf(out + len, sizeof out - len, "%s%lld", sep, (long long)v[i]);
+  }
+  if (count > SHOW)
+    snprintf(out + len, sizeof out - len, " ... (%lld more)", (long long)(count - SHOW));
+  return out;
+}
 
 /* Lesson 05 cuts each epoch's shuffled list of samples into global batches
  * of B: batch b is positions b*B .. b*B+B-1, and rank r's share of it is the

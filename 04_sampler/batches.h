@@ -1,10 +1,11 @@
-/* batches.h: what the two files of lesson 04 share. */
+/* batches.h: what sampler.c, the lesson, calls in batches.c (which calls
+ * nothing of sampler.c back). */
 #ifndef BATCHES_H
 #define BATCHES_H
 
 #include <stdint.h>
 
-/* sampler.c: up to 16 of count indices as text, " | " before index bar */
+/* batches.c: up to 16 of count indices as text, " | " before index bar */
 char *list(const int64_t *v, int64_t count, int64_t bar);
 
 /* batches.c: lesson 05's global batches of B = 2N over 8N samples, for two

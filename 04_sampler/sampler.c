@@ -27,23 +27,6 @@ static int no_shuffle = 0, drop_last = 0;
 /* The formulas, computed in main on their own to hold the sampler to them. */
 static int64_t want_ns, want_total, want_pad, want_drop;
 
-/* At most this many indices per printed line; the checks see all of them. */
-#define SHOW 16
-
-char *list(const int64_t *v, int64_t count, int64_t bar) {
-  static char out[SHOW * 24 + 64];
-  size_t len = 0;
-  out[0] = 0;
-  if (count == 0) snprintf(out, sizeof out, "(none)");
-  for (int64_t i = 0; i < count && i < SHOW; i++) {
-    const char *sep = i == 0 ? "" : i == bar ? " | " : " "; /* the bar marks where padding starts */
-    len += (size_t)snprintf(out + len, sizeof out - len, "%s%lld", sep, (long long)v[i]);
-  }
-  if (count > SHOW)
-    snprintf(out + len, sizeof out - len, " ... (%lld more)", (long long)(count - SHOW));
-  return out;
-}
-
 /* A measured number over the epochs, shown as lo..hi when it varied. */
 static void widen(int64_t v, int64_t *lo, int64_t *hi) {
   if (v < *lo) *lo = v;

@@ -23,6 +23,12 @@
 #                                       @hint whose EREs all match a failed
 #                                       run's output is printed, else @hint-default;
 #     @hint-crash                       lines, instead of all that after a crash
+#     @show    ERE                      under a FAIL, print the lines it finds
+#                                       (the plan, the bytes) beside the
+#                                       comparison rows marked FAIL
+#     @np1-checks  what                 what a run at np=1 checks; without it
+#                                       a pass at np=1 (nothing to send) is
+#                                       labelled trivial and not counted
 # A lesson with k marked regions has k @todo and @stub blocks, in order.
 #
 # The marked file is the lesson's name.c, or else the one other .c of its
@@ -38,7 +44,8 @@
 # EXERCISE_DIR=. checks the lesson itself (the test suite does). Each run
 # gets --timeout $EXERCISE_TIMEOUT (the lesson's watchdog catches deadlocks)
 # and an outer limit of $EXERCISE_LIMIT seconds in case even that fails.
-# EXERCISE_FIRST=K runs only the first K checks (the test suite's shortcut).
+# EXERCISE_FIRST=K runs only the first K checks (the test suite's shortcut);
+# CHECK_NP=k (make check-N NP=k) only those at np=k, or each one's flags at np=k.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 
@@ -76,7 +83,7 @@ lesson_src() {
 }
 spec_of() { echo "tests/exercises/$1.txt"; }
 
-field() { awk -v key="@$2" '$1 == key { sub(/^@[a-z-]+ +/, ""); print }' "$1"; }
+field() { awk -v key="@$2" '$1 == key { sub(/^@[a-z0-9-]+ +/, ""); print }' "$1"; }
 
 # The lesson with each marked region replaced by its TODO comment and stub;
 # the markers stay, so the student sees where the exercise begins and ends.
@@ -185,6 +192,118 @@ hint_for() {
   echo "$def"
 }
 
+# stdin folded at spaces to 100 columns, lines after the first indented by $1
+wrap() {
+  local pad
+  pad=$(printf "%${1}s" "")
+  fold -s -w 100 | sed 's/ *$//' | sed "2,\$s/^/$pad/"
+}
+
+# Under a FAIL, the lines of the run's output that each @show ERE of the
+# spec finds (the plan of each stage, the bytes table): what the measured
+# lines above sum up, as the run printed it.
+show_lines() {
+  local spec=$1 log=$2 re="" line
+  while IFS= read -r line; do re="${re:+$re|}$line"; done < <(field "$spec" show)
+  [ -n "$re" ] || return 0
+  grep -E -- "$re" "$log" | head -n 24 | sed 's/^ *//' | while IFS= read -r line; do
+    echo "$line" | fold -s -w 90 | sed 's/ *$//' | sed '1s/^/      | /; 2,$s/^/      |     /'
+  done
+}
+
+# What the run measured, set against the formulas, one "fact: TAG | what it
+# says" line each; the spec's @hint EREs can key on the TAGs (the hint is
+# then chosen from the figures, not only from the verdict's words), and the
+# "what it says" half is printed under the FAIL:
+#   bytes NAME R [=1/N|=N]  a collective moved R (p/q, or 0) of its formula
+#   never-moved LAYERS       tensors still at their initial weights
+#   moved =N | =1/N | R      how far the tensors off moved against one process
+#   off LAYERS [all]         which layers have a tensor off (all: every one)
+#   peer prev|next|other     whom the rank the watchdog stopped waits on
+facts_of() {
+  awk -v N="$2" '
+    function gcd(a, b) { while (b) { t = b; b = a % b; a = t } return a }
+    function ratio(m, f,   g) {
+      if (m == 0) return "0"
+      g = gcd(m, f)
+      if (f / g <= 16 && m / g <= 64) return (f / g == 1) ? (m / g) "x" : (m / g) "/" (f / g)
+      return sprintf("%.2fx", m / f)
+    }
+    function tagN(m, f) { return m * N == f ? " =1/N" : (m == f * N ? " =N" : "") }
+    function say_bytes(name, m, f,   r) {
+      r = ratio(m, f)
+      printf "fact: bytes %s %s%s | %s moved %s of the formula'"'"'s bytes (%d of %d per rank per step%s)\n", \
+        name, r, tagN(m, f), name, (r == "0" ? "none" : r), m, f, (tagN(m, f) != "" ? ", N=" N : "")
+    }
+    /bytes sent per rank per step +calls +measured +formula/ { table = 1; next }
+    table && /^    total/ { table = 0 }
+    table && $1 ~ /^[a-z_]+$/ && $3 ~ /^[0-9]+$/ && $4 ~ /^[0-9]+$/ && $3 != $4 { say_bytes($1, $3 + 0, $4 + 0) }
+    /bytes sent per rank per step [0-9]+, formula .* = [0-9]+$/ {
+      m = $0; sub(/.*per step /, "", m); sub(/,.*/, "", m); f = $NF
+      if (m != f) say_bytes("the all-reduce", m + 0, f + 0)
+    }
+    /^    layers\.[0-9]+\.w[12]  rel diff / {
+      split($1, p, "."); l = p[2] + 0
+      if (!(l in seen)) { seen[l] = 1; offl = offl (offl == "" ? "" : ",") l }
+      n_off++
+      if ($0 ~ /never moved\)/) { nev[l]++; n_nev++ } else { mv[++n_mv] = $6 + 0 }
+    }
+    /^  tensors off: [0-9]+ of [0-9]+/ { total = $5 + 0 }
+    # every rank the watchdog stopped in a recv: one waiting on a wrong peer
+    # (not its prev) is the one to name
+    /^watchdog: rank [0-9]+ stuck .* in recv .*peer rank [0-9]+/ {
+      r = $3 + 0; pr = $0; sub(/.*peer rank /, "", pr); pr += 0
+      prev = (r + N - 1) % N; next_ = (r + 1) % N
+      w = pr == prev ? "prev" : (pr == next_ ? "next" : "other")
+      if (wd == "" || (wd == "prev" && w != "prev")) {
+        wd = w
+        wdsay = sprintf("rank %d waits to receive from rank %d; its prev is %d, its next %d%s", r, pr, prev, next_, \
+          (N == 2 ? " (N = 2: the same rank)" : ""))
+      }
+    }
+    END {
+      if (wd != "") printf "fact: peer %s | %s\n", wd, wdsay
+      if (n_off == 0) exit
+      nl = 0; for (l in seen) nl++
+      printf "fact: off %s%s | %d of %d tensors off, in layer%s %s\n", offl, (2 * nl == total ? " all" : ""), \
+        n_off, total, (nl > 1 ? "s" : ""), offl
+      if (n_nev) {
+        lst = ""; for (l = 0; l < total; l++) if (l in nev) lst = lst (lst == "" ? "" : ",") l
+        printf "fact: never-moved %s | %d tensor%s never moved from %s initial weights (layer%s %s): no update reached %s, so %s rel diff is exactly 1.00, the whole distance one process moved %s\n", \
+          lst, n_nev, (n_nev > 1 ? "s" : ""), (n_nev > 1 ? "their" : "its"), (n_nev > 1 ? "s" : ""), lst, \
+          (n_nev > 1 ? "them" : "it"), (n_nev > 1 ? "their" : "its"), (n_nev > 1 ? "them" : "it")
+      }
+      if (n_mv) { # the median, against N and 1/N
+        for (i = 1; i <= n_mv; i++) for (j = i + 1; j <= n_mv; j++) if (mv[j] < mv[i]) { t = mv[i]; mv[i] = mv[j]; mv[j] = t }
+        med = mv[int((n_mv + 1) / 2)]
+        # nearer N (or 1/N) than 1 on a log scale: over a few steps the
+        # loss surface bends, so a sum of N gradients moves 3 x, not 4 x, at N=4
+        lm = log(med > 0 ? med : 1e-9); lN = log(N > 1 ? N : 2)
+        tag = (N > 1 && lm > lN / 2 && lm < 1.5 * lN) ? "=N" : ((N > 1 && -lm > lN / 2 && -lm < 1.5 * lN) ? "=1/N" : sprintf("%.2f", med))
+        printf "fact: moved %s | the tensors off moved %.2f times as far as one process moved them (median of %d; N=%d)\n", tag, med, n_mv, N
+      }
+    }' "$1"
+}
+
+# The spec's runs; with CHECK_NP=k (make check-N NP=k) those at np=k, or,
+# where the spec has none, each of its flag sets once at np=k.
+runs_of() {
+  local spec=$1 np args seen=""
+  if [ -z "${CHECK_NP:-}" ]; then
+    field "$spec" run
+    return
+  fi
+  if field "$spec" run | grep -q "^$CHECK_NP "; then
+    field "$spec" run | grep "^$CHECK_NP "
+    return
+  fi
+  field "$spec" run | while read -r np args; do
+    case "$seen" in *"|$args|"*) continue ;; esac
+    seen="$seen|$args|"
+    echo "$CHECK_NP $args"
+  done
+}
+
 cmd_check() {
   local d src spec name bin obj log_dir
   d=$(lesson_dir "$1") || exit 2
@@ -194,36 +313,53 @@ cmd_check() {
   marked=$(basename "$(lesson_src "$d")" .c)
   src="$EXERCISE_DIR/$d/$marked.c"
   [ -f "$src" ] || die "no $src yet: run 'make exercise-$((10#${d%%_*}))' first"
-  local lib
-  for lib in $LIBDT; do
-    [ -f "$lib" ] || die "no $lib: build the common libraries first ('make', or run 'make check-N')"
-  done
-  local tag
-  tag=$(echo "$EXERCISE_DIR" | tr -c 'A-Za-z0-9_\n' '_')
-  obj="$OBJDIR/$tag/$d/$marked.o"
+  # the default workspace's build goes straight under OBJDIR (build/cpu/
+  # exercises/06_fsdp); another EXERCISE_DIR gets a folder of its own name
+  local sub=$d
+  [ "$EXERCISE_DIR" = exercises ] || sub="$(echo "$EXERCISE_DIR" | tr -c 'A-Za-z0-9_\n' '_')/$d"
+  obj="$OBJDIR/$sub/$marked.o"
   # the binary sits beside the student's file, to run by hand; a lesson's own
   # folder keeps its binary, so the pristine one goes to the build folder
-  if [ "$(cd "$EXERCISE_DIR" && pwd)" = "$(pwd)" ]; then bin="$OBJDIR/$tag/$d/$name"; else bin="$EXERCISE_DIR/$d/$name"; fi
-  log_dir="$OBJDIR/$tag/$d/logs"
+  if [ "$(cd "$EXERCISE_DIR" && pwd)" = "$(pwd)" ]; then bin="$OBJDIR/$sub/$name"; else bin="$EXERCISE_DIR/$d/$name"; fi
+  log_dir="$OBJDIR/$sub/logs"
   mkdir -p "$(dirname "$obj")" "$log_dir"
   echo "check-$((10#${d%%_*})): $(field "$spec" title)"
   echo "  file: $src"
+  if [ -n "${CHECK_NP:-}" ]; then
+    [[ $CHECK_NP =~ ^[1-9][0-9]*$ ]] || die "NP=$CHECK_NP: a number of processes, 1 or more"
+    field "$spec" run | grep -q "^$CHECK_NP " &&
+      echo "  NP=$CHECK_NP: the checks at np=$CHECK_NP only" ||
+      echo "  NP=$CHECK_NP: no check of this exercise runs at np=$CHECK_NP; each one's flags run at np=$CHECK_NP"
+  fi
   local cflags=${CFLAGS//-MMD/} build_log="$log_dir/build.log" n=$((10#${d%%_*}))
   cflags=${cflags//-MP/}
-  if [ -z "${LESSON_OBJS+set}" ]; then
+  [ -n "${LESSON_OBJS+set}" ] ||
     LESSON_OBJS=$(${MAKE:-make} -s --no-print-directory BACKEND=cpu "print-lesson-objs-$n") || die "make print-lesson-objs-$n failed"
-    [ -z "$LESSON_OBJS" ] || ${MAKE:-make} -s --no-print-directory BACKEND=cpu $LESSON_OBJS >&2 || die "could not build $LESSON_OBJS"
-  fi
+  # the lesson's own copy of the marked file is never built: the student's
+  # replaces it
   local o others=""
   for o in $LESSON_OBJS; do
     [[ $o == */"$d/$marked.o" ]] || others+=" $o"
   done
+  # the libraries and the lesson's other files, quietly: their output only
+  # if they fail (a broken clone, not the student's code)
+  # shellcheck disable=SC2086
+  if ! ${MAKE:-make} -s --no-print-directory ${MAKE_ARGS:-BACKEND=cpu} $LIBDT $others >"$build_log" 2>&1; then
+    echo "FAIL  build: the common libraries or the lesson's other files do not build (not your file);"
+    echo "      make says (all of it: $build_log):"
+    grep -E 'error|Error' "$build_log" | head -n 8 | sed 's/^/      /'
+    echo "1 check: 0 passed, 1 failed (build)"
+    return 1
+  fi
   # -I the lesson's folder: the student's copy sits elsewhere but includes
   # the lesson's own headers ("compress.h") as name.c does
   # shellcheck disable=SC2086
   if ! { $MPICC $cflags -I"$d" -c "$src" -o "$obj" && $MPICC $LDFLAGS "$obj" $others $LIBDT -o "$bin" $LDLIBS; } >"$build_log" 2>&1; then
-    echo "FAIL  build: it does not compile; the compiler says:"
-    grep -E 'error|undefined reference' "$build_log" | head -n 12 | sed 's/^/      /'
+    echo "FAIL  build: it does not compile; the compiler says (all of it: $build_log):"
+    # the student's own lines first (file:line: error), then the linker's
+    { grep -E "^$src:[0-9]+(:[0-9]+)?: (fatal )?error" "$build_log"
+      grep -E "^$src:[0-9]+(:[0-9]+)?: (warning|note)" "$build_log"
+      grep -E 'undefined reference|ld returned' "$build_log"; } | head -n 12 | sed 's/^/      /'
     echo "1 check: 0 passed, 1 failed (build)"
     return 1
   fi
@@ -236,10 +372,12 @@ cmd_check() {
   local expected="CHECK PASSED" r
   for r in "${requires[@]}"; do r=${r#* | }; expected="$expected and ${r%% | *}"; done
   [ -n "$(field "$spec" expect)" ] && expected=$(field "$spec" expect)
-  local passed=0 failed=0 np args line rc log got verdict run_cmd hint last_hint=""
+  local passed=0 failed=0 trivial=0 np args line rc log got verdict run_cmd hint last_hint=""
+  local np1
+  np1=$(field "$spec" np1-checks)
   while read -r np args; do
     [ -n "$np" ] || continue
-    log="$log_dir/check$((passed + failed + 1))-np$np.log"
+    log="$log_dir/check$((passed + failed + trivial + 1))-np$np.log"
     run_cmd="$(mpirun_cmd "$np") $bin $args --timeout $EXERCISE_TIMEOUT"
     # shellcheck disable=SC2086
     timeout -k 5 "$EXERCISE_LIMIT" $run_cmd >"$log" 2>&1 </dev/null
@@ -265,31 +403,48 @@ cmd_check() {
         fi
         verdict=FAIL
         found=$(grep -E -- "${key:-^$}" "$log" | grep -Ev -- "$re" | head -n 1 | sed 's/^ *//; s/  */ /g')
-        got="CHECK PASSED, but $what does not hold${found:+: $found}"
+        got="CHECK PASSED, but this does not hold: $what${found:+; the first line that breaks it: $found}"
       done
     fi
-    [ ${#got} -gt 200 ] && got="${got:0:197}..."
-    echo "$verdict  np=$np $args: expected $expected, got: $got"
-    if [ $verdict = PASS ]; then
+    # whole words: a long line wraps at a space, never cut
+    # at np=1 nothing is sent: a pass there says nothing of the student's
+    # communication, unless the spec names what that run does check
+    if [ $verdict = PASS ] && [ "$np" = 1 ] && [ -z "$np1" ]; then
+      verdict="PASS (trivial at np=1: nothing to send; not counted)"
+    elif [ $verdict = PASS ] && [ "$np" = 1 ]; then
+      verdict="PASS (np=1: nothing to send; this run checks $np1)"
+    fi
+    echo "$verdict  np=$np $args: expected $expected, got: $got" | wrap 6
+    if [[ $verdict == *trivial* ]]; then
+      trivial=$((trivial + 1))
+    elif [[ $verdict == PASS* ]]; then
       passed=$((passed + 1))
     else
       failed=$((failed + 1))
-      hint=$(hint_for "$spec" "$log")
+      facts_of "$log" "$np" >"$log.facts"
+      cat "$log" "$log.facts" >"$log.why"
+      hint=$(hint_for "$spec" "$log.why")
       if grep -qE 'Signal: |exited on signal' "$log"; then
         hint=$(hint_for "$spec" /dev/null crash)
         [ -n "$hint" ] || hint="it crashed: a pointer or an index outside its buffer? Counts are elements, not bytes: check every count and offset."
       fi
+      sed -n 's/^fact: [^|]*| //p' "$log.facts" | while IFS= read -r line; do
+        echo "      measured: $line" | wrap 16
+      done
       if [ "$hint" = "$last_hint" ]; then
         echo "      hint: as above"
       else
         echo "      hint: $hint" | fold -s -w 90 | sed 's/ *$//; 2,$s/^/            /'
       fi
       last_hint=$hint
+      show_lines "$spec" "$log"
       echo "      whole output: $log"
       echo "      run it again: $run_cmd"
     fi
-  done < <(field "$spec" run | head -n "${EXERCISE_FIRST:-1000}")
-  echo "$((passed + failed)) checks: $passed passed, $failed failed"
+  done < <(runs_of "$spec" | head -n "${EXERCISE_FIRST:-1000}")
+  local more=""
+  [ $trivial -gt 0 ] && more="; $trivial more passed trivially at np=1 (nothing to send), not counted"
+  echo "$((passed + failed)) checks: $passed passed, $failed failed$more"
   [ $failed -eq 0 ]
 }
 

@@ -13,6 +13,8 @@
 EX_WS=$LOGS/exercises
 EX_LIMIT=${EX_LIMIT:-100} # seconds for one lesson's whole check
 ex_make() { ${MAKE:-make} -s --no-print-directory "$@"; }
+# a check's output as one line: the lines it folds at spaces joined again
+flat() { tr '\n' ' ' <"$1" | tr -s ' '; }
 
 # ex_run NAME DIR N LOG [ENV=VALUE ...]: make check-N on DIR's file; sets ex_rc
 ex_run() {
@@ -32,8 +34,11 @@ for spec in tests/exercises/[0-9][0-9]_*.txt; do
   log="$LOGS/exercise-$d-pristine.log"
   ex_run "$d" . "$n" "$log"
   runs=$(grep -c '^@run ' "$spec")
-  if [ $ex_rc -eq 0 ] && [ "$(grep -c '^PASS  np=' "$log")" -eq "$runs" ] &&
-    grep -q "^$runs checks: $runs passed, 0 failed" "$log"; then
+  # a pass at np=1 where nothing is sent is labelled and not counted
+  triv=$(grep -c '^PASS (trivial at np=1: nothing to send; not counted)  np=1 ' "$log")
+  counted=$((runs - triv))
+  if [ $ex_rc -eq 0 ] && [ "$(grep -c '^PASS' "$log")" -eq "$runs" ] &&
+    grep -q "^$counted checks: $counted passed, 0 failed" "$log"; then
     pass "exercise $d: the lesson passes make check-$n ($runs runs)"
   else
     fail "exercise $d: the lesson passes make check-$n ($runs runs)" "$log" "exit code $ex_rc"
@@ -54,7 +59,7 @@ for spec in tests/exercises/[0-9][0-9]_*.txt; do
   [ -z "$why" ] && grep -q '^  warnings' "$log" && why="it builds with warnings (a stub out of date?)"
   [ -z "$why" ] && grep -q 'no answer within' "$log" && why="a run hung past the watchdog"
   [ -z "$why" ] && grep -qE 'Signal: |exited on signal' "$log" && why="a run crashed"
-  [ -z "$why" ] && ! grep -q '^FAIL  np=.*got: ' "$log" && why="no FAIL line with what came out"
+  [ -z "$why" ] && ! { grep -q '^FAIL  np=' "$log" && flat "$log" | grep -q 'FAIL np=[^|]* got: '; } && why="no FAIL line with what came out"
   [ -z "$why" ] && ! grep -q '^      hint: ' "$log" && why="no hint"
   [ -z "$why" ] && ! grep -qE "^[12] checks: " "$log" && why="not every run reported"
   if [ -z "$why" ]; then
@@ -104,10 +109,189 @@ if [ -f "$EX_WS/01_send_recv/send_recv.c" ]; then
     "$EX_WS/01_send_recv/send_recv.c" >"$ws/send_recv.c"
   log="$LOGS/exercise-01-deadlock.log"
   ex_run 01 "${ws%/*}" 1 "$log" EXERCISE_TIMEOUT=2 EXERCISE_FIRST=1
-  if [ $ex_rc -ne 124 ] && grep -Eq 'got: the watchdog stopped it: rank [0-9]+ stuck for 2 s in recv' "$log" &&
-    grep -q 'hint: every rank is waiting in dt_recv for a token that nobody sent' "$log"; then
+  if [ $ex_rc -ne 124 ] && flat "$log" | grep -Eq 'got: the watchdog stopped it: rank [0-9]+ stuck for 2 s in recv' &&
+    flat "$log" | grep -q 'hint: every rank is waiting in dt_recv, each on the right peer (prev): nobody sent first'; then
     pass "exercise 01: a student's deadlock is stopped by the watchdog and named"
   else
     fail "exercise 01: a student's deadlock is stopped by the watchdog and named" "$log" "exit code $ex_rc"
   fi
 fi
+
+# The feedback a student acts on (issue 27). Each planted mistake is a sed
+# of the lesson's own solution (a sed that changes nothing fails the test);
+# each must bring, besides FAIL, the hint and the measured figures that tell
+# it from its look-alikes.
+# ex_expect NAME LOG ERE...: every ERE matches some line of LOG
+ex_expect() {
+  local name=$1 log=$2 re
+  shift 2
+  for re in "$@"; do # on a line, or across the lines a long one folds into
+    grep -Eq -- "$re" "$log" || flat "$log" | grep -Eq -- "$re" ||
+      { fail "$name" "$log" "no line matches: $re"; return; }
+  done
+  pass "$name"
+}
+# ex_plant D FILE SED LABEL: the lesson's FILE with SED applied, in
+# $LOGS/exercises-planted/LABEL/D/FILE; sets ex_dir ("" when SED changed nothing)
+ex_plant() {
+  local d=$1 f=$2 sed=$3 label=$4
+  ex_dir=$LOGS/exercises-planted/$label
+  rm -rf "$ex_dir" && mkdir -p "$ex_dir/$d"
+  sed "$sed" "$d/$f" >"$ex_dir/$d/$f"
+  if cmp -s "$d/$f" "$ex_dir/$d/$f"; then
+    fail "planted mistake $label: the sed changes $d/$f" "" "$sed"
+    ex_dir=""
+  fi
+}
+
+# build: quiet, the student's file:line first, the solution not compiled,
+# the log path once
+log=$LOGS/exercise-feedback-build.log
+ex_plant 06_fsdp shard.c 's|^  if (f->g) {$|  if (f->g) { int x = ;|' syntax
+if [ -n "$ex_dir" ]; then
+  ex_run 06 "$ex_dir" 6 "$log"
+  ex_expect "check-6 on a syntax error: FAIL build, the student's file:line first, no make or mpicc lines" "$log" \
+    '^FAIL  build: it does not compile' "^      $ex_dir/06_fsdp/shard.c:[0-9]+:[0-9]+: error"
+  if grep -Eq '^(mpicc|/usr/bin/mpicc|gcc|cc) ' "$log" || [ $ex_rc -eq 0 ]; then
+    fail "check-6 on a syntax error prints no compiler command and fails" "$log" "exit code $ex_rc"
+  fi
+fi
+solo=$(${MAKE:-make} -s --no-print-directory print-lesson-objs-6 | tr ' ' '\n' | grep '/06_fsdp/shard.o$')
+if [ -n "$solo" ] && [ -f "$solo" ]; then
+  touch 06_fsdp/shard.c
+  log=$LOGS/exercise-feedback-quiet.log
+  ex_run 06 "$EX_WS" 6 "$log" EXERCISE_FIRST=2
+  out=$(sed -n 's/^      whole output: //p' "$log" | head -n 1)
+  why=""
+  [ 06_fsdp/shard.c -nt "$solo" ] || why="$solo was rebuilt"
+  grep -Eq 'mpicc|-Wall' "$log" && why="$why; compiler lines in the output"
+  [ -n "$out" ] && [ -f "$out" ] || why="$why; no log at '$out'"
+  [[ $out == *exercises/exercises/* ]] && why="$why; doubled folder in $out"
+  if [ -z "$why" ]; then
+    pass "check-6: no compiler lines, the lesson's own shard.c not recompiled, the log path exists once"
+  else
+    fail "check-6: no compiler lines, the lesson's own shard.c not recompiled, the log path exists once" "$log" "$why"
+  fi
+fi
+
+# 06: wrong operation, wrong layer offset, count S/N: the same bytes table
+# for the first two, three different hints
+ex_plant 06_fsdp shard.c 's/f->wire.type, f->op);/f->wire.type, DT_SUM);/' fsdp-op
+if [ -n "$ex_dir" ]; then
+  log=$LOGS/exercise-feedback-06-op.log
+  ex_run 06 "$ex_dir" 6 "$log" CHECK_NP=2
+  whole=$(sed -n 's/^      whole output: //p' "$log" | head -n 1)
+  ex_expect "check-6, DT_SUM for DT_AVG: its output marks each row ok or FAIL" "${whole:-/dev/null}" \
+    '^  FAIL weights, worst tensor rel L2 diff ' '^  ok   weights, max \|diff\| ' '^  tensors off: 8 of 8$'
+  ex_expect "check-6, DT_SUM for DT_AVG: worst row named, 'moved about N times' hint" "$log" \
+    "got: CHECK FAILED: .*\(a tensor is off: layers\.[0-9]\.w[12]'s rel L2 diff" \
+    'measured: the tensors off moved [0-9.]+ times as far as one process' \
+    'hint: the bytes match, but every tensor moved about N times as far'
+fi
+ex_plant 06_fsdp shard.c 's/dt_reduce_scatter(f->comm, send, recv,/dt_reduce_scatter(f->comm, send, f->gs,/' fsdp-offset
+if [ -n "$ex_dir" ]; then
+  log=$LOGS/exercise-feedback-06-offset.log
+  ex_run 06 "$ex_dir" 6 "$log" CHECK_NP=2
+  ex_expect "check-6, f->gs for the layer's slice: never-moved layers (rel diff 1.00) and the layer-offset hint" "$log" \
+    'measured: [0-9]+ tensors never moved from their initial weights \(layers 1,2,3\)' 'rel diff is exactly 1\.00' \
+    "hint: the bytes match, but whole layers never trained while layer 0 is off" "f->gs \+ l \* f->S"
+  grep -q 'hint: the bytes match, but every tensor moved about N times' "$log" &&
+    fail "check-6, f->gs for the layer's slice: not the wrong-operation hint" "$log"
+fi
+ex_plant 06_fsdp shard.c 's/mine, all, (size_t)f->S, f->wire.type)/mine, all, (size_t)f->S \/ (size_t)f->comm->size, f->wire.type)/' fsdp-count
+if [ -n "$ex_dir" ]; then
+  log=$LOGS/exercise-feedback-06-count.log
+  ex_run 06 "$ex_dir" 6 "$log" CHECK_NP=2
+  ex_expect "check-6, all-gather count S/N: the measured fraction of the formula's bytes and its hint" "$log" \
+    "measured: all_gather moved 1/2 of the formula's bytes \([0-9]+ of [0-9]+ per rank per step, N=2\)" \
+    'hint: the all-gather moved 1/N of its formula: did each rank send only 1/N of its'
+fi
+
+# 05: the scale never applied (DT_SUM) against applied twice
+ex_plant 05_dp dp.c 's/p, p, k->count, m->bk.wire.type, m->bk.op);/p, p, k->count, m->bk.wire.type, DT_SUM);/' dp-sum
+if [ -n "$ex_dir" ]; then
+  log=$LOGS/exercise-feedback-05-sum.log
+  ex_run 05 "$ex_dir" 5 "$log" EXERCISE_FIRST=1
+  ex_expect "check-5, DT_SUM: 'summed and never divided by N'" "$log" 'hint: .*summed and never divided by N'
+fi
+ex_plant 05_dp dp.c 's/p, p, k->count, m->bk.wire.type, m->bk.op);/p, p, k->count, m->bk.wire.type, m->bk.op);\
+      dt_scale(p, k->count, 1.0f \/ (float)m->world->size);/' dp-twice
+if [ -n "$ex_dir" ]; then
+  log=$LOGS/exercise-feedback-05-twice.log
+  ex_run 05 "$ex_dir" 5 "$log" EXERCISE_FIRST=1
+  ex_expect "check-5, averaged and divided again: 'divided by N twice'" "$log" 'hint: .*divided by N twice'
+fi
+
+# 01: a recv from the wrong peer against nobody sending first (the latter:
+# the deadlock test above)
+ex_plant 01_send_recv send_recv.c '/^  } else {$/{n;s/dt_recv(w, token, 1, DT_I32, prev);/dt_recv(w, token, 1, DT_I32, next);/;}' ring-peer
+if [ -n "$ex_dir" ]; then
+  log=$LOGS/exercise-feedback-01-peer.log
+  ex_run 01 "$ex_dir" 1 "$log" CHECK_NP=3 EXERCISE_TIMEOUT=2
+  ex_expect "check-1, recv from next: the wrong peer named, not 'nobody sent'" "$log" \
+    'measured: rank [0-9] waits to receive from rank [0-9]; its prev is [0-9], its next [0-9]' \
+    'hint: a rank waits to receive from the wrong peer'
+fi
+
+# 09's stub (GPipe for 1F1B): a sentence, whole words, the plans under the FAIL
+log=$LOGS/exercise-feedback-09.log
+if EXERCISE_DIR="$EX_WS" ex_make exercise-9 >/dev/null 2>&1; then
+  ex_run 09 "$EX_WS" 9 "$log" CHECK_NP=2
+  ex_expect "check-9 stub: the broken rule as a sentence and each stage's plan under the FAIL" "$log" \
+    "got: CHECK PASSED, but this does not hold: every stage's" \
+    '^      \| \[rank 0\] stage 0: layers [0-9-]+, plan F0 F1 F2 F3 B0' '^      \| \[rank 1\] stage 1: layers'
+  awk 'length($0) > 108 && !/run it again|whole output/' "$log" | grep -q . &&
+    fail "check-9 stub: every line folded at a space" "$log"
+  grep -q '\.\.\.$' "$log" && fail "check-9 stub: no line cut with ..." "$log"
+fi
+
+# np=1 trivial, NP honoured, a bf16 run in check-6
+log=$LOGS/exercise-feedback-np.log
+ex_run 06 "$EX_WS" 6 "$log" EXERCISE_FIRST=1
+ex_expect "check-6 stub at np=1: labelled trivial, not counted" "$log" \
+  '^PASS \(trivial at np=1: nothing to send; not counted\)  np=1 ' \
+  '^0 checks: 0 passed, 0 failed; 1 more passed trivially at np=1'
+log=$LOGS/exercise-feedback-np2.log
+timeout -k 5 "$EX_LIMIT" env EXERCISE_DIR=. ${MAKE:-make} -s --no-print-directory check-6 NP=2 >"$log" 2>&1
+ex_expect "make check-6 NP=2 runs the np=2 check alone" "$log" '^  NP=2: the checks at np=2 only' '^1 checks: 1 passed, 0 failed$'
+grep -q '^PASS.*np=[134] ' "$log" && fail "make check-6 NP=2 runs no other np" "$log"
+ex_expect "exercise 06's pristine check includes a bf16 run that passes" "$LOGS/exercise-06_fsdp-pristine.log" \
+  '^PASS  np=4 .*--precision bf16'
+
+# make grade: one exercise right, one wrong
+gdir=$LOGS/grade-student
+rm -rf "$gdir" && mkdir -p "$gdir/05_dp" "$gdir/06_fsdp"
+cp 05_dp/dp.c "$gdir/05_dp/" && cp "$LOGS/exercises-planted/fsdp-offset/06_fsdp/shard.c" "$gdir/06_fsdp/" 2>/dev/null
+log=$LOGS/grade.log
+timeout -k 5 $((2 * EX_LIMIT)) ${MAKE:-make} -s --no-print-directory grade DIR="$gdir" >"$log" 2>&1
+g_rc=$?
+ex_expect "make grade: a table of both exercises, the total, the results file last" "$log" \
+  '^  check-5 +3/3 +ok +data parallel' '^  check-6 +[0-4]/5 +FAIL +FSDP' '^  total +[0-9]+/8'
+# (after it make adds its own line for the failed recipe)
+grep -v '^make: ' "$log" | tail -n 1 | grep -Eq "^grade: [0-9]+ of 8 checks passed; results: $gdir/results.json$" ||
+  fail "make grade: the last line names the results file" "$log"
+[ $g_rc -ne 0 ] || fail "make grade: a failed exercise gives a non-zero exit code" "$log"
+# Gradescope's format: tests[] with name, score <= max_score, output
+if command -v python3 >/dev/null 2>&1; then
+  if python3 - "$gdir/results.json" >"$LOGS/grade-json.log" 2>&1 <<'PY'; then
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert isinstance(d["tests"], list) and len(d["tests"]) == 2, "two tests"
+for t in d["tests"]:
+    assert isinstance(t["name"], str) and isinstance(t["output"], str), t
+    assert isinstance(t["score"], (int, float)) and isinstance(t["max_score"], (int, float)), t
+    assert 0 <= t["score"] <= t["max_score"], t
+assert d["tests"][0]["score"] == d["tests"][0]["max_score"] == 3, "05 right"
+assert d["tests"][1]["score"] < d["tests"][1]["max_score"], "06 wrong"
+assert "layer 0's slice" in d["tests"][1]["output"].replace("\n", " "), "the hint in the output"
+assert d["score"] == sum(t["score"] for t in d["tests"])
+PY
+    pass "make grade: results.json has Gradescope's fields (name, score <= max_score, output) and the hint"
+  else
+    fail "make grade: results.json has Gradescope's fields" "$LOGS/grade-json.log"
+  fi
+fi
+rm -rf "$gdir/06_fsdp" "$gdir/results.json"
+timeout -k 5 "$EX_LIMIT" ${MAKE:-make} -s --no-print-directory grade DIR="$gdir" >"$log.ok" 2>&1
+[ $? -eq 0 ] && [ -f "$gdir/results.json" ] && pass "make grade: every check passed, exit code 0" ||
+  fail "make grade: every check passed, exit code 0" "$log.ok"

@@ -117,6 +117,49 @@ static figures measure(const dt_train_config *c, const double *losses, const dou
   return f;
 }
 
+#define MARK(ok) ((ok) ? "ok" : "FAIL")
+
+/* After a failed check, every tensor off, with how far it moved against how
+ * far one process moved it: the pattern names the bug. 0 x: no update ever
+ * reached it (its rel diff is then exactly 1.00); about N x: a sum where an
+ * average was meant; about 1/N x: divided twice; about 1 x but off: the
+ * right size of update in the wrong place or from the wrong data. */
+static void list_off(const dt_train_config *c, const float *w, const float *ref, const float *w0,
+                     double bound) {
+  int64_t shown = 0, off = 0, never = 0;
+  for (int64_t t = 0; t < dt_model_tensors(c); t++) {
+    dt_tensor x = dt_model_tensor(c, t);
+    size_t n = (size_t)(x.rows * x.cols);
+    const float *a = w + x.at, *b = ref + x.at, *z = w0 + x.at;
+    double diff2 = 0, move2 = 0, own2 = 0;
+    size_t still = 0;
+    for (size_t i = 0; i < n; i++) {
+      double d = (double)a[i] - b[i], m = (double)b[i] - z[i], o = (double)a[i] - z[i];
+      diff2 += d * d;
+      move2 += m * m;
+      own2 += o * o;
+      still += a[i] == z[i];
+    }
+    double rel = sqrt(diff2 / fmax(move2, 1e-300)), moved = sqrt(own2 / fmax(move2, 1e-300));
+    if (rel <= bound) continue;
+    never += still == n;
+    if (off++ == 0)
+      printf("  tensors off (rel L2 diff > %.1e), with how far each moved against one process:\n",
+             bound);
+    if (shown++ >= 8) continue;
+    printf("    %s  rel diff %.2e  moved %.2f x%s\n", x.name, rel, moved,
+           still == n      ? "  (never moved)"
+           : still > n / 2 ? "  (most of its weights never moved)"
+                           : "");
+  }
+  if (shown > 8) printf("    ... and %lld more\n", (long long)(shown - 8));
+  printf("  tensors off: %lld of %lld\n", (long long)off, (long long)dt_model_tensors(c));
+  if (never)
+    printf("  never moved: %lld of them are still their initial weights (no update reached them), "
+           "so their rel diff is exactly 1.00: the whole distance one process moved them\n",
+           (long long)never);
+}
+
 static const char *verdict(int failed) { return failed ? "FAILED" : "PASSED"; }
 
 static int check_fp32(const dt_train_config *c, const double *losses, const double *ref_loss,
@@ -138,26 +181,44 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
     snprintf(why, sizeof why, "S x K x u (S %lld, K = max(B,D,H) = %lld)", (long long)S,
              (long long)K);
   printf("compare with one process (fp32, %s; the criterion: CHECKING.md)\n", c->optimizer);
-  printf("  figure                                    measured     bound\n");
-  printf("  per-step loss, max |diff| / first loss    %-12.2e %-9.1e %s\n", f.loss, loss_bound,
-         why);
-  printf("  weights, worst tensor rel L2 diff         %-12.2e %-9.1e %s, of how far training "
+  printf("       figure                                    measured     bound\n");
+  printf("  %-4s per-step loss, max |diff| / first loss    %-12.2e %-9.1e %s\n", MARK(ok_loss),
+         f.loss, loss_bound, why);
+  printf("  %-4s weights, worst tensor rel L2 diff         %-12.2e %-9.1e %s, of how far training "
          "moved it (%s)\n",
-         f.tensor, tensor_bound, adamw ? why : "S x K x u", dt_model_tensor(c, f.worst).name);
-  printf("  weights off alone, worst tensor           %-12zu %-9zu %g%% of %zu, off by more than "
-         "the bound x the tensor's rms movement\n",
-         f.outliers, out_bound, OUTLIER_SHARE * 100, n);
-  printf("  weights, max |diff|                       %-12.2e %-9.1e 2 x how far %s moves one "
+         MARK(ok_tensor), f.tensor, tensor_bound, adamw ? why : "S x K x u",
+         dt_model_tensor(c, f.worst).name);
+  printf("  %-4s weights off alone, worst tensor           %-12zu %-9zu %g%% of %zu, off by more "
+         "than the bound x the tensor's rms movement\n",
+         MARK(ok_out), f.outliers, out_bound, OUTLIER_SHARE * 100, n);
+  printf("  %-4s weights, max |diff|                       %-12.2e %-9.1e 2 x how far %s moves one "
          "weight in %lld steps\n",
-         f.element, reach2, c->optimizer, (long long)S);
+         MARK(ok_elem), f.element, reach2, c->optimizer, (long long)S);
   int failed = !(ok_loss && ok_tensor && ok_out && ok_elem) || other;
+  if (failed) list_off(c, w, ref->weights, ref->initial, tensor_bound);
+  /* the worst row: the furthest past its bound (NaN first) */
+  double ratio[4] = {f.loss / loss_bound, f.tensor / tensor_bound,
+                     (double)f.outliers / fmax((double)out_bound, 1), f.element / reach2};
+  int worst = -1;
+  for (int i = 0; i < 4; i++)
+    if (!(ratio[i] <= 1) && (worst < 0 || !(ratio[i] <= ratio[worst]))) worst = i;
+  char row[240] = "";
+  if (worst == 0)
+    snprintf(row, sizeof row, "the loss is off: %.2e, bound %.1e", f.loss, loss_bound);
+  if (worst == 1)
+    snprintf(row, sizeof row, "a tensor is off: %s's rel L2 diff %.2e, bound %.1e",
+             dt_model_tensor(c, f.worst).name, f.tensor, tensor_bound);
+  if (worst == 2)
+    snprintf(row, sizeof row, "too many weights are off: %zu of %zu in one tensor, bound %zu",
+             f.outliers, n, out_bound);
+  if (worst == 3)
+    snprintf(row, sizeof row,
+             "a weight is off by more than the optimizer can move it: %.2e, bound %.1e", f.element,
+             reach2);
   printf("CHECK %s: per-step loss and final weights match single-process training (%s)\n",
          verdict(failed),
          !failed      ? "every figure within its bound"
-         : !ok_loss   ? "the loss is off"
-         : !ok_tensor ? "a tensor is off"
-         : !ok_out    ? "too many weights are off"
-         : !ok_elem   ? "a weight is off by more than the optimizer can move it"
+         : worst >= 0 ? row
                       : other);
   return failed;
 }
