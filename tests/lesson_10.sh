@@ -61,7 +61,7 @@ check "10 np=4 no balance loss" 4 0 "$PASS10" -- $D10 --steps 5 --aux-coef 0
 for a2a in library hand; do
   check "10 np=4 all-to-all $a2a" 4 0 "$PASS10" -- $D10 --steps 10 --all-to-all "$a2a"
 done
-same10() { sed -n -e 's/  [0-9.]* ms$//p' -e '/^  per-step/p' -e '/^  weights/p' "$(log10 "10 np=4 all-to-all $1")"; }
+same10() { sed -n -e 's/  [0-9.]* ms$//p' -e '/ per-step loss, max/p' -e '/ weights, /p' "$(log10 "10 np=4 all-to-all $1")"; }
 if [ -n "$(same10 library)" ] && [ "$(same10 library)" = "$(same10 hand)" ]; then
   pass "10 np=4: the hand all-to-all trains bit for bit as the library's"
 else
