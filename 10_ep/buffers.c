@@ -4,7 +4,7 @@
 
 static void *alloc(int64_t n, size_t size, dt_tag tag) { return dt_alloc((size_t)n * size, tag); }
 
-void ep_buffers(model *m) {
+void ep_buffers(model *m, const dt_train_config *c) {
   int64_t L = m->L, D = m->D, H = m->H, E = m->E, N = m->N;
   int64_t R = m->R, k = m->k, M = m->M;
   m->x = alloc((L + 1) * R * D, 4, DT_ACTIV), m->y = alloc(R * D, 4, DT_DATA);
@@ -22,6 +22,8 @@ void ep_buffers(model *m) {
     size_t **v[] = {&q->sc, &q->sd, &q->rc, &q->rd};
     for (int i = 0; i < 4; i++) *v[i] = dt_host_alloc((size_t)N, sizeof(size_t));
   }
+  dt_wire_init(&m->ws, c, (size_t)((R * k > M ? R * k : M) * D));
+  dt_wire_init(&m->wr, c, (size_t)((R * k > M ? R * k : M) * D));
   m->send = alloc(R * k * D, 4, DT_COMMBUF), m->recv = alloc(M * D, 4, DT_COMMBUF);
   m->xe = alloc(2 * M * D, 4, DT_COMMBUF), m->dh = alloc(N * m->C * H, 4, DT_ACTIV);
   m->dlogits = alloc(R * E, 4, DT_ACTIV);

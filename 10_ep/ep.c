@@ -58,7 +58,7 @@ static void layout(model *m, dt_run *r) {
     dt_run_place(r, experts, expert_offset(m, l, 0),
                  at + D * E + m->world->rank * m->El * 2 * D * H, 1, m->El * 2 * D * H, 0);
   }
-  ep_buffers(m);
+  ep_buffers(m, c);
   m->record = dt_run_record_routing(r, m->R); /* for the check */
 }
 

@@ -29,6 +29,7 @@ typedef struct {
   int64_t *samples;
   int verify;      /* --verify-dispatch: verify.c looks at every layer's dispatch */
   int hand;        /* --all-to-all hand: exchange.c's pairwise rounds */
+  dt_wire ws, wr;  /* --precision bf16: 16-bit copies of what an exchange sends and gets */
   size_t *cn, *cd; /* [N] the counts' blocks: E/N each, at r E/N */
   int32_t *record; /* [steps][L][R][k]: the routing, for the check */
   /* what report.c prints, summed over steps and layers */
@@ -40,7 +41,7 @@ typedef struct {
 enum { COUNTS, DISPATCH, COMBINE, DISPATCH_BACK, COMBINE_BACK }; /* the phases */
 
 /* buffers.c: everything but the weights, by tag (report.c's formulas) */
-void ep_buffers(model *m);
+void ep_buffers(model *m, const dt_train_config *c);
 /* verify.c: the send counts, displacements and rows of a dispatch, as the
  * receivers will read them; any mismatch named per rank, then dt_fail */
 void verify_dispatch(model *m, const route *q);

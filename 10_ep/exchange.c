@@ -22,13 +22,27 @@ static void hand_all_to_allv(dt_comm *w, const void *send, const size_t *sc, con
   }
 }
 
+/* elements [0, end) of a buffer hold all of its blocks */
+static size_t span(const size_t *count, const size_t *at, int64_t N) {
+  size_t end = 0;
+  for (int64_t r = 0; r < N; r++) end = at[r] + count[r] > end ? at[r] + count[r] : end;
+  return end;
+}
+
+/* In bf16 the rows travel as 16-bit copies (half the bytes); the experts'
+ * matmuls round their inputs to bf16 anyway. */
 void exchange(model *m, int p, const float *send, const size_t *sc, const size_t *sd, float *recv,
               const size_t *rc, const size_t *rd) {
   uint64_t before = dt_comm_total(m->world).bytes_sent;
+  dt_dtype t = m->ws.type;
+  const void *s = send;
+  void *r = recv;
+  if (t != DT_F32) dt_to_half(send, m->ws.buf, span(sc, sd, m->N), t), s = m->ws.buf, r = m->wr.buf;
   if (m->hand)
-    hand_all_to_allv(m->world, send, sc, sd, recv, rc, rd, DT_F32);
+    hand_all_to_allv(m->world, s, sc, sd, r, rc, rd, t);
   else
-    dt_all_to_allv(m->world, send, sc, sd, recv, rc, rd, DT_F32);
+    dt_all_to_allv(m->world, s, sc, sd, r, rc, rd, t);
+  if (t != DT_F32) dt_from_half(m->wr.buf, recv, span(rc, rd, m->N), t);
   m->bytes[p] += dt_comm_total(m->world).bytes_sent - before;
 }
 

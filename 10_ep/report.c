@@ -43,14 +43,20 @@ static void tokens(model *m, dt_run *r, uint64_t steps) {
 
 static void bytes(model *m, uint64_t steps) {
   uint64_t N = (uint64_t)m->N, L = (uint64_t)m->L, D = (uint64_t)m->D, E = (uint64_t)m->E;
-  uint64_t want[5] = {steps * L * (N - 1) * (E / N) * 8, m->rows_out * D * 4, m->rows_in * D * 4,
-                      m->rows_out * D * 4, m->rows_in * D * 4};
+  uint64_t es = dt_dtype_size(m->ws.type); /* 4, or 2 in bf16 */
+  uint64_t want[5] = {steps * L * (N - 1) * (E / N) * 8, m->rows_out * D * es, m->rows_in * D * es,
+                      m->rows_out * D * es, m->rows_in * D * es};
   const char *name[5] = {"counts", "dispatch", "combine", "dispatch, backward",
                          "combine, backward"};
-  const char *how[5] = {"L x (N-1) x E/N x 8", "tokens sent to other ranks x D x 4",
-                        "tokens received from other ranks x D x 4",
-                        "tokens sent to other ranks x D x 4",
-                        "tokens received from other ranks x D x 4"};
+  const char *how4[5] = {"L x (N-1) x E/N x 8", "tokens sent to other ranks x D x 4",
+                         "tokens received from other ranks x D x 4",
+                         "tokens sent to other ranks x D x 4",
+                         "tokens received from other ranks x D x 4"};
+  const char *how2[5] = {"L x (N-1) x E/N x 8", "tokens sent to other ranks x D x 2",
+                         "tokens received from other ranks x D x 2",
+                         "tokens sent to other ranks x D x 2",
+                         "tokens received from other ranks x D x 2"};
+  const char **how = es == 4 ? how4 : how2;
   int bad = 0;
   for (int p = 0; p < 5; p++) bad |= m->bytes[p] != want[p];
   dt_print0("  all-to-all bytes sent per rank per step (rank 0), each beside its formula from the "
@@ -74,7 +80,7 @@ void report(model *m, dt_run *r) {
   tokens(m, r, steps);
   bytes(m, steps);
   int64_t L = m->L, D = m->D, H = m->H, E = m->E, R = m->R, k = m->k, M = m->M;
-  int64_t P = L * (D * E + m->El * 2 * D * H);
+  int64_t P = L * (D * E + m->El * 2 * D * H), W = R * k > M ? R * k : M;
   dt_print0("  expert parameters      %8lld      bytes per layer on each rank, formula E/N x 2DH x "
             "4 = %lld (one process holds E x 2DH x 4 = %lld)\n",
             (long long)(m->El * 2 * D * H * 4), (long long)(m->El * 2 * D * H * 4),
@@ -88,7 +94,10 @@ void report(model *m, dt_run *r) {
         R * E) *
            4,
        "((L+3)RD + L(RE + 4Rk + RkD + M(D+2H)) + NCH + RE) x 4, R = B/N, M = N C E/N", 0},
-      {DT_COMMBUF, (R * k * D + 3 * M * D) * 4, "(RkD + 3MD) x 4: send, receive, reorder", 0}};
+      {DT_COMMBUF, (R * k * D + 3 * M * D) * 4 + (m->ws.buf ? 4 * W * D : 0),
+       m->ws.buf ? "(RkD + 3MD) x 4 + 2 x max(Rk, M) D x 2: send, receive, reorder, 16-bit copies"
+                 : "(RkD + 3MD) x 4: send, receive, reorder",
+       0}};
   dt_print_memory(rows, 5, NULL);
   dt_print_memory_uncounted();
 }

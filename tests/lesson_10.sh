@@ -54,6 +54,15 @@ check "10 np=4 no drops" 4 0 "$PASS10" '^  dropped +0 +of 1280 choices \(0\.00%\
 check "10 np=4 many drops" 4 0 "$PASS10" '^  dropped +[1-9][0-9]* +of 1280 choices' \
   'capacity 1 tokens per expert' -- $D10 --steps 5 --capacity-factor 0.25
 sides10 "10 np=4 many drops"
+# bf16: the token rows travel in 16 bits (bytes halve: D x 2 a row), and one
+# process rounds the same rows; the routing's tolerance is bf16's (1e-2).
+PASS10_16='CHECK PASSED: per-step loss and final weights match single-process bf16 training'
+check "10 np=4 bf16" 4 0 "$PASS10_16" "$ROUTE10" 'logits within 1e-02 of the k-th best' \
+  '^    dispatch +[0-9.]+ +formula tokens sent to other ranks x D x 2 = ' \
+  '16-bit copies$' -- $D10 --steps 10 --precision bf16
+sides10 "10 np=4 bf16"
+check "10 np=2 bf16 hand, drops" 2 0 "$PASS10_16" -- $D10 --steps 10 --precision bf16 \
+  --all-to-all hand --capacity-factor 0.5
 check "10 np=4 no balance loss" 4 0 "$PASS10" -- $D10 --steps 5 --aux-coef 0
 
 # The hand all-to-all (N-1 rounds of sendrecv) gives the library's result bit
@@ -97,5 +106,5 @@ check "10 unknown all-to-all" 2 2 "error: --all-to-all: 'ring' is not one of lib
   -- $D10 --all-to-all ring
 check "10 load refused" 2 2 'error: --load and --ckpt do not read a mixture of experts yet' \
   -- $D10 --load "$T10/ep.safetensors"
-check "10 fp16 refused" 2 2 'error: --precision fp16: the mixture of experts trains in fp32 only' \
+check "10 fp16 refused" 2 2 'error: --precision fp16: the mixture of experts trains in fp32 or bf16' \
   -- $D10 --precision fp16

@@ -345,10 +345,12 @@ static int replicas_agree(const float *w, size_t n) {
 /* The run's routing judged by the reference (reference_moe.c): a token sent
  * to experts this process would not choose, beyond a near tie, is a bug. */
 static int routing_agrees(const dt_routing *rt) {
+  char closest[64] = "";
+  if (rt->disagree) snprintf(closest, sizeof closest, ", the closest by %.1e", rt->closest);
   printf("routing: %lld tokens routed; %lld alike, %lld near ties (logits within %.0e of the k-th "
-         "best; widest %.1e), %lld chosen otherwise (each replayed in one process)\n",
+         "best; widest %.1e), %lld chosen otherwise%s (each replayed in one process)\n",
          (long long)rt->tokens, (long long)(rt->tokens - rt->ties - rt->disagree),
-         (long long)rt->ties, DT_ROUTING_TIE, rt->widest, (long long)rt->disagree);
+         (long long)rt->ties, rt->tie, rt->widest, (long long)rt->disagree, closest);
   return rt->disagree == 0;
 }
 

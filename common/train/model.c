@@ -28,8 +28,9 @@ void dt_train_resolve(dt_train_config *c) {
   if (c->experts && (c->load || c->ckpt))
     dt_fail("--load and --ckpt do not read a mixture of experts yet (--save writes one): run "
             "without them");
-  if (c->experts && dt_precision_type(c) != DT_F32)
-    dt_fail("--precision %s: the mixture of experts trains in fp32 only for now", c->precision);
+  if (c->experts && dt_precision_type(c) == DT_F16)
+    dt_fail("--precision fp16: the mixture of experts trains in fp32 or bf16 (fp16's loss scale "
+            "is not carried through the router and the balance loss)");
   dt_check_outputs(c); /* before any training, not after it */
   /* Every lesson holds the whole model somewhere (rank 0 checks it), so a
    * model larger than the memory left is refused before anything runs. */

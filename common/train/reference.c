@@ -26,14 +26,14 @@ double dt_adamw_max_update(int64_t t) {
 }
 
 /* After backward: what the distributed runs do to the gradients they
- * communicate (one trip through 16 bits), fp16's verdict, the clip, the
+ * communicate (round16: one trip through 16 bits), fp16's verdict, the clip, the
  * optimizer; and the reach: how far the optimizer could move a single weight
  * in these steps. SGD moves it by lr |g_i| <= lr ||g||; AdamW by at most lr
  * (max update + decay x |w|), and |w| <= its start + the reach so far. */
 void dt_reference_update(const dt_train_config *c, dt_loss_scaler *scaler, float *w, float *g,
-                         float *m, float *v, size_t n, double w0_max, double *reach) {
+                         float *m, float *v, size_t n, double w0_max, double *reach, int round16) {
   dt_dtype half = dt_precision_type(c);
-  if (half != DT_F32) dt_round_half(g, n, half);
+  if (half != DT_F32 && round16) dt_round_half(g, n, half);
   double used = 1.0;
   if (!dt_scaler_update(scaler, c, half == DT_F16 && dt_count_nonfinite(g, n) > 0, &used))
     return; /* fp16 overflow: the step is skipped */
@@ -108,7 +108,7 @@ void dt_reference_train(const dt_train_config *c, dt_reference_run *out) {
       dx = dnext;
       dnext = t;
     }
-    dt_reference_update(c, &scaler, w, g, m, v, n, w0_max, &out->reach);
+    dt_reference_update(c, &scaler, w, g, m, v, n, w0_max, &out->reach, 1);
   }
   dt_copy_to_host(weights, w, (size_t)(2 * L * P) * sizeof(float));
   float *bufs[] = {w, g, m, v, x, y, a, h, dx, dnext, dh};

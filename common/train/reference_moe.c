@@ -5,7 +5,8 @@
  *
  * Routing is a discrete choice: the run's choices are replayed (routing
  * given), and each is judged against this process's own logits: the same
- * experts, a near tie (the chosen ones within DT_ROUTING_TIE of the k-th
+ * experts, a near tie (the chosen ones within DT_ROUTING_TIE, in bf16
+ * DT_ROUTING_TIE16, of the k-th
  * best logit), or a disagreement, which fails the check (CHECKING.md). */
 #include <math.h>
 #include <stdlib.h>
@@ -37,9 +38,9 @@ static void replay(dt_routing *rt, int64_t step, int64_t l, const dt_train_confi
       int32_t *own = choice + (g * R + t) * k;
       double margin = judge(probs + (g * R + t) * E, own, rec, k);
       rt->tokens++;
-      if (margin > DT_ROUTING_TIE)
-        rt->disagree++;
-      else if (margin > 0) {
+      if (margin > rt->tie) {
+        rt->closest = rt->disagree++ ? fmin(rt->closest, margin) : margin;
+      } else if (margin > 0) {
         rt->ties++;
         rt->widest = fmax(rt->widest, margin);
       }
@@ -59,7 +60,9 @@ void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out) {
   dt_routing *rt = out->routing;
   int64_t G = rt ? rt->groups : dt_size(), R = B / G, C = dt_moe_capacity(c, R), cap = G * C;
   int64_t PL = dt_params_per_layer(c), n = L * PL;
+  if (rt) rt->tie = dt_precision_type(c) == DT_F32 ? DT_ROUTING_TIE : DT_ROUTING_TIE16;
   int adamw = c->optimizer[0] == 'a';
+  dt_dtype half = dt_precision_type(c); /* bf16: the rows the run exchanges, rounded alike */
   float *w = dt_alloc_f32((size_t)n, DT_PARAMS), *g = dt_alloc_f32((size_t)n, DT_GRADS);
   float *m = adamw ? dt_alloc_f32((size_t)n, DT_OPTIM) : NULL;
   float *v = adamw ? dt_alloc_f32((size_t)n, DT_OPTIM) : NULL;
@@ -117,6 +120,7 @@ void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out) {
         const float *w1 = wl + D * E + 2 * e * D * H;
         dt_block_forward(q->xin + e * cap * D, w1, w1 + D * H, q->a + e * cap * H,
                          q->h + e * cap * H, q->out + e * cap * D, q->n[e], D, H, 0);
+        if (half != DT_F32) dt_round_half(q->out + e * cap * D, (size_t)(q->n[e] * D), half);
       }
       for (int64_t i = 0; i < B * k; i++)
         if (q->row[i] >= 0) {
@@ -152,6 +156,7 @@ void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out) {
         float *g1 = gl + D * E + 2 * e * D * H;
         dt_block_backward(q->xin + e * cap * D, q->a + e * cap * H, q->h + e * cap * H, w1,
                           w1 + D * H, dout, dxin, g1, g1 + D * H, dh, q->n[e], D, H, 0);
+        if (half != DT_F32) dt_round_half(dxin, (size_t)(q->n[e] * D), half);
         for (int64_t i = 0; i < B * k; i++)
           if (q->row[i] >= 0 && q->choice[i] == e)
             for (int64_t d = 0; d < D; d++) dnext[i / k * D + d] += dxin[q->row[i] * D + d];
@@ -165,7 +170,9 @@ void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out) {
       dnext = t;
     }
     out->losses[step] = loss;
-    dt_reference_update(c, &scaler, w, g, m, v, (size_t)n, w0_max, &out->reach);
+    /* in bf16 the run's gradients never travel in 16 bits (the router's all-reduce
+     * is fp32, the experts' stay home): its token rows do, rounded below */
+    dt_reference_update(c, &scaler, w, g, m, v, (size_t)n, w0_max, &out->reach, 0);
   }
   memcpy(out->weights, w, (size_t)n * 4);
   for (layer *y_ = ly; y_ < ly + L; y_++) {

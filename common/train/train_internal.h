@@ -24,7 +24,7 @@ void dt_fill_rows(float *buf, const int64_t *rows, int64_t count, int64_t cols, 
 
 /* reference.c: the step after backward, shared by both reference trainers */
 void dt_reference_update(const dt_train_config *c, dt_loss_scaler *scaler, float *w, float *g,
-                         float *m, float *v, size_t n, double w0_max, double *reach);
+                         float *m, float *v, size_t n, double w0_max, double *reach, int round16);
 
 /* outputs.c: check the output paths at start-up (collective: rank 0 looks,
  * every rank fails alike) */
