@@ -160,6 +160,14 @@ static void list_off(const dt_train_config *c, const float *w, const float *ref,
            (long long)never);
 }
 
+/* The yardstick of this config: the dense trainer, or the mixture's. */
+static void reference_train(const dt_train_config *c, dt_reference_run *out) {
+  if (c->experts)
+    dt_reference_train_moe(c, out);
+  else
+    dt_reference_train(c, out);
+}
+
 static const char *verdict(int failed) { return failed ? "FAILED" : "PASSED"; }
 
 static int check_fp32(const dt_train_config *c, const double *losses, const double *ref_loss,
@@ -271,7 +279,7 @@ static void stop_diverged(const dt_train_config *c, int64_t step, double loss, d
       CHECK_ALLOC(losses);
       CHECK_ALLOC(w);
       dt_reference_run run = {.losses = losses, .weights = w};
-      dt_reference_train(&one, &run);
+      reference_train(&one, &run);
       alike = first_blown(losses, 0, step + 1);
       ref_loss = losses[step];
       free(losses);
@@ -368,7 +376,7 @@ int dt_check_against_reference(const dt_train_config *c, const double *losses,
     double t0 = dt_now();
     dt_reference_run ref = {
         .losses = ref_loss, .weights = ref_w, .initial = w0, .routing = routing};
-    dt_reference_train(c, &ref);
+    reference_train(c, &ref);
     printf("reference: 1 process trained the same %lld steps in %.2f s; loss %.6f -> %.6f\n",
            (long long)c->steps, dt_now() - t0, ref_loss[0], ref_loss[steps - 1]);
     /* what the figures cannot show: a bug in another rank's replica, or
@@ -404,7 +412,7 @@ int dt_check_convergence(const dt_train_config *c, const double *losses, double 
     CHECK_ALLOC(ref);
     CHECK_ALLOC(w);
     dt_reference_run run = {.losses = ref, .weights = w};
-    dt_reference_train(c, &run);
+    reference_train(c, &run);
     double first = losses[c->start_step], last = losses[c->steps - 1], want = ref[c->steps - 1];
     if (diverged(c, losses, ref))
       failed = 1;

@@ -47,10 +47,6 @@ void dt_reference_update(const dt_train_config *c, dt_loss_scaler *scaler, float
 }
 
 void dt_reference_train(const dt_train_config *c, dt_reference_run *out) {
-  if (c->experts) {
-    dt_reference_train_moe(c, out);
-    return;
-  }
   double *losses = out->losses;
   float *weights = out->weights;
   int64_t L = c->layers, D = c->dim, H = c->hidden, B = c->batch, P = D * H;
