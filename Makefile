@@ -158,6 +158,12 @@ $(BIN_DIR)/tests/test_%: $(BUILD)/tests/test_%.o $(LIBS) $(STAMP)
 	@mkdir -p $(@D)
 	$(MPICC) $(LDFLAGS) $(filter %.o %.a,$^) -o $@ $(LDLIBS)
 
+# 10_ep's hand all-to-all (exchange.c) timed beside the library's: a
+# benchmark, not a test, so only `make bench` builds it (bench/ep.sh).
+A2A_BENCH := $(BUILD)/bench_all_to_all
+$(A2A_BENCH): $(BUILD)/tests/bench_all_to_all.o $(BUILD)/10_ep/exchange.o $(LIBS) $(STAMP)
+	$(MPICC) $(LDFLAGS) $(filter %.o %.a,$^) -o $@ $(LDLIBS)
+
 tour: all
 	@NP=$(NP) MPIRUN="$(MPIRUN)" MPIRUN_FLAGS="$(call mpirun_flags,$(NP))" bash tests/tour.sh $(LESSON_BINS)
 
