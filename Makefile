@@ -234,11 +234,20 @@ bench-matmul:
 
 # The benchmark suite (bench/run.sh): collectives of lessons 01-03 against the
 # library, every training lesson at NP=1,2,4 (strong and weak scaling), memory
-# per rank by strategy. Writes bench/results.md, bench/*.csv, and bench/*.png
-# when gnuplot is installed (optional).
+# per rank by strategy, 10_ep's all-to-alls and step (bench/ep.sh). Writes
+# bench/results.md, bench/*.csv, and bench/*.png when gnuplot is installed
+# (optional).
 .PHONY: bench
-bench: all
-	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" NCCL_VERSION=$(NCCL_VERSION) bash bench/run.sh
+bench: all $(A2A_BENCH)
+	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" NCCL_VERSION=$(NCCL_VERSION) A2A_BIN=$(A2A_BENCH) bash bench/run.sh
+
+# Lesson 10_ep's part of `make bench` alone (bench/ep.sh): the hand and the
+# library all-to-all, 1 KiB to 64 MiB at NP=2 and 4; the step at NP=1 beside
+# the same model in PyTorch; a --save read by PyTorch. Writes bench/ep.md,
+# bench/all_to_all.csv, bench/ep_step.csv, and its section of results.md.
+.PHONY: bench-ep
+bench-ep: all $(A2A_BENCH)
+	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" A2A_BIN=$(A2A_BENCH) bash bench/ep.sh
 
 # The elementwise work of a 05_dp step (tests/bench_elementwise.c) with common
 # built at each candidate OPT, three rounds interleaved: how OPT was chosen.

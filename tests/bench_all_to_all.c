@@ -94,9 +94,12 @@ int main(int argc, char **argv) {
     if (it_n < 3) it_n = 3;
     if (it_n > iters) it_n = iters;
     for (int d = 0; d < N; d++) {
-      cnt[d] = block, dsp[d] = (size_t)d * block;
-      for (size_t i = 0; i < block; i++)
-        host[d * block + i] = value(me, d, N, i), want[d * block + i] = value(d, me, N, i);
+      cnt[d] = block;
+      dsp[d] = (size_t)d * block;
+      for (size_t i = 0; i < block; i++) {
+        host[d * block + i] = value(me, d, N, i);
+        want[d * block + i] = value(d, me, N, i);
+      }
     }
     dt_copy_from_host(send, host, count * 4);
     uint64_t sent[NV] = {0};
