@@ -34,8 +34,8 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 A2A_BIN=${A2A_BIN:-build/cpu/bench_all_to_all}
 TIMEOUT=${EP_TIMEOUT:-300}
 MAX_BYTES=${EP_MAX_BYTES:-64M}
-RUNS=${EP_RUNS:-3}
-STEPS=${EP_STEPS:-200}
+RUNS=${EP_RUNS:-5}
+STEPS=${EP_STEPS:-100}
 STEPS_LARGE=${EP_STEPS_LARGE:-30}
 LARGE=${EP_LARGE:-"--dim 256 --hidden 1024 --batch 256"}
 EP=$BIN_DIR/10_ep/ep
@@ -166,7 +166,8 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ 
   echo
   echo "Written by \`make bench-ep\` (bench/ep.sh; also part of \`make bench\`) on $(date -u '+%Y-%m-%d %H:%M UTC'),"
   echo "commit $commit; ${cpu:-$(uname -m)}, $CORES cores. Load average (1, 5, 15 min) at the start: $LOAD_START;"
-  echo "at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown). It took $(awk -v a="$T_START" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }') s."
+  echo "at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown). It took $(awk -v a="$T_START" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }') s. A load above the"
+  echo "core count means other processes shared the cores (on a shared machine, they only ever add time)."
   echo
   echo "### All-to-all: the hand one beside the library's"
   echo
