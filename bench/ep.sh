@@ -143,6 +143,11 @@ done
 # --load does not read a mixture of experts, so the loss to compare is the
 # next step's of a run one step longer: its first 30 steps are the saved run's.
 SAVE_NP=2 SAVE_STEPS=30
+# what the file holds, as PyTorch reads it (torch_moe.py's reader: no safetensors package needed)
+LIST_PY='import sys; sys.path.insert(0, "bench"); from torch_moe import read_safetensors
+t, meta = read_safetensors(sys.argv[1]); names = list(t)
+print(len(names), "tensors:", ", ".join(f"{n} {list(t[n].shape)} {t[n].dtype}" for n in names[:3]), "...",
+      "%s %s; metadata experts=%s topk=%s" % (names[-1], list(t[names[-1]].shape), meta["experts"], meta["topk"]))'
 if [ "$BACKEND" = cpu ]; then
   mpi "$OUT/save.log" $SAVE_NP "$EP" --steps $SAVE_STEPS --save "$OUT/m.safetensors"
   grep -q '^CHECK PASSED' "$OUT/save.log" || die "$OUT/save.log: no CHECK PASSED"
@@ -150,6 +155,9 @@ if [ "$BACKEND" = cpu ]; then
   next_line=$(grep -E "^step +$((SAVE_STEPS + 1))/" "$OUT/next.log") || die "$OUT/next.log: no last step line"
   SAVE_CMD=(--load "$OUT/m.safetensors" --data "$OUT/next.safetensors" --data-step "$SAVE_STEPS" --groups "$SAVE_NP" --forward-only)
   if [ "$HAVE_TORCH" = 1 ]; then
+    echo "$PYTHON -c <LIST_PY> $OUT/m.safetensors" >>"$OUT/commands.txt"
+    timeout -k 5 "$TIMEOUT" "$PYTHON" -c "$LIST_PY" "$OUT/m.safetensors" >"$OUT/list.log" 2>&1 ||
+      die "listing $OUT/m.safetensors failed; see $OUT/list.log"
     py "$OUT/load.log" "${SAVE_CMD[@]}"
     ours_next=$(echo "$next_line" | sed -nE 's/.* loss ([0-9.]+) .*/\1/p')
     torch_next=$(sed -nE 's/.*: loss ([0-9.]+) .*/\1/p' "$OUT/load.log")
@@ -230,7 +238,9 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ 
     echo '```'
     echo "\$ mpirun -np $SAVE_NP ./10_ep/ep --steps $SAVE_STEPS --save m.safetensors"
     grep -E '^CHECK|^saved' "$OUT/save.log" | sed "s|$OUT/||g"
-    echo "\$ mpirun -np $SAVE_NP ./10_ep/ep --steps $((SAVE_STEPS + 1)) --no-check --dump-data next.safetensors"
+    echo "\$ python3 -c '$LIST_PY' m.safetensors"
+  if [ "$HAVE_TORCH" = 1 ]; then sed "s|$OUT/||g" "$OUT/list.log"; fi
+  echo "\$ mpirun -np $SAVE_NP ./10_ep/ep --steps $((SAVE_STEPS + 1)) --no-check --dump-data next.safetensors"
     echo "$next_line"
     echo "\$ python3 bench/torch_moe.py ${SAVE_CMD[*]}" | sed "s|$OUT/||g"
     if [ "$HAVE_TORCH" = 1 ]; then sed "s|$OUT/||g" "$OUT/load.log"; else echo "(PyTorch is not importable here: skipped)"; fi
