@@ -97,6 +97,11 @@ ifeq ($(BACKEND),cuda)
 else
   KERNELS := kernels_cpu.o
 endif
+# The cpu kernels' sqrtf need not set errno (nothing reads it): with errno,
+# gcc keeps AdamW's loop scalar around a libm call for negative inputs, and on
+# 10_ep's larger models the optimizer took more time than every GEMM. Packed
+# or not, IEEE sqrt and division round alike: the same bits, only sooner.
+$(BUILD)/common/train/kernels_cpu.o: CFLAGS += -fno-math-errno
 COMM_OBJ  := $(COMM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/comm/$(KERNELS)
 TRAIN_OBJ := $(TRAIN_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/train/$(KERNELS)
 LIBCOMM   := $(BUILD)/libdtcomm.a
@@ -158,6 +163,12 @@ $(foreach d,$(LESSON_DIRS),$(eval $(call lesson_rules,$(d))))
 
 $(BIN_DIR)/tests/test_%: $(BUILD)/tests/test_%.o $(LIBS) $(STAMP)
 	@mkdir -p $(@D)
+	$(MPICC) $(LDFLAGS) $(filter %.o %.a,$^) -o $@ $(LDLIBS)
+
+# 10_ep's hand all-to-all (exchange.c) timed beside the library's: a
+# benchmark, not a test, so only `make bench` builds it (bench/ep.sh).
+A2A_BENCH := $(BUILD)/bench_all_to_all
+$(A2A_BENCH): $(BUILD)/tests/bench_all_to_all.o $(BUILD)/10_ep/exchange.o $(LIBS) $(STAMP)
 	$(MPICC) $(LDFLAGS) $(filter %.o %.a,$^) -o $@ $(LDLIBS)
 
 tour: all
@@ -225,11 +236,20 @@ bench-matmul:
 
 # The benchmark suite (bench/run.sh): collectives of lessons 01-03 against the
 # library, every training lesson at NP=1,2,4 (strong and weak scaling), memory
-# per rank by strategy. Writes bench/results.md, bench/*.csv, and bench/*.png
-# when gnuplot is installed (optional).
+# per rank by strategy, 10_ep's all-to-alls and step (bench/ep.sh). Writes
+# bench/results.md, bench/*.csv, and bench/*.png when gnuplot is installed
+# (optional).
 .PHONY: bench
-bench: all
-	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" NCCL_VERSION=$(NCCL_VERSION) bash bench/run.sh
+bench: all $(A2A_BENCH)
+	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" NCCL_VERSION=$(NCCL_VERSION) A2A_BIN=$(A2A_BENCH) bash bench/run.sh
+
+# Lesson 10_ep's part of `make bench` alone (bench/ep.sh): the hand and the
+# library all-to-all, 1 KiB to 64 MiB at NP=2 and 4; the step at NP=1 beside
+# the same model in PyTorch; a --save read by PyTorch. Writes bench/ep.md,
+# bench/all_to_all.csv, bench/ep_step.csv, and its section of results.md.
+.PHONY: bench-ep
+bench-ep: all $(A2A_BENCH)
+	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" A2A_BIN=$(A2A_BENCH) bash bench/ep.sh
 
 # The elementwise work of a 05_dp step (tests/bench_elementwise.c) with common
 # built at each candidate OPT, three rounds interleaved: how OPT was chosen.

@@ -51,6 +51,10 @@ void verify_dispatch(model *m, const route *q);
 void exchange(model *m, int p, const float *send, const size_t *sc, const size_t *sd, float *recv,
               const size_t *rc, const size_t *rd);
 void exchange_counts(model *m, const int64_t *send, int64_t *recv);
+/* the hand all-to-all-v alone, counts and displacements in elements of t
+ * (tests/bench_all_to_all.c times it beside the library's) */
+void hand_all_to_allv(dt_comm *w, const void *send, const size_t *sc, const size_t *sd, void *recv,
+                      const size_t *rc, const size_t *rd, dt_dtype t);
 /* received rows sit by source rank, then expert; the experts want them by
  * expert, then source: copy between the two, to_experts or back */
 void reorder(const model *m, const route *q, float *rank_major, float *expert_major,

@@ -10,8 +10,8 @@
 
 #include "ep.h"
 
-static void hand_all_to_allv(dt_comm *w, const void *send, const size_t *sc, const size_t *sd,
-                             void *recv, const size_t *rc, const size_t *rd, dt_dtype t) {
+void hand_all_to_allv(dt_comm *w, const void *send, const size_t *sc, const size_t *sd, void *recv,
+                      const size_t *rc, const size_t *rd, dt_dtype t) {
   int N = w->size, me = w->rank;
   size_t es = dt_dtype_size(t);
   if (sc[me]) dt_copy((char *)recv + rd[me] * es, (const char *)send + sd[me] * es, sc[me] * es);

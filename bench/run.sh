@@ -7,7 +7,10 @@
 #   2. training: every training lesson at NP = 1, 2, 4 with a fixed global batch
 #      (strong scaling) and a batch proportional to NP (weak scaling): step
 #      time, compute, communication, bytes sent per rank, peak memory per rank;
-#   3. memory per rank by strategy at NP=4 with AdamW (optimizer state shows).
+#   3. memory per rank by strategy at NP=4 with AdamW (optimizer state shows);
+#   4. the GEMM floor, and 05/06 beside PyTorch (bench/step.sh);
+#   5. lesson 10_ep (bench/ep.sh): its hand all-to-all beside the library's
+#      at NP=2 and 4, its step at NP=1 beside PyTorch, a --save read by PyTorch.
 # Writes bench/results.md, bench/*.csv and, when gnuplot is installed,
 # bench/*.png; raw logs and plot data stay in bench/out/ (not tracked).
 # Every mpirun runs under a timeout; any missing line or failed run stops the
@@ -17,7 +20,8 @@
 # CORES, BENCH_TIMEOUT (seconds per mpirun), BENCH_LAYERS, BENCH_DIM,
 # BENCH_STEPS, BENCH_BATCH (strong scaling's global batch), BENCH_RANK_BATCH
 # (weak scaling's batch per rank), BENCH_REPEAT (runs of each training
-# config; the fastest is kept), BENCH_MAX_BYTES (largest collective).
+# config; the fastest is kept), BENCH_MAX_BYTES (largest collective), A2A_BIN
+# (tests/bench_all_to_all.c's binary, for bench/ep.sh).
 set -euo pipefail
 shopt -s inherit_errexit # a failed $(grab ...) inside a function stops the suite too
 cd "$(dirname "$0")/.."
@@ -344,6 +348,11 @@ cat bench/out/step/commands.txt >>"$OUT/commands.txt"
   echo
 } >"$SIDE"
 
+# ---- 5. lesson 10_ep (bench/ep.sh) ------------------------------------------------------
+say "10_ep: all-to-all at NP=2 and 4, the step beside PyTorch, a saved model (bench/ep.sh; log $OUT/ep.log)"
+EP_DEST=$NEW BIN_DIR=$BIN_DIR MPIRUN=$MPIRUN CORES=$CORES A2A_BIN=${A2A_BIN:-build/cpu/bench_all_to_all} \
+  bash bench/ep.sh >"$OUT/ep.log" 2>&1 || die "bench/ep.sh failed; see $OUT/ep.log"
+
 # ---- the machine and the libraries --------------------------------------------------
 cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')
 [ -n "$cpu" ] || cpu=$(uname -m)
@@ -559,6 +568,10 @@ hb() { awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%g MiB", b / 1048576; el
     echo
   fi
   cat "$SIDE" # section 4: PyTorch side by side, the GEMM floor
+  echo "<!-- bench/ep.sh -->" # section 5; make bench-ep replaces what lies between the markers
+  cat "$NEW/ep.md"
+  echo "<!-- /bench/ep.sh -->"
+  echo
   if [ -f bench/cluster/results.md ]; then
     echo "Across emulated nodes, flat vs hierarchical all-reduce on a shaped link: [cluster/results.md](cluster/results.md)"
     echo "(written by \`make bench-cluster\`, not by this suite)."
@@ -577,4 +590,4 @@ hb() { awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%g MiB", b / 1048576; el
 rm -f bench/*.png
 mv "$NEW"/* bench/
 rmdir "$NEW"
-say "wrote bench/results.md bench/collectives.csv bench/training.csv bench/memory.csv${PLOTS:+ and ${#PLOTS[@]} plots} in $(elapsed "$T_START") s"
+say "wrote bench/results.md bench/ep.md bench/collectives.csv bench/training.csv bench/memory.csv bench/all_to_all.csv bench/ep_step.csv${PLOTS:+ and ${#PLOTS[@]} plots} in $(elapsed "$T_START") s"

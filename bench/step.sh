@@ -18,10 +18,14 @@
 # every other mpirun on a shared machine pins its rank 0 to the same core 0.
 #
 # Environment: BIN_DIR, MPIRUN, CORES, PYTHON (default /usr/bin/python3),
+# STEP_TORCH (the PyTorch side, default bench/torch_step.py; bench/ep.sh
+# names bench/torch_moe.py), STEP_TORCH_ARGS (more flags for it),
+# STEP_OPTIMIZER (what the summary says both sides train with, default SGD),
 # STEP_RUNS, STEP_LAYERS, STEP_DIM, STEP_HIDDEN, STEP_BATCH, STEP_STEPS,
 # STEP_TIMEOUT (seconds per run), STEP_CONFIGS (lines "name|binary|flags|torch
 # mode|NP|environment of our run"; see the default below), STEP_MD (also write
-# the summary as a markdown table to this file). Raw logs: bench/out/step/.
+# the summary as a markdown table to this file), STEP_OUT (raw logs and
+# commands.txt, default bench/out/step/).
 #
 # The third default line runs 05 at NP=2 with OMPI_MCA_mpi_yield_when_idle=1:
 # Open MPI's ranks spin while they wait in a collective, gloo's block. On a
@@ -35,6 +39,9 @@ BIN_DIR=${BIN_DIR:-.}
 MPIRUN=${MPIRUN:-mpirun}
 CORES=${CORES:-$(nproc 2>/dev/null || echo 1)}
 PYTHON=${PYTHON:-/usr/bin/python3}
+TORCH_SCRIPT=${STEP_TORCH:-bench/torch_step.py}
+read -ra TORCH_ARGS <<<"${STEP_TORCH_ARGS:-}"
+OPTIMIZER=${STEP_OPTIMIZER:-SGD}
 RUNS=${STEP_RUNS:-5}
 LAYERS=${STEP_LAYERS:-4}
 DIM=${STEP_DIM:-256}
@@ -45,7 +52,7 @@ TIMEOUT=${STEP_TIMEOUT:-300}
 CONFIGS=${STEP_CONFIGS:-"05_dp|05_dp/dp||single|1
 05_dp|05_dp/dp||ddp|2
 05_dp|05_dp/dp||ddp|2|OMPI_MCA_mpi_yield_when_idle=1"}
-OUT=bench/out/step
+OUT=${STEP_OUT:-bench/out/step}
 mkdir -p "$OUT"
 MODEL=(--layers "$LAYERS" --dim "$DIM" --hidden "$HIDDEN" --batch "$BATCH" --steps "$STEPS")
 
@@ -78,10 +85,10 @@ ours() {
   env $ENVS DT_GEMM_TIME=1 timeout -k 5 "$TIMEOUT" "$MPIRUN" "${flags[@]}" -np "$np" "$BIN_DIR/$bin" "$@" \
     >"$log" 2>&1 </dev/null || die "exit code $? from $bin at NP=$np; see $log"
 }
-# theirs LOG MODE NP: bench/torch_step.py under a timeout; must exit 0.
+# theirs LOG MODE NP: the PyTorch script (STEP_TORCH) under a timeout; must exit 0.
 theirs() {
   local log=$1 mode=$2 np=$3
-  local cmd=("$PYTHON" bench/torch_step.py --mode "$mode" --np "$np" "${MODEL[@]}")
+  local cmd=("$PYTHON" "$TORCH_SCRIPT" --mode "$mode" --np "$np" "${MODEL[@]}" ${TORCH_ARGS[@]+"${TORCH_ARGS[@]}"})
   echo "${cmd[*]}" >>"$OUT/commands.txt"
   timeout -k 5 "$TIMEOUT" "${cmd[@]}" >"$log" 2>&1 </dev/null || return 1
 }
@@ -95,7 +102,7 @@ stats() { # stats NUMBERS...: "min median"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
 
 : >"$OUT/commands.txt"
-say "L=$LAYERS D=$DIM H=$HIDDEN B=$BATCH (global), $STEPS steps of sgd, $RUNS runs each; $CORES cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+say "L=$LAYERS D=$DIM H=$HIDDEN B=$BATCH (global), $STEPS steps of $OPTIMIZER, $RUNS runs each; $CORES cores; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
 say "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 SUMMARY=()
 while IFS='|' read -r name bin extra mode np ENVS; do
@@ -158,6 +165,6 @@ if [ -n "${STEP_MD:-}" ]; then
     echo "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|"
     printf '%s\n' "${SUMMARY[@]}"
     echo
-    echo "PyTorch: ${TORCH_VERSION:-not importable}; $RUNS runs per row, interleaved with ours; L=$LAYERS D=$DIM H=$HIDDEN B=$BATCH, $STEPS steps of SGD."
+    echo "PyTorch: ${TORCH_VERSION:-not importable}; $RUNS runs per row, interleaved with ours; L=$LAYERS D=$DIM H=$HIDDEN B=$BATCH, $STEPS steps of $OPTIMIZER."
   } >"$STEP_MD"
 fi

@@ -123,11 +123,10 @@ void dt_sgd_step(float *restrict w, const float *restrict g, size_t n, float lr,
 
 /* As torch.optim.AdamW computes it, in this order, on g x grad_scale (fused
  * as in dt_sgd_step). */
-void dt_adamw_step(float *restrict w, const float *restrict g, float *restrict m, float *restrict v,
-                   size_t n, float lr, float weight_decay, int64_t t, float grad_scale) {
+static inline __attribute__((always_inline)) void
+adamw_loop(float *restrict w, const float *restrict g, float *restrict m, float *restrict v,
+           size_t n, float grad_scale, float step_size, float decay, float bias2_sqrt) {
   const float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
-  float bias1 = 1.0f - powf(beta1, (float)t), bias2_sqrt = sqrtf(1.0f - powf(beta2, (float)t));
-  float step_size = lr / bias1, decay = 1.0f - lr * weight_decay;
   for (size_t i = 0; i < n; i++) {
     float gi = g[i] * grad_scale;
     w[i] *= decay;
@@ -135,4 +134,30 @@ void dt_adamw_step(float *restrict w, const float *restrict g, float *restrict m
     v[i] = v[i] * beta2 + (1.0f - beta2) * gi * gi;
     w[i] -= step_size * m[i] / (sqrtf(v[i]) / bias2_sqrt + eps);
   }
+}
+
+/* Its two divisions and square root per element bound the loop: on x86-64 a
+ * copy for AVX2 (8 floats an instruction, not SSE's 4) where the CPU has it,
+ * twice as fast on 10_ep's larger models. IEEE division and sqrt round alike
+ * at any width, and -std=c11 fuses no multiply-add: the same bits either way. */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) static void
+adamw_loop_avx2(float *restrict w, const float *restrict g, float *restrict m, float *restrict v,
+                size_t n, float grad_scale, float step_size, float decay, float bias2_sqrt) {
+  adamw_loop(w, g, m, v, n, grad_scale, step_size, decay, bias2_sqrt);
+}
+#endif
+
+void dt_adamw_step(float *restrict w, const float *restrict g, float *restrict m, float *restrict v,
+                   size_t n, float lr, float weight_decay, int64_t t, float grad_scale) {
+  const float beta1 = 0.9f, beta2 = 0.999f;
+  float bias1 = 1.0f - powf(beta1, (float)t), bias2_sqrt = sqrtf(1.0f - powf(beta2, (float)t));
+  float step_size = lr / bias1, decay = 1.0f - lr * weight_decay;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx2")) {
+    adamw_loop_avx2(w, g, m, v, n, grad_scale, step_size, decay, bias2_sqrt);
+    return;
+  }
+#endif
+  adamw_loop(w, g, m, v, n, grad_scale, step_size, decay, bias2_sqrt);
 }
