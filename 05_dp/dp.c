@@ -121,7 +121,8 @@ static double train_step(model *m, dt_run *r, int64_t step) {
 
 /* Bytes and memory per rank, measured, beside their formulas. */
 static void report(model *m, dt_run *r) {
-  uint64_t steps = (uint64_t)(r->c.steps - r->c.start_step), N = (uint64_t)m->world->size;
+  uint64_t steps = (uint64_t)(r->c.steps - r->c.start_step);
+  uint64_t N = (uint64_t)m->world->size;
   int64_t L = m->L, D = m->D, H = m->H, R = m->R, es = (int64_t)dt_dtype_size(m->bk.wire.type);
   dt_counter ar = m->world->count[DT_ALL_REDUCE];
   if (m->overlap) { /* what overlap hid: the same buckets all-reduced blocking, timed now */

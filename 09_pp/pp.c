@@ -8,8 +8,7 @@
  * 2M actions of a stage (make_plan): GPipe runs all forwards, then all
  * backwards, and holds M microbatches' activations at the turn; 1F1B
  * interleaves them after a warm-up and holds at most N-s. Both leave the same
- * bubble, (N-1)/(M+N-1) of the time idle, which timeline.c measures and draws.
- * --precision bf16|fp16 sends the activations in 16 bits. The run
+ * bubble, (N-1)/(M+N-1) of the time idle, which timeline.c draws. The run
  * (common/train/run.c) does the rest of the step and ends by training the same
  * model in one process and comparing. */
 #include <stdio.h>
@@ -61,12 +60,8 @@ static void layout(model *m, dt_run *r) {
   dt_run_place(r, seg, 0, layer_offset(m, m->l0), 1, m->P, m->P);
   r->loss_ranks = 1; /* the last stage's loss, 0 elsewhere */
   r->loss_how = "last stage, sum over the microbatches";
-  m->act = (dt_acts){.L = m->L, .R = m->R, .D = D, .Hs = H}; /* x, a, h: the stashes' */
-  m->act.dx = dt_alloc_f32((size_t)(m->R * D), DT_ACTIV);
-  m->act.dnext = dt_alloc_f32((size_t)(m->R * D), DT_ACTIV);
-  m->act.dh = dt_alloc_f32((size_t)(m->R * H), DT_ACTIV);
   m->samples = dt_host_alloc((size_t)r->c.batch, sizeof(int64_t));
-  stash_init(&m->st, m->M, (size_t)((m->L + 1) * m->R * D + 2 * m->L * m->R * H));
+  stash_init(&m->st, &m->act, m->M, m->L, m->R, D, H);
   m->plan = dt_host_alloc((size_t)(2 * m->M), sizeof(action));
   if (s == 0 || s == N - 1) {
     m->bx = dt_alloc_f32((size_t)(r->c.batch * D), DT_DATA);
@@ -88,15 +83,6 @@ static int make_plan(int N, int s, int64_t M, int gpipe, action *p) {
   for (int m = (int)M - warm; m < M; m++) p[n++] = (action){'B', m};
   return n;
   /* end of exercise */
-}
-
-/* act works on microbatch mb's stash (stash.c). */
-static float *stash(model *m, int mb) {
-  m->act.x = stash_open(&m->st, mb);
-  m->act.a = m->act.x + (m->L + 1) * m->R * m->D;
-  m->act.h = m->act.a + m->L * m->R * m->H;
-  if (m->by) m->act.y = m->by + mb * m->R * m->D;
-  return m->act.x;
 }
 
 static void forward(model *m) {
@@ -130,7 +116,7 @@ static void exchange(model *m, const action *done, const action *next) {
     dst = m->s - 1;
   }
   if (next && next->type == 'F' && m->s > 0) {
-    in = stash(m, next->mb); /* its x_0 */
+    in = stash_acts(&m->st, &m->act, next->mb, m->by); /* its x_0 */
     src = m->s - 1;
   } else if (next && next->type == 'B' && m->s < last) {
     in = m->act.dnext; /* act.dx may be on its way out */
@@ -160,7 +146,7 @@ static double train_step(model *m, dt_run *r, int64_t step) {
   for (const action *a = m->plan; a < m->plan + m->n; a++) {
     exchange(m, a > m->plan ? a - 1 : NULL, a);
     double t0 = dt_span_begin();
-    stash(m, a->mb);
+    stash_acts(&m->st, &m->act, a->mb, m->by);
     if (a->type == 'F') {
       if (m->s == 0) dt_copy(m->act.x, m->bx + a->mb * R * D, (size_t)(R * D) * 4);
       forward(m);

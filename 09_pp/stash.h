@@ -12,8 +12,13 @@ typedef struct {
   int nfree, live, peak; /* peak: the most in flight at once */
   size_t floats;         /* of one slot */
 } stashes;
-void stash_init(stashes *s, int64_t M, size_t floats);
+/* Slots for M microbatches' x_0..x_L [R,D], a and h [R,H] of L layers; act
+ * gets the backward's scratch (dx, dnext, dh) of its own. */
+void stash_init(stashes *s, dt_acts *act, int64_t M, int64_t L, int64_t R, int64_t D, int64_t H);
 float *stash_open(stashes *s, int mb); /* mb's slot, taken on first use */
+/* act works on microbatch mb's slot (and y on its rows of by, if any);
+ * returns its x_0 */
+float *stash_acts(stashes *s, dt_acts *act, int mb, float *by);
 void stash_close(stashes *s, int mb);
 void stash_free(stashes *s);
 

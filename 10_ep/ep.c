@@ -44,12 +44,17 @@ static void layout(model *m, dt_run *r) {
   m->D = D;
   m->H = H;
   m->R = r->c.batch / N;
-  m->E = E, m->k = c->topk, m->N = N, m->El = E / N;
+  m->E = E;
+  m->k = c->topk;
+  m->N = N;
+  m->El = E / N;
   m->C = dt_moe_capacity(c, m->R);
   m->M = N * m->C * m->El;
   size_t nr = (size_t)(L * D * E), ne = (size_t)(L * m->El * 2 * D * H);
-  m->rw = dt_alloc_f32(nr, DT_PARAMS), m->rg = dt_alloc_f32(nr, DT_GRADS);
-  m->ew = dt_alloc_f32(ne, DT_PARAMS), m->eg = dt_alloc_f32(ne, DT_GRADS);
+  m->rw = dt_alloc_f32(nr, DT_PARAMS);
+  m->rg = dt_alloc_f32(nr, DT_GRADS);
+  m->ew = dt_alloc_f32(ne, DT_PARAMS);
+  m->eg = dt_alloc_f32(ne, DT_GRADS);
   int router = dt_run_segment(r, m->rw, m->rg, nr), experts = dt_run_segment(r, m->ew, m->eg, ne);
   r->seg[router].replica = 1; /* one copy in files and in the clip norm */
   for (int64_t l = 0; l < L; l++) {
@@ -77,7 +82,10 @@ static void dispatch(model *m, int64_t l, int64_t step) {
   int64_t first[256], rows = 0; /* first[d E/N + j]: the first row for rank d's expert j */
   for (int64_t d = 0; d < N; d++) {
     q->sd[d] = (size_t)(rows * D);
-    for (int64_t j = d * m->El; j < (d + 1) * m->El; j++) first[j] = rows, rows += q->scount[j];
+    for (int64_t j = d * m->El; j < (d + 1) * m->El; j++) {
+      first[j] = rows;
+      rows += q->scount[j];
+    }
     q->sc[d] = (size_t)(rows * D) - q->sd[d];
   }
   for (int64_t i = 0; i < R * k; i++)
@@ -92,7 +100,9 @@ static void dispatch(model *m, int64_t l, int64_t step) {
   for (int64_t s = 0; s < N; s++) {
     int64_t n = 0;
     for (int64_t e = 0; e < m->El; e++) n += q->rcount[s * m->El + e];
-    q->rd[s] = at, q->rc[s] = (size_t)(n * D), at += q->rc[s];
+    q->rd[s] = at;
+    q->rc[s] = (size_t)(n * D);
+    at += q->rc[s];
   }
   tally(m, q);
   for (int64_t e = 0; e < m->El; e++) {
@@ -157,7 +167,8 @@ static void backward(model *m, int64_t l) {
   dt_router_backward(m->x + l * R * D, m->rw + l * D * E, q->probs, q->choice, q->gate, q->dgate,
                      m->daux + l * E, R, D, E, k, m->dlogits, m->rg + l * D * E, m->dnext);
   float *t = m->dx;
-  m->dx = m->dnext, m->dnext = t;
+  m->dx = m->dnext;
+  m->dnext = t;
 }
 
 /* One step: the loss a mean over this rank's tokens, plus the balance term,
@@ -189,7 +200,10 @@ static double train_step(model *m, dt_run *r, int64_t step) {
 
 int main(int argc, char **argv) {
   dt_run run = {.c = DT_TRAIN_DEFAULTS};
-  run.c.experts = 8, run.c.topk = 2, run.c.capacity_factor = 1.25, run.c.aux_coef = 0.01;
+  run.c.experts = 8;
+  run.c.topk = 2;
+  run.c.capacity_factor = 1.25;
+  run.c.aux_coef = 0.01;
   run.c.optimizer = "adamw"; /* SGD at 05's lr barely moves experts that see k/E of the tokens */
   const char *a2a = "library";
   model m = {0};
@@ -203,7 +217,8 @@ int main(int argc, char **argv) {
   dt_lesson lesson = {"10_ep",
                       "expert parallel training: tokens travel to the experts by all-to-all", 1};
   dt_comm *world = dt_run_init(&run, &argc, &argv, &lesson, options);
-  m.world = world, m.hand = strcmp(a2a, "hand") == 0;
+  m.world = world;
+  m.hand = strcmp(a2a, "hand") == 0;
   layout(&m, &run);
   dt_run_begin(&run);
   dt_print0("expert parallel: %lld experts of %lld per rank, each token to %lld; capacity %lld "

@@ -37,7 +37,11 @@ void exchange(model *m, int p, const float *send, const size_t *sc, const size_t
   dt_dtype t = m->ws.type;
   const void *s = send;
   void *r = recv;
-  if (t != DT_F32) dt_to_half(send, m->ws.buf, span(sc, sd, m->N), t), s = m->ws.buf, r = m->wr.buf;
+  if (t != DT_F32) {
+    dt_to_half(send, m->ws.buf, span(sc, sd, m->N), t);
+    s = m->ws.buf;
+    r = m->wr.buf;
+  }
   if (m->hand)
     hand_all_to_allv(m->world, s, sc, sd, r, rc, rd, t);
   else

@@ -7,8 +7,10 @@
 
 void tally(model *m, const route *q) {
   for (int64_t p = 0; p < m->N; p++)
-    if (p != m->world->rank)
-      m->rows_out += q->sc[p] / (size_t)m->D, m->rows_in += q->rc[p] / (size_t)m->D;
+    if (p != m->world->rank) {
+      m->rows_out += q->sc[p] / (size_t)m->D;
+      m->rows_in += q->rc[p] / (size_t)m->D;
+    }
   for (int64_t e = 0; e < m->E; e++) m->kept[e] += q->count[e];
 }
 

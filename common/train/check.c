@@ -111,8 +111,10 @@ static figures measure(const dt_train_config *c, const double *losses, const dou
     double limit = tensor_bound * sqrt(move2 / (double)n);
     size_t out = 0;
     for (size_t i = 0; i < n; i++) out += !(fabs((double)a[i] - b[i]) <= limit);
-    if (!f.of || (double)out / (double)n > (double)f.outliers / (double)f.of)
-      f.outliers = out, f.of = n;
+    if (!f.of || (double)out / (double)n > (double)f.outliers / (double)f.of) {
+      f.outliers = out;
+      f.of = n;
+    }
   }
   return f;
 }

@@ -81,7 +81,10 @@ void dt_router_backward(const float *x, const float *wr, const float *probs, con
     for (int64_t e = 0; e < E; e++) dl[e] = daux ? daux[e] : 0.0f;
     /* gate_j = p_j / S, S the chosen ones' sum: dp_i = (dgate_i - sum_j gate_j dgate_j) / S */
     double S = 0, gdg = 0;
-    for (int64_t j = 0; j < k; j++) S += p[c[j]], gdg += (double)g[j] * dg[j];
+    for (int64_t j = 0; j < k; j++) {
+      S += p[c[j]];
+      gdg += (double)g[j] * dg[j];
+    }
     for (int64_t j = 0; j < k; j++) dl[c[j]] += (float)((dg[j] - gdg) / S);
     double pdp = 0; /* softmax: dlogit_e = p_e (dp_e - sum_i p_i dp_i) */
     for (int64_t e = 0; e < E; e++) pdp += (double)p[e] * dl[e];
