@@ -51,6 +51,10 @@ void dt_reference_train(const dt_train_config *c, dt_reference_run *out) {
     dt_reference_train_moe(c, out);
     return;
   }
+  if (c->seq) {
+    dt_reference_train_attn(c, out);
+    return;
+  }
   double *losses = out->losses;
   float *weights = out->weights;
   int64_t L = c->layers, D = c->dim, H = c->hidden, B = c->batch, P = D * H;
