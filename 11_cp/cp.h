@@ -22,10 +22,14 @@ typedef struct {
   float *heads, *send, *recv;     /* --ulysses: head-split per layer (ulysses.c); a2a's */
   int64_t *samples;
   uint64_t bytes[2];   /* attention's, summed: forward, backward */
-  int64_t scores[2];   /* scores computed: forward, backward (recomputed) */
+  int64_t scores[2];   /* q.k scores x heads: forward, backward (recomputed) */
+  size_t attn_bytes;   /* what attention keeps and moves, as allocated */
   double attn_seconds; /* in attention, its communication included */
+  double work_seconds; /* in its score blocks alone: the split's balance */
 } model;
 
+/* buffers.c: everything but the weights (report.c's formulas) */
+void cp_buffers(model *m);
 /* The global chunk index of this rank's j-th chunk (cp.c) */
 int64_t cp_chunk(const model *m, int64_t rank, int64_t j);
 /* ulysses.c: attention of layer l by all-to-all, head-split in between */
