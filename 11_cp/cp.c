@@ -55,9 +55,11 @@ static void layout(model *m, dt_run *r) {
   cp_buffers(m);
 }
 
-/* exercise: merging one block's attention into the running result */
+/* One block's attention (ob, lseb) merged into the running result (o, lse)
+ * of the same n rows: softmax over the union of their keys, exact. */
 static void merge(float *o, float *lse, const float *ob, const float *lseb, int64_t n, int64_t D,
                   int64_t A) {
+  /* exercise: merging two blocks of attention by their log-sum-exp */
   int64_t dh = D / A;
   for (int64_t i = 0; i < n * A; i++) { /* row i / A, head i % A */
     float mx = fmaxf(lse[i], lseb[i]), sa = expf(lse[i] - mx), sb = expf(lseb[i] - mx);
@@ -66,8 +68,8 @@ static void merge(float *o, float *lse, const float *ob, const float *lseb, int6
     for (int64_t d = 0; d < dh; d++) oi[d] = (sa * oi[d] + sb * bi[d]) / (sa + sb);
     lse[i] = mx + logf(sa + sb);
   }
+  /* end of exercise */
 }
-/* end of exercise */
 
 /* This rank's queries against the keys and values of rank src: every pair
  * of chunks on or below the causal diagonal, forward or backward. */
@@ -205,6 +207,7 @@ int main(int argc, char **argv) {
   run.c.layers = 2, run.c.dim = 32, run.c.batch = 4, run.c.seq = 64, run.c.heads = 4;
   run.c.optimizer = "adamw"; /* SGD at 05's lr falls 3x slower here */
   const char *split = "contiguous";
+  int verify = 0;
   model m = {0};
   dt_option options[] = {
       DT_TRAIN_OPTIONS(&run.c),
@@ -213,12 +216,14 @@ int main(int argc, char **argv) {
       DT_STRING("--split", &split, "contiguous|zigzag",
                 "rank i holds chunk i of N, or chunks i and 2N-1-i of 2N"),
       DT_FLAG("--ulysses", &m.ulysses, "all-to-all to heads and back, in place of the ring"),
+      DT_FLAG("--verify-merge", &verify, "check the merge of two blocks on known rows first"),
       DT_END};
   dt_lesson lesson = {"11_cp", "context parallel training: each rank holds S/N of every sequence",
                       1};
   dt_comm *world = dt_run_init(&run, &argc, &argv, &lesson, options);
   m.world = world, m.zigzag = strcmp(split, "zigzag") == 0;
   layout(&m, &run);
+  if (verify) verify_merge(merge);
   dt_run_begin(&run);
   dt_print0("context parallel: %lld tokens of each sequence per rank of S=%lld (%s split, %lld "
             "chunk%s of %lld); %lld heads; attention by %s\n",

@@ -35,6 +35,11 @@ int64_t cp_chunk(const model *m, int64_t rank, int64_t j);
 /* ulysses.c: attention of layer l by all-to-all, head-split in between */
 void ulysses_forward(model *m, int64_t l);
 void ulysses_backward(model *m, int64_t l);
+/* verify.c: --verify-merge runs the merge on rows whose answer is known
+ * (the softmax over both blocks' keys at once) and names what is wrong */
+typedef void merge_fn(float *o, float *lse, const float *ob, const float *lseb, int64_t n,
+                      int64_t D, int64_t A);
+void verify_merge(merge_fn *merge);
 /* report.c: work per rank for both splits, bytes and memory beside formulas */
 void report(model *m, dt_run *r);
 
