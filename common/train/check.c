@@ -124,6 +124,7 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
   int adamw = c->optimizer[0] == 'a';
   int64_t K = c->batch > c->dim ? c->batch : c->dim, S = c->steps;
   if (c->hidden > K) K = c->hidden;
+  if (c->seq && c->batch * c->seq > K) K = c->batch * c->seq; /* a gradient sums B x seq rows */
   double sk = (double)S * (double)K * U32; /* SGD: S steps of K-term sums */
   double loss_bound = adamw ? ADAMW_LOSS_BOUND : sk, tensor_bound = adamw ? ADAMW_WEIGHT_BOUND : sk;
   double reach2 = 2 * ref->reach;
@@ -135,8 +136,8 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
   if (adamw)
     snprintf(why, sizeof why, "AdamW's drift after a rounding flip");
   else
-    snprintf(why, sizeof why, "S x K x u (S %lld, K = max(B,D,H) = %lld)", (long long)S,
-             (long long)K);
+    snprintf(why, sizeof why, "S x K x u (S %lld, K = max(B%s,D,H) = %lld)", (long long)S,
+             c->seq ? " x seq" : "", (long long)K);
   printf("compare with one process (fp32, %s; the criterion: CHECKING.md)\n", c->optimizer);
   printf("  figure                                    measured     bound\n");
   printf("  per-step loss, max |diff| / first loss    %-12.2e %-9.1e %s\n", f.loss, loss_bound,
