@@ -45,14 +45,12 @@ static void layout(model *m, dt_run *r) {
   if (m->ulysses && c->heads % N != 0)
     dt_fail("--ulysses: %lld heads do not split over %lld ranks; choose --heads a multiple of %lld",
             (long long)c->heads, (long long)N, (long long)N);
-  m->L = c->layers, m->D = c->dim, m->H = c->hidden, m->A = c->heads, m->S = c->seq;
-  m->B = c->batch, m->N = N, m->rank = m->world->rank, m->C = c->seq / parts;
-  m->nc = m->zigzag ? 2 : 1, m->Sl = m->nc * m->C, m->R = m->B * m->Sl;
+  cp_buffers(m, c); /* the sizes (C = S/parts, Sl, R), activations, buffers */
   int64_t P = m->L * dt_params_per_layer(c);
-  m->w = dt_alloc_f32((size_t)P, DT_PARAMS), m->g = dt_alloc_f32((size_t)P, DT_GRADS);
+  m->w = dt_alloc_f32((size_t)P, DT_PARAMS);
+  m->g = dt_alloc_f32((size_t)P, DT_GRADS);
   dt_run_place(r, dt_run_segment(r, m->w, m->g, (size_t)P), 0, 0, 1, P, P);
   r->replicated = 1;
-  cp_buffers(m);
 }
 
 /* One block's attention (ob, lseb) merged into the running result (o, lse)
@@ -116,7 +114,10 @@ static void ring(model *m, int64_t l, int backward) {
                   DT_F32);
       dkv = to;
     }
-    if (in_flight) dt_wait(in_flight), kv = m->ring[kv == m->ring[0]];
+    if (in_flight) {
+      dt_wait(in_flight);
+      kv = m->ring[kv == m->ring[0]];
+    }
   }
   if (dkv) memcpy(m->dq + R * D, dkv, (size_t)(2 * R * D) * 4); /* this rank's dK | dV */
 }
@@ -174,7 +175,8 @@ static void backward(model *m, int64_t l) {
     dt_matmul(0, 1, R, D, D, m->dq + i * R * D, w + i * DD, m->dnext, 1);
   }
   float *t = m->dx;
-  m->dx = m->dnext, m->dnext = t;
+  m->dx = m->dnext;
+  m->dnext = t;
 }
 
 /* Every rank takes the same sequences, its own chunks of each; positions
@@ -204,7 +206,11 @@ static double train_step(model *m, dt_run *r, int64_t step) {
 
 int main(int argc, char **argv) {
   dt_run run = {.c = DT_TRAIN_DEFAULTS};
-  run.c.layers = 2, run.c.dim = 32, run.c.batch = 4, run.c.seq = 64, run.c.heads = 4;
+  run.c.layers = 2;
+  run.c.dim = 32;
+  run.c.batch = 4;
+  run.c.seq = 64;
+  run.c.heads = 4;
   run.c.optimizer = "adamw"; /* SGD at 05's lr falls 3x slower here */
   const char *split = "contiguous";
   int verify = 0;
@@ -221,7 +227,8 @@ int main(int argc, char **argv) {
   dt_lesson lesson = {"11_cp", "context parallel training: each rank holds S/N of every sequence",
                       1};
   dt_comm *world = dt_run_init(&run, &argc, &argv, &lesson, options);
-  m.world = world, m.zigzag = strcmp(split, "zigzag") == 0;
+  m.world = world;
+  m.zigzag = strcmp(split, "zigzag") == 0;
   layout(&m, &run);
   if (verify) verify_merge(merge);
   dt_run_begin(&run);

@@ -28,8 +28,8 @@ typedef struct {
   double work_seconds; /* in its score blocks alone: the split's balance */
 } model;
 
-/* buffers.c: everything but the weights (report.c's formulas) */
-void cp_buffers(model *m);
+/* buffers.c: the sizes, and everything but the weights (report.c's formulas) */
+void cp_buffers(model *m, const dt_train_config *c);
 /* The global chunk index of this rank's j-th chunk (cp.c) */
 int64_t cp_chunk(const model *m, int64_t rank, int64_t j);
 /* ulysses.c: attention of layer l by all-to-all, head-split in between */

@@ -83,11 +83,13 @@ dt_tensor dt_model_tensor(const dt_train_config *c, int64_t t) {
           l = t / per, j = t % per;
   dt_tensor x = {.at = l * dt_params_per_layer(c)};
   if (c->seq && j < 4) { /* the attention's projections, then the MLP as below */
-    x.at += j * D * D, x.rows = D, x.cols = D;
+    x.at += j * D * D;
+    x.rows = x.cols = D;
     snprintf(x.name, sizeof x.name, "layers.%lld.w%c", (long long)l, "qkvo"[j]);
   } else if (c->seq) {
     x.at += 4 * D * D + (j - 4) * D * H;
-    x.rows = j == 4 ? D : H, x.cols = j == 4 ? H : D;
+    x.rows = j == 4 ? D : H;
+    x.cols = j == 4 ? H : D;
     snprintf(x.name, sizeof x.name, "layers.%lld.w%lld", (long long)l, (long long)(j - 3));
   } else if (E && j == 0) {
     x.rows = D, x.cols = E;

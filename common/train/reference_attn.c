@@ -31,7 +31,9 @@ static void attend(heads_scratch *s, const float *q, const float *k, const float
   float scale = 1.0f / sqrtf((float)s->dh);
   for (int64_t h = 0; h < s->heads; h++) {
     float *ph = p + h * S * S;
-    take(s, q, h, s->qh), take(s, k, h, s->kh), take(s, v, h, s->vh);
+    take(s, q, h, s->qh);
+    take(s, k, h, s->kh);
+    take(s, v, h, s->vh);
     dt_matmul(0, 1, S, S, s->dh, s->qh, s->kh, ph, 0);
     for (int64_t i = 0; i < S; i++) {
       float *row = ph + i * S, mx = -INFINITY, sum = 0;
@@ -51,7 +53,10 @@ static void attend_backward(heads_scratch *s, const float *q, const float *k, co
   float scale = 1.0f / sqrtf((float)dh);
   for (int64_t h = 0; h < s->heads; h++) {
     const float *ph = p + h * S * S;
-    take(s, q, h, s->qh), take(s, k, h, s->kh), take(s, v, h, s->vh), take(s, dout, h, s->oh);
+    take(s, q, h, s->qh);
+    take(s, k, h, s->kh);
+    take(s, v, h, s->vh);
+    take(s, dout, h, s->oh);
     dt_matmul(0, 1, S, S, dh, s->oh, s->vh, s->dp, 0); /* dP = dO V^T */
     for (int64_t i = 0; i < S; i++) {                  /* dS = P (dP - rowsum(P dP)) */
       float *row = s->dp + i * S, dot = 0;
