@@ -8,6 +8,8 @@
 #      (strong scaling) and a batch proportional to NP (weak scaling): step
 #      time, compute, communication, bytes sent per rank, peak memory per rank;
 #   3. memory per rank by strategy at NP=4 with AdamW (optimizer state shows).
+#   5. context parallelism (bench/cp.sh): lesson 11's ring (both splits) and
+#      Ulysses at S 1k-16k, NP 2 and 4; at NP=1 attention beside PyTorch's.
 # Writes bench/results.md, bench/*.csv and, when gnuplot is installed,
 # bench/*.png; raw logs and plot data stay in bench/out/ (not tracked).
 # Every mpirun runs under a timeout; any missing line or failed run stops the
@@ -344,6 +346,13 @@ cat bench/out/step/commands.txt >>"$OUT/commands.txt"
   echo
 } >"$SIDE"
 
+# ---- 5. context parallelism (bench/cp.sh, lesson 11) -----------------------------------
+say "context parallelism (bench/cp.sh; log $OUT/cp.log)"
+BIN_DIR=$BIN_DIR MPIRUN=$MPIRUN CORES=$CORES bash bench/cp.sh >"$OUT/cp.log" 2>&1 ||
+  die "bench/cp.sh failed; see $OUT/cp.log"
+cp "$OUT/cp/cp.csv" "$NEW/cp.csv"
+cat "$OUT/cp/commands.txt" >>"$OUT/commands.txt"
+
 # ---- the machine and the libraries --------------------------------------------------
 cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')
 [ -n "$cpu" ] || cpu=$(uname -m)
@@ -559,6 +568,7 @@ hb() { awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%g MiB", b / 1048576; el
     echo
   fi
   cat "$SIDE" # section 4: PyTorch side by side, the GEMM floor
+  cat "$OUT/cp/cp.md" # section 5: context parallelism
   if [ -f bench/cluster/results.md ]; then
     echo "Across emulated nodes, flat vs hierarchical all-reduce on a shaped link: [cluster/results.md](cluster/results.md)"
     echo "(written by \`make bench-cluster\`, not by this suite)."
