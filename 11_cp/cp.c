@@ -12,9 +12,8 @@
  *         causal diagonal are skipped, diagonal blocks masked. Backward goes
  *         around again, recomputing probabilities from the saved log-sum-exp;
  *         dK and dV travel with K and V and end at their owner.
- *   --split zigzag: rank i holds chunks i and 2N-1-i of 2N, so every rank
- *         has the same share of the causal triangle (contiguous: the last
- *         rank 2N-1 times the first's).
+ *   --split zigzag: rank i holds chunks i and 2N-1-i of 2N: every rank the
+ *         same share of the causal triangle (contiguous: the last 2N-1 x the first).
  *   --ulysses (ulysses.c): all-to-all from positions to heads and back.
  * The gradients are averaged over the ranks as in 05, each rank's loss a mean
  * over its own tokens. The run (common/train/run.c) does the rest, and ends
@@ -22,6 +21,7 @@
  * comparing (CHECKING.md). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cp.h"
@@ -245,5 +245,6 @@ int main(int argc, char **argv) {
   }
   dt_run_summary(&run);
   report(&m, &run);
+  free(m.samples);
   return dt_run_finish(&run);
 }
