@@ -92,12 +92,14 @@ dt_tensor dt_model_tensor(const dt_train_config *c, int64_t t) {
     x.cols = j == 4 ? H : D;
     snprintf(x.name, sizeof x.name, "layers.%lld.w%lld", (long long)l, (long long)(j - 3));
   } else if (E && j == 0) {
-    x.rows = D, x.cols = E;
+    x.rows = D;
+    x.cols = E;
     snprintf(x.name, sizeof x.name, "layers.%lld.router", (long long)l);
   } else {
     int64_t e = E ? (j - 1) / 2 : 0, w2 = E ? (j - 1) % 2 : j;
     x.at += (E ? D * E : 0) + (2 * e + w2) * D * H;
-    x.rows = w2 ? H : D, x.cols = w2 ? D : H;
+    x.rows = w2 ? H : D;
+    x.cols = w2 ? D : H;
     if (E)
       snprintf(x.name, sizeof x.name, "layers.%lld.experts.%lld.w%lld", (long long)l, (long long)e,
                (long long)(1 + w2));
