@@ -251,6 +251,13 @@ bench: all $(A2A_BENCH)
 bench-ep: all $(A2A_BENCH)
 	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" A2A_BIN=$(A2A_BENCH) bash bench/ep.sh
 
+# Lesson 11's part of make bench alone (bench/cp.sh): ring attention (both
+# splits) and Ulysses at S 1k-16k, NP 2 and 4; at NP=1 beside PyTorch's
+# explicit softmax(QK^T)V. Writes bench/out/cp/cp.md and cp.csv.
+.PHONY: bench-cp
+bench-cp: all
+	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" bash bench/cp.sh
+
 # The elementwise work of a 05_dp step (tests/bench_elementwise.c) with common
 # built at each candidate OPT, three rounds interleaved: how OPT was chosen.
 BENCH_FLAGS ?= -O2 -g|-O3 -g|-O3 -funroll-loops -g

@@ -11,6 +11,8 @@
 #   4. the GEMM floor, and 05/06 beside PyTorch (bench/step.sh);
 #   5. lesson 10_ep (bench/ep.sh): its hand all-to-all beside the library's
 #      at NP=2 and 4, its step at NP=1 beside PyTorch, a --save read by PyTorch.
+#   6. context parallelism (bench/cp.sh): lesson 11's ring (both splits) and
+#      Ulysses at S 1k-16k, NP 2 and 4; at NP=1 attention beside PyTorch's.
 # Writes bench/results.md, bench/*.csv and, when gnuplot is installed,
 # bench/*.png; raw logs and plot data stay in bench/out/ (not tracked).
 # Every mpirun runs under a timeout; any missing line or failed run stops the
@@ -352,6 +354,12 @@ cat bench/out/step/commands.txt >>"$OUT/commands.txt"
 say "10_ep: all-to-all at NP=2 and 4, the step beside PyTorch, a saved model (bench/ep.sh; log $OUT/ep.log)"
 EP_DEST=$NEW BIN_DIR=$BIN_DIR MPIRUN=$MPIRUN CORES=$CORES A2A_BIN=${A2A_BIN:-build/cpu/bench_all_to_all} \
   bash bench/ep.sh >"$OUT/ep.log" 2>&1 || die "bench/ep.sh failed; see $OUT/ep.log"
+# ---- 6. context parallelism (bench/cp.sh, lesson 11) -----------------------------------
+say "context parallelism (bench/cp.sh; log $OUT/cp.log)"
+BIN_DIR=$BIN_DIR MPIRUN=$MPIRUN CORES=$CORES bash bench/cp.sh >"$OUT/cp.log" 2>&1 ||
+  die "bench/cp.sh failed; see $OUT/cp.log"
+cp "$OUT/cp/cp.csv" "$NEW/cp.csv"
+cat "$OUT/cp/commands.txt" >>"$OUT/commands.txt"
 
 # ---- the machine and the libraries --------------------------------------------------
 cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')
@@ -572,6 +580,7 @@ hb() { awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%g MiB", b / 1048576; el
   cat "$NEW/ep.md"
   echo "<!-- /bench/ep.sh -->"
   echo
+  cat "$OUT/cp/cp.md" # section 6: context parallelism
   if [ -f bench/cluster/results.md ]; then
     echo "Across emulated nodes, flat vs hierarchical all-reduce on a shaped link: [cluster/results.md](cluster/results.md)"
     echo "(written by \`make bench-cluster\`, not by this suite)."

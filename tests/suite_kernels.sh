@@ -4,8 +4,8 @@
 # nothing about another's: the same lesson sums in another order on an
 # AVX-512 machine than on an AVX2 one. OPENBLAS_CORETYPE forces a kernel, so
 # this suite runs the training lessons' checks under several of them (SSE3 up
-# to AVX-512), several seeds, NP 2 and 4, AdamW and SGD. Every run must end
-# CHECK PASSED. A kernel this CPU cannot execute is skipped, and said so.
+# to AVX-512), several seeds, NP 2 and 4, AdamW and SGD (11_cp in each of its
+# modes: ring contiguous and zigzag, Ulysses). Every run must end CHECK PASSED. A kernel this CPU cannot execute is skipped, and said so.
 KERNELS=${KERNELS:-Prescott Nehalem Sandybridge Haswell SkylakeX Zen}
 KERNEL_SEEDS=${KERNEL_SEEDS:-1 2 3}
 
@@ -44,6 +44,11 @@ else
           for bin in "${trainers[@]}"; do
             OPENBLAS_CORETYPE=$k check "kernel $k $(basename "$bin") np=$np $opt seed=$seed" "$np" 0 \
               'CHECK PASSED' -- "./$bin" --optimizer "$opt" --seed "$seed"
+          done
+          # 11_cp's other modes (its default is the contiguous ring), first seed
+          [ -x 11_cp/cp ] && [ "$seed" = "${KERNEL_SEEDS%% *}" ] && for mode in "--split zigzag" --ulysses; do
+            OPENBLAS_CORETYPE=$k check "kernel $k cp $mode np=$np $opt seed=$seed" "$np" 0 \
+              'CHECK PASSED' -- ./11_cp/cp $mode --optimizer "$opt" --seed "$seed"
           done
         done
       done

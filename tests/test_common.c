@@ -220,6 +220,16 @@ static void test_point_to_point(dt_comm *w, size_t n) {
   EXPECT(bad == 0, "sendrecv ring n=%zu: %d wrong", n, bad);
   EXPECT(w->count[DT_SENDRECV].bytes_sent == n * 4, "sendrecv bytes");
   free(out);
+  /* the same ring hop in flight (11_cp): the received block from prev, its bytes counted */
+  dt_zero(got, n * sizeof(float));
+  dt_wait(dt_sendrecv_async(w, buf, n, next, got, n, prev, DT_F32));
+  out = download(got, n);
+  bad = 0;
+  for (size_t i = 0; i < n; i++) bad += out[i] != value(prev, i);
+  EXPECT(bad == 0, "async sendrecv ring n=%zu: %d wrong", n, bad);
+  EXPECT(w->count[DT_SENDRECV].bytes_sent == (N > 1 ? 2 * n * 4 : n * 4),
+         "async sendrecv bytes counted (one rank: a copy, uncounted)");
+  free(out);
   if (N >= 2 && w->rank < 2) { /* rank 0 sends, rank 1 receives */
     if (w->rank == 0)
       dt_send(w, buf, n, DT_F32, 1);

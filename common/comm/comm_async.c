@@ -27,9 +27,9 @@ struct dt_request {
   dt_kind kind;
   dt_op op;
   dt_dtype t;
-  MPI_Request mpi;
-  void *host_in, *host_out; /* host copies when device data goes over MPI */
-  void *result;             /* the caller's buffer MPI's result belongs in */
+  MPI_Request mpi, mpi_send; /* mpi_send: a sendrecv's send half */
+  void *host_in, *host_out;  /* host copies when device data goes over MPI */
+  void *result;              /* the caller's buffer MPI's result belongs in */
   size_t result_count;
   void *done_event; /* NCCL: recorded on the side stream */
   double seconds;   /* time the caller spent in start and wait */
@@ -45,6 +45,7 @@ static dt_request *request_new(dt_comm *c, dt_kind k, dt_dtype t, dt_op op, void
                     .op = op,
                     .t = t,
                     .mpi = MPI_REQUEST_NULL,
+                    .mpi_send = MPI_REQUEST_NULL,
                     .result = result,
                     .result_count = result_count};
   r->seconds = -dt_now();
@@ -173,6 +174,34 @@ dt_request *dt_reduce_scatter_async(dt_comm *c, const void *sendbuf, void *recvb
   return started(r, dt_ring_bytes(c, DT_REDUCE_SCATTER, bytes));
 }
 
+/* The ring's hop (11_cp): this rank's block to dst while src's arrives,
+ * both halves in flight at once, so neighbours cannot deadlock. */
+dt_request *dt_sendrecv_async(dt_comm *c, const void *sendbuf, size_t sendcount, int dst,
+                              void *recvbuf, size_t recvcount, int src, dt_dtype t) {
+  size_t es = dt_dtype_size(t);
+  dt_request *one = c->size == 1 && dst == 0 && src == 0
+                        ? alone(c, DT_SENDRECV, sendbuf, recvbuf, sendcount * es)
+                        : NULL;
+  if (one) return one;
+  dt_request *r = request_new(c, DT_SENDRECV, t, DT_SUM, recvbuf, recvcount);
+#ifdef DT_CUDA
+  if (c->nccl) {
+    cudaStream_t side = side_stream_after_compute();
+    CHECK_NCCL(ncclGroupStart());
+    CHECK_NCCL(ncclSend(sendbuf, sendcount, dt_nccl_type(t), dst, (ncclComm_t)c->nccl_comm, side));
+    CHECK_NCCL(ncclRecv(recvbuf, recvcount, dt_nccl_type(t), src, (ncclComm_t)c->nccl_comm, side));
+    CHECK_NCCL(ncclGroupEnd());
+    record_done(r);
+    return started(r, sendcount * es);
+  }
+#endif
+  const void *s = async_in(r, sendbuf, sendcount * es);
+  void *out = async_out(r, recvcount * es);
+  CHECK_MPI(MPI_Irecv(out, dt_mpi_count(recvcount), dt_mpi_type(t), src, 0, c->mpi, &r->mpi));
+  CHECK_MPI(MPI_Isend(s, dt_mpi_count(sendcount), dt_mpi_type(t), dst, 0, c->mpi, &r->mpi_send));
+  return started(r, sendcount * es);
+}
+
 int dt_test(dt_request *r) {
 #ifdef DT_CUDA
   if (r->done_event) { /* an error, CUDA's or NCCL's, is an error, not "not ready" */
@@ -186,6 +215,11 @@ int dt_test(dt_request *r) {
     return 0;
   }
 #endif
+  if (!r->mpi_done && r->mpi_send != MPI_REQUEST_NULL) {
+    int sent = 0;
+    CHECK_MPI(MPI_Test(&r->mpi_send, &sent, MPI_STATUS_IGNORE));
+    if (!sent) return 0;
+  }
   if (!r->mpi_done) CHECK_MPI(MPI_Test(&r->mpi, &r->mpi_done, MPI_STATUS_IGNORE));
   return r->mpi_done;
 }
@@ -204,6 +238,7 @@ void dt_wait(dt_request *r) {
   if (!r->done_event) {
     if (!r->mpi_done) { /* under the watchdog */
       dt_watch_begin(r->c, r->kind, r->result_count, -1);
+      CHECK_MPI(MPI_Wait(&r->mpi_send, MPI_STATUS_IGNORE)); /* NULL but for a sendrecv */
       CHECK_MPI(MPI_Wait(&r->mpi, MPI_STATUS_IGNORE));
       dt_watch_end();
     }

@@ -194,6 +194,9 @@ dt_request *dt_all_gather_async(dt_comm *c, const void *sendbuf, void *recvbuf, 
                                 dt_dtype t);
 dt_request *dt_reduce_scatter_async(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                     dt_dtype t, dt_op op);
+/* dt_sendrecv's two halves, in flight together until dt_wait */
+dt_request *dt_sendrecv_async(dt_comm *c, const void *sendbuf, size_t sendcount, int dst,
+                              void *recvbuf, size_t recvcount, int src, dt_dtype t);
 int dt_test(dt_request *r);  /* 1 when complete (the request stays valid) */
 void dt_wait(dt_request *r); /* completes and frees the request */
 

@@ -162,10 +162,13 @@ static void list_off(const dt_train_config *c, const float *w, const float *ref,
            (long long)never);
 }
 
-/* The yardstick of this config: the dense trainer, or the mixture's. */
+/* The yardstick of this config: the dense trainer, the mixture's or the
+ * transformer's. */
 static void reference_train(const dt_train_config *c, dt_reference_run *out) {
   if (c->experts)
     dt_reference_train_moe(c, out);
+  else if (c->seq)
+    dt_reference_train_attn(c, out);
   else
     dt_reference_train(c, out);
 }
@@ -177,6 +180,7 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
   int adamw = c->optimizer[0] == 'a';
   int64_t K = c->batch > c->dim ? c->batch : c->dim, S = c->steps;
   if (c->hidden > K) K = c->hidden;
+  if (c->seq && c->batch * c->seq > K) K = c->batch * c->seq; /* a gradient sums B x seq rows */
   double sk = (double)S * (double)K * U32; /* SGD: S steps of K-term sums */
   double loss_bound = adamw ? ADAMW_LOSS_BOUND : sk, tensor_bound = adamw ? ADAMW_WEIGHT_BOUND : sk;
   double reach2 = 2 * ref->reach;
@@ -188,8 +192,8 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
   if (adamw)
     snprintf(why, sizeof why, "AdamW's drift after a rounding flip");
   else
-    snprintf(why, sizeof why, "S x K x u (S %lld, K = max(B,D,H) = %lld)", (long long)S,
-             (long long)K);
+    snprintf(why, sizeof why, "S x K x u (S %lld, K = max(B%s,D,H) = %lld)", (long long)S,
+             c->seq ? " x seq" : "", (long long)K);
   printf("compare with one process (fp32, %s; the criterion: CHECKING.md)\n", c->optimizer);
   printf("       figure                                    measured     bound\n");
   printf("  %-4s per-step loss, max |diff| / first loss    %-12.2e %-9.1e %s\n", MARK(ok_loss),

@@ -4,6 +4,7 @@
  * y_i = teacher(x_i) = x_i + relu(x_i T1) T2, one residual block of hidden
  * width D whose weights come from the fixed seed TEACHER_SEED. The student
  * (L blocks) can fit it, so the loss falls; any rank can make any sample. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "train_internal.h"
@@ -72,4 +73,41 @@ void dt_make_batch(const dt_train_config *c, const int64_t *samples, int64_t cou
   dt_fill_rows(x, samples, count, D, (uint64_t)c->data_seed, X_STREAM, 1.0f);
   teacher_ready(D, count);
   dt_block_forward(x, teacher.t1, teacher.t2, teacher.a, teacher.h, y, count, D, D, 1);
+}
+
+/* Sequences (lesson 11): token t of sample i is e_{i,t} ~ uniform[-1, 1)^D
+ * keyed by (data seed, i, t), and its target the mean of the last WINDOW
+ * tokens, y_t = (e_t + e_{t-1} + ... + e_{t-WINDOW+1}) / WINDOW (those before
+ * the start count as 0): a model that ignored earlier positions could fit
+ * e_t / WINDOW of it at best. Positions are not in x: the lesson adds them
+ * (dt_add_position), from each token's place in the whole sequence. */
+#define SEQ_STREAM 1
+#define WINDOW     4
+
+static float token(const dt_train_config *c, int64_t i, int64_t t, int64_t d) {
+  uint64_t at = (uint64_t)((i * c->seq + t) * c->dim + d);
+  return -1.0f + 2.0f * (float)dt_rng_uniform((uint64_t)c->data_seed, SEQ_STREAM, at);
+}
+
+void dt_make_sequences(const dt_train_config *c, const int64_t *samples, int64_t count, int64_t t0,
+                       int64_t len, int64_t ld, float *x, float *y) {
+  int64_t D = c->dim;
+  for (int64_t k = 0; k < count; k++)
+    for (int64_t t = t0; t < t0 + len; t++) {
+      float *xr = x + (k * ld + t - t0) * D, *yr = y + (k * ld + t - t0) * D;
+      for (int64_t d = 0; d < D; d++) {
+        float sum = 0;
+        for (int64_t j = 0; j < WINDOW && j <= t; j++) sum += token(c, samples[k], t - j, d);
+        xr[d] = token(c, samples[k], t, d);
+        yr[d] = sum / WINDOW;
+      }
+    }
+}
+
+/* The sinusoidal encoding of "Attention is all you need". */
+void dt_add_position(float *x, int64_t D, int64_t t) {
+  for (int64_t d = 0; d < D; d++) {
+    double angle = (double)t / pow(10000.0, (double)(d - d % 2) / (double)D);
+    x[d] += (float)(d % 2 ? cos(angle) : sin(angle));
+  }
 }

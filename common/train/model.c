@@ -31,6 +31,15 @@ void dt_train_resolve(dt_train_config *c) {
   if (c->experts && dt_precision_type(c) == DT_F16)
     dt_fail("--precision fp16: the mixture of experts trains in fp32 or bf16 (fp16's loss scale "
             "is not carried through the router and the balance loss)");
+  if (c->seq && (c->load || c->ckpt || c->dump_data))
+    dt_fail("--load, --ckpt and --dump-data do not handle the transformer's sequences yet (--save "
+            "writes one): run without them");
+  if (c->seq && dt_precision_type(c) != DT_F32)
+    dt_fail("--precision %s: the transformer trains in fp32 only for now", c->precision);
+  if (c->seq && c->dim % c->heads != 0)
+    dt_fail("--heads %lld: the width D = %lld does not split into %lld heads; choose --heads "
+            "dividing --dim",
+            (long long)c->heads, (long long)c->dim, (long long)c->heads);
   dt_check_outputs(c); /* before any training, not after it */
   /* Every lesson holds the whole model somewhere (rank 0 checks it), so a
    * model larger than the memory left is refused before anything runs. */
@@ -39,7 +48,10 @@ void dt_train_resolve(dt_train_config *c) {
   if (bytes > available)
     dt_fail("the model needs %.2f GiB for its weights alone (%s x 4 bytes); only %.2f GiB are "
             "available (%s): choose a smaller --layers, --dim or --hidden%s",
-            bytes / 1073741824.0, c->experts ? "L x (DE + 2EDH)" : "L x 2 x D x H",
+            bytes / 1073741824.0,
+            c->experts ? "L x (DE + 2EDH)"
+            : c->seq   ? "L x (4D^2 + 2DH)"
+                       : "L x 2 x D x H",
             available / 1073741824.0, dt_memory_source(), c->experts ? " or --experts" : "");
 }
 
@@ -57,18 +69,30 @@ void dt_print_memory_uncounted(void) {
 
 int64_t dt_params_per_layer(const dt_train_config *c) {
   int64_t D = c->dim, H = c->hidden, E = c->experts;
-  return E ? D * E + 2 * E * D * H : 2 * D * H;
+  return E ? D * E + 2 * E * D * H : c->seq ? 4 * D * D + 2 * D * H : 2 * D * H;
 }
 
 int64_t dt_model_tensors(const dt_train_config *c) {
-  return c->layers * (c->experts ? 1 + 2 * c->experts : 2);
+  return c->layers * (c->experts ? 1 + 2 * c->experts : c->seq ? 6 : 2);
 }
 
 dt_tensor dt_model_tensor(const dt_train_config *c, int64_t t) {
-  int64_t D = c->dim, H = c->hidden, E = c->experts, per = E ? 1 + 2 * E : 2, l = t / per,
-          j = t % per;
+  int64_t D = c->dim, H = c->hidden, E = c->experts,
+          per = E        ? 1 + 2 * E
+                : c->seq ? 6
+                         : 2,
+          l = t / per, j = t % per;
   dt_tensor x = {.at = l * dt_params_per_layer(c)};
-  if (E && j == 0) {
+  if (c->seq && j < 4) { /* the attention's projections, then the MLP as below */
+    x.at += j * D * D;
+    x.rows = x.cols = D;
+    snprintf(x.name, sizeof x.name, "layers.%lld.w%c", (long long)l, "qkvo"[j]);
+  } else if (c->seq) {
+    x.at += 4 * D * D + (j - 4) * D * H;
+    x.rows = j == 4 ? D : H;
+    x.cols = j == 4 ? H : D;
+    snprintf(x.name, sizeof x.name, "layers.%lld.w%lld", (long long)l, (long long)(j - 3));
+  } else if (E && j == 0) {
     x.rows = D;
     x.cols = E;
     snprintf(x.name, sizeof x.name, "layers.%lld.router", (long long)l);
@@ -90,6 +114,7 @@ dt_tensor dt_model_tensor(const dt_train_config *c, int64_t t) {
 int64_t dt_tensor_at(const dt_train_config *c, int64_t at) {
   int64_t D = c->dim, H = c->hidden, E = c->experts, PL = dt_params_per_layer(c);
   int64_t l = at / PL, in = at % PL;
+  if (c->seq) return 6 * l + (in < 4 * D * D ? in / (D * D) : 4 + (in - 4 * D * D) / (D * H));
   if (!E) return 2 * l + in / (D * H);
   return l * (1 + 2 * E) + (in < D * E ? 0 : 1 + (in - D * E) / (D * H));
 }

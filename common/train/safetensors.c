@@ -102,6 +102,10 @@ static void meta_of(const dt_train_config *c, int64_t step, char *out, size_t ca
              ",\"experts\":\"%lld\",\"topk\":\"%lld\",\"capacity_factor\":\"%.17g\","
              "\"aux_coef\":\"%.17g\"",
              (long long)c->experts, (long long)c->topk, c->capacity_factor, c->aux_coef);
+  len = strlen(out);
+  if (c->seq) /* and the transformer's */
+    snprintf(out + len, cap - len, ",\"seq\":\"%lld\",\"heads\":\"%lld\"", (long long)c->seq,
+             (long long)c->heads);
 }
 
 /* The metadata's string value of key, or NULL (out holds at most n-1). */
@@ -238,7 +242,7 @@ int64_t dt_meta_steps(const char *path) { /* the --steps of the run that wrote i
 
 /* The tensors of a flat layer-major array (dt_model_tensor's order and
  * names: W1_0, W2_0, W1_1, ...; with experts the router, then each expert's
- * W1 and W2), each named prefix + its name. */
+ * W1 and W2; with seq Wq, Wk, Wv, Wo, W1, W2), each named prefix + its name. */
 static void model_tensors(tensor *t, const dt_train_config *c, const char *prefix,
                           const float *flat) {
   for (int64_t i = 0; i < dt_model_tensors(c); i++) {

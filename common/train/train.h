@@ -36,6 +36,9 @@ typedef struct {
   /* a mixture of experts in place of each block's MLP (lesson 10; 0: none) */
   int64_t experts, topk;
   double capacity_factor, aux_coef;
+  /* a causal transformer on sequences of `seq` tokens, `heads` heads, in
+   * place of the MLP stack (lesson 11; seq 0: none) */
+  int64_t seq, heads;
 } dt_train_config;
 
 /* Defaults finish in seconds on a laptop CPU. hidden 0 means 4*dim, samples
@@ -86,16 +89,18 @@ void dt_print_step(const dt_train_config *c, int64_t step, double loss, const ch
 
 /* Fill derived defaults and reject what no lesson can run; dt_fail on error. */
 void dt_train_resolve(dt_train_config *c);
-void dt_train_print(const dt_train_config *c);         /* rank 0: one line of config */
-int64_t dt_params_per_layer(const dt_train_config *c); /* 2DH; with experts DE + 2EDH */
+void dt_train_print(const dt_train_config *c); /* rank 0: one line of config */
+/* 2DH; with experts DE + 2EDH; with seq 4D^2 + 2DH */
+int64_t dt_params_per_layer(const dt_train_config *c);
 
 /* The tensors of the whole model, in the order of its layer-major array
  * (files, checkpoints, the check): per layer W1 [D,H] and W2 [H,D]; with
- * experts, the router [D,E] and then W1 and W2 of each expert. Tensor t's
+ * experts, the router [D,E] and then W1 and W2 of each expert; with seq,
+ * Wq, Wk, Wv, Wo [D,D] and then W1 and W2. Tensor t's
  * initial values are uniform(-bound, bound), keyed by (seed, t, element
  * index), so any rank makes any shard and every world size starts alike. */
 typedef struct {
-  char name[96]; /* "layers.0.w1", "layers.0.router", "layers.0.experts.3.w2" */
+  char name[96]; /* "layers.0.w1", "layers.0.router", "layers.0.experts.3.w2", "layers.0.wq" */
   int64_t at, rows, cols;
   float bound; /* 1/sqrt(fan in), as PyTorch's nn.Linear */
 } dt_tensor;
@@ -248,6 +253,26 @@ typedef struct {
   double closest;                 /* the smallest margin of a disagreement */
 } dt_routing;
 
+/* -------------------------------------------------------------- attention */
+/* Lesson 11's causal attention (attention.c), on host rows of width W
+ * (heads x dh columns, head h in columns h dh .. h dh + dh - 1), scores
+ * scaled by 1/sqrt(dh). One block: n query rows against nk key/value rows;
+ * causal (a diagonal block, n == nk): query i sees keys 0..i, else all.
+ * o [n,W] is the block's own softmax-weighted sum of v, lse [n,heads] the
+ * log of its softmax's denominator (max included); merging blocks is the
+ * caller's. Returns the scores computed per head. */
+int64_t dt_attn_block_forward(const float *q, const float *k, const float *v, int64_t n, int64_t nk,
+                              int64_t W, int64_t heads, int causal, float *o, float *lse);
+/* delta [n,heads]: each row's and head's dout . o, with o the final output */
+void dt_attn_delta(const float *dout, const float *o, int64_t n, int64_t W, int64_t heads,
+                   float *delta);
+/* Back through one block, the probabilities recomputed from the final lse:
+ * adds to dq [n,W], dk and dv [nk,W]. Returns the scores recomputed. */
+int64_t dt_attn_block_backward(const float *q, const float *k, const float *v, const float *dout,
+                               const float *delta, const float *lse, int64_t n, int64_t nk,
+                               int64_t W, int64_t heads, int causal, float *dq, float *dk,
+                               float *dv);
+
 /* ------------------------------------------------------------------- data */
 /* Sample i: x_i from the RNG keyed by (data seed, i), uniform in [-1, 1);
  * y_i = teacher(x_i), one fixed random block (data.c). Rows k = 0..count-1 of
@@ -258,6 +283,14 @@ typedef struct {
 void dt_make_batch(const dt_train_config *c, const int64_t *samples, int64_t count, float *x,
                    float *y);
 int64_t dt_batches_per_epoch(const dt_train_config *c); /* samples / B */
+/* Sequences (lesson 11, c->seq tokens each; host): positions t0 .. t0+len-1
+ * of each of samples[0..count), sequence k's rows from row k x ld of x and
+ * y (D floats a row). Token t's target averages it with the 3 before it
+ * (data.c), so earlier positions matter. Any rank can make any window. */
+void dt_make_sequences(const dt_train_config *c, const int64_t *samples, int64_t count, int64_t t0,
+                       int64_t len, int64_t ld, float *x, float *y);
+/* x[0..D) += the sinusoidal encoding of position t */
+void dt_add_position(float *x, int64_t D, int64_t t);
 /* The B/replicas samples of `rank` at `step`, drawn through the sampler
  * (the epoch's shard, walked in order, reshuffled each epoch). */
 void dt_step_samples(const dt_train_config *c, int replicas, int rank, int64_t step, int64_t *out);
@@ -288,6 +321,8 @@ typedef struct {
 void dt_reference_train(const dt_train_config *c, dt_reference_run *out);
 /* the mixture of experts' (reference_moe.c): the same loop, experts local */
 void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out);
+/* the transformer's (reference_attn.c): whole sequences, scores materialised */
+void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out);
 double dt_adamw_max_update(int64_t t); /* |m_hat / (sqrt(v_hat) + eps)| <= this at step t */
 
 /* ------------------------------------------------------------ checkpoints */

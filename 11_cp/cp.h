@@ -1,0 +1,46 @@
+/* cp.h: what the files of 11_cp share: the model every rank holds whole,
+ * this rank's positions of every sequence, and what forward keeps for
+ * backward. */
+#ifndef CP_H
+#define CP_H
+
+#include "train.h"
+
+typedef struct {
+  dt_comm *world;
+  int64_t L, D, H, A, S, B, N, rank; /* A heads; B sequences, each of S tokens */
+  int64_t C, nc, Sl, R;              /* chunks of C tokens, nc of them here: Sl = nc C
+                                      * tokens of each sequence, R = B Sl rows */
+  int zigzag, ulysses;
+  float *w, *g;                   /* the whole model, layer-major as in files */
+  float *x, *y, *dx, *dnext;      /* x_0 .. x_L [R,D]; the target; backward's */
+  float *q, *k, *v, *o, *lse, *u; /* per layer: [L][R,D], lse [L][R,A], u = x + o Wo */
+  float *a, *h, *dh;              /* the MLP's [L][R,H], and its scratch */
+  float *du, *dout, *dq, *delta;  /* backward's [R,D], delta [R,A] */
+  float *ring[2], *dkv[2];        /* [K | V] of a rank, travelling; [dK | dV] */
+  float *ob, *lseb;               /* one block's result, [C,D] and [C,A] */
+  float *heads, *send, *recv;     /* --ulysses: head-split per layer (ulysses.c); a2a's */
+  int64_t *samples;
+  uint64_t bytes[2];   /* attention's, summed: forward, backward */
+  int64_t scores[2];   /* q.k scores x heads: forward, backward (recomputed) */
+  size_t attn_bytes;   /* what attention keeps and moves, as allocated */
+  double attn_seconds; /* in attention, its communication included */
+  double work_seconds; /* in its score blocks alone: the split's balance */
+} model;
+
+/* buffers.c: the sizes, and everything but the weights (report.c's formulas) */
+void cp_buffers(model *m, const dt_train_config *c);
+/* The global chunk index of this rank's j-th chunk (cp.c) */
+int64_t cp_chunk(const model *m, int64_t rank, int64_t j);
+/* ulysses.c: attention of layer l by all-to-all, head-split in between */
+void ulysses_forward(model *m, int64_t l);
+void ulysses_backward(model *m, int64_t l);
+/* verify.c: --verify-merge runs the merge on rows whose answer is known
+ * (the softmax over both blocks' keys at once) and names what is wrong */
+typedef void merge_fn(float *o, float *lse, const float *ob, const float *lseb, int64_t n,
+                      int64_t D, int64_t A);
+void verify_merge(merge_fn *merge);
+/* report.c: work per rank for both splits, bytes and memory beside formulas */
+void report(model *m, dt_run *r);
+
+#endif

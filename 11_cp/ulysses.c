@@ -1,0 +1,82 @@
+/* ulysses.c: --ulysses, DeepSpeed-Ulysses' attention. An all-to-all turns
+ * "S/N positions, all A heads" into "all S positions, A/N heads" (rank d
+ * gets heads d A/N .. (d+1) A/N - 1, columns d D/N .. of every row); each
+ * rank then attends over whole sequences for its heads, which needs nothing
+ * more from anyone, and a second all-to-all brings the output back to the
+ * positions' owners. Forward: q, k, v there and o back (four all-to-alls);
+ * backward: do there, dq, dk, dv back (four). Each moves (N-1)/N of a rank's
+ * [R,D] share. */
+#include <math.h>
+#include <string.h>
+
+#include "cp.h"
+
+/* per layer, head-split: q, k, v, o [B,S,W] (R D floats each), lse [B,S,A/N]
+ * (R A); after the L layers, backward's dO, dQ, dK, dV */
+static float *part(const model *m, int64_t l, int64_t i) {
+  return m->heads + l * (4 * m->R * m->D + m->R * m->A) + i * m->R * m->D;
+}
+
+/* The global position of row i (of Sl) of a sequence on rank s. */
+static int64_t position(const model *m, int64_t s, int64_t i) {
+  return cp_chunk(m, s, i / m->C) * m->C + i % m->C;
+}
+
+/* x [R,D] of this rank -> xh [B,S,W]: this rank's heads of every position. */
+static void to_heads(model *m, const float *x, float *xh) {
+  int64_t N = m->N, W = m->D / N, R = m->R;
+  for (int64_t d = 0; d < N; d++) /* block d: my rows, rank d's columns */
+    for (int64_t i = 0; i < R; i++) memcpy(m->send + (d * R + i) * W, x + i * m->D + d * W, W * 4);
+  dt_all_to_all(m->world, m->send, m->recv, (size_t)(R * W), DT_F32);
+  for (int64_t s = 0; s < N; s++) /* block s: rank s's rows, my columns */
+    for (int64_t b = 0; b < m->B; b++)
+      for (int64_t i = 0; i < m->Sl; i++)
+        memcpy(xh + (b * m->S + position(m, s, i)) * W, m->recv + (s * R + b * m->Sl + i) * W,
+               W * 4);
+}
+
+/* The way back: xh [B,S,W] -> x [R,D] (x += when accumulate is 0: x = ). */
+static void from_heads(model *m, const float *xh, float *x) {
+  int64_t N = m->N, W = m->D / N, R = m->R;
+  for (int64_t s = 0; s < N; s++)
+    for (int64_t b = 0; b < m->B; b++)
+      for (int64_t i = 0; i < m->Sl; i++)
+        memcpy(m->send + (s * R + b * m->Sl + i) * W, xh + (b * m->S + position(m, s, i)) * W,
+               W * 4);
+  dt_all_to_all(m->world, m->send, m->recv, (size_t)(R * W), DT_F32);
+  for (int64_t d = 0; d < N; d++)
+    for (int64_t i = 0; i < R; i++) memcpy(x + i * m->D + d * W, m->recv + (d * R + i) * W, W * 4);
+}
+
+void ulysses_forward(model *m, int64_t l) {
+  int64_t R = m->R, D = m->D, S = m->S, W = D / m->N, A = m->A / m->N;
+  float *q = part(m, l, 0), *k = part(m, l, 1), *v = part(m, l, 2), *o = part(m, l, 3),
+        *lse = part(m, l, 4);
+  to_heads(m, m->q + l * R * D, q);
+  to_heads(m, m->k + l * R * D, k);
+  to_heads(m, m->v + l * R * D, v);
+  double t0 = dt_now();
+  for (int64_t b = 0; b < m->B; b++) /* the whole sequence is one diagonal block */
+    m->scores[0] += A * dt_attn_block_forward(q + b * S * W, k + b * S * W, v + b * S * W, S, S, W,
+                                              A, 1, o + b * S * W, lse + b * S * A);
+  m->work_seconds += dt_now() - t0;
+  from_heads(m, o, m->o + l * R * D);
+}
+
+void ulysses_backward(model *m, int64_t l) {
+  int64_t R = m->R, D = m->D, S = m->S, W = D / m->N, A = m->A / m->N, n = m->B * S * W;
+  float *q = part(m, l, 0), *k = part(m, l, 1), *v = part(m, l, 2), *o = part(m, l, 3),
+        *lse = part(m, l, 4);
+  float *dout = part(m, m->L, 0), *dq = dout + n, *dk = dq + n, *dv = dk + n;
+  to_heads(m, m->dout, dout);
+  dt_attn_delta(dout, o, m->B * S, W, A, m->delta);
+  memset(dq, 0, (size_t)(3 * n) * 4);
+  double t0 = dt_now();
+  for (int64_t b = 0; b < m->B; b++)
+    m->scores[1] +=
+        A * dt_attn_block_backward(q + b * S * W, k + b * S * W, v + b * S * W, dout + b * S * W,
+                                   m->delta + b * S * A, lse + b * S * A, S, S, W, A, 1,
+                                   dq + b * S * W, dk + b * S * W, dv + b * S * W);
+  m->work_seconds += dt_now() - t0;
+  for (int64_t i = 0; i < 3; i++) from_heads(m, dq + i * n, m->dq + i * R * D);
+}

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Lesson 11's bench, a section of `make bench` (also alone: `make bench-cp`):
+#   1. ring attention (contiguous and zigzag splits) and Ulysses at S from 1k
+#      to 16k tokens, NP 2 and 4: time per step, each rank's time in its score
+#      blocks (the split's balance), attention bytes per rank, attention memory
+#      per rank beside the S^2 scores one process would keep;
+#   2. at NP=1, our one-process attention (one query row at a time, the scores
+#      never stored) beside PyTorch's explicit softmax(QK^T)V (bench/torch_attn.py).
+# It reads what the lesson prints and measures nothing itself. The model: one
+# layer, D=32, 4 heads, one sequence a step, 2 steps. The first S of the list
+# runs the lesson's check against one process; longer ones run --no-check (the
+# reference would materialise the S x S scores).
+# Environment: BIN_DIR, MPIRUN, CORES, BENCH_CP_SEQS (default 1024 .. 16384),
+# BENCH_CP_TORCH_SEQS (default 1024 2048 4096), BENCH_CP_TIMEOUT (seconds per run).
+# Writes bench/out/cp/cp.md and cp.csv; `make bench` copies them into
+# bench/results.md and bench/cp.csv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN_DIR=${BIN_DIR:-.}
+MPIRUN=${MPIRUN:-mpirun}
+CORES=${CORES:-$(nproc 2>/dev/null || echo 1)}
+TIMEOUT=${BENCH_CP_TIMEOUT:-900}
+SEQS=(${BENCH_CP_SEQS:-1024 2048 4096 8192 16384})
+TORCH_SEQS=(${BENCH_CP_TORCH_SEQS:-1024 2048 4096})
+MODEL=(--layers 1 --dim 32 --heads 4 --batch 1 --samples 8 --steps 2)
+OUT=bench/out/cp
+rm -rf "$OUT" && mkdir -p "$OUT/logs"
+CSV=$OUT/cp.csv MD=$OUT/cp.md
+: >"$OUT/commands.txt"
+die() { echo "bench-cp: FAILED: $*" >&2; exit 1; }
+say() { echo "bench-cp: $*"; }
+[ -x "$BIN_DIR/11_cp/cp" ] || die "$BIN_DIR/11_cp/cp is missing: run 'make all' first"
+
+# run NAME NP ARGS...: the lesson under a timeout; exit 0, and CHECK PASSED
+# unless --no-check (then no CHECK FAILED)
+run() {
+  local name=$1 np=$2 flags=() rc=0
+  shift 2
+  [ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
+  [ "$np" -gt "$CORES" ] && flags+=(--oversubscribe)
+  local cmd=("$MPIRUN" "${flags[@]}" -np "$np" "$BIN_DIR/11_cp/cp" "$@")
+  echo "${cmd[*]}" >>"$OUT/commands.txt"
+  timeout -k 5 "$TIMEOUT" "${cmd[@]}" >"$OUT/logs/$name.log" 2>&1 || rc=$?
+  [ "$rc" = 0 ] || die "$name: exit code $rc (${cmd[*]}); see $OUT/logs/$name.log"
+  if [[ " $* " == *" --no-check "* ]]; then
+    ! grep -q '^CHECK FAILED' "$OUT/logs/$name.log" || die "$name: CHECK FAILED"
+  else
+    grep -q '^CHECK PASSED' "$OUT/logs/$name.log" || die "$name: no CHECK PASSED; see its log"
+  fi
+}
+# num LOG ERE AWK_FIELD_EXPR: from the first line matching ERE; dies on none
+num() {
+  local v
+  v=$(grep -E -m1 -- "$2" "$1" | awk "{ print $3 }")
+  [ -n "$v" ] || die "no /$2/ in $1"
+  echo "$v"
+}
+
+echo "S,np,mode,step_ms,blocks_max_ms,blocks_min_ms,fwd_bytes,bwd_bytes,attn_mem,scores_one_process" >"$CSV"
+first=${SEQS[0]}
+for S in "${SEQS[@]}"; do
+  check=(); [ "$S" = "$first" ] || check=(--no-check)
+  for np in 2 4; do
+    for mode in contiguous zigzag ulysses; do
+      args=(--seq "$S" "${MODEL[@]}" "${check[@]}")
+      if [ $mode = ulysses ]; then args+=(--ulysses); else args+=(--split $mode); fi
+      name=S${S}_np${np}_$mode
+      run "$name" "$np" "${args[@]}"
+      log=$OUT/logs/$name.log
+      step=$(num "$log" '^  time per step' '$4')
+      blocks=$(grep -E '^    rank [0-9]+ ' "$log" | awk '{ print $(NF-3) }')
+      [ -n "$blocks" ] || die "no rank lines in $log"
+      mx=$(echo "$blocks" | sort -g | tail -n1) mn=$(echo "$blocks" | sort -g | head -n1)
+      fwd=$(num "$log" '^    forward ' '$2') bwd=$(num "$log" '^    backward ' '$2')
+      mem=$(num "$log" '^  attention memory' '$3')
+      one=$(grep -E -m1 '^  attention memory' "$log" | sed -E 's/.* = ([0-9]+) for the scores alone.*/\1/')
+      echo "$S,$np,$mode,$step,$mx,$mn,$fwd,$bwd,$mem,$one" >>"$CSV"
+      say "$(printf '%-26s step %9.1f ms  blocks %9.1f .. %9.1f ms' "$name" "$step" "$mn" "$mx")"
+    done
+  done
+done
+
+# NP=1: our attention alone (score blocks, forward + backward) beside PyTorch's
+ONE=$OUT/one.csv
+echo "S,ours_ms,torch_ms" >"$ONE"
+TORCH_LOG=$OUT/logs/torch_attn.log
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  echo "/usr/bin/python3 bench/torch_attn.py --seqs ${TORCH_SEQS[*]} --batch 1 --heads 4 --dh 8" >>"$OUT/commands.txt"
+  timeout -k 5 "$TIMEOUT" /usr/bin/python3 bench/torch_attn.py --seqs "${TORCH_SEQS[@]}" --batch 1 \
+    --heads 4 --dh 8 >"$TORCH_LOG" 2>&1 || die "bench/torch_attn.py failed; see $TORCH_LOG"
+else
+  echo "PyTorch is not importable" >"$TORCH_LOG"
+fi
+for S in "${TORCH_SEQS[@]}"; do
+  check=(); [ "$S" = "$first" ] || check=(--no-check)
+  run "S${S}_np1" 1 --seq "$S" "${MODEL[@]}" "${check[@]}"
+  ours=$(grep -E '^    rank 0 ' "$OUT/logs/S${S}_np1.log" | awk '{ print $(NF-3) }')
+  torch=$(sed -n "s/^torch-attn: S=$S ms=\([0-9.]*\)$/\1/p" "$TORCH_LOG")
+  echo "$S,$ours,${torch:--}" >>"$ONE"
+done
+
+{
+  echo "## Context parallelism (11_cp, \`bench/cp.sh\`, also \`make bench-cp\`)"
+  echo
+  echo "One layer, D=32, 4 heads of 8, one sequence of S tokens a step, 2 steps of AdamW, cpu"
+  echo "backend (attention is host loops: one thread per rank). S=$first ran the lesson's check"
+  echo "(CHECK PASSED); longer sequences ran \`--no-check\`. *blocks* is the time a rank spent in its"
+  echo "score blocks per step (forward and backward), the slowest and the fastest rank: the split's"
+  echo "balance; *step* includes the waits. Bytes are attention's per rank per step (each equal to"
+  echo "its formula in the lesson's own output); memory is what attention keeps and moves per rank,"
+  echo "beside the S^2 scores one process with them materialised would keep."
+  echo
+  echo "| S | NP | attention | step ms | blocks max ms | blocks min ms | max/min | fwd bytes | bwd bytes | attn memory | scores, one process |"
+  echo "|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|"
+  awk -F, 'function hb(b) { return b >= 1048576 ? sprintf("%.2f MiB", b / 1048576) : b >= 1024 ? sprintf("%.1f KiB", b / 1024) : sprintf("%d B", b) }
+    NR > 1 { printf "| %d | %d | %s | %.1f | %.1f | %.1f | %.2f | %s | %s | %s | %s |\n", $1, $2, ($3 == "ulysses" ? "Ulysses" : "ring, " $3), $4, $5, $6, ($6 > 0 ? $5 / $6 : 0), hb($7), hb($8), hb($9), hb($10) }' "$CSV"
+  echo
+  echo "At NP=1, attention alone (forward + backward, one layer, B=1): ours one query row at a time"
+  echo "(the lesson's score blocks, nothing stored) beside PyTorch's explicit"
+  echo "softmax(QK^T / sqrt(dh)) V with the causal mask, the S x S scores materialised"
+  echo "(bench/torch_attn.py, one thread, the fastest of 2 after a warm-up):"
+  echo
+  echo "| S | ours ms | PyTorch ms | ours / PyTorch |"
+  echo "|--:|--:|--:|--:|"
+  awk -F, 'NR > 1 { printf "| %d | %.1f | %s | %s |\n", $1, $2, $3, ($3 == "-" ? "-" : sprintf("%.2f", $2 / $3)) }' "$ONE"
+  echo
+  grep -q 'not importable' "$TORCH_LOG" && echo "PyTorch is not importable here: its column is empty." && echo
+  echo "Load average (1, 5, 15 min) at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)."
+  echo
+} >"$MD"
+say "wrote $MD and $CSV"

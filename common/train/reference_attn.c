@@ -1,0 +1,154 @@
+/* reference_attn.c: lesson 11's yardstick, the causal transformer trained in
+ * one process the plainest way: whole sequences, and for each sequence and
+ * head the S x S scores materialised, masked, softmaxed and kept for
+ * backward. Nothing here is the lesson's (no blocks, no log-sum-exp, no
+ * merging): the same model computed another way. Per layer:
+ *   q, k, v = x Wq, x Wk, x Wv;  o = softmax(mask(q k^T / sqrt(dh))) v per head
+ *   u = x + o Wo;  x' = u + relu(u W1) W2 */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train_internal.h"
+
+typedef struct {
+  int64_t S, D, heads, dh;
+  float *qh, *kh, *vh, *oh, *dp; /* one head of one sequence: [S,dh]; dp [S,S] */
+} heads_scratch;
+
+/* Columns h dh .. of rows [S, D] to a contiguous [S, dh] and back. */
+static void take(const heads_scratch *s, const float *x, int64_t h, float *xh) {
+  for (int64_t i = 0; i < s->S; i++) memcpy(xh + i * s->dh, x + i * s->D + h * s->dh, s->dh * 4);
+}
+static void put(const heads_scratch *s, const float *xh, int64_t h, float *x) {
+  for (int64_t i = 0; i < s->S; i++) memcpy(x + i * s->D + h * s->dh, xh + i * s->dh, s->dh * 4);
+}
+
+/* One sequence: p [heads][S,S] the probabilities, o [S,D]. */
+static void attend(heads_scratch *s, const float *q, const float *k, const float *v, float *p,
+                   float *o) {
+  int64_t S = s->S;
+  float scale = 1.0f / sqrtf((float)s->dh);
+  for (int64_t h = 0; h < s->heads; h++) {
+    float *ph = p + h * S * S;
+    take(s, q, h, s->qh);
+    take(s, k, h, s->kh);
+    take(s, v, h, s->vh);
+    dt_matmul(0, 1, S, S, s->dh, s->qh, s->kh, ph, 0);
+    for (int64_t i = 0; i < S; i++) {
+      float *row = ph + i * S, mx = -INFINITY, sum = 0;
+      for (int64_t j = 0; j <= i; j++) mx = fmaxf(mx, row[j] *= scale);
+      for (int64_t j = 0; j < S; j++) sum += row[j] = j <= i ? expf(row[j] - mx) : 0;
+      for (int64_t j = 0; j <= i; j++) row[j] /= sum;
+    }
+    dt_matmul(0, 0, S, s->dh, S, ph, s->vh, s->oh, 0);
+    put(s, s->oh, h, o);
+  }
+}
+
+/* Back from do [S,D]: dq, dk, dv [S,D] written. */
+static void attend_backward(heads_scratch *s, const float *q, const float *k, const float *v,
+                            const float *p, const float *dout, float *dq, float *dk, float *dv) {
+  int64_t S = s->S, dh = s->dh;
+  float scale = 1.0f / sqrtf((float)dh);
+  for (int64_t h = 0; h < s->heads; h++) {
+    const float *ph = p + h * S * S;
+    take(s, q, h, s->qh);
+    take(s, k, h, s->kh);
+    take(s, v, h, s->vh);
+    take(s, dout, h, s->oh);
+    dt_matmul(0, 1, S, S, dh, s->oh, s->vh, s->dp, 0); /* dP = dO V^T */
+    for (int64_t i = 0; i < S; i++) {                  /* dS = P (dP - rowsum(P dP)) */
+      float *row = s->dp + i * S, dot = 0;
+      for (int64_t j = 0; j < S; j++) dot += ph[i * S + j] * row[j];
+      for (int64_t j = 0; j < S; j++) row[j] = ph[i * S + j] * (row[j] - dot) * scale;
+    }
+    dt_matmul(1, 0, S, dh, S, ph, s->oh, s->vh, 0); /* dV = P^T dO */
+    put(s, s->vh, h, dv);
+    dt_matmul(0, 0, S, dh, S, s->dp, s->kh, s->oh, 0); /* dQ = dS K */
+    put(s, s->oh, h, dq);
+    dt_matmul(1, 0, S, dh, S, s->dp, s->qh, s->kh, 0); /* dK = dS^T Q */
+    put(s, s->kh, h, dk);
+  }
+}
+
+void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
+  int64_t L = c->layers, D = c->dim, H = c->hidden, B = c->batch, S = c->seq, A = c->heads;
+  int64_t PL = dt_params_per_layer(c), n = L * PL, T = B * S, DD = D * D;
+  int adamw = c->optimizer[0] == 'a';
+  float *w = dt_alloc_f32((size_t)n, DT_PARAMS), *g = dt_alloc_f32((size_t)n, DT_GRADS);
+  float *m = adamw ? dt_alloc_f32((size_t)n, DT_OPTIM) : NULL;
+  float *v = adamw ? dt_alloc_f32((size_t)n, DT_OPTIM) : NULL;
+  /* per layer: x, q, k, v, o, u [T,D]; a, h [T,H]; p [B][A][S,S] */
+  float *x = dt_host_alloc((size_t)((L + 1) * T * D), 4), *y = dt_host_alloc((size_t)(T * D), 4);
+  float *qkvou = dt_host_alloc((size_t)(5 * L * T * D), 4);
+  float *a = dt_host_alloc((size_t)(L * T * H), 4), *hh = dt_host_alloc((size_t)(L * T * H), 4);
+  float *p = dt_host_alloc((size_t)(L * B * A * S * S), 4);
+  float *dx = dt_host_alloc((size_t)(T * D), 4), *du = dt_host_alloc((size_t)(T * D), 4);
+  float *dqkv = dt_host_alloc((size_t)(4 * T * D), 4), *dh = dt_host_alloc((size_t)(T * H), 4);
+  int64_t *samples = dt_host_alloc((size_t)B, sizeof *samples);
+  heads_scratch s = {.S = S, .D = D, .heads = A, .dh = D / A};
+  float **sc[] = {&s.qh, &s.kh, &s.vh, &s.oh};
+  for (int i = 0; i < 4; i++) *sc[i] = dt_host_alloc((size_t)(S * s.dh), 4);
+  s.dp = dt_host_alloc((size_t)(S * S), 4);
+  dt_initial_weights(c, w, 0, n);
+  dt_loss_scaler scaler;
+  dt_scaler_init(&scaler, c);
+  scaler.taken = 0; /* the reference always trains from step 0 */
+  scaler.quiet = 1;
+  double w0_max = 0;
+  for (int64_t i = 0; i < n; i++) w0_max = fmax(w0_max, fabs(w[i]));
+  if (out->initial) memcpy(out->initial, w, (size_t)n * 4);
+  out->reach = 0;
+#define Q(l)  (qkvou + (5 * (l) + 0) * T * D)
+#define K(l)  (qkvou + (5 * (l) + 1) * T * D)
+#define V(l)  (qkvou + (5 * (l) + 2) * T * D)
+#define O(l)  (qkvou + (5 * (l) + 3) * T * D)
+#define U(l)  (qkvou + (5 * (l) + 4) * T * D)
+#define PR(l) (p + (l)*B * A * S * S)
+  for (int64_t step = 0; step < c->steps; step++) {
+    dt_step_samples(c, 1, 0, step, samples);
+    dt_make_sequences(c, samples, B, 0, S, S, x, y);
+    for (int64_t t = 0; t < T; t++) dt_add_position(x + t * D, D, t % S);
+    for (int64_t l = 0; l < L; l++) {
+      const float *wl = w + l * PL, *xl = x + l * T * D;
+      dt_matmul(0, 0, T, D, D, xl, wl, Q(l), 0);
+      dt_matmul(0, 0, T, D, D, xl, wl + DD, K(l), 0);
+      dt_matmul(0, 0, T, D, D, xl, wl + 2 * DD, V(l), 0);
+      for (int64_t b = 0; b < B; b++)
+        attend(&s, Q(l) + b * S * D, K(l) + b * S * D, V(l) + b * S * D, PR(l) + b * A * S * S,
+               O(l) + b * S * D);
+      memcpy(U(l), xl, (size_t)(T * D) * 4);
+      dt_matmul(0, 0, T, D, D, O(l), wl + 3 * DD, U(l), 1);
+      dt_block_forward(U(l), wl + 4 * DD, wl + 4 * DD + D * H, a + l * T * H, hh + l * T * H,
+                       x + (l + 1) * T * D, T, D, H, 1);
+    }
+    out->losses[step] =
+        dt_mse_forward_backward(x + L * T * D, y, dx, (size_t)(T * D), 1.0 / (double)(T * D));
+    dt_zero(g, (size_t)n * 4);
+    for (int64_t l = L - 1; l >= 0; l--) {
+      const float *wl = w + l * PL, *xl = x + l * T * D;
+      float *gl = g + l * PL, *dq = dqkv, *dk = dq + T * D, *dv = dk + T * D, *dout = dv + T * D;
+      dt_block_backward(U(l), a + l * T * H, hh + l * T * H, wl + 4 * DD, wl + 4 * DD + D * H, dx,
+                        du, gl + 4 * DD, gl + 4 * DD + D * H, dh, T, D, H, 1);
+      dt_matmul(1, 0, D, D, T, O(l), du, gl + 3 * DD, 1); /* dWo += o^T du */
+      dt_matmul(0, 1, T, D, D, du, wl + 3 * DD, dout, 0); /* do = du Wo^T */
+      for (int64_t b = 0; b < B; b++)
+        attend_backward(&s, Q(l) + b * S * D, K(l) + b * S * D, V(l) + b * S * D,
+                        PR(l) + b * A * S * S, dout + b * S * D, dq + b * S * D, dk + b * S * D,
+                        dv + b * S * D);
+      const float *d3[] = {dq, dk, dv};
+      memcpy(dx, du, (size_t)(T * D) * 4); /* the residual path */
+      for (int i = 0; i < 3; i++) {
+        dt_matmul(1, 0, D, D, T, xl, d3[i], gl + i * DD, 1);
+        dt_matmul(0, 1, T, D, D, d3[i], wl + i * DD, dx, 1);
+      }
+    }
+    dt_reference_update(c, &scaler, w, g, m, v, (size_t)n, w0_max, &out->reach, 1);
+  }
+  memcpy(out->weights, w, (size_t)n * 4);
+  void *host[] = {x, y, qkvou, a, hh, p, dx, du, dqkv, dh, samples, s.qh, s.kh, s.vh, s.oh, s.dp};
+  for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
+  float *dev[] = {w, g, m, v};
+  for (size_t i = 0; i < 4; i++) dt_free(dev[i]);
+}
