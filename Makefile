@@ -264,4 +264,4 @@ clean:
 help:
 	@sed -n '2,9p' Makefile | sed 's/^# \{0,1\}//'
 
--include $(shell find $(BUILD_ROOT) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD_ROOT) -name '*.d' -type f 2>/dev/null)

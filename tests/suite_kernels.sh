@@ -26,13 +26,13 @@ else
   [ ${#trainers[@]} -gt 0 ] || fail "kernel matrix: a training lesson to run" "" "no built lesson lists --optimizer in its --help"
   ran=() skipped=()
   for k in $KERNELS; do
-    got=$(OPENBLAS_CORETYPE=$k timeout 20 "./$probe" 2>/dev/null)
+    got=$(OPENBLAS_CORETYPE=$k with_timeout 20 "./$probe" 2>/dev/null)
     rc=$?
     if [ $rc -eq 132 ] || [ $rc -eq 4 ]; then
       skipped+=("$k (this CPU cannot execute it: SIGILL)"); continue
     elif [ $rc -ne 0 ]; then
       skipped+=("$k (the probe failed, exit $rc)"); continue
-    elif [ "${got,,}" != "${k,,}" ]; then
+    elif [ "$(lower "$got")" != "$(lower "$k")" ]; then
       skipped+=("$k (OpenBLAS runs $got instead)"); continue
     fi
     ran+=("$k")
