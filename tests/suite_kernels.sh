@@ -6,7 +6,11 @@
 # this suite runs the training lessons' checks under several of them (SSE3 up
 # to AVX-512), several seeds, NP 2 and 4, AdamW and SGD. Every run must end
 # CHECK PASSED. A kernel this CPU cannot execute is skipped, and said so.
-KERNELS=${KERNELS:-Prescott Nehalem Sandybridge Haswell SkylakeX Zen}
+# OpenBLAS's kernels by architecture (OPENBLAS_CORETYPE names), x86-64 or ARM64
+case $(uname -m) in
+aarch64 | arm64) KERNELS=${KERNELS:-ARMV8 NEOVERSEN1 CORTEXA57 THUNDERX2T99} ;;
+*) KERNELS=${KERNELS:-Prescott Nehalem Sandybridge Haswell SkylakeX Zen} ;;
+esac
 KERNEL_SEEDS=${KERNEL_SEEDS:-1 2 3}
 
 if [ "${BACKEND:-cpu}" != cpu ]; then
@@ -14,7 +18,8 @@ if [ "${BACKEND:-cpu}" != cpu ]; then
 else
   probe=build/openblas_core
   mkdir -p build
-  cc -O1 tests/openblas_core.c -o "$probe" -lopenblas 2>"$LOGS/openblas_core.log"
+  # shellcheck disable=SC2086 # BLAS_CFLAGS/BLAS_LIBS: from the Makefile (Homebrew's paths on macOS)
+  cc -O1 ${BLAS_CFLAGS:-} tests/openblas_core.c -o "$probe" ${BLAS_LIBS:--lopenblas} 2>"$LOGS/openblas_core.log"
   # the training lessons: those whose --help lists --optimizer (05-09, and
   # any new NN_name/ folder that trains)
   trainers=()
