@@ -89,6 +89,9 @@ else
 fi
 
 mount_in proc proc "$ROOT/proc"
+# sysfs: without its cpu topology hwloc finds no cores, and Open MPI then
+# refuses NP 2 on a 2-core machine ("all nodes ... are already filled")
+mount_in sysfs sysfs "$ROOT/sys" ro
 mount_in tmpfs tmpfs "$ROOT/dev/shm" mode=1777 # Open MPI's shared memory
 step "run tests/arm64_checks.sh inside ($(chroot "$ROOT" uname -m), $(chroot "$ROOT" sh -c '. /etc/os-release; echo "$PRETTY_NAME"'))"
 chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
