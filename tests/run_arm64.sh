@@ -9,8 +9,13 @@
 # Exit 77 with "test-arm64: skipped: <reason>" where it cannot run (not
 # Linux, not root, no debootstrap or qemu, binfmt_misc refused). The root is
 # kept in $ARM64_ROOT (default .arm64/root, ignored by git) and reused; delete
-# it to start afresh. ARM64_SUITE (bookworm: Debian 12, GCC 12) and
-# ARM64_MIRROR choose the distribution. Each step prints its seconds.
+# it to start afresh. ARM64_SUITE (bookworm: Debian 12, GCC 12),
+# ARM64_MIRROR, ARM64_SCRIPT (debootstrap's script, for a suite newer than
+# it knows) and ARM64_COMPONENTS choose the distribution; Ubuntu 24.04:
+#   ARM64_ROOT=.arm64/noble ARM64_SUITE=noble ARM64_COMPONENTS=main,universe
+#   ARM64_MIRROR=http://ports.ubuntu.com/ubuntu-ports
+#   ARM64_SCRIPT=/usr/share/debootstrap/scripts/gutsy
+# ARM64_MATRIX=0 leaves out the kernel matrix. Each step prints its seconds.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 source tests/lib.sh
@@ -65,7 +70,8 @@ if [ ! -f "$ROOT/.dt-ready" ]; then
   if [ ! -x "$ROOT/bin/sh" ]; then
     step "debootstrap --arch=arm64 --variant=minbase $SUITE (log: $ROOT.debootstrap.log)"
     mkdir -p "$(dirname "$ROOT")"
-    debootstrap --arch=arm64 --variant=minbase "$SUITE" "$ROOT" "$MIRROR" >"$ROOT.debootstrap.log" 2>&1 ||
+    debootstrap --arch=arm64 --variant=minbase ${ARM64_COMPONENTS:+--components="$ARM64_COMPONENTS"} \
+      "$SUITE" "$ROOT" "$MIRROR" ${ARM64_SCRIPT:+"$ARM64_SCRIPT"} >"$ROOT.debootstrap.log" 2>&1 ||
       { tail -n 5 "$ROOT.debootstrap.log"; die "debootstrap failed (no network? see $ROOT.debootstrap.log)"; }
   fi
   step "apt-get install $PACKAGES (emulated)"
@@ -96,7 +102,7 @@ mount_in tmpfs tmpfs "$ROOT/dev/shm" mode=1777 # Open MPI's shared memory
 step "run tests/arm64_checks.sh inside ($(chroot "$ROOT" uname -m), $(chroot "$ROOT" sh -c '. /etc/os-release; echo "$PRETTY_NAME"'))"
 chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
   ${ARM64_KERNELS:+KERNELS="$ARM64_KERNELS"} ${ARM64_SEEDS:+KERNEL_SEEDS="$ARM64_SEEDS"} \
-  ${ARM64_NP:+ARM64_NP="$ARM64_NP"} \
+  ${ARM64_NP:+ARM64_NP="$ARM64_NP"} ${ARM64_MATRIX:+ARM64_MATRIX="$ARM64_MATRIX"} \
   bash -c 'cd /src && bash tests/arm64_checks.sh'
 rc=$?
 step "done, exit $rc"
