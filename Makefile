@@ -4,7 +4,7 @@
 #   make lesson-3        build one lesson          make run-3 NP=4 ARGS="--max-bytes 1M"
 #   make tour            run every lesson at NP=4  make test    the whole test suite
 #   make test-cluster    every lesson across emulated nodes (make bench-cluster: a slow link)
-#   make setup           install Open MPI and OpenBLAS (apt-get, through sudo when not root)
+#   make setup           install Open MPI and OpenBLAS (apt-get through sudo; Homebrew on macOS)
 #   make gpu-node-kit    pack Open MPI into .gpu-kit/ for a GPU machine without network
 #   make exercise-5      a classroom exercise      make check-5 [NP=k]   check it
 #   make grade DIR=d     check every exercise in d: a table and Gradescope results.json
@@ -26,7 +26,10 @@ MPIRUN    ?= $(if $(MPI_HOME),$(MPI_HOME)/bin/mpirun,mpirun)
 # ---- what this machine has -------------------------------------------------
 NVCC := $(firstword $(wildcard $(CUDA_HOME)/bin/nvcc) $(shell command -v nvcc 2>/dev/null))
 GPUS := $(shell nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-CORES := $(shell nproc 2>/dev/null || echo 1)
+# online cores: getconf is POSIX (Linux, macOS), sysctl the BSD way; nproc is GNU
+CORES := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 1)
+UNAME := $(shell uname -s)
+BREW  := $(shell command -v brew 2>/dev/null)
 
 ifeq ($(BACKEND),auto)
   override BACKEND := $(if $(and $(NVCC),$(filter-out 0,$(GPUS))),cuda,cpu)
@@ -36,16 +39,45 @@ ifeq ($(filter cpu cuda,$(BACKEND)),)
 endif
 
 # The cpu backend needs OpenBLAS (cblas.h); the cuda backend only cuBLAS.
-find_mpicc = $(if $(MPI_HOME),$(wildcard $(MPI_HOME)/bin/mpicc),$(shell command -v mpicc 2>/dev/null))
+# Homebrew's Open MPI is on PATH; its OpenBLAS is keg-only (cblas.h is not on
+# the default include path), so: the compiler's own paths (Linux packages),
+# else pkg-config, else brew --prefix. BLAS_CFLAGS/BLAS_LIBS override.
+find_mpicc = $(if $(MPI_HOME),$(wildcard $(MPI_HOME)/bin/mpicc),$(or $(shell command -v mpicc 2>/dev/null),$(if $(BREW),$(wildcard $(shell $(BREW) --prefix open-mpi 2>/dev/null)/bin/mpicc))))
 MPICC := $(find_mpicc)
-HAVE_CBLAS := $(if $(filter cuda,$(BACKEND)),not needed,$(shell echo '\#include <cblas.h>' | cc -E -x c - >/dev/null 2>&1 && echo yes))
-NO_MPI_GOALS := setup clean help gpu-node-kit test-gpu-node-kit
+# an mpicc found by brew --prefix, not on PATH: its mpirun, not another one
+ifeq ($(MPI_HOME)$(shell command -v mpicc 2>/dev/null),)
+  MPIRUN := $(if $(MPICC),$(dir $(MPICC))mpirun,$(MPIRUN))
+endif
+# '#' through a variable: inside a function call make >= 4.3 keeps the '\' of
+# '\#' (the shell then saw '\#include', and any compiler "found" cblas.h)
+HASH := \#
+cblas_ok = $(shell echo '$(HASH)include <cblas.h>' | cc $(1) -E -x c - >/dev/null 2>&1 && echo yes)
+find_blas = $(strip $(if $(call cblas_ok,),default,\
+  $(if $(shell pkg-config --exists openblas 2>/dev/null && echo y),pkg-config,\
+  $(if $(BREW),$(if $(wildcard $(shell $(BREW) --prefix openblas 2>/dev/null)/include/cblas.h),brew)))))
+blas_cflags = $(if $(filter pkg-config,$(1)),$(shell pkg-config --cflags openblas),$(if $(filter brew,$(1)),-I$(shell $(BREW) --prefix openblas)/include))
+blas_libs = $(if $(filter pkg-config,$(1)),$(shell pkg-config --libs openblas),$(if $(filter brew,$(1)),-L$(shell $(BREW) --prefix openblas)/lib -lopenblas,-lopenblas))
+ifeq ($(BACKEND),cpu)
+  BLAS_FROM   := $(if $(BLAS_CFLAGS)$(BLAS_LIBS),BLAS_CFLAGS/BLAS_LIBS,$(find_blas))
+  BLAS_CFLAGS ?= $(call blas_cflags,$(BLAS_FROM))
+  BLAS_LIBS   ?= $(call blas_libs,$(BLAS_FROM))
+  HAVE_CBLAS  := $(call cblas_ok,$(BLAS_CFLAGS))
+else
+  HAVE_CBLAS  := not needed
+endif
+NO_MPI_GOALS := setup clean help gpu-node-kit test-gpu-node-kit test-arm64
 ifeq ($(and $(MPICC),$(HAVE_CBLAS)),)
 ifneq ($(filter-out $(NO_MPI_GOALS),$(or $(MAKECMDGOALS),all)),)
 $(info mpicc or cblas.h not found: running 'make setup' to install Open MPI and OpenBLAS first)
 SETUP_STATUS := $(shell $(MAKE) --no-print-directory setup >&2; echo $$?)
 MPICC := $(find_mpicc)
 $(if $(MPICC),,$(error 'make setup' did not provide mpicc; install Open MPI (openmpi-bin libopenmpi-dev) and retry$(if $(MPI_HOME), or fix MPI_HOME=$(MPI_HOME))))
+ifeq ($(BACKEND),cpu)
+  BLAS_FROM   := $(find_blas)
+  BLAS_CFLAGS := $(call blas_cflags,$(BLAS_FROM))
+  BLAS_LIBS   := $(call blas_libs,$(BLAS_FROM))
+  $(if $(call cblas_ok,$(BLAS_CFLAGS)),,$(error 'make setup' did not provide cblas.h; install OpenBLAS and retry, or set BLAS_CFLAGS=-I<dir of cblas.h> BLAS_LIBS="-L<dir> -lopenblas"))
+endif
 endif
 endif
 
@@ -73,8 +105,8 @@ BUILD   := $(BUILD_ROOT)/$(BACKEND)
 # -O3 vectorizes the elementwise loops (ReLU, optimizers); -funroll-loops
 # speeds the SGD pass further: `make bench-flags` measures each candidate.
 OPT     ?= -O3 -funroll-loops -g
-CFLAGS  := $(OPT) -std=c11 -Wall -Wextra -I. -Icommon/comm -Icommon/train -Itests -MMD -MP
-LDLIBS  := $(if $(filter cpu,$(BACKEND)),-lopenblas) -lm -pthread
+CFLAGS  := $(OPT) -std=c11 -Wall -Wextra -I. -Icommon/comm -Icommon/train -Itests $(BLAS_CFLAGS) -MMD -MP
+LDLIBS  := $(if $(filter cpu,$(BACKEND)),$(BLAS_LIBS)) -lm -pthread
 # common/ in two layers, two libraries: comm (what lessons 01-04 need) and
 # train above it (05-09). A lesson links train first: train calls into comm.
 COMM_SRC  := $(filter-out %/kernels_cpu.c,$(wildcard common/comm/*.c))
@@ -176,7 +208,16 @@ tour: all
 
 test: all
 	@BACKEND=$(BACKEND) NVCC="$(NVCC)" GPUS=$(GPUS) CORES=$(CORES) MPIRUN="$(MPIRUN)" MPICC="$(MPICC)" \
-	  MAKE="$(MAKE)" bash tests/run_tests.sh
+	  BLAS_CFLAGS="$(BLAS_CFLAGS)" BLAS_LIBS="$(BLAS_LIBS)" MAKE="$(MAKE)" bash tests/run_tests.sh
+
+# ARM64 Linux emulated here (tests/run_arm64.sh): a Debian arm64 root by
+# debootstrap run through qemu-user-static, the project built inside with its
+# GCC, every lesson at NP 2 and 4, the kernel x seed matrix over OpenBLAS's
+# ARM kernels. Needs root; skipped (exit 77, the reason printed) where binfmt
+# cannot be enabled. Not in make test: it takes long (README, "Platforms").
+.PHONY: test-arm64
+test-arm64:
+	@bash tests/run_arm64.sh || [ $$? -eq 77 ]
 
 # Every lesson across emulated nodes (tools/cluster.sh: network namespaces,
 # or loopback nodes where the machine forbids them): every lesson on 2 nodes x 2
@@ -314,12 +355,29 @@ gpu-node-kit:
 test-gpu-node-kit: gpu-node-kit
 	@CORES=$(CORES) bash tools/gpu-node/test_kit.sh
 
+# apt-get and Homebrew are run; other package managers are named, with the
+# command (Fedora's Open MPI is a module: its mpicc is not on PATH by itself).
 setup:
-	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	echo "setup: installing Open MPI and OpenBLAS with apt-get"; \
-	$$SUDO apt-get update -qq && \
-	$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	  openmpi-bin libopenmpi-dev libopenblas-dev >/dev/null && echo "setup: done"
+	@if [ "$(UNAME)" = Darwin ]; then \
+	  if [ -z "$(BREW)" ]; then echo "setup: macOS needs Homebrew (https://brew.sh), then: brew install open-mpi openblas" >&2; exit 1; fi; \
+	  echo "setup: installing Open MPI and OpenBLAS with Homebrew"; \
+	  brew install open-mpi openblas && echo "setup: done"; exit; \
+	fi; \
+	if command -v apt-get >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  echo "setup: installing Open MPI and OpenBLAS with apt-get"; \
+	  $$SUDO apt-get update -qq && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    openmpi-bin libopenmpi-dev libopenblas-dev >/dev/null && echo "setup: done"; \
+	elif command -v dnf >/dev/null 2>&1; then \
+	  echo "setup: with dnf, install them yourself, then retry:" >&2; \
+	  echo "  sudo dnf install openmpi-devel openblas-devel && module load mpi/openmpi-$$(uname -m)" >&2; exit 1; \
+	elif command -v pacman >/dev/null 2>&1; then \
+	  echo "setup: with pacman, install them yourself, then retry:" >&2; \
+	  echo "  sudo pacman -S --needed openmpi openblas" >&2; exit 1; \
+	else \
+	  echo "setup: no apt-get, dnf, pacman or Homebrew here: install Open MPI (mpicc, mpirun) and OpenBLAS (cblas.h, libopenblas)" >&2; exit 1; \
+	fi
 
 clean:
 	rm -rf build $(foreach d,$(LESSON_DIRS),$(call lesson_bin,$(d))) $(patsubst tests/%.c,tests/%,$(wildcard tests/test_*.c))
@@ -327,4 +385,4 @@ clean:
 help:
 	@sed -n '2,9p' Makefile | sed 's/^# \{0,1\}//'
 
--include $(shell find $(BUILD_ROOT) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD_ROOT) -name '*.d' -type f 2>/dev/null)

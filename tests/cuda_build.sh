@@ -8,7 +8,7 @@ PIP_NCCL=$(cd "$LOGS" && pwd)/pip-nccl
 read -r nccl_inc nccl_lib _ < <(bash tools/find_nccl.sh)
 rm -rf "$PIP_NCCL" && mkdir -p "$PIP_NCCL/bin" "$PIP_NCCL/site/nvidia/nccl/include" "$PIP_NCCL/site/nvidia/nccl/lib"
 cp "$nccl_inc/nccl.h" "$PIP_NCCL/site/nvidia/nccl/include/"
-ln -s "$(readlink -f "$nccl_lib/libnccl.so.2")" "$PIP_NCCL/site/nvidia/nccl/lib/libnccl.so.2"
+ln -s "$(real_path "$nccl_lib/libnccl.so.2")" "$PIP_NCCL/site/nvidia/nccl/lib/libnccl.so.2"
 printf '#!/bin/sh\nPYTHONPATH=%s exec %s "$@"\n' "$PIP_NCCL/site" "$(command -v python3)" >"$PIP_NCCL/bin/python3"
 chmod +x "$PIP_NCCL/bin/python3"
 if env -u NCCL_HOME PATH="$PIP_NCCL/bin:$PATH" ${MAKE:-make} -s BACKEND=cuda BIN_DIR="$PIP_NCCL/out" \

@@ -48,6 +48,7 @@
 # CHECK_NP=k (make check-N NP=k) only those at np=k, or each one's flags at np=k.
 set -u
 cd "$(dirname "$0")/.." || exit 2
+source tests/lib.sh # with_timeout, cores
 
 EXERCISE_DIR=${EXERCISE_DIR:-exercises}
 EXERCISE_TIMEOUT=${EXERCISE_TIMEOUT:-10}
@@ -59,7 +60,7 @@ LDLIBS=${LDLIBS:--lopenblas -lm -pthread}
 LIBDT=${LIBDT:-build/cpu/libdttrain.a build/cpu/libdtcomm.a} # training first: it calls into comm
 OBJDIR=${OBJDIR:-build/cpu/exercises}
 MPIRUN=${MPIRUN:-mpirun}
-CORES=${CORES:-$(nproc 2>/dev/null || echo 1)}
+CORES=${CORES:-$(cores)}
 
 die() { echo "exercise: $*" >&2; exit 2; }
 
@@ -368,7 +369,8 @@ cmd_check() {
     echo "  note: the stub is still there (the line with 'stub:'): replace it with your code"
 
   local -a requires=()
-  mapfile -t requires < <(field "$spec" require)
+  local r
+  while IFS= read -r r; do requires+=("$r"); done < <(field "$spec" require)
   local expected="CHECK PASSED" r
   for r in "${requires[@]}"; do r=${r#* | }; expected="$expected and ${r%% | *}"; done
   [ -n "$(field "$spec" expect)" ] && expected=$(field "$spec" expect)
@@ -380,7 +382,7 @@ cmd_check() {
     log="$log_dir/check$((passed + failed + trivial + 1))-np$np.log"
     run_cmd="$(mpirun_cmd "$np") $bin $args --timeout $EXERCISE_TIMEOUT"
     # shellcheck disable=SC2086
-    timeout -k 5 "$EXERCISE_LIMIT" $run_cmd >"$log" 2>&1 </dev/null
+    with_timeout -k 5 "$EXERCISE_LIMIT" $run_cmd >"$log" 2>&1 </dev/null
     rc=$?
     got=$(grep -m1 -E '^CHECK (PASSED|FAILED)' "$log")
     verdict=FAIL

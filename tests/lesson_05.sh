@@ -78,7 +78,7 @@ check "05 load wrong shape" 2 2 \
 rm -f "$T05/data.safetensors"
 check "05 np=2 dump-data" 2 0 "$PASS05" -- $D05 --steps 5 --dump-data "$T05/data.safetensors"
 check "05 dump-data size" 0 0 'dump size ok: [0-9]+ = 8 \+ [0-9]+ \+ 81920' -- bash -c '
-  f=$1; h=$(od -An -tu8 -N8 "$f" | tr -d " "); s=$(stat -c %s "$f")
+  f=$1; h=$(od -An -tu8 -N8 "$f" | tr -d " "); s=$(($(wc -c <"$f")))
   [ -n "$h" ] && [ "$s" -eq $((8 + h + 81920)) ] && grep -aq "\"x\":{\"dtype\":\"F32\",\"shape\":\[5,32,64\]" "$f" \
     && echo "dump size ok: $s = 8 + $h + 81920"' _ "$T05/data.safetensors"
 # --trace: Chrome trace JSON with compute and comm spans.

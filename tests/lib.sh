@@ -9,7 +9,70 @@
 LOGS=${LOGS:-build/test-logs}
 mkdir -p "$LOGS"
 TEST_TIMEOUT=${TEST_TIMEOUT:-120}
-CORES=${CORES:-$(nproc 2>/dev/null || echo 1)}
+
+# ---- portable helpers (bash 3.2, BSD tools: macOS) -----------------------------
+# cores: online cores, by POSIX getconf (Linux, macOS) or BSD sysctl.
+cores() { getconf _NPROCESSORS_ONLN 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 1; }
+CORES=${CORES:-$(cores)}
+
+# with_timeout [-k KILL_AFTER] SECONDS CMD [ARGS ...]: GNU timeout's contract
+# (124 when SECONDS ran out and TERM ended CMD, 137 when KILL_AFTER more
+# seconds needed KILL, else CMD's own status), where macOS has no timeout:
+# coreutils' timeout or gtimeout when installed, else perl, which macOS ships.
+# Like GNU timeout, CMD runs in its own process group and the signal goes to
+# the group, so mpirun's ranks are not left behind. DT_TIMEOUT=perl forces the
+# fallback (tests/suite_portability.sh runs it on Linux).
+with_timeout() {
+  local kill_after=0
+  if [ "$1" = -k ]; then kill_after=$2; shift 2; fi
+  local impl=${DT_TIMEOUT:-}
+  if [ -z "$impl" ]; then
+    if command -v timeout >/dev/null 2>&1; then impl=timeout
+    elif command -v gtimeout >/dev/null 2>&1; then impl=gtimeout
+    else impl=perl; fi
+  fi
+  if [ "$impl" != perl ]; then "$impl" -k "$kill_after" "$@"; return; fi # portability-ok: found by command -v
+  perl -e '
+    my ($after, $limit) = (shift, shift);
+    my $pid = fork;
+    die "with_timeout: fork: $!\n" unless defined $pid;
+    if ($pid == 0) { setpgrp(0, 0); exec @ARGV; print STDERR "with_timeout: $ARGV[0]: $!\n"; exit 127; }
+    my $stage = 0;
+    $SIG{ALRM} = sub {
+      $stage++;
+      if ($stage == 1) { kill "TERM", -$pid; alarm $after if $after > 0; }
+      else { kill "KILL", -$pid; }
+    };
+    # a signal to this process goes to the group too, as GNU timeout does
+    for my $sig (qw(TERM INT HUP)) { $SIG{$sig} = sub { kill $sig, -$pid; }; }
+    alarm $limit;
+    while (waitpid($pid, 0) != $pid) {}
+    my $st = $?;
+    alarm 0;
+    exit 137 if $stage >= 2;
+    exit 124 if $stage == 1;
+    exit(($st & 127) ? 128 + ($st & 127) : $st >> 8);
+  ' "$kill_after" "$@"
+}
+
+# now: seconds since the epoch with a fraction (GNU date's %N is not BSD's).
+now() { perl -MTime::HiRes=time -e 'printf "%.3f\n", time' 2>/dev/null || date +%s; }
+
+# file_size FILE: its bytes (stat -c is GNU, stat -f BSD; wc -c is both, and
+# BSD pads it with blanks, which $(( )) drops).
+file_size() { echo $(($(wc -c <"$1"))); }
+
+# sed_inplace SCRIPT FILE...: GNU sed -i takes no suffix, BSD sed -i needs one.
+sed_inplace() {
+  local script=$1 f; shift
+  for f in "$@"; do sed "$script" "$f" >"$f.sed-tmp" && mv "$f.sed-tmp" "$f" || return 1; done
+}
+
+# lower WORD: bash 4's ${x,,} without bash 4.
+lower() { printf '%s\n' "$1" | tr '[:upper:]' '[:lower:]'; }
+
+# real_path PATH: the file a chain of links ends at (readlink -f is GNU).
+real_path() { perl -MCwd=abs_path -e 'print abs_path(shift), "\n"' "$1"; }
 MPIRUN=${MPIRUN:-mpirun}
 PASSED=0
 FAILED=0
@@ -40,7 +103,7 @@ check() {
   local log="$LOGS/$(echo "$name" | tr -c 'A-Za-z0-9_.=-' '_').log"
   local launcher=""
   [ "$np" -gt 0 ] && launcher=$(mpirun_cmd "$np")
-  timeout -k 5 "$TEST_TIMEOUT" $launcher "$@" >"$log" 2>&1
+  with_timeout -k 5 "$TEST_TIMEOUT" $launcher "$@" >"$log" 2>&1
   local rc=$?
   if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then fail "$name" "$log" "timed out after ${TEST_TIMEOUT}s: $launcher $*"; return; fi
   local wrong=0 # spelled out: `A && B || C && D` is ((A && B) || C) && D in the shell

@@ -21,7 +21,7 @@ done
 # The cuda backend must compile and link wherever nvcc is, GPU or not. Its
 # binaries go to their own folder so they never replace the ones tested here.
 if [ -n "${NVCC:-}" ] && [ "${BACKEND:-cpu}" != cuda ]; then
-  if timeout 900 ${MAKE:-make} -s BACKEND=cuda BIN_DIR=build/cuda/bin all >"$LOGS/cuda-build.log" 2>&1 \
+  if with_timeout 900 ${MAKE:-make} -s BACKEND=cuda BIN_DIR=build/cuda/bin all >"$LOGS/cuda-build.log" 2>&1 \
      && ! grep -qi "warning" "$LOGS/cuda-build.log"; then
     pass "cuda backend compiles and links without warnings"
     source tests/cuda_build.sh

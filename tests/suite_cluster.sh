@@ -9,12 +9,15 @@
 # run killed with SIGKILL or SIGTERM must leave nothing behind.
 CLUSTER=tools/cluster.sh
 
+# processes whose command line matches an ERE (BSD pgrep has no -c)
+count_procs() { echo $(($(pgrep -f -- "$1" | wc -l))); }
+
 # cluster_run NAME CLUSTER_OPTIONS... -- CMD: run CMD on emulated nodes and
 # count its PASS/FAIL lines as this suite's own.
 cluster_run() {
   local name=$1 log="$LOGS/cluster-$(printf '%s' "$1" | tr -c 'A-Za-z0-9_.=-' '_').log" rc line
   shift
-  timeout -k 5 900 "$CLUSTER" "$@" >"$log" 2>&1
+  with_timeout -k 5 900 "$CLUSTER" "$@" >"$log" 2>&1
   rc=$?
   while IFS= read -r line; do
     case $line in
@@ -60,18 +63,18 @@ if why=$("$CLUSTER" check 2>&1); then
     "$CLUSTER" --nodes 2 --slots 2 --rate 200mbit -- \
       mpirun --hostfile /run/cluster/hostfile -np 4 sh -c "$marker" >/dev/null 2>&1 &
     launcher=$!
-    for _ in $(seq 50); do [ "$(pgrep -fc "^$marker\$")" = 4 ] && break; sleep 0.2; done
-    started=$(pgrep -fc "^$marker\$")
+    for _ in $(seq 50); do [ "$(count_procs "^$marker\$")" = 4 ] && break; sleep 0.2; done
+    started=$(count_procs "^$marker\$")
     kill -$sig "$launcher"
     wait "$launcher" 2>/dev/null
     for _ in $(seq 25); do pgrep -f "^$marker\$" >/dev/null || break; sleep 0.2; done
-    left=$(pgrep -fc "^$marker\$")
+    left=$(count_procs "^$marker\$")
     if [ "$started" = 4 ] && [ "$left" = 0 ] && ! grep -q cluster-run /proc/mounts; then
       pass "cluster: killed with SIG$sig mid-run, nothing is left (4 ranks running, then 0)"
     else
       fail "cluster: killed with SIG$sig mid-run, nothing is left" "" \
         "ranks running before the kill: $started (want 4), after: $left (want 0)"
-      pgrep -f "^$marker\$" | xargs -r kill -9 2>/dev/null
+      stray=$(pgrep -f "^$marker\$") && kill -9 $stray 2>/dev/null
     fi
   done
 else

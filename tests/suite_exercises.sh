@@ -20,7 +20,7 @@ flat() { tr '\n' ' ' <"$1" | tr -s ' '; }
 ex_run() {
   local name=$1 dir=$2 n=$3 log=$4
   shift 4
-  timeout -k 5 "$EX_LIMIT" env EXERCISE_DIR="$dir" EXERCISE_LIMIT=60 "$@" \
+  with_timeout -k 5 "$EX_LIMIT" env EXERCISE_DIR="$dir" EXERCISE_LIMIT=60 "$@" \
     ${MAKE:-make} -s --no-print-directory "check-$n" >"$log" 2>&1
   ex_rc=$?
 }

@@ -30,7 +30,7 @@ hostile_lesson() {
     done
     for v in "${maybe[@]}"; do
       local log="$LOGS/hostile-$lesson$flag-$v.log"
-      timeout -k 5 "$HOSTILE_TIMEOUT" $(mpirun_cmd "$np") "$bin" "$flag" "$v" --no-check >"$log" 2>&1
+      with_timeout -k 5 "$HOSTILE_TIMEOUT" $(mpirun_cmd "$np") "$bin" "$flag" "$v" --no-check >"$log" 2>&1
       local rc=$?
       if [ $rc -eq 0 ] || { [ $rc -eq 2 ] && grep -q "^error: " "$log"; }; then
         pass "hostile $lesson $flag $v: exit $rc$( [ $rc -eq 2 ] && echo ", $(grep -m1 '^error: ' "$log" | cut -c1-70)")"

@@ -5,8 +5,13 @@
 # AVX-512 machine than on an AVX2 one. OPENBLAS_CORETYPE forces a kernel, so
 # this suite runs the training lessons' checks under several of them (SSE3 up
 # to AVX-512), several seeds, NP 2 and 4, AdamW and SGD (11_cp in each of its
-# modes: ring contiguous and zigzag, Ulysses). Every run must end CHECK PASSED. A kernel this CPU cannot execute is skipped, and said so.
-KERNELS=${KERNELS:-Prescott Nehalem Sandybridge Haswell SkylakeX Zen}
+# modes: ring contiguous and zigzag, Ulysses). Every run must end CHECK PASSED.
+# A kernel this CPU cannot execute is skipped, and said so.
+# OpenBLAS's kernels by architecture (OPENBLAS_CORETYPE names), x86-64 or ARM64
+case $(uname -m) in
+aarch64 | arm64) KERNELS=${KERNELS:-ARMV8 NEOVERSEN1 CORTEXA57 THUNDERX2T99} ;;
+*) KERNELS=${KERNELS:-Prescott Nehalem Sandybridge Haswell SkylakeX Zen} ;;
+esac
 KERNEL_SEEDS=${KERNEL_SEEDS:-1 2 3}
 
 if [ "${BACKEND:-cpu}" != cpu ]; then
@@ -14,7 +19,8 @@ if [ "${BACKEND:-cpu}" != cpu ]; then
 else
   probe=build/openblas_core
   mkdir -p build
-  cc -O1 tests/openblas_core.c -o "$probe" -lopenblas 2>"$LOGS/openblas_core.log"
+  # shellcheck disable=SC2086 # BLAS_CFLAGS/BLAS_LIBS: from the Makefile (Homebrew's paths on macOS)
+  cc -O1 ${BLAS_CFLAGS:-} tests/openblas_core.c -o "$probe" ${BLAS_LIBS:--lopenblas} 2>"$LOGS/openblas_core.log"
   # the training lessons: those whose --help lists --optimizer (05-09, and
   # any new NN_name/ folder that trains)
   trainers=()
@@ -26,13 +32,13 @@ else
   [ ${#trainers[@]} -gt 0 ] || fail "kernel matrix: a training lesson to run" "" "no built lesson lists --optimizer in its --help"
   ran=() skipped=()
   for k in $KERNELS; do
-    got=$(OPENBLAS_CORETYPE=$k timeout 20 "./$probe" 2>/dev/null)
+    got=$(OPENBLAS_CORETYPE=$k with_timeout 20 "./$probe" 2>/dev/null)
     rc=$?
     if [ $rc -eq 132 ] || [ $rc -eq 4 ]; then
       skipped+=("$k (this CPU cannot execute it: SIGILL)"); continue
     elif [ $rc -ne 0 ]; then
       skipped+=("$k (the probe failed, exit $rc)"); continue
-    elif [ "${got,,}" != "${k,,}" ]; then
+    elif [ "$(lower "$got")" != "$(lower "$k")" ]; then
       skipped+=("$k (OpenBLAS runs $got instead)"); continue
     fi
     ran+=("$k")

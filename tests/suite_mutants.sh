@@ -39,8 +39,8 @@ build_copy() {
   case $file in
     common/*) link+=(-Wl,--allow-multiple-definition) ;;
   esac
-  mpicc -O2 -std=c11 -I. -I"$lesson" -I"$(dirname "$file")" -Icommon/comm -Icommon/train -Itests -c "$dir/$(basename "$file")" -o "$dir/copy.o" >"$dir/build.log" 2>&1 &&
-    mpicc "${link[@]}" -o "$dir/$name" -lopenblas -lm -pthread >>"$dir/build.log" 2>&1 || return 1
+  mpicc -O2 -std=c11 ${BLAS_CFLAGS:-} -I. -I"$lesson" -I"$(dirname "$file")" -Icommon/comm -Icommon/train -Itests -c "$dir/$(basename "$file")" -o "$dir/copy.o" >"$dir/build.log" 2>&1 &&
+    mpicc "${link[@]}" -o "$dir/$name" ${BLAS_LIBS:--lopenblas} -lm -pthread >>"$dir/build.log" 2>&1 || return 1
 }
 
 # mutant ID LESSON_DIR FILE PERL_SUBSTITUTION DESCRIPTION -- ARGS...

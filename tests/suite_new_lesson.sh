@@ -24,7 +24,7 @@ cp 05_dp/*.c "$NL/10_dp_copy/"
 cp 05_dp/*.h "$NL/10_dp_copy/" 2>/dev/null
 mv "$NL/10_dp_copy/dp.c" "$NL/10_dp_copy/dp_copy.c"
 # README's step: the lesson's name and its includes of its own folder
-sed -i 's/"05_dp\([/"]\)/"10_dp_copy\1/g' "$NL/10_dp_copy/"*.[ch]
+sed_inplace 's/"05_dp\([/"]\)/"10_dp_copy\1/g' "$NL/10_dp_copy/"*.[ch]
 # the earlier lessons whose pieces it includes come along (they are lessons
 # of the copy too)
 for used in $(sed -n 's|^#include "\([0-9][0-9]_[^/"]*\)/.*|\1|p' "$NL/10_dp_copy/"*.[ch] | sort -u); do

@@ -28,7 +28,7 @@ dead_rank_test() {
     fail "$name" "$log" "did not start training with $np ranks within ${START_BOUND}s (found ${#pids[@]} processes)"
     return
   fi
-  local t0=$(date +%s.%N)
+  local t0=$(now)
   kill -9 "${pids[$victim]}"
   local rc=0 waited=0
   while kill -0 $launcher 2>/dev/null && [ $waited -lt $((DEAD_RANK_BOUND * 10)) ]; do
@@ -40,7 +40,7 @@ dead_rank_test() {
     return
   fi
   wait $launcher; rc=$?
-  local took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  local took=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
   local left=$(pgrep -f -- "--seed $tag\$" | wc -l)
   if [ $rc -ne 0 ] && [ "$left" -eq 0 ]; then
     pass "$name: exit $rc after ${took}s, no process left"
@@ -87,7 +87,7 @@ stopped_rank_test() {
     return
   fi
   kill -STOP "${pids[$victim]}"
-  local t0=$(date +%s.%N) waited=0
+  local t0=$(now) waited=0
   while kill -0 $launcher 2>/dev/null && [ $waited -lt $((STOPPED_BOUND * 10)) ]; do
     sleep 0.1; waited=$((waited + 1))
   done
@@ -95,7 +95,7 @@ stopped_rank_test() {
   kill -0 $launcher 2>/dev/null && hung=1
   for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
   kill -9 $launcher 2>/dev/null; wait $launcher; local rc=$?
-  local took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  local took=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
   if [ -n "$hung" ]; then fail "$name" "$log" "still running ${STOPPED_BOUND}s after the stop: a hang"; return; fi
   if [ $rc -ne 0 ] && grep -Eq -- "$want" "$log"; then
     pass "$name: exit $rc after ${took}s, $(grep -E -m1 -- "$want" "$log" | cut -c1-150)"
@@ -120,7 +120,7 @@ stopped_rank_test 2 0 '^checkpoint: step 20 ' 'watchdog: rank 1 stuck for 2 s in
   "while checkpointing" ./05_dp/dp --steps 1000000 --no-check --ckpt build/test-stop-ck --save-every 1
 stop_at=$(sed -n 's/^step-0*\([0-9]*\)\.safetensors$/\1/p' build/test-stop-ck/latest 2>/dev/null)
 stop_seed=$(head -c 2000 "build/test-stop-ck/step-$(printf %08d "${stop_at:-0}").safetensors" 2>/dev/null |
-  grep -ao '"seed":"[0-9]*"' | grep -o '[0-9]\+') # the run's tag, which resume must match
+  grep -ao '"seed":"[0-9]*"' | grep -oE '[0-9]+') # the run's tag, which resume must match
 check "a rank stopped while checkpointing: its checkpoint resumes" 2 0 "resume: step ${stop_at:-none} " \
   -- ./05_dp/dp --no-check --ckpt build/test-stop-ck --resume --steps $((${stop_at:-0} + 1)) --seed "${stop_seed:-0}"
 rm -rf build/test-stop-ck

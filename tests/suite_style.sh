@@ -19,7 +19,7 @@ check "style: no comma-chained statement in the ${#style_sources[@]} lesson and 
 # statements; the planted assignment is
 cp 01_send_recv/send_recv.c "$ST/send_recv.c"
 main_line=$(grep -n '^int main(' "$ST/send_recv.c" | cut -d: -f1)
-sed -i "${main_line}a\\
+sed_inplace "${main_line}a\\
   {\\
     int a = 1, b = 2, i, j;\\
     for (i = 0, j = 0; i < a; i++, j++) printf(\"%d %d\\\\n\", i, j);\\

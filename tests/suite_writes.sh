@@ -55,7 +55,7 @@ check "reads: --load /dev/zero refused" 2 2 "^error: --load /dev/zero: not a reg
 # through a symlink: the file it names is replaced, the link stays a link
 echo old >"$WR/target.safetensors"; ln -sf target.safetensors "$WR/link.safetensors"
 check "writes: --save through a symlink" 2 0 "saved $WR/link.safetensors" -- ./05_dp/dp --steps 3 --no-check --save "$WR/link.safetensors"
-if [ -L "$WR/link.safetensors" ] && [ "$(stat -c %s "$WR/target.safetensors")" -gt 100000 ]; then
+if [ -L "$WR/link.safetensors" ] && [ "$(file_size "$WR/target.safetensors")" -gt 100000 ]; then
   pass "writes: the symlink still links, its file holds the model"
 else fail "writes: the symlink still links, its file holds the model" "" "$(ls -l "$WR")"; fi
 

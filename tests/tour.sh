@@ -4,6 +4,7 @@
 # timeout; the exit code is non-zero if any lesson failed its own check.
 set -u
 cd "$(dirname "$0")/.."
+source tests/lib.sh # with_timeout, now
 NP=${NP:-4}
 MPIRUN=${MPIRUN:-mpirun}
 mkdir -p build/tour
@@ -15,10 +16,10 @@ for bin in "$@"; do
   echo
   echo "================================================================ $lesson"
   echo "\$ mpirun -np $NP ./$bin"
-  start=$(date +%s.%N)
-  timeout -k 5 300 $MPIRUN $MPIRUN_FLAGS -np "$NP" "./$bin" 2>&1 | tee "$log"
+  start=$(now)
+  with_timeout -k 5 300 $MPIRUN $MPIRUN_FLAGS -np "$NP" "./$bin" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
-  seconds=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
+  seconds=$(awk -v a="$start" -v b="$(now)" 'BEGIN { print b - a }')
   concept=$(sed -n 2p "$log")
   if [ "$rc" -eq 0 ] && grep -q '^CHECK PASSED' "$log"; then verdict="PASSED"
   else verdict="FAILED (exit $rc)"; status=1; fi

@@ -42,7 +42,7 @@
 # Test hook: CLUSTER_DENY=reason makes the check fail with that reason, to
 # test the skip and the fallback paths on a machine that allows namespaces.
 set -u
-SELF=$(readlink -f "$0")
+SELF=$(cd "$(dirname "$0")" && pwd -P)/$(basename "$0") # readlink -f is GNU
 SUBNET=10.77.0
 SKIP=77
 

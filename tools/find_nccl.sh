@@ -23,7 +23,7 @@ has_nccl() {
   return 1
 }
 version() {
-  sed -n 's/^#define NCCL_\(MAJOR\|MINOR\|PATCH\) *\([0-9]*\).*/\2/p' "$1/nccl.h" | paste -sd. -
+  sed -nE 's/^#define NCCL_(MAJOR|MINOR|PATCH) *([0-9]*).*/\2/p' "$1/nccl.h" | paste -sd. -
 }
 
 if [ -n "${NCCL_HOME:-}" ]; then

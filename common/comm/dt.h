@@ -57,11 +57,13 @@ typedef struct {
   const char *help;
 } dt_option;
 
-/* SIZE accepts a byte count with an optional K, M or G suffix (powers of 2). */
+/* SIZE accepts a byte count with an optional K, M or G suffix (powers of 2).
+ * The bounds are stored as double: the cast says that INT64_MAX rounding up
+ * to 2^63 is meant (clang warns of the implicit one). */
 #define DT_INT(n, p, lo, hi, h)                                                                    \
-  { n, DT_OPT_INT, p, lo, hi, NULL, h }
+  { n, DT_OPT_INT, p, (double)(lo), (double)(hi), NULL, h }
 #define DT_SIZE(n, p, lo, hi, h)                                                                   \
-  { n, DT_OPT_SIZE, p, lo, hi, NULL, h }
+  { n, DT_OPT_SIZE, p, (double)(lo), (double)(hi), NULL, h }
 #define DT_DOUBLE(n, p, lo, hi, h)                                                                 \
   { n, DT_OPT_DOUBLE, p, lo, hi, NULL, h }
 #define DT_STRING(n, p, choices, h)                                                                \

@@ -82,9 +82,13 @@ void dt_reference_train(const dt_train_config *c, dt_reference_run *out) {
   scaler.quiet = 1;
   size_t n = (size_t)(2 * L * P);
   if (out->initial) dt_copy_to_host(out->initial, w, n * sizeof(float));
-  double w0_max = 0;
+  /* the max in float, then widened: the same value, and GCC 12 on arm64
+   * stops with an internal error at -O3 vectorizing a double fmax over
+   * floats (make test-arm64 builds with it) */
+  float w0_maxf = 0;
   if (out->initial)
-    for (size_t i = 0; i < n; i++) w0_max = fmax(w0_max, fabs(out->initial[i]));
+    for (size_t i = 0; i < n; i++) w0_maxf = fmaxf(w0_maxf, fabsf(out->initial[i]));
+  double w0_max = w0_maxf;
   out->reach = 0;
   for (int64_t step = 0; step < c->steps; step++) {
     dt_step_samples(c, 1, 0, step, samples);

@@ -97,7 +97,9 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
   scaler.taken = 0; /* the reference always trains from step 0 */
   scaler.quiet = 1;
   double w0_max = 0;
-  for (int64_t i = 0; i < n; i++) w0_max = fmax(w0_max, fabs(w[i]));
+  float w0_maxf = 0; /* in float, then widened: GCC 12's -O3 on arm64 (reference.c) */
+  for (int64_t i = 0; i < n; i++) w0_maxf = fmaxf(w0_maxf, fabsf(w[i]));
+  w0_max = w0_maxf;
   if (out->initial) memcpy(out->initial, w, (size_t)n * 4);
   out->reach = 0;
 #define Q(l)  (qkvou + (5 * (l) + 0) * T * D)

@@ -1,0 +1,74 @@
+# Portability (sourced by run_tests.sh): what macOS and ARM64 Linux need that
+# this x86-64 Linux machine can check without them (README, "Platforms").
+#  - the scripts that make tour, make test and make check-N run use nothing
+#    bash 3.2 (macOS's bash) or BSD tools lack (tests/portability.sh), and the
+#    check is shown to report each construct of tests/portability_planted.txt;
+#  - with_timeout's perl fallback (macOS has no timeout) keeps GNU timeout's
+#    contract: 124, 137, the command's own status, the whole group stopped;
+#  - every C source builds warning-free with clang (macOS's compiler) at
+#    -D_POSIX_C_SOURCE=200809L without _GNU_SOURCE: no glibc extension.
+PT=build/test-portability
+rm -rf "$PT"; mkdir -p "$PT"
+pt_scripts=()
+for f in tests/*.sh tools/cluster.sh tools/find_nccl.sh; do
+  [ "$f" = tests/portability.sh ] || pt_scripts+=("$f") # it quotes what it looks for
+done
+check "portability: ${#pt_scripts[@]} scripts use nothing bash 3.2 or BSD tools lack" 0 0 \
+  '^portability: [0-9]+ scripts, nothing' -- bash tests/portability.sh "${pt_scripts[@]}"
+
+# --- the check reports each planted construct, by its line, and nothing else ---
+# tests/portability_planted.txt: one construct a line; the lines after
+# "# clean" are portable forms and constructs in comments, not to be reported
+pt_planted=tests/portability_planted.txt
+pt_want=$(($(grep -n '^# clean$' "$pt_planted" | cut -d: -f1) - 1))
+bash tests/portability.sh "$pt_planted" >"$LOGS/portability-planted.log" 2>&1
+pt_rc=$?
+pt_lines=$(sed -n "s|^$pt_planted:\([0-9]*\):.*|\1|p" "$LOGS/portability-planted.log" | sort -n | uniq)
+pt_missed=""
+for i in $(seq "$pt_want"); do
+  printf '%s\n' "$pt_lines" | grep -qx "$i" || pt_missed="$pt_missed $i:$(sed -n "${i}p" "$pt_planted")"
+done
+pt_extra=$(printf '%s\n' "$pt_lines" | awk -v w="$pt_want" '$1 > w' | tr '\n' ' ')
+if [ $pt_rc -eq 1 ] && [ -z "$pt_missed" ] && [ -z "$pt_extra" ]; then
+  pass "portability: the check reports each of $pt_want planted constructs and none of the portable lines"
+else
+  fail "portability: the check reports each planted construct" "$LOGS/portability-planted.log" \
+    "exit $pt_rc (want 1); missed:${pt_missed:- none}; reported portable lines: ${pt_extra:-none}"
+fi
+
+# --- with_timeout's fallback (DT_TIMEOUT=perl), as macOS without coreutils runs it ---
+pt_tm='source tests/lib.sh; DT_TIMEOUT=perl'
+check "portability: with_timeout (perl) passes the command's exit code" 0 3 -- \
+  bash -c "$pt_tm with_timeout 10 sh -c 'exit 3'"
+check "portability: with_timeout (perl) stops a long command with 124 in about its limit" 0 0 \
+  '^rc=124 took=[12]$' -- \
+  bash -c "$pt_tm; t=\$(date +%s); with_timeout 1 sleep 30; rc=\$?; echo rc=\$rc took=\$((\$(date +%s) - t))"
+check "portability: with_timeout (perl) -k kills what ignores TERM, with 137" 0 0 '^rc=137$' -- \
+  bash -c "$pt_tm with_timeout -k 1 1 sh -c 'trap \"\" TERM; sleep 30; sleep 30'; echo rc=\$?"
+# the group, not only the child: a grandchild (as mpirun's ranks are) goes too
+pt_mark="sleep 31$$"
+check "portability: with_timeout (perl) stops the command's children too" 0 0 '^left=0$' -- \
+  bash -c "$pt_tm with_timeout 1 sh -c '$pt_mark & wait'; sleep 0.5; echo left=\$((\$(pgrep -f '^$pt_mark\$' | wc -l)))"
+
+# --- the C sources with clang, POSIX only ---
+if ! command -v clang >/dev/null 2>&1; then
+  echo "SKIP portability: clang build (clang not found; apt-get install clang)"
+elif [ "${BACKEND:-cpu}" != cpu ]; then
+  echo "SKIP portability: clang build (the cpu backend's sources; this run: ${BACKEND})"
+else
+  # no source asks for glibc's extensions (then the flags below would not
+  # be what it is built with)
+  check "portability: no C source defines _GNU_SOURCE" 0 1 -- \
+    grep -rl --include='*.c' --include='*.h' _GNU_SOURCE common tests [0-9][0-9]_*
+  pt_mpi=$(${MPICC:-mpicc} --showme:compile 2>/dev/null || ${MPICC:-mpicc} -show 2>/dev/null | cut -d' ' -f2-)
+  check "portability: every C source builds with clang -D_POSIX_C_SOURCE=200809L, no warning" 0 0 \
+    '^built [0-9]+ sources, 0 warnings$' -- bash -c '
+    n=0; out=$1; shift
+    for f in common/*/*.c [0-9][0-9]_*/*.c tests/*.c; do
+      clang -std=c11 -D_POSIX_C_SOURCE=200809L -U_GNU_SOURCE -O2 -Wall -Wextra -I. -Icommon/comm \
+        -Icommon/train -Itests "$@" -c "$f" -o "$out/clang.o" || { echo "failed: $f"; exit 1; }
+      n=$((n + 1))
+    done 2>"$out/clang.log"
+    cat "$out/clang.log"
+    echo "built $n sources, $(grep -c "warning:" "$out/clang.log") warnings"' _ "$PT" $pt_mpi
+fi
