@@ -252,7 +252,7 @@ ex_expect "check-6 stub at np=1: labelled trivial, not counted" "$log" \
   '^PASS \(trivial at np=1: nothing to send; not counted\)  np=1 ' \
   '^0 checks: 0 passed, 0 failed; 1 more passed trivially at np=1'
 log=$LOGS/exercise-feedback-np2.log
-timeout -k 5 "$EX_LIMIT" env EXERCISE_DIR=. ${MAKE:-make} -s --no-print-directory check-6 NP=2 >"$log" 2>&1
+with_timeout -k 5 "$EX_LIMIT" env EXERCISE_DIR=. ${MAKE:-make} -s --no-print-directory check-6 NP=2 >"$log" 2>&1
 ex_expect "make check-6 NP=2 runs the np=2 check alone" "$log" '^  NP=2: the checks at np=2 only' '^1 checks: 1 passed, 0 failed$'
 grep -q '^PASS.*np=[134] ' "$log" && fail "make check-6 NP=2 runs no other np" "$log"
 ex_expect "exercise 06's pristine check includes a bf16 run that passes" "$LOGS/exercise-06_fsdp-pristine.log" \
@@ -263,7 +263,7 @@ gdir=$LOGS/grade-student
 rm -rf "$gdir" && mkdir -p "$gdir/05_dp" "$gdir/06_fsdp"
 cp 05_dp/dp.c "$gdir/05_dp/" && cp "$LOGS/exercises-planted/fsdp-offset/06_fsdp/shard.c" "$gdir/06_fsdp/" 2>/dev/null
 log=$LOGS/grade.log
-timeout -k 5 $((2 * EX_LIMIT)) ${MAKE:-make} -s --no-print-directory grade DIR="$gdir" >"$log" 2>&1
+with_timeout -k 5 $((2 * EX_LIMIT)) ${MAKE:-make} -s --no-print-directory grade DIR="$gdir" >"$log" 2>&1
 g_rc=$?
 ex_expect "make grade: a table of both exercises, the total, the results file last" "$log" \
   '^  check-5 +3/3 +ok +data parallel' '^  check-6 +[0-4]/5 +FAIL +FSDP' '^  total +[0-9]+/8'
@@ -292,6 +292,6 @@ PY
   fi
 fi
 rm -rf "$gdir/06_fsdp" "$gdir/results.json"
-timeout -k 5 "$EX_LIMIT" ${MAKE:-make} -s --no-print-directory grade DIR="$gdir" >"$log.ok" 2>&1
+with_timeout -k 5 "$EX_LIMIT" ${MAKE:-make} -s --no-print-directory grade DIR="$gdir" >"$log.ok" 2>&1
 [ $? -eq 0 ] && [ -f "$gdir/results.json" ] && pass "make grade: every check passed, exit code 0" ||
   fail "make grade: every check passed, exit code 0" "$log.ok"
