@@ -72,14 +72,14 @@ if [ ! -f "$ROOT/.dt-ready" ]; then
     mkdir -p "$(dirname "$ROOT")"
     debootstrap --arch=arm64 --variant=minbase ${ARM64_COMPONENTS:+--components="$ARM64_COMPONENTS"} \
       "$SUITE" "$ROOT" "$MIRROR" ${ARM64_SCRIPT:+"$ARM64_SCRIPT"} >"$ROOT.debootstrap.log" 2>&1 ||
-      { tail -n 5 "$ROOT.debootstrap.log"; die "debootstrap failed (no network? see $ROOT.debootstrap.log)"; }
+      { tail -n 5 "$ROOT.debootstrap.log"; rm -rf "$ROOT"; skip "debootstrap could not make the root (no network to $MIRROR? see $ROOT.debootstrap.log)"; }
   fi
   step "apt-get install $PACKAGES (emulated)"
   cp /etc/resolv.conf "$ROOT/etc/resolv.conf" 2>/dev/null
   mount_in proc proc "$ROOT/proc"
   chroot "$ROOT" /usr/bin/env DEBIAN_FRONTEND=noninteractive sh -c \
     "apt-get update -qq && apt-get install -y -qq --no-install-recommends $PACKAGES" >"$ROOT.apt.log" 2>&1 ||
-    { tail -n 5 "$ROOT.apt.log"; die "apt-get in the arm64 root failed (see $ROOT.apt.log)"; }
+    { tail -n 5 "$ROOT.apt.log"; skip "apt-get in the arm64 root could not install the packages (no network? see $ROOT.apt.log)"; }
   touch "$ROOT/.dt-ready"
   cleanup; mounts=()
 fi
