@@ -181,7 +181,7 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
   int64_t K = c->batch > c->dim ? c->batch : c->dim, S = c->steps;
   if (c->hidden > K) K = c->hidden;
   if (c->seq && c->batch * c->seq > K) K = c->batch * c->seq; /* a gradient sums B x seq rows */
-  double sk = (double)S * (double)K * U32; /* SGD: S steps of K-term sums */
+  double sk = (double)S * (double)K * U32;                    /* SGD: S steps of K-term sums */
   double loss_bound = adamw ? ADAMW_LOSS_BOUND : sk, tensor_bound = adamw ? ADAMW_WEIGHT_BOUND : sk;
   double reach2 = 2 * ref->reach;
   figures f = measure(c, losses, ref_loss, w, ref->weights, ref->initial, tensor_bound);

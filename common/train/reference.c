@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "train.h"
 
@@ -44,6 +45,19 @@ void dt_reference_update(const dt_train_config *c, dt_loss_scaler *scaler, float
   *reach += c->optimizer[0] == 'a'
                 ? c->lr * (dt_adamw_max_update(scaler->taken) + c->weight_decay * (w0_max + *reach))
                 : c->lr * clip * sqrt(sq);
+}
+
+double dt_reference_begin(const dt_train_config *c, float *w, int64_t n, dt_loss_scaler *scaler,
+                          dt_reference_run *out) {
+  dt_initial_weights(c, w, 0, n);
+  dt_scaler_init(scaler, c);
+  scaler->taken = 0; /* the reference always trains from step 0 */
+  scaler->quiet = 1;
+  float w0_max = 0; /* in float, then widened: GCC 12's -O3 on arm64 (below) */
+  for (int64_t i = 0; i < n; i++) w0_max = fmaxf(w0_max, fabsf(w[i]));
+  if (out->initial) memcpy(out->initial, w, (size_t)n * 4);
+  out->reach = 0;
+  return w0_max;
 }
 
 void dt_reference_train(const dt_train_config *c, dt_reference_run *out) {

@@ -91,17 +91,8 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
   float **sc[] = {&s.qh, &s.kh, &s.vh, &s.oh};
   for (int i = 0; i < 4; i++) *sc[i] = dt_host_alloc((size_t)(S * s.dh), 4);
   s.dp = dt_host_alloc((size_t)(S * S), 4);
-  dt_initial_weights(c, w, 0, n);
   dt_loss_scaler scaler;
-  dt_scaler_init(&scaler, c);
-  scaler.taken = 0; /* the reference always trains from step 0 */
-  scaler.quiet = 1;
-  double w0_max = 0;
-  float w0_maxf = 0; /* in float, then widened: GCC 12's -O3 on arm64 (reference.c) */
-  for (int64_t i = 0; i < n; i++) w0_maxf = fmaxf(w0_maxf, fabsf(w[i]));
-  w0_max = w0_maxf;
-  if (out->initial) memcpy(out->initial, w, (size_t)n * 4);
-  out->reach = 0;
+  double w0_max = dt_reference_begin(c, w, n, &scaler, out);
 #define Q(l)  (qkvou + (5 * (l) + 0) * T * D)
 #define K(l)  (qkvou + (5 * (l) + 1) * T * D)
 #define V(l)  (qkvou + (5 * (l) + 2) * T * D)

@@ -88,17 +88,8 @@ void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out) {
     y_->a = dt_host_alloc((size_t)(E * cap * H), 4);
     y_->h = dt_host_alloc((size_t)(E * cap * H), 4);
   }
-  dt_initial_weights(c, w, 0, n);
   dt_loss_scaler scaler;
-  dt_scaler_init(&scaler, c);
-  scaler.taken = 0; /* the reference always trains from step 0 */
-  scaler.quiet = 1;
-  double w0_max = 0;
-  float w0_maxf = 0; /* in float, then widened: GCC 12's -O3 on arm64 (reference.c) */
-  for (int64_t i = 0; i < n; i++) w0_maxf = fmaxf(w0_maxf, fabsf(w[i]));
-  w0_max = w0_maxf;
-  if (out->initial) memcpy(out->initial, w, (size_t)n * 4);
-  out->reach = 0;
+  double w0_max = dt_reference_begin(c, w, n, &scaler, out);
   for (int64_t step = 0; step < c->steps; step++) {
     for (int64_t r = 0; r < G; r++) dt_step_samples(c, (int)G, (int)r, step, samples + r * R);
     dt_make_batch(c, samples, B, x, y);
