@@ -49,4 +49,5 @@ void cp_buffers(model *m, const dt_train_config *c) {
   }
   m->attn_bytes = in_use() - before;
   m->samples = dt_host_alloc((size_t)m->B, sizeof(int64_t));
+  m->chunk = dt_host_alloc((size_t)(m->N * m->nc), sizeof(int64_t));
 }

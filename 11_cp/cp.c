@@ -26,7 +26,7 @@
 
 #include "cp.h"
 
-int64_t cp_chunk(const model *m, int64_t rank, int64_t j) {
+static int64_t cp_chunk(const model *m, int64_t rank, int64_t j) {
   return m->zigzag && j == 1 ? 2 * m->N - 1 - rank : rank;
 }
 
@@ -46,6 +46,7 @@ static void layout(model *m, dt_run *r) {
     dt_fail("--ulysses: %lld heads do not split over %lld ranks; choose --heads a multiple of %lld",
             (long long)c->heads, (long long)N, (long long)N);
   cp_buffers(m, c); /* the sizes (C = S/parts, Sl, R), activations, buffers */
+  for (int64_t s = 0; s < N * m->nc; s++) m->chunk[s] = cp_chunk(m, s / m->nc, s % m->nc);
   int64_t P = m->L * dt_params_per_layer(c);
   m->w = dt_alloc_f32((size_t)P, DT_PARAMS);
   m->g = dt_alloc_f32((size_t)P, DT_GRADS);

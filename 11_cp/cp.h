@@ -21,6 +21,7 @@ typedef struct {
   float *ob, *lseb;               /* one block's result, [C,D] and [C,A] */
   float *heads, *send, *recv;     /* --ulysses: head-split per layer (ulysses.c); a2a's */
   int64_t *samples;
+  int64_t *chunk;      /* [N][nc]: the global index of rank s's j-th chunk (cp.c's split) */
   uint64_t bytes[2];   /* attention's, summed: forward, backward */
   int64_t scores[2];   /* q.k scores x heads: forward, backward (recomputed) */
   size_t attn_bytes;   /* what attention keeps and moves, as allocated */
@@ -30,8 +31,6 @@ typedef struct {
 
 /* buffers.c: the sizes, and everything but the weights (report.c's formulas) */
 void cp_buffers(model *m, const dt_train_config *c);
-/* The global chunk index of this rank's j-th chunk (cp.c) */
-int64_t cp_chunk(const model *m, int64_t rank, int64_t j);
 /* ulysses.c: attention of layer l by all-to-all, head-split in between */
 void ulysses_forward(model *m, int64_t l);
 void ulysses_backward(model *m, int64_t l);

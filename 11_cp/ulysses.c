@@ -19,7 +19,7 @@ static float *part(const model *m, int64_t l, int64_t i) {
 
 /* The global position of row i (of Sl) of a sequence on rank s. */
 static int64_t position(const model *m, int64_t s, int64_t i) {
-  return cp_chunk(m, s, i / m->C) * m->C + i % m->C;
+  return m->chunk[s * m->nc + i / m->C] * m->C + i % m->C;
 }
 
 /* x [R,D] of this rank -> xh [B,S,W]: this rank's heads of every position. */
