@@ -17,17 +17,14 @@ counts10() { echo "^    counts +$1\.0 +formula L x \(N-1\) x E/N x 8 = $1\.0\$";
 
 # Every figure printed beside a formula equals it, in the log of test $1:
 # the five exchanges (measured, then "= formula") and the memory table.
-log10() { echo "$LOGS/$(echo "$1" | tr -c 'A-Za-z0-9_.=-' '_').log"; } # check()'s log of test $1
 sides10() {
   local log pairs
-  log=$(log10 "$1")
-  pairs=$( (sed -n 's/^    [a-z, ]* \{1,\}\([0-9.]\{1,\}\) \{1,\}formula .* = \([0-9.]\{1,\}\)$/\1 \2/p' "$log"
-    sed -n 's/^    \([a-z]\{1,\}\) \{1,\}\([0-9]\{1,\}\) \{1,\}\([0-9]\{1,\}\)   .*/\2 \3/p' "$log") )
-  if [ "$(echo "$pairs" | grep -c .)" -ge 10 ] && echo "$pairs" | awk '$1 != $2 { bad = 1 } END { exit bad }'; then
-    pass "$1: every exchange's bytes and every memory row equal their formulas"
-  else
-    fail "$1: every exchange's bytes and every memory row equal their formulas" "$log" "pairs: $(echo $pairs)"
-  fi
+  log=$(check_log "$1")
+  pairs=$(
+    sed -n 's/^    [a-z, ]* \{1,\}\([0-9.]\{1,\}\) \{1,\}formula .* = \([0-9.]\{1,\}\)$/\1 \2/p' "$log"
+    sed -n 's/^    \([a-z]\{1,\}\) \{1,\}\([0-9]\{1,\}\) \{1,\}\([0-9]\{1,\}\)   .*/\2 \3/p' "$log"
+  )
+  pairs_equal "$1" "every exchange's bytes and every memory row equal their formulas" 10 "$log" "$pairs"
 }
 
 check "10 np=1" 1 0 "$PASS10" "$ROUTE10" "$(counts10 0)" "$(bytes10 0 0)" \
@@ -70,7 +67,7 @@ check "10 np=4 no balance loss" 4 0 "$PASS10" -- $D10 --steps 5 --aux-coef 0
 for a2a in library hand; do
   check "10 np=4 all-to-all $a2a" 4 0 "$PASS10" -- $D10 --steps 10 --all-to-all "$a2a"
 done
-same10() { sed -n -e 's/  [0-9.]* ms$//p' -e '/ per-step loss, max/p' -e '/ weights, /p' "$(log10 "10 np=4 all-to-all $1")"; }
+same10() { sed -n -e 's/  [0-9.]* ms$//p' -e '/ per-step loss, max/p' -e '/ weights, /p' "$(check_log "10 np=4 all-to-all $1")"; }
 if [ -n "$(same10 library)" ] && [ "$(same10 library)" = "$(same10 hand)" ]; then
   pass "10 np=4: the hand all-to-all trains bit for bit as the library's"
 else

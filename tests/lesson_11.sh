@@ -25,23 +25,19 @@ rank11() { echo "^    rank $1 +$2 +formula .* = $2 +backward $2 "; }
 # Every figure printed beside a formula equals it, in the log of test $1:
 # each rank's work (forward and backward), the bytes, the all-reduce, the
 # attention memory and every row of the memory table.
-log11() { echo "$LOGS/$(echo "$1" | tr -c 'A-Za-z0-9_.=-' '_').log"; } # check()'s log of test $1
 sides11() {
   local log pairs
-  log=$(log11 "$1")
-  pairs=$( (sed -En 's/^    rank [0-9]+ +([0-9]+) +formula .* = ([0-9]+) +backward ([0-9]+) .*/\1 \2/p' "$log"
+  log=$(check_log "$1")
+  pairs=$(
+    sed -En 's/^    rank [0-9]+ +([0-9]+) +formula .* = ([0-9]+) +backward ([0-9]+) .*/\1 \2/p' "$log"
     sed -En 's/^    rank [0-9]+ +([0-9]+) +formula .* = ([0-9]+) +backward ([0-9]+) .*/\3 \2/p' "$log"
     sed -En 's/^    (forward|backward) +([0-9.]+) +formula .* = ([0-9.]+)$/\2 \3/p' "$log"
     sed -En 's/.*bytes sent per rank per step ([0-9.]+), formula 2\(N-1\)\/N x P x 4 = ([0-9.]+) .*/\1 \2/p' "$log"
     sed -En 's/^  attention memory +([0-9]+) .* = ([0-9]+): no score.*/\1 \2/p' "$log"
-    sed -En 's/^    (params|grads|optim|activ|comm|data) +([0-9]+) +([0-9]+)   .*/\2 \3/p' "$log") )
-  if [ "$(echo "$pairs" | grep -c .)" -ge $((2 * $2 + 10)) ] &&
-    echo "$pairs" | awk '$1 != $2 { bad = 1 } END { exit bad }'; then
-    pass "$1: every rank's work, the bytes and every memory row equal their formulas"
-  else
-    fail "$1: every rank's work, the bytes and every memory row equal their formulas" "$log" \
-      "pairs: $(echo $pairs)"
-  fi
+    sed -En 's/^    (params|grads|optim|activ|comm|data) +([0-9]+) +([0-9]+)   .*/\2 \3/p' "$log"
+  )
+  pairs_equal "$1" "every rank's work, the bytes and every memory row equal their formulas" \
+    $((2 * $2 + 10)) "$log" "$pairs"
 }
 
 # The ring, contiguous (the default): NP 1, 2, 4, the exact figures
@@ -83,7 +79,7 @@ check "11 np=3 seq 48" 3 0 "$PASS11" "$WORK11" "$BYTES11" -- $D11 --steps 5 --se
 check "11 np=4 seq 256 zigzag" 4 0 "$PASS11" "$WORK11" "$BYTES11" -- $D11 --steps 3 --seq 256 \
   --split zigzag --layers 1
 # The loss falls visibly in the default run: the last below a quarter of the first
-loss11() { sed -n "s/^step  *$1\/30  loss \([0-9.]*\) .*/\1/p" "$(log11 "11 np=2 adamw 30 steps")"; }
+loss11() { sed -n "s/^step  *$1\/30  loss \([0-9.]*\) .*/\1/p" "$(check_log "11 np=2 adamw 30 steps")"; }
 if awk -v a="$(loss11 1)" -v b="$(loss11 30)" 'BEGIN { exit !(a > 0 && b > 0 && b < a / 4) }'; then
   pass "11: the default run's loss falls below a quarter ($(loss11 1) -> $(loss11 30))"
 else
@@ -108,10 +104,10 @@ fi
 bad11() { # name np pattern -- args: check, then exactly one error line
   local name=$1
   check "$@"
-  if [ "$(grep -c '^error: ' "$(log11 "$name")")" = 1 ]; then
+  if [ "$(grep -c '^error: ' "$(check_log "$name")")" = 1 ]; then
     pass "$name: one message"
   else
-    fail "$name: one message" "$(log11 "$name")"
+    fail "$name: one message" "$(check_log "$name")"
   fi
 }
 bad11 "11 seq not divisible by N" 2 2 \

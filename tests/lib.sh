@@ -95,12 +95,27 @@ fail() {
   return 0
 }
 
+# check_log NAME: where check() keeps the output of test NAME
+check_log() { echo "$LOGS/$(echo "$1" | tr -c 'A-Za-z0-9_.=-' '_').log"; }
+
+# pairs_equal NAME WHAT MIN LOG PAIRS: PAIRS holds "measured formula" lines
+# read from LOG; passes "NAME: WHAT" when there are at least MIN and each
+# pair is equal (an argument, not a pipe: pass and fail count in this shell)
+pairs_equal() {
+  if [ "$(echo "$5" | grep -c .)" -ge "$3" ] && echo "$5" | awk '$1 != $2 { bad = 1 } END { exit bad }'; then
+    pass "$1: $2"
+  else
+    fail "$1: $2" "$4" "pairs: $(echo $5)"
+  fi
+}
+
 check() {
   local name=$1 np=$2 want=$3; shift 3
   local patterns=()
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do patterns+=("$1"); shift; done
   shift
-  local log="$LOGS/$(echo "$name" | tr -c 'A-Za-z0-9_.=-' '_').log"
+  local log
+  log=$(check_log "$name")
   local launcher=""
   [ "$np" -gt 0 ] && launcher=$(mpirun_cmd "$np")
   with_timeout -k 5 "$TEST_TIMEOUT" $launcher "$@" >"$log" 2>&1

@@ -33,8 +33,8 @@ for dir in [0-9][0-9]_*/; do
   [ -x "$exe" ] || continue
   for np in 2 4; do
     check "sanitize $lesson np=$np" "$np" 0 'CHECK PASSED' -- "$exe" $(small_args "$lesson" "$exe")
-    if grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$LOGS/$(echo "sanitize $lesson np=$np" | tr -c 'A-Za-z0-9_.=-' '_').log"; then
-      fail "sanitize $lesson np=$np: a sanitizer report" "$LOGS/$(echo "sanitize $lesson np=$np" | tr -c 'A-Za-z0-9_.=-' '_').log"
+    if grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$(check_log "sanitize $lesson np=$np")"; then
+      fail "sanitize $lesson np=$np: a sanitizer report" "$(check_log "sanitize $lesson np=$np")"
     fi
   done
 done
