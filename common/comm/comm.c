@@ -484,7 +484,6 @@ void dt_all_to_allv(dt_comm *c, const void *sendbuf, const size_t *sendcounts,
     if (sdispls[p] + sendcounts[p] > send_end) send_end = sdispls[p] + sendcounts[p];
     if (rdispls[p] + recvcounts[p] > recv_end) recv_end = rdispls[p] + recvcounts[p];
   }
-  int me = c->rank;
   if (c->size == 1) {
     if (sendcounts[0])
       dt_copy((char *)recvbuf + rdispls[0] * es, (const char *)sendbuf + sdispls[0] * es,
@@ -496,7 +495,7 @@ void dt_all_to_allv(dt_comm *c, const void *sendbuf, const size_t *sendcounts,
   if (c->nccl) { /* grouped sends and receives; a rank's own block is a copy */
     CHECK_NCCL(ncclGroupStart());
     for (int p = 0; p < c->size; p++) {
-      if (p == me) continue;
+      if (p == c->rank) continue;
       if (sendcounts[p])
         CHECK_NCCL(ncclSend((const char *)sendbuf + sdispls[p] * es, sendcounts[p], dt_nccl_type(t),
                             p, c->nccl_comm, dt_stream()));
@@ -505,9 +504,9 @@ void dt_all_to_allv(dt_comm *c, const void *sendbuf, const size_t *sendcounts,
                             c->nccl_comm, dt_stream()));
     }
     CHECK_NCCL(ncclGroupEnd());
-    if (sendcounts[me])
-      dt_copy((char *)recvbuf + rdispls[me] * es, (const char *)sendbuf + sdispls[me] * es,
-              sendcounts[me] * es);
+    if (sendcounts[c->rank])
+      dt_copy((char *)recvbuf + rdispls[c->rank] * es,
+              (const char *)sendbuf + sdispls[c->rank] * es, sendcounts[c->rank] * es);
   }
 #endif
   if (!c->nccl) {
@@ -526,7 +525,6 @@ void dt_all_to_allv(dt_comm *c, const void *sendbuf, const size_t *sendcounts,
                             c->mpi));
     mpi_out_done(c, recvbuf, r, recv_end * es);
   }
-  (void)me;
   finish(c, DT_ALL_TO_ALL, sent, t0);
 }
 

@@ -72,16 +72,15 @@ int64_t dt_params_per_layer(const dt_train_config *c) {
   return E ? D * E + 2 * E * D * H : c->seq ? 4 * D * D + 2 * D * H : 2 * D * H;
 }
 
-int64_t dt_model_tensors(const dt_train_config *c) {
-  return c->layers * (c->experts ? 1 + 2 * c->experts : c->seq ? 6 : 2);
+static int64_t tensors_per_layer(const dt_train_config *c) {
+  return c->experts ? 1 + 2 * c->experts : c->seq ? 6 : 2;
 }
 
+int64_t dt_model_tensors(const dt_train_config *c) { return c->layers * tensors_per_layer(c); }
+
 dt_tensor dt_model_tensor(const dt_train_config *c, int64_t t) {
-  int64_t D = c->dim, H = c->hidden, E = c->experts,
-          per = E        ? 1 + 2 * E
-                : c->seq ? 6
-                         : 2,
-          l = t / per, j = t % per;
+  int64_t D = c->dim, H = c->hidden, E = c->experts, per = tensors_per_layer(c), l = t / per,
+          j = t % per;
   dt_tensor x = {.at = l * dt_params_per_layer(c)};
   if (c->seq && j < 4) { /* the attention's projections, then the MLP as below */
     x.at += j * D * D;
@@ -111,12 +110,12 @@ dt_tensor dt_model_tensor(const dt_train_config *c, int64_t t) {
   return x;
 }
 
+/* The layer's tensors in order, from dt_model_tensor: one description of the layout. */
 int64_t dt_tensor_at(const dt_train_config *c, int64_t at) {
-  int64_t D = c->dim, H = c->hidden, E = c->experts, PL = dt_params_per_layer(c);
-  int64_t l = at / PL, in = at % PL;
-  if (c->seq) return 6 * l + (in < 4 * D * D ? in / (D * D) : 4 + (in - 4 * D * D) / (D * H));
-  if (!E) return 2 * l + in / (D * H);
-  return l * (1 + 2 * E) + (in < D * E ? 0 : 1 + (in - D * E) / (D * H));
+  int64_t t = at / dt_params_per_layer(c) * tensors_per_layer(c);
+  for (dt_tensor x = dt_model_tensor(c, t); at >= x.at + x.rows * x.cols; x = dt_model_tensor(c, t))
+    t++;
+  return t;
 }
 
 void dt_initial_weights(const dt_train_config *c, float *dst, int64_t at, int64_t n) {
