@@ -5,7 +5,7 @@
  * stage to stage and its activation gradients flow back; each stage adds its
  * layers' gradients up over the M microbatches, so one optimizer step per
  * batch trains exactly the single-process model. Two schedules order the same
- * 2M actions of a stage (make_plan): GPipe runs all forwards, then all
+ * 2M actions of a stage (pp_plan, schedule.c): GPipe runs all forwards, then all
  * backwards, and holds M microbatches' activations at the turn; 1F1B
  * interleaves them after a warm-up and holds at most N-s. Both leave the same
  * bubble, (N-1)/(M+N-1) of the time idle, which timeline.c draws. The run
@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "schedule.h"
 #include "stash.h"
 #include "timeline.h"
 #include "train.h"
@@ -70,21 +71,6 @@ static void layout(model *m, dt_run *r) {
   dt_wire_init(&m->wire, &r->c, (size_t)(2 * m->R * D));
 }
 
-/* Stage s's 2M actions in order. 1F1B's warm-up fills the pipeline below
- * stage s; after it every forward is followed by the oldest backward. */
-static int make_plan(int N, int s, int64_t M, int gpipe, action *p) {
-  /* exercise: the schedules, 1F1B's warm-up, steady state and cool-down */
-  int n = 0, warm = gpipe ? (int)M : (int)(N - 1 - s < M ? N - 1 - s : M);
-  for (int m = 0; m < warm; m++) p[n++] = (action){'F', m};
-  for (int m = warm; m < M; m++) {
-    p[n++] = (action){'F', m};
-    p[n++] = (action){'B', m - warm};
-  }
-  for (int m = (int)M - warm; m < M; m++) p[n++] = (action){'B', m};
-  return n;
-  /* end of exercise */
-}
-
 static void forward(model *m) {
   for (int64_t l = 0; l < m->L; l++) {
     float *w = m->w + layer_offset(m, l);
@@ -100,35 +86,14 @@ static void backward(model *m) {
   }
 }
 
-/* Between two actions: send what `done` produced and receive what `next`
- * needs, in ONE sendrecv. In 1F1B's steady state stage s sends a forward to
- * s+1 while s+1 sends a backward to s: two blocking sends would wait for each
- * other forever once messages are too big for MPI's eager buffers. */
+/* Between two actions: what `done` produced leaves, what `next` needs
+ * arrives (schedule.c). A forward's input lands in its microbatch's stash; a
+ * backward's output gradient in act.dnext, as act.dx may be on its way out. */
 static void exchange(model *m, const action *done, const action *next) {
-  size_t n = (size_t)(m->R * m->D);
-  float *out = NULL, *in = NULL;
-  int dst = DT_NOBODY, src = DT_NOBODY, last = m->N - 1;
-  if (done && done->type == 'F' && m->s < last) {
-    out = dt_acts_x(&m->act, m->L);
-    dst = m->s + 1;
-  } else if (done && done->type == 'B' && m->s > 0) {
-    out = m->act.dx; /* the gradient of the stage's input */
-    dst = m->s - 1;
-  }
-  if (next && next->type == 'F' && m->s > 0) {
-    in = stash_acts(&m->st, &m->act, next->mb, m->by); /* its x_0 */
-    src = m->s - 1;
-  } else if (next && next->type == 'B' && m->s < last) {
-    in = m->act.dnext; /* act.dx may be on its way out */
-    src = m->s + 1;
-  }
-  if (dst == DT_NOBODY && src == DT_NOBODY) return;
-  /* In 16 bits: a copy of out is sent, in arrives as a copy and is unpacked. */
-  void *recv = in && m->wire.type != DT_F32 ? (void *)(m->wire.buf + n) : in;
-  dt_sendrecv(m->world, out ? dt_wire_pack(&m->wire, out, n, 0, 1) : NULL, out ? n : 0, dst, recv,
-              in ? n : 0, src, m->wire.type);
-  if (in) dt_wire_unpack(&m->wire, in, n, n);
-  if (in == m->act.dnext) { /* the next backward starts from it */
+  float *fwd_in = next && next->type == 'F' ? stash_open(&m->st, next->mb) : NULL; /* its x_0 */
+  if (pp_exchange(m->world, &m->wire, done, next, dt_acts_x(&m->act, m->L), m->act.dx, fwd_in,
+                  m->act.dnext, (size_t)(m->R * m->D))) {
+    float *in = m->act.dnext; /* the next backward starts from it */
     m->act.dnext = m->act.dx;
     m->act.dx = in;
   }
@@ -206,7 +171,7 @@ int main(int argc, char **argv) {
   dt_comm *world = dt_run_init(&run, &argc, &argv, &lesson, options);
   model m = {.world = world, .M = M, .gpipe = schedule[0] == 'g'};
   layout(&m, &run);
-  m.n = make_plan(m.N, m.s, M, m.gpipe, m.plan);
+  m.n = pp_plan(m.N, m.s, M, m.gpipe, m.plan);
   m.tl = timeline_new(m.n);
   dt_run_begin(&run);
   dt_print0("pipeline: %d stages, %lld microbatches of %lld rows, schedule %s\n", m.N, (long long)M,

@@ -3,12 +3,7 @@
 #ifndef PP_TIMELINE_H
 #define PP_TIMELINE_H
 
-#include "train.h"
-
-typedef struct { /* one action of a stage's plan */
-  char type;     /* 'F' (forward) or 'B' (backward) */
-  int mb;        /* of this microbatch */
-} action;
+#include "schedule.h"
 
 /* Every rank's line: its layers (l0 .. l0+L-1) and its first 32 actions. */
 void timeline_plan(dt_comm *world, const action *plan, int n, int64_t l0, int64_t L);
