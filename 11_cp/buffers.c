@@ -13,13 +13,16 @@ void cp_buffers(model *m, const dt_train_config *c) {
   m->A = c->heads;
   m->S = c->seq;
   m->B = c->batch;
-  m->N = m->world->size;
-  m->rank = m->world->rank;
-  m->nc = m->zigzag ? 2 : 1;
-  m->C = c->seq / (m->nc * m->N);
-  m->Sl = m->nc * m->C;
-  m->R = m->B * m->Sl;
-  int64_t L = m->L, R = m->R, D = m->D, H = m->H, A = m->A, C = m->C;
+  size_t before = in_use(); /* attention's own: kept for backward, blocks, in flight */
+  cp_attn_init(&m->cr, m->world, m->zigzag, m->B, m->S, m->D, m->A, !m->ulysses);
+  size_t ring = in_use() - before;
+  m->N = m->cr.N;
+  m->rank = m->cr.rank;
+  m->nc = m->cr.nc;
+  m->C = m->cr.C;
+  m->Sl = m->cr.Sl;
+  m->R = m->cr.R;
+  int64_t L = m->L, R = m->R, D = m->D, H = m->H, A = m->A;
   m->x = alloc((L + 1) * R * D, DT_ACTIV);
   m->y = alloc(R * D, DT_DATA);
   m->dx = alloc(R * D, DT_ACTIV);
@@ -31,23 +34,15 @@ void cp_buffers(model *m, const dt_train_config *c) {
   m->du = alloc(R * D, DT_ACTIV);
   m->dout = alloc(R * D, DT_ACTIV);
   m->dq = alloc(3 * R * D, DT_ACTIV);
-  size_t before = in_use(); /* attention's own: kept for backward, blocks, in flight */
+  before = in_use();
   float **per[] = {&m->q, &m->k, &m->v, &m->o};
   for (int i = 0; i < 4; i++) *per[i] = alloc(L * R * D, DT_ACTIV);
   m->lse = alloc(L * R * A, DT_ACTIV);
-  m->delta = alloc(R * A, DT_ACTIV);
-  m->ob = alloc(C * D, DT_ACTIV);
-  m->lseb = alloc(C * A, DT_ACTIV);
-  for (int i = 0; i < 2 && !m->ulysses; i++) {
-    m->ring[i] = alloc(2 * R * D, DT_COMMBUF);
-    m->dkv[i] = alloc(2 * R * D, DT_COMMBUF);
-  }
   if (m->ulysses) {
     m->heads = alloc(L * (4 * R * D + R * A) + 4 * R * D, DT_ACTIV);
     m->send = alloc(R * D, DT_COMMBUF);
     m->recv = alloc(R * D, DT_COMMBUF);
   }
-  m->attn_bytes = in_use() - before;
+  m->attn_bytes = ring + in_use() - before;
   m->samples = dt_host_alloc((size_t)m->B, sizeof(int64_t));
-  m->chunk = dt_host_alloc((size_t)(m->N * m->nc), sizeof(int64_t));
 }

@@ -6,12 +6,13 @@
  * sequence of the batch, and the whole model, as 05 does; every layer but
  * attention works on its own rows alone. Attention needs every earlier
  * position's keys and values, so they travel:
- *   ring: K and V blocks go around the ring in N-1 hops (the next hop in
- *         flight while this one is computed), each block's result merged
- *         into the running one by its log-sum-exp, exact; blocks above the
- *         causal diagonal are skipped, diagonal blocks masked. Backward goes
- *         around again, recomputing probabilities from the saved log-sum-exp;
- *         dK and dV travel with K and V and end at their owner.
+ *   ring (ring.c, the pieces lesson 12 reuses): K and V blocks go around the
+ *         ring in N-1 hops (the next hop in flight while this one is
+ *         computed), each block's result merged into the running one by its
+ *         log-sum-exp, exact; blocks above the causal diagonal are skipped,
+ *         diagonal blocks masked. Backward goes around again, recomputing
+ *         probabilities from the saved log-sum-exp; dK and dV travel with K
+ *         and V and end at their owner.
  *   --split zigzag: rank i holds chunks i and 2N-1-i of 2N: every rank the
  *         same share of the causal triangle (contiguous: the last 2N-1 x the first).
  *   --ulysses (ulysses.c): all-to-all from positions to heads and back.
@@ -25,10 +26,6 @@
 #include <string.h>
 
 #include "cp.h"
-
-static int64_t cp_chunk(const model *m, int64_t rank, int64_t j) {
-  return m->zigzag && j == 1 ? 2 * m->N - 1 - rank : rank;
-}
 
 /* The whole model on every rank; S/N positions of each sequence. */
 static void layout(model *m, dt_run *r) {
@@ -45,82 +42,12 @@ static void layout(model *m, dt_run *r) {
   if (m->ulysses && c->heads % N != 0)
     dt_fail("--ulysses: %lld heads do not split over %lld ranks; choose --heads a multiple of %lld",
             (long long)c->heads, (long long)N, (long long)N);
-  cp_buffers(m, c); /* the sizes (C = S/parts, Sl, R), activations, buffers */
-  for (int64_t s = 0; s < N * m->nc; s++) m->chunk[s] = cp_chunk(m, s / m->nc, s % m->nc);
+  cp_buffers(m, c); /* the split (ring.c), the sizes (C = S/parts, Sl, R), activations */
   int64_t P = m->L * dt_params_per_layer(c);
   m->w = dt_alloc_f32((size_t)P, DT_PARAMS);
   m->g = dt_alloc_f32((size_t)P, DT_GRADS);
   dt_run_place(r, dt_run_segment(r, m->w, m->g, (size_t)P), 0, 0, 1, P, P);
   r->replicated = 1;
-}
-
-/* One block's attention (ob, lseb) merged into the running result (o, lse)
- * of the same n rows: softmax over the union of their keys, exact. */
-static void merge(float *o, float *lse, const float *ob, const float *lseb, int64_t n, int64_t D,
-                  int64_t A) {
-  /* exercise: merging two blocks of attention by their log-sum-exp */
-  int64_t dh = D / A;
-  for (int64_t i = 0; i < n * A; i++) { /* row i / A, head i % A */
-    float mx = fmaxf(lse[i], lseb[i]), sa = expf(lse[i] - mx), sb = expf(lseb[i] - mx);
-    float *oi = o + i / A * D + i % A * dh;
-    const float *bi = ob + i / A * D + i % A * dh;
-    for (int64_t d = 0; d < dh; d++) oi[d] = (sa * oi[d] + sb * bi[d]) / (sa + sb);
-    lse[i] = mx + logf(sa + sb);
-  }
-  /* end of exercise */
-}
-
-/* This rank's queries against the keys and values of rank src: every pair
- * of chunks on or below the causal diagonal, forward or backward. */
-static void attend(model *m, int64_t l, const float *kv, float *dkv, int64_t src) {
-  int64_t R = m->R, D = m->D, A = m->A, C = m->C;
-  const float *q = m->q + l * R * D, *k = kv, *v = kv + R * D;
-  double t0 = dt_now();
-  for (int64_t b = 0; b < m->B; b++)
-    for (int64_t jq = 0; jq < m->nc; jq++)
-      for (int64_t jk = 0; jk < m->nc; jk++) {
-        int64_t cq = cp_chunk(m, m->rank, jq), ck = cp_chunk(m, src, jk);
-        int64_t rq = b * m->Sl + jq * C, rk = b * m->Sl + jk * C;
-        if (ck > cq) continue; /* entirely above the diagonal */
-        if (!dkv) {
-          m->scores[0] += A * dt_attn_block_forward(q + rq * D, k + rk * D, v + rk * D, C, C, D, A,
-                                                    ck == cq, m->ob, m->lseb);
-          merge(m->o + l * R * D + rq * D, m->lse + (l * R + rq) * A, m->ob, m->lseb, C, D, A);
-        } else
-          m->scores[1] += A * dt_attn_block_backward(
-                                  q + rq * D, k + rk * D, v + rk * D, m->dout + rq * D,
-                                  m->delta + rq * A, m->lse + (l * R + rq) * A, C, C, D, A,
-                                  ck == cq, m->dq + rq * D, dkv + rk * D, dkv + R * D + rk * D);
-      }
-  m->work_seconds += dt_now() - t0;
-}
-
-/* K and V around the ring: at hop j this rank holds rank (me - j)'s. */
-static void ring(model *m, int64_t l, int backward) {
-  int64_t R = m->R, D = m->D, N = m->N, me = m->rank, next = (me + 1) % N, prev = (me + N - 1) % N;
-  float *kv = m->ring[0], *dkv = backward ? m->dkv[0] : NULL;
-  memcpy(kv, m->k + l * R * D, (size_t)(R * D) * 4);
-  memcpy(kv + R * D, m->v + l * R * D, (size_t)(R * D) * 4);
-  if (dkv) memset(dkv, 0, (size_t)(2 * R * D) * 4);
-  for (int64_t hop = 0; hop < N; hop++) {
-    dt_request *in_flight = NULL;
-    if (hop < N - 1) /* the next block travels while this one is computed */
-      in_flight =
-          dt_sendrecv_async(m->world, kv, (size_t)(2 * R * D), (int)next, m->ring[kv == m->ring[0]],
-                            (size_t)(2 * R * D), (int)prev, DT_F32);
-    attend(m, l, kv, dkv, (me - hop + N) % N);
-    if (dkv && N > 1) { /* dK, dV follow their block; the last hop takes them home */
-      float *to = m->dkv[dkv == m->dkv[0]];
-      dt_sendrecv(m->world, dkv, (size_t)(2 * R * D), (int)next, to, (size_t)(2 * R * D), (int)prev,
-                  DT_F32);
-      dkv = to;
-    }
-    if (in_flight) {
-      dt_wait(in_flight);
-      kv = m->ring[kv == m->ring[0]];
-    }
-  }
-  if (dkv) memcpy(m->dq + R * D, dkv, (size_t)(2 * R * D) * 4); /* this rank's dK | dV */
 }
 
 /* Layer l: x_{l+1} = u + MLP(u), u = x_l + Attn(x_l) Wo. */
@@ -136,11 +63,8 @@ static void forward(model *m, int64_t l) {
   uint64_t sent = dt_comm_total(m->world).bytes_sent;
   if (m->ulysses)
     ulysses_forward(m, l);
-  else {
-    memset(o, 0, (size_t)(R * D) * 4);
-    for (int64_t i = 0; i < R * m->A; i++) lse[i] = -INFINITY;
-    ring(m, l, 0);
-  }
+  else
+    cp_ring_forward(&m->cr, q, k, v, o, lse);
   m->bytes[0] += dt_comm_total(m->world).bytes_sent - sent;
   m->attn_seconds += dt_now() - t0;
   memcpy(u, x, (size_t)(R * D) * 4);
@@ -163,11 +87,9 @@ static void backward(model *m, int64_t l) {
   uint64_t sent = dt_comm_total(m->world).bytes_sent;
   if (m->ulysses)
     ulysses_backward(m, l);
-  else {
-    dt_attn_delta(m->dout, m->o + l * R * D, R, D, m->A, m->delta);
-    memset(m->dq, 0, (size_t)(R * D) * 4);
-    ring(m, l, 1);
-  }
+  else
+    cp_ring_backward(&m->cr, m->q + l * R * D, m->k + l * R * D, m->v + l * R * D, m->o + l * R * D,
+                     m->lse + l * R * m->A, m->dout, m->dq);
   m->bytes[1] += dt_comm_total(m->world).bytes_sent - sent;
   m->attn_seconds += dt_now() - t0;
   memcpy(m->dnext, m->du, (size_t)(R * D) * 4); /* the residual path */
@@ -180,22 +102,10 @@ static void backward(model *m, int64_t l) {
   m->dnext = t;
 }
 
-/* Every rank takes the same sequences, its own chunks of each; positions
- * from each token's place in the whole sequence. */
-static void inputs(model *m, const dt_train_config *c, int64_t step) {
-  int64_t D = m->D, C = m->C, Sl = m->Sl;
-  dt_step_samples(c, 1, 0, step, m->samples);
-  for (int64_t j = 0; j < m->nc; j++)
-    dt_make_sequences(c, m->samples, m->B, cp_chunk(m, m->rank, j) * C, C, Sl, m->x + j * C * D,
-                      m->y + j * C * D);
-  for (int64_t b = 0; b < m->B; b++)
-    for (int64_t i = 0; i < Sl; i++)
-      dt_add_position(m->x + (b * Sl + i) * D, D, cp_chunk(m, m->rank, i / C) * C + i % C);
-}
-
 static double train_step(model *m, dt_run *r, int64_t step) {
   int64_t R = m->R, D = m->D, P = m->L * dt_params_per_layer(&r->c);
-  inputs(m, &r->c, step);
+  dt_step_samples(&r->c, 1, 0, step, m->samples); /* every rank the same sequences */
+  cp_inputs(&m->cr, &r->c, m->samples, m->x, m->y);
   for (int64_t l = 0; l < m->L; l++) forward(m, l);
   double loss = dt_run_loss(r, m->x + m->L * R * D, m->y, m->dx, (size_t)(R * D),
                             1.0 / (double)(R * D)); /* the mean over this rank's tokens */
@@ -231,7 +141,7 @@ int main(int argc, char **argv) {
   m.world = world;
   m.zigzag = strcmp(split, "zigzag") == 0;
   layout(&m, &run);
-  if (verify) verify_merge(merge);
+  if (verify) verify_merge(cp_merge);
   dt_run_begin(&run);
   dt_print0("context parallel: %lld tokens of each sequence per rank of S=%lld (%s split, %lld "
             "chunk%s of %lld); %lld heads; attention by %s\n",

@@ -4,6 +4,7 @@
 #ifndef CP_H
 #define CP_H
 
+#include "ring.h"
 #include "train.h"
 
 typedef struct {
@@ -16,17 +17,13 @@ typedef struct {
   float *x, *y, *dx, *dnext;      /* x_0 .. x_L [R,D]; the target; backward's */
   float *q, *k, *v, *o, *lse, *u; /* per layer: [L][R,D], lse [L][R,A], u = x + o Wo */
   float *a, *h, *dh;              /* the MLP's [L][R,H], and its scratch */
-  float *du, *dout, *dq, *delta;  /* backward's [R,D], delta [R,A] */
-  float *ring[2], *dkv[2];        /* [K | V] of a rank, travelling; [dK | dV] */
-  float *ob, *lseb;               /* one block's result, [C,D] and [C,A] */
+  float *du, *dout, *dq;          /* backward's [R,D]; dq: [3][R,D], dq | dk | dv */
+  cp_attn cr;                     /* the split, the ring's buffers, the work (ring.c) */
   float *heads, *send, *recv;     /* --ulysses: head-split per layer (ulysses.c); a2a's */
   int64_t *samples;
-  int64_t *chunk;      /* [N][nc]: the global index of rank s's j-th chunk (cp.c's split) */
   uint64_t bytes[2];   /* attention's, summed: forward, backward */
-  int64_t scores[2];   /* q.k scores x heads: forward, backward (recomputed) */
   size_t attn_bytes;   /* what attention keeps and moves, as allocated */
   double attn_seconds; /* in attention, its communication included */
-  double work_seconds; /* in its score blocks alone: the split's balance */
 } model;
 
 /* buffers.c: the sizes, and everything but the weights (report.c's formulas) */

@@ -15,8 +15,8 @@ static int64_t work(const model *m, int zigzag, int ulysses, int64_t r) {
 }
 
 static void balance(model *m, uint64_t steps) {
-  int64_t N = m->N, per = m->L * m->B, mine[2] = {m->scores[0], m->scores[1]};
-  double t[2] = {m->work_seconds * 1e3 / (double)steps, m->attn_seconds * 1e3 / (double)steps};
+  int64_t N = m->N, per = m->L * m->B, mine[2] = {m->cr.scores[0], m->cr.scores[1]};
+  double t[2] = {m->cr.work_seconds * 1e3 / (double)steps, m->attn_seconds * 1e3 / (double)steps};
   int64_t *all = dt_host_alloc((size_t)(2 * N), 8);
   double *ms = dt_host_alloc((size_t)(2 * N), 8);
   dt_host_gather(m->world, mine, all, 2, DT_I64, 0); /* bookkeeping */

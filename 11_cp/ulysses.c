@@ -19,7 +19,7 @@ static float *part(const model *m, int64_t l, int64_t i) {
 
 /* The global position of row i (of Sl) of a sequence on rank s. */
 static int64_t position(const model *m, int64_t s, int64_t i) {
-  return m->chunk[s * m->nc + i / m->C] * m->C + i % m->C;
+  return cp_chunk(&m->cr, s, i / m->C) * m->C + i % m->C;
 }
 
 /* x [R,D] of this rank -> xh [B,S,W]: this rank's heads of every position. */
@@ -57,9 +57,9 @@ void ulysses_forward(model *m, int64_t l) {
   to_heads(m, m->v + l * R * D, v);
   double t0 = dt_now();
   for (int64_t b = 0; b < m->B; b++) /* the whole sequence is one diagonal block */
-    m->scores[0] += A * dt_attn_block_forward(q + b * S * W, k + b * S * W, v + b * S * W, S, S, W,
-                                              A, 1, o + b * S * W, lse + b * S * A);
-  m->work_seconds += dt_now() - t0;
+    m->cr.scores[0] += A * dt_attn_block_forward(q + b * S * W, k + b * S * W, v + b * S * W, S, S,
+                                                 W, A, 1, o + b * S * W, lse + b * S * A);
+  m->cr.work_seconds += dt_now() - t0;
   from_heads(m, o, m->o + l * R * D);
 }
 
@@ -69,14 +69,14 @@ void ulysses_backward(model *m, int64_t l) {
         *lse = part(m, l, 4);
   float *dout = part(m, m->L, 0), *dq = dout + n, *dk = dq + n, *dv = dk + n;
   to_heads(m, m->dout, dout);
-  dt_attn_delta(dout, o, m->B * S, W, A, m->delta);
+  dt_attn_delta(dout, o, m->B * S, W, A, m->cr.delta);
   memset(dq, 0, (size_t)(3 * n) * 4);
   double t0 = dt_now();
   for (int64_t b = 0; b < m->B; b++)
-    m->scores[1] +=
+    m->cr.scores[1] +=
         A * dt_attn_block_backward(q + b * S * W, k + b * S * W, v + b * S * W, dout + b * S * W,
-                                   m->delta + b * S * A, lse + b * S * A, S, S, W, A, 1,
+                                   m->cr.delta + b * S * A, lse + b * S * A, S, S, W, A, 1,
                                    dq + b * S * W, dk + b * S * W, dv + b * S * W);
-  m->work_seconds += dt_now() - t0;
+  m->cr.work_seconds += dt_now() - t0;
   for (int64_t i = 0; i < 3; i++) from_heads(m, dq + i * n, m->dq + i * R * D);
 }

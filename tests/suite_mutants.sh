@@ -152,26 +152,26 @@ else
   mutant 10-aux 10_ep 10_ep/ep.c \
     's/  dt_all_reduce\(m->world, m->chosen[^\n]*\n//; s/r->c\.batch \* m->k/m->R * m->k/' \
     "the load-balancing loss from this rank's counts only"
-  mutant 11-rescale 11_cp 11_cp/cp.c \
+  mutant 11-rescale 11_cp 11_cp/ring.c \
     's/sa = expf\(lse\[i\] - mx\)/sa = lse[i] > -INFINITY/' \
     "a block merged without rescaling the running sum to the new max"
-  mutant 11-mask 11_cp 11_cp/cp.c \
-    's/ck == cq, m->ob, m->lseb/0, m->ob, m->lseb/' \
+  mutant 11-mask 11_cp 11_cp/ring.c \
+    's/ck == cq, a->ob, a->lseb/0, a->ob, a->lseb/' \
     "the diagonal block unmasked (forward): a token sees the ones after it"
-  mutant 11-zigzag 11_cp 11_cp/cp.c \
-    's/2 \* m->N - 1 - rank/2 * m->N - 2 - rank/' \
+  mutant 11-zigzag 11_cp 11_cp/ring.c \
+    's/2 \* a->N - 1 - s : s/2 * a->N - 2 - s : s/' \
     "a zigzag chunk index off by one" -- --split zigzag
-  mutant 11-home 11_cp 11_cp/cp.c \
-    's/if \(dkv && N > 1\)/if (dkv \&\& hop < N - 1)/' \
+  mutant 11-home 11_cp 11_cp/ring.c \
+    's/if \(backward && N > 1\)/if (backward \&\& hop < N - 1)/' \
     "dK and dV not returned to their owner (the last hop skipped)"
   mutant 11-allreduce 11_cp 11_cp/cp.c \
     's/  dt_all_reduce\(m->world, m->g, m->g,[^\n]*\n//' \
     "gradients not all-reduced over the context ranks"
-  mutant 11-positions 11_cp 11_cp/cp.c \
-    's/D, cp_chunk\(m, m->rank, i \/ C\) \* C \+ i % C\)/D, i)/' \
+  mutant 11-positions 11_cp 11_cp/ring.c \
+    's/D, cp_chunk\(a, a->rank, i \/ C\) \* C \+ i % C\)/D, i)/' \
     "positions computed after the split (from the local index)"
-  mutant 11-stale 11_cp 11_cp/cp.c \
-    's/(  memcpy\(kv, m->k)/  if (!backward)\n$1/; s/(  memcpy\(kv \+ R \* D, m->v)/  if (!backward)\n$1/' \
+  mutant 11-stale 11_cp 11_cp/ring.c \
+    's/(  memcpy\(kv, k,)/  if (!backward)\n$1/; s/(  memcpy\(kv \+ RW, v,)/  if (!backward)\n$1/' \
     "backward's ring not refilled with this layer's K and V: stale keys from forward"
   mutant 11-ulysses 11_cp 11_cp/ulysses.c \
     's/position\(m, s, i\)\) \* W, m->recv/i) * W, m->recv/' \
