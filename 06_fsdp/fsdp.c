@@ -37,7 +37,7 @@ static void layout(model *m, dt_run *r, int zero, int prefetch) {
   m->H = H;
   m->R = r->c.batch / N;
   m->P = L * 2 * D * H;
-  fsdp_init(&m->f, m->world, &r->c, 2 * D * H, zero, prefetch);
+  fsdp_init(&m->f, m->world, &r->c, L, 2 * D * H, zero, prefetch);
   fsdp_range(&m->f, &lo, &hi);
   int first = fsdp_register(&m->f, r);
   for (int64_t l = 0; l < L; l++) {

@@ -7,9 +7,9 @@
  * in place (no gather, no transient), as 08's columns of one rank need. */
 static int alone(const fsdp *f) { return f->comm->size == 1 && f->zero == 3; }
 
-void fsdp_init(fsdp *f, dt_comm *comm, const dt_train_config *c, int64_t n, int zero,
+void fsdp_init(fsdp *f, dt_comm *comm, const dt_train_config *c, int64_t L, int64_t n, int zero,
                int prefetch) {
-  int64_t L = c->layers, F = comm->size, S = (n + F - 1) / F; /* padded: any n and F work */
+  int64_t F = comm->size, S = (n + F - 1) / F; /* padded: any n and F work */
   *f = (fsdp){.comm = comm, .zero = zero, .prefetch = prefetch, .L = L, .n = n, .S = S};
   f->NS = F * S;
   if (zero < 3) f->w = dt_alloc_f32((size_t)(L * F * S), DT_PARAMS);

@@ -27,8 +27,10 @@ typedef struct {
   dt_op op;             /* the gradients': DT_AVG (a sum of what was divided, in 16 bits) */
 } fsdp;
 
-/* Allocate what stage `zero` keeps for L layers of n floats. */
-void fsdp_init(fsdp *f, dt_comm *comm, const dt_train_config *c, int64_t n, int zero, int prefetch);
+/* Allocate what stage `zero` keeps for L layers of n floats (06 and 08:
+ * the whole model's; 12: a pipeline stage's). */
+void fsdp_init(fsdp *f, dt_comm *comm, const dt_train_config *c, int64_t L, int64_t n, int zero,
+               int prefetch);
 /* This rank's [lo, hi) of a layer, without the padding. */
 void fsdp_range(const fsdp *f, int64_t *lo, int64_t *hi);
 /* Hand the run what this rank steps (its shard of every layer) as segments;

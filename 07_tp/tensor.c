@@ -37,11 +37,18 @@ void tp_backward(dt_acts *act, int64_t l, const float *w1, const float *w2, floa
 }
 /* end of exercise */
 
+int64_t tp_place_shard(dt_run *r, int seg, int64_t off, const dt_tensor *x, int by_rows, int t,
+                       int T, int64_t lo, int64_t hi) {
+  int64_t rows = by_rows ? x->rows / T : x->rows, cols = by_rows ? x->cols : x->cols / T;
+  int64_t n = rows * cols, a = lo > 0 ? lo : 0, b = hi < n ? hi : n;
+  int64_t at = x->at + (by_rows ? t * rows * x->cols : t * cols); /* the shard's first element */
+  if (a < b) dt_run_place_range(r, seg, off + a - lo, at, cols, x->cols, a, b);
+  return n;
+}
+
 void tp_place(dt_run *r, int seg, int64_t off, int64_t l, int t, int T, int64_t lo, int64_t hi) {
-  int64_t D = r->c.dim, H = r->c.hidden, Hs = H / T, n = D * Hs;
-  int64_t w1_hi = hi < n ? hi : n, w2_lo = lo > n ? lo : n;
-  /* W1's columns: D rows of Hs, H apart; W2's rows: one contiguous block */
-  dt_run_place_range(r, seg, off, 2 * l * D * H + t * Hs, Hs, H, lo, w1_hi);
-  dt_run_place_range(r, seg, off + w2_lo - lo, (2 * l + 1) * D * H + t * Hs * D, D, D, w2_lo - n,
-                     hi - n);
+  /* W1 by columns, then W2 by rows */
+  dt_tensor w1 = dt_model_tensor(&r->c, 2 * l), w2 = dt_model_tensor(&r->c, 2 * l + 1);
+  int64_t n = tp_place_shard(r, seg, off, &w1, 0, t, T, lo, hi);
+  tp_place_shard(r, seg, off, &w2, 1, t, T, lo - n, hi - n);
 }

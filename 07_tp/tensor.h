@@ -27,9 +27,17 @@ void tp_forward(dt_acts *act, int64_t l, const float *w1, const float *w2, dt_co
 void tp_backward(dt_acts *act, int64_t l, const float *w1, const float *w2, float *g1, float *g2,
                  dt_comm *tp, const dt_wire *wire);
 
-/* Where shard t (of T) of layer l sits in the whole model, for dt_run: its
- * 2 x D x Hs elements flattened as [W1[:, t*Hs:(t+1)*Hs] (D x Hs, row-major)
- * | W2[t*Hs:(t+1)*Hs, :] (Hs x D)]; elements [lo, hi) of it lie at offset
- * off of segment seg (07: the whole shard, lo 0, hi 2DHs; 08: a piece). */
+/* Where shard t (of T) of a tensor of the whole model (dt_model_tensor)
+ * sits: its columns t cols/T .. (by_rows 0) or its rows (by_rows 1),
+ * flattened row-major; elements [lo, hi) of that flat shard (clamped to it)
+ * lie from offset off of segment seg (off: where element lo would be).
+ * Returns the shard's size, so that shards of several tensors laid end to
+ * end are placed by calling it for each, lo and hi less the sizes before. */
+int64_t tp_place_shard(dt_run *r, int seg, int64_t off, const dt_tensor *x, int by_rows, int t,
+                       int T, int64_t lo, int64_t hi);
+/* Shard t of layer l of the MLP, its 2 x D x Hs elements flattened as
+ * [W1[:, t*Hs:(t+1)*Hs] (D x Hs, row-major) | W2[t*Hs:(t+1)*Hs, :] (Hs x D)];
+ * elements [lo, hi) of it lie at offset off of segment seg (07: the whole
+ * shard, lo 0, hi 2DHs; 08: a piece). */
 void tp_place(dt_run *r, int seg, int64_t off, int64_t l, int t, int T, int64_t lo, int64_t hi);
 #endif

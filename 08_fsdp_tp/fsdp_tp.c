@@ -48,7 +48,7 @@ static void layout(model *m, dt_run *r, int64_t T) {
   m->Hs = tp_slice(&r->c, (int)T);
   m->R = r->c.batch / m->col->size;
   m->P = L * 2 * D * m->Hs;
-  fsdp_init(&m->f, m->col, &r->c, 2 * D * m->Hs, 3, 0);
+  fsdp_init(&m->f, m->col, &r->c, L, 2 * D * m->Hs, 3, 0);
   fsdp_range(&m->f, &lo, &hi);
   int first = fsdp_register(&m->f, r);
   for (int64_t l = 0; l < L; l++) {

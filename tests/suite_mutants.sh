@@ -120,7 +120,7 @@ else
     's/(  tp_sum\(tp, wire, dt_acts_x\(act, l \+ 1\), n\);\n)(  dt_add\([^\n]*\n)/$2$1/' \
     "residual added to every rank's partial sum"
   mutant 07-shard 07_tp 07_tp/tensor.c \
-    's/\(2 \* l \+ 1\) \* D \* H \+ t \* Hs \* D/(2 * l + 1) * D * H/' \
+    's/by_rows \? t \* rows \* x->cols : t \* cols/by_rows ? 0 : t * cols/' \
     "every shard's W2 rows placed at shard 0's"
   mutant 08-mesh 08_fsdp_tp 08_fsdp_tp/fsdp_tp.c \
     's/tp_forward\(&m->act, l, w, w \+ m->D \* m->Hs, m->tp,/tp_forward(&m->act, l, w, w + m->D * m->Hs, m->col,/' \

@@ -89,7 +89,7 @@ static void scatter(dt_run *r, int which, const float *model) {
 /* This rank's elements in their places, 0 elsewhere. */
 static void gather_own(dt_run *r, int which, float *model) {
   memset(model, 0, (size_t)model_size(&r->c) * 4);
-  for (int k = 0; k < r->nseg; k++) {
+  for (int k = 0; k < r->nseg && !r->copy; k++) {
     if (!seg_buf(&r->seg[k], which)) continue;
     if (r->seg[k].replica && r->world->rank != 0 && !r->replicated) continue; /* rank 0's */
     float *h = dt_host_alloc(r->seg[k].n, 4);
@@ -183,7 +183,7 @@ int dt_step_update(dt_run *r) {
   if (dt_precision_type(c) == DT_F16) bad = all_reduce_scalar(r, bad, DT_MAX) > 0;
   if (!dt_scaler_update(&r->scaler, c, bad, &used)) return 0;
   if (c->clip > 0) {                  /* only when used: the norm costs a pass and an all-reduce */
-    for (int k = 0; k < r->nseg; k++) /* a replica's norm counts once, rank 0's */
+    for (int k = 0; k < r->nseg && !r->copy; k++) /* a replica's norm counts once, rank 0's */
       if (!r->seg[k].replica || r->world->rank == 0) sq += dt_sum_squares(r->seg[k].g, r->seg[k].n);
     sq = all_reduce_scalar(r, sq, DT_SUM);
   }

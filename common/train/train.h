@@ -423,6 +423,9 @@ typedef struct {
   dt_comm *world;
   /* set by the lesson before dt_run_begin */
   int replicated;       /* every rank holds the whole model (05): its own copy is checked */
+  int copy;             /* this rank's segments repeat another rank's, element for element
+                         * (12's data and context replicas): the gather, --save and the
+                         * clip norm take that rank's */
   dt_comm *comms[4];    /* sub-communicators whose time counts as communication */
   double loss_ranks;    /* the step's loss is the sum over ranks / this (0: world size) */
   const char *loss_how; /* the loss line's source (NULL: "mean over ranks") */
