@@ -8,7 +8,11 @@ void stash_init(stashes *s, dt_acts *act, int64_t M, int64_t L, int64_t R, int64
   act->dx = dt_alloc_f32((size_t)(R * D), DT_ACTIV);
   act->dnext = dt_alloc_f32((size_t)(R * D), DT_ACTIV);
   act->dh = dt_alloc_f32((size_t)(R * H), DT_ACTIV);
-  *s = (stashes){.floats = (size_t)((L + 1) * R * D + 2 * L * R * H)};
+  stash_slots(s, M, (size_t)((L + 1) * R * D + 2 * L * R * H));
+}
+
+void stash_slots(stashes *s, int64_t M, size_t floats) {
+  *s = (stashes){.floats = floats};
   s->slot = dt_host_alloc((size_t)(2 * M), sizeof(float *));
   s->spare = s->slot + M;
 }

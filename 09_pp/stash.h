@@ -12,6 +12,9 @@ typedef struct {
   int nfree, live, peak; /* peak: the most in flight at once */
   size_t floats;         /* of one slot */
 } stashes;
+/* Room for M microbatches' slots of `floats` each, whatever a stage keeps
+ * (lesson 12: its transformer blocks' activations). */
+void stash_slots(stashes *s, int64_t M, size_t floats);
 /* Slots for M microbatches' x_0..x_L [R,D], a and h [R,H] of L layers; act
  * gets the backward's scratch (dx, dnext, dh) of its own. */
 void stash_init(stashes *s, dt_acts *act, int64_t M, int64_t L, int64_t R, int64_t D, int64_t H);

@@ -128,8 +128,7 @@ int main(int argc, char **argv) {
   model m = {0};
   dt_option options[] = {
       DT_TRAIN_OPTIONS(&run.c),
-      DT_INT("--seq", &run.c.seq, 1, 1 << 20, "tokens S per sequence (--batch counts sequences)"),
-      DT_INT("--heads", &run.c.heads, 1, 4096, "attention heads A (dividing D)"),
+      DT_ATTN_OPTIONS(&run.c),
       DT_STRING("--split", &split, "contiguous|zigzag",
                 "rank i holds chunk i of N, or chunks i and 2N-1-i of 2N"),
       DT_FLAG("--ulysses", &m.ulysses, "all-to-all to heads and back, in place of the ring"),

@@ -254,6 +254,11 @@ typedef struct {
 } dt_routing;
 
 /* -------------------------------------------------------------- attention */
+/* The transformer's flags (lessons 11 and 12), after DT_TRAIN_OPTIONS. */
+#define DT_ATTN_OPTIONS(c)                                                                         \
+  DT_INT("--seq", &(c)->seq, 1, 1 << 20, "tokens S per sequence (--batch counts sequences)"),      \
+      DT_INT("--heads", &(c)->heads, 1, 4096, "attention heads A (dividing D)")
+
 /* Lesson 11's causal attention (attention.c), on host rows of width W
  * (heads x dh columns, head h in columns h dh .. h dh + dh - 1), scores
  * scaled by 1/sqrt(dh). One block: n query rows against nk key/value rows;

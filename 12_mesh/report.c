@@ -1,0 +1,167 @@
+/* report.c: what 12_mesh prints beside the lesson: the mesh as a table,
+ * and after the run each axis's calls and bytes, the time blocked on each,
+ * memory by kind, each beside its formula and checked on every rank, the
+ * replicas, and the pipeline's bubble (09's timeline). */
+#define _POSIX_C_SOURCE 200809L /* gethostname */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mesh.h"
+
+/* Every rank's coordinates and host on rank 0; the groups of each axis. */
+void mesh_table(const mesh *m) {
+  enum { HOST = 32 };
+  int64_t N = m->world->size, mine[AXES];
+  char host[HOST] = "", *hosts = dt_host_alloc((size_t)(N * HOST), 1);
+  int64_t *all = dt_host_alloc((size_t)(N * AXES), sizeof *all);
+  gethostname(host, HOST - 1);
+  memcpy(mine, m->at, sizeof mine);
+  dt_host_gather(m->world, mine, all, AXES, DT_I64, 0);
+  dt_host_gather(m->world, host, hosts, HOST / 4, DT_I32, 0); /* the name's bytes */
+  dt_print0("the mesh: dp %lld x pp %lld x cp %lld x tp %lld = %lld ranks (tp fastest, then cp, "
+            "pp, dp)\n    rank   dp   pp   cp   tp   host\n",
+            (long long)m->n[DP], (long long)m->n[PP], (long long)m->n[CP], (long long)m->n[TP],
+            (long long)N);
+  for (int64_t r = 0; r < N && m->world->rank == 0; r++)
+    dt_print0("  %6lld %4lld %4lld %4lld %4lld   %s\n", (long long)r, (long long)all[r * AXES + DP],
+              (long long)all[r * AXES + PP], (long long)all[r * AXES + CP],
+              (long long)all[r * AXES + TP], hosts + r * HOST);
+  static const int order[AXES + 1] = {TP, CP, PP, DP, AXES};
+  for (int k = 0; k <= AXES && m->world->rank == 0; k++) {
+    int a = order[k];
+    char line[1024] = "";
+    for (int64_t r = 0; r < N && strlen(line) < 900; r++)
+      if (mesh_place(m, r, a) == 0) { /* each group once, from its first rank */
+        if (line[0]) strcat(line, " ");
+        mesh_group(m, r, a, line, sizeof line);
+      }
+    dt_print0("  %-8s groups (%s = %lld): %s%s\n", mesh_group_name[a],
+              a == AXES ? "dp x cp" : mesh_axis[a],
+              (long long)(a == AXES ? m->n[DP] * m->n[CP] : m->n[a]), line,
+              strlen(line) >= 900 ? " ..." : "");
+  }
+  free(all);
+  free(hosts);
+}
+
+/* One row of the bytes table: a kind of call on one communicator, measured
+ * per step beside its formula; bad counts the rows that differ. */
+static void row(const char *axis, const char *what, dt_counter got, uint64_t steps, uint64_t calls,
+                uint64_t bytes, const char *how, int *bad) {
+  *bad += got.calls != calls * steps || got.bytes_sent != bytes * steps;
+  dt_print0("    %-8s %-22s %7llu %7llu %11llu %11llu   %s\n", axis, what,
+            (unsigned long long)(got.calls / steps), (unsigned long long)calls,
+            (unsigned long long)(got.bytes_sent / steps), (unsigned long long)bytes, how);
+}
+
+/* The exchanges of this stage's plan that have a neighbour to talk to. */
+static uint64_t plan_exchanges(const mesh *m) {
+  uint64_t n = 0;
+  int s = (int)m->at[PP], last = (int)m->n[PP] - 1;
+  for (int i = 0; i <= m->nplan; i++) {
+    const action *done = i ? &m->plan[i - 1] : NULL, *next = i < m->nplan ? &m->plan[i] : NULL;
+    n += (done && done->type == 'F' && s < last) || (done && done->type == 'B' && s > 0) ||
+         (next && next->type == 'F' && s > 0) || (next && next->type == 'B' && s < last);
+  }
+  return n;
+}
+
+static void bytes(const mesh *m, uint64_t steps, int *bad) {
+  uint64_t T = (uint64_t)m->n[TP], C = (uint64_t)m->n[CP], P = (uint64_t)m->n[PP];
+  uint64_t G = (uint64_t)(m->n[DP] * m->n[CP]), L = (uint64_t)m->L, M = (uint64_t)m->M;
+  uint64_t RD4 = (uint64_t)(m->R * m->D) * 4, RW4 = (uint64_t)(m->R * m->W) * 4, s = m->at[PP];
+  uint64_t tp = T > 1 ? 4 * L * M : 0, cp = C > 1 ? L * M * (3 * C - 2) : 0;
+  dt_print0("  per rank per step (rank 0)          calls formula  bytes sent     formula\n");
+  row("tp", "all_reduce (activ)", m->axis[TP]->count[DT_ALL_REDUCE], steps, tp,
+      tp * (2 * (T - 1) * RD4 / T),
+      "4LM x 2(tp-1)/tp x RD x 4: after Wo and W2, their mirrors in backward", bad);
+  row("cp", "sendrecv (K|V, dK|dV)", m->axis[CP]->count[DT_SENDRECV], steps, cp, cp * 2 * RW4,
+      "LM(3cp-2) x 2RW x 4: (cp-1) hops forward, (cp-1) + cp backward", bad);
+  row("pp", "sendrecv (activ)", m->axis[PP]->count[DT_SENDRECV], steps, plan_exchanges(m),
+      M * ((s + 1 < P) + (s > 0)) * RD4,
+      "M x (s < pp-1: forward out + s > 0: gradient back) x RD x 4; calls: the plan's", bad);
+  if (!m->zero)
+    row("dp x cp", "all_reduce (grads)", m->dc->count[DT_ALL_REDUCE], steps, G > 1,
+        G > 1 ? 2 * (G - 1) * L * (uint64_t)m->n_layer * 4 / G : 0,
+        "2(G-1)/G x L x (4DW + 2DHs) x 4, G = dp x cp", bad);
+  else {
+    uint64_t S4 = (uint64_t)m->f.S * 4;
+    row("dp x cp", "all_reduce (grads)", m->dc->count[DT_ALL_REDUCE], steps, L,
+        2 * L * (G - 1) * S4, "2 x L x (G-1) x S x 4, as 06 --zero 1", bad);
+    row("dp x cp", "all_gather (params)", m->dc->count[DT_ALL_GATHER], steps, L,
+        L * (G - 1) * S4, "L x (G-1) x S x 4: the stepped shards back to every rank", bad);
+  }
+}
+
+/* Seconds blocked per step in each axis's calls, rank 0's. */
+static void times(const mesh *m, uint64_t steps) {
+  double ms = 1e3 / (double)steps;
+  dt_print0("  time blocked per step (rank 0): tp %.2f ms, cp %.2f ms, pp %.2f ms, dp x cp %.2f ms "
+            "(the rest of the step is compute, above)\n",
+            dt_comm_total(m->axis[TP]).seconds * ms, dt_comm_total(m->axis[CP]).seconds * ms,
+            dt_comm_total(m->axis[PP]).seconds * ms, dt_comm_total(m->dc).seconds * ms);
+}
+
+static void memory(const mesh *m, const dt_run *r, int *bad) {
+  int64_t L = m->L, M = m->M, R = m->R, D = m->D, W = m->W, A = m->A, Hs = m->Hs, C = m->cr.C;
+  int64_t s = m->at[PP], P = m->n[PP], live = m->gpipe ? M : (P - s < M ? P - s : M);
+  int64_t n = m->zero ? m->f.NS : m->n_layer, kept = m->zero ? m->f.S : m->n_layer;
+  int64_t K = r->c.optimizer[0] == 'a' ? 8 : 0, ends = s == 0 || s == P - 1;
+  int64_t slot = R * D + L * (4 * R * W + R * A + 2 * R * D + 2 * R * Hs);
+  int64_t scratch = 2 * R * D + R * Hs + 4 * R * W + C * W + C * A + R * A;
+  char act[160];
+  snprintf(act, sizeof act,
+           "(live x (RD + L(4RW + RA + 2RD + 2RHs)) + 2RD + RHs + 4RW + C(W+A) + RA) x 4, live %lld",
+           (long long)live);
+  dt_row rows[] = {
+      {DT_PARAMS, 4 * L * n, m->zero ? "4 x L x G S: the stage's layers, tp shards, padded"
+                                     : "4 x L x (4DW + 2DHs): the stage's layers, tp shards", 0},
+      {DT_GRADS, 4 * L * n, "the same", 0},
+      {DT_OPTIM, K * L * kept, m->zero ? "AdamW m, v: 8 x L x S, its shard along dp x cp (sgd: 0)"
+                                       : "AdamW m, v: 8 x L x (4DW + 2DHs) (sgd: 0)", 0},
+      {DT_ACTIV, 4 * (live * slot + scratch), act, 0},
+      {DT_COMMBUF, 8 * R * W * 4, "8RW x 4: the ring's [K|V] and [dK|dV], two each", 0},
+      {DT_DATA, ends * 2 * M * R * D * 4, "first or last stage: 2 x M x RD x 4, x and y", 0}};
+  dt_print_memory(rows, 6, NULL);
+  dt_print_memory_uncounted();
+  for (int i = 0; i < 6; i++) *bad += (int64_t)dt_mem_peak(rows[i].tag) != rows[i].formula;
+  dt_print0("    with R = B/(dp M) x S/cp = %lld rows per microbatch, W = D/tp = %lld, A = heads/tp "
+            "= %lld, Hs = H/tp = %lld, C = %lld tokens a chunk, L = %lld layers a stage\n",
+            (long long)R, (long long)W, (long long)A, (long long)Hs, (long long)C, (long long)L);
+}
+
+/* The copies of each dp x cp group, element for element (bookkeeping). */
+static int replicas_differ(const mesh *m) {
+  size_t n = (size_t)(m->L * m->ld);
+  float *mine = dt_host_alloc(n, 4), *root = dt_host_alloc(n, 4);
+  dt_copy_to_host(mine, m->w, n * 4);
+  memcpy(root, mine, n * 4);
+  dt_host_broadcast(m->dc, root, n, DT_F32, 0);
+  int differ = memcmp(mine, root, n * 4) != 0;
+  dt_host_all_reduce(m->world, &differ, 1, DT_I32, DT_MAX);
+  free(mine);
+  free(root);
+  return differ;
+}
+
+void mesh_report(mesh *m, dt_run *r) {
+  uint64_t steps = (uint64_t)(r->c.steps - r->c.start_step);
+  int bad = 0, worst;
+  bytes(m, steps, &bad);
+  worst = bad;
+  dt_host_all_reduce(m->world, &worst, 1, DT_I32, DT_MAX);
+  dt_print0("    every rank's calls and bytes equal their formulas: %s (%d ranks)\n",
+            worst ? "NO" : "yes", m->world->size);
+  times(m, steps);
+  bad = 0;
+  memory(m, r, &bad);
+  dt_host_all_reduce(m->world, &bad, 1, DT_I32, DT_MAX);
+  dt_print0("    every rank's memory equals its formulas: %s (%d ranks)\n", bad ? "NO" : "yes",
+            m->world->size);
+  int64_t G = m->n[DP] * m->n[CP];
+  dt_print0("  replicas: every dp x cp group's %lld copies of its weights %s\n", (long long)G,
+            replicas_differ(m) ? "DIFFER" : "are bit-identical");
+  timeline_report(m->tl, m->axis[PP], m->M);
+}

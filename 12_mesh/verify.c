@@ -1,0 +1,169 @@
+/* verify.c: what the mesh needs of the model, and the groups as built.
+ *
+ * mesh_check refuses, before any work, what the mesh cannot split.
+ * mesh_verify asks every communicator which ranks it holds (bookkeeping:
+ * a minimum over it, never counted) and compares them with the groups the
+ * coordinates define: a wrong split is named with the groups it produced
+ * beside the right ones, and the coordinates it mixed. It runs on every
+ * start; `make check-12` relies on it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mesh.h"
+
+const char *const mesh_axis[AXES] = {"dp", "pp", "cp", "tp"};
+const char *const mesh_group_name[AXES + 1] = {"data", "pipeline", "context", "tensor",
+                                               "dp x cp"};
+
+void mesh_check(const mesh *m, const dt_train_config *c) {
+  int64_t T = m->n[TP], P = m->n[PP], parts = m->n[CP] * (m->zigzag ? 2 : 1);
+  if (strcmp(dt_backend(), "cpu") != 0)
+    dt_fail("12_mesh runs on the cpu backend only for now: its attention is host loops, as 11's "
+            "(build with BACKEND=cpu)");
+  if (c->heads % T != 0)
+    dt_fail("--heads %lld do not split over --tp %lld: each tensor-parallel rank holds whole heads "
+            "(columns of Wq, Wk, Wv); choose --heads a multiple of %lld",
+            (long long)c->heads, (long long)T, (long long)T);
+  if (c->hidden % T != 0)
+    dt_fail("--hidden %lld does not split over --tp %lld: each tensor-parallel rank holds H/tp "
+            "hidden units; choose a multiple of %lld",
+            (long long)c->hidden, (long long)T, (long long)T);
+  if (c->layers % P != 0)
+    dt_fail("--layers %lld do not split into --pp %lld stages of equal length; choose a multiple "
+            "of %lld",
+            (long long)c->layers, (long long)P, (long long)P);
+  if (c->seq % parts != 0)
+    dt_fail("--seq %lld does not split into %lld %s chunks of equal length: choose a multiple of "
+            "%lld",
+            (long long)c->seq, (long long)parts, m->zigzag ? "zigzag (2 cp)" : "contiguous (cp)",
+            (long long)parts);
+  if (c->batch % (m->n[DP] * m->M) != 0)
+    dt_fail("--batch %lld does not split into dp x M = %lld x %lld microbatches of whole "
+            "sequences; choose a multiple of %lld (or --micro)",
+            (long long)c->batch, (long long)m->n[DP], (long long)m->M,
+            (long long)(m->n[DP] * m->M));
+}
+
+/* Rank r's coordinates as the mesh defines them: tp fastest, then cp, pp, dp. */
+static void coords_of(const mesh *m, int64_t r, int64_t *at) {
+  for (int a = AXES - 1; a >= 0; a--) {
+    at[a] = r % m->n[a];
+    r /= m->n[a];
+  }
+}
+
+/* Whether coordinate b is one that axis a runs along (AXES: dp x cp). */
+static int along(int a, int b) { return b == a || (a == AXES && (b == DP || b == CP)); }
+
+/* Whether ranks r and s differ along axis a alone, and so belong together. */
+static int together(const mesh *m, int64_t r, int64_t s, int a) {
+  int64_t x[AXES], y[AXES];
+  coords_of(m, r, x);
+  coords_of(m, s, y);
+  for (int b = 0; b < AXES; b++)
+    if (x[b] != y[b] && !along(a, b)) return 0;
+  return 1;
+}
+
+int64_t mesh_place(const mesh *m, int64_t r, int a) {
+  int64_t x[AXES];
+  coords_of(m, r, x);
+  return a == AXES ? x[DP] * m->n[CP] + x[CP] : x[a];
+}
+
+/* Append "{4, 5}": the ranks s with id[s] == id[of] (id NULL: those together with of). */
+static void members(const mesh *m, const int64_t *id, int64_t of, int a, char *buf, size_t len) {
+  size_t n = strlen(buf);
+  int first = 1;
+  n += (size_t)snprintf(buf + n, len - n, "{");
+  for (int64_t s = 0; s < m->world->size && n < len; s++)
+    if (id ? id[s] == id[of] : together(m, of, s, a)) {
+      n += (size_t)snprintf(buf + n, len - n, "%s%lld", first ? "" : ", ", (long long)s);
+      first = 0;
+    }
+  if (n < len) snprintf(buf + n, len - n, "}");
+}
+
+/* Rank r's group along a as built: id[s] names s's group, pos[r] is r's
+ * rank in it. Writes what is wrong into why, or leaves it empty. */
+static void judge(const mesh *m, const int64_t *id, int64_t pos, int64_t r, int a, char *why,
+                  size_t len) {
+  int64_t N = m->world->size, size = a == AXES ? m->n[DP] * m->n[CP] : m->n[a];
+  int mixed[AXES] = {0}, apart = 0, wrong = 0;
+  char have[256] = "", right[512] = "", mix[64] = "";
+  for (int64_t s = 0; s < N; s++) {
+    int same = id[s] == id[r], should = together(m, r, s, a);
+    for (int b = 0; same && !should && b < AXES; b++)
+      mixed[b] |= mesh_place(m, s, b) != mesh_place(m, r, b) && !along(a, b);
+    apart |= should && !same;
+    wrong |= same != should;
+  }
+  if (!wrong && pos == mesh_place(m, r, a)) return;
+  members(m, id, r, a, have, sizeof have);
+  for (int64_t s = 0; s < N; s++) { /* the right groups of the ranks it holds */
+    char one[256] = "";
+    members(m, NULL, s, a, one, sizeof one);
+    if (id[s] == id[r] && !strstr(right, one))
+      snprintf(right + strlen(right), sizeof right - strlen(right), "%s%s", right[0] ? " and " : "",
+               one);
+  }
+  for (int b = 0; b < AXES; b++)
+    if (mixed[b])
+      snprintf(mix + strlen(mix), sizeof mix - strlen(mix), " with %s", mesh_axis[b]);
+  if (!wrong)
+    snprintf(why, len,
+             "rank %lld is rank %lld of its %s group %s; it should be rank %lld, its place along "
+             "the axis: the split's key orders the group",
+             (long long)r, (long long)pos, mesh_group_name[a], have, (long long)mesh_place(m, r, a));
+  else
+    snprintf(why, len, "rank %lld is in %s group %s; with %s = %lld the %s groups %s %s: %s%s",
+             (long long)r, mesh_group_name[a], have, a == AXES ? "dp x cp" : mesh_axis[a],
+             (long long)size, mesh_group_name[a], apart ? "of its ranks are" : "are", right,
+             mix[0] ? "the split's color mixes " : "the split's color keeps apart ranks that differ "
+                                                   "along it alone",
+             mix[0] ? (a == AXES ? "dp x cp" : mesh_axis[a]) : "");
+  if (wrong && mix[0]) snprintf(why + strlen(why), len - strlen(why), "%s", mix);
+}
+
+void mesh_group(const mesh *m, int64_t r, int a, char *buf, size_t len) {
+  members(m, NULL, r, a, buf, len);
+}
+
+void mesh_verify(const mesh *m) {
+  enum { K = 2 * (AXES + 1) + AXES }; /* per rank: per group its id and rank; the coordinates */
+  int64_t N = m->world->size, me = m->world->rank, mine[K];
+  for (int a = 0; a <= AXES; a++) { /* each group's smallest world rank names it */
+    dt_comm *c = a < AXES ? m->axis[a] : m->dc;
+    mine[2 * a] = me;
+    dt_host_all_reduce(c, &mine[2 * a], 1, DT_I64, DT_MIN);
+    mine[2 * a + 1] = c->rank;
+  }
+  memcpy(mine + 2 * (AXES + 1), m->at, sizeof m->at);
+  int64_t *all = dt_host_alloc((size_t)(N * K), sizeof *all), *id = dt_host_alloc((size_t)N, 8);
+  dt_host_gather(m->world, mine, all, K, DT_I64, 0);
+  char why[1024] = "";
+  for (int64_t r = 0; me == 0 && r < N && !why[0]; r++) {
+    int64_t want[AXES], *got = all + r * K + 2 * (AXES + 1);
+    coords_of(m, r, want);
+    if (memcmp(want, got, sizeof want) != 0)
+      snprintf(why, sizeof why,
+               "rank %lld has the coordinates dp %lld, pp %lld, cp %lld, tp %lld; on the mesh dp "
+               "%lld x pp %lld x cp %lld x tp %lld (tp fastest, then cp, pp, dp) it is at dp %lld, "
+               "pp %lld, cp %lld, tp %lld",
+               (long long)r, (long long)got[DP], (long long)got[PP], (long long)got[CP],
+               (long long)got[TP], (long long)m->n[DP], (long long)m->n[PP], (long long)m->n[CP],
+               (long long)m->n[TP], (long long)want[DP], (long long)want[PP], (long long)want[CP],
+               (long long)want[TP]);
+  }
+  for (int a = 0; me == 0 && a <= AXES; a++)
+    for (int64_t r = 0; r < N && !why[0]; r++) {
+      for (int64_t s = 0; s < N; s++) id[s] = all[s * K + 2 * a];
+      judge(m, id, all[r * K + 2 * a + 1], r, a, why, sizeof why);
+    }
+  int bad = why[0] != 0;
+  dt_host_broadcast(m->world, &bad, 1, DT_I32, 0);
+  free(all);
+  free(id);
+  if (bad) dt_fail("the mesh's communicators are not its groups: %s", why);
+}
