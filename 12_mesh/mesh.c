@@ -30,35 +30,6 @@
 #include "11_cp/ring.h"
 #include "mesh.h"
 
-/* The axes the flags leave free (0) take the ranks left over, a prime
- * factor at a time, round-robin from the fastest: tp, cp, pp, dp. */
-static void shape(mesh *m, const int64_t *want, int64_t N) {
-  static const int order[AXES] = {TP, CP, PP, DP};
-  int free_axes[AXES], nfree = 0;
-  int64_t given = 1, all = 1;
-  char flags[128] = "";
-  for (int k = 0; k < AXES; k++) {
-    int a = order[k];
-    m->n[a] = want[a] ? want[a] : 1;
-    given *= m->n[a];
-    if (!want[a]) free_axes[nfree++] = a;
-    else /* for the messages: the axes given, slowest first */
-      snprintf(flags + strlen(flags), sizeof flags - strlen(flags), "%s--%s %lld",
-               flags[0] ? " " : "", mesh_axis[a], (long long)want[a]);
-  }
-  if (N % given != 0)
-    dt_fail("%s: %lld ranks along the axes given do not divide the job's %lld ranks", flags,
-            (long long)given, (long long)N);
-  int64_t left = N / given, turn = 0;
-  for (int64_t p = 2; nfree && left > 1; p++)
-    for (; left % p == 0; left /= p) m->n[free_axes[turn++ % nfree]] *= p;
-  for (int a = 0; a < AXES; a++) all *= m->n[a];
-  if (all != N)
-    dt_fail("%s: a mesh of %lld ranks, but the job has %lld: the axes' product must be N (leave an "
-            "axis out, or 0, and it takes the ranks left)",
-            flags, (long long)all, (long long)N);
-}
-
 /* This rank's coordinates, and one communicator per axis: the ranks whose
  * other three coordinates are this one's, ordered along the axis. */
 static void coordinates(mesh *m) {
@@ -130,8 +101,16 @@ static void layout(mesh *m, dt_run *r) {
 }
 
 static dt_acts mlp_acts(mesh *m, layer_acts p) { /* 07's block sees u as x_0, x' as x_1 */
-  return (dt_acts){.L = 1, .R = m->R, .D = m->D, .Hs = m->Hs, .x = p.u, .a = p.a, .h = p.h,
-                   .dx = m->dx, .dnext = m->dnext, .dh = m->dh};
+  return (dt_acts){.L = 1,
+                   .R = m->R,
+                   .D = m->D,
+                   .Hs = m->Hs,
+                   .x = p.u,
+                   .a = p.a,
+                   .h = p.h,
+                   .dx = m->dx,
+                   .dnext = m->dnext,
+                   .dh = m->dh};
 }
 
 /* Layer l of a microbatch: u = x + Attn(x) Wo, x' = u + MLP(u). Along tp
@@ -162,8 +141,8 @@ static void backward(mesh *m, float *slot, int64_t l) {
   dt_acts mlp = mlp_acts(m, p);
   tp_backward(&mlp, 0, w + 4 * DW, w + 4 * DW + D * m->Hs, g + 4 * DW, g + 4 * DW + D * m->Hs,
               m->axis[TP], &m->wire);
-  float *du = mlp.dx, *dx = mlp.dnext;               /* dL/du, whole; room for dL/dx */
-  dt_matmul(1, 0, W, D, R, p.o, du, g + 3 * DW, 1);  /* dWo += o^T du */
+  float *du = mlp.dx, *dx = mlp.dnext;                  /* dL/du, whole; room for dL/dx */
+  dt_matmul(1, 0, W, D, R, p.o, du, g + 3 * DW, 1);     /* dWo += o^T du */
   dt_matmul(0, 1, R, W, D, du, w + 3 * DW, m->dout, 0); /* do = du Wo^T */
   cp_ring_backward(&m->cr, p.q, p.k, p.v, p.o, p.lse, m->dout, m->dqkv);
   for (int i = 0; i < 3; i++) { /* dq, dk, dv back through Wq, Wk, Wv */
@@ -248,15 +227,16 @@ int main(int argc, char **argv) {
       DT_INT("--micro", &M, 0, 1 << 20, "microbatches M per step (0: 2 x pp, 1 without pipeline)"),
       DT_STRING("--schedule", &schedule, "gpipe|1f1b", "the pipeline's schedule (09)"),
       DT_INT("--zero", &zero, 0, 1, "1: shard the optimizer state over dp x cp (06's ZeRO-1)"),
-      DT_STRING("--split", &split, "contiguous|zigzag", "cp rank i holds chunk i of cp, or i and "
-                                                        "2cp-1-i of 2cp (11)"),
+      DT_STRING("--split", &split, "contiguous|zigzag",
+                "cp rank i holds chunk i of cp, or i and "
+                "2cp-1-i of 2cp (11)"),
       DT_END};
   dt_lesson lesson = {"12_mesh", "4D parallelism: data x pipeline x context x tensor on one mesh",
                       1};
   dt_comm *world = dt_run_init(&run, &argc, &argv, &lesson, options);
   mesh m = {.world = world, .zero = (int)zero, .gpipe = schedule[0] == 'g'};
   m.zigzag = strcmp(split, "zigzag") == 0;
-  shape(&m, want, world->size);
+  mesh_shape(&m, want, world->size);
   m.M = M ? M : m.n[PP] > 1 ? 2 * m.n[PP] : 1;
   mesh_check(&m, &run.c);
   layout(&m, &run);

@@ -18,21 +18,21 @@ extern const char *const mesh_axis[AXES];           /* "dp", "pp", "cp", "tp" */
 extern const char *const mesh_group_name[AXES + 1]; /* "data" ... "tensor", "dp x cp" */
 
 typedef struct {
-  dt_comm *world, *axis[AXES]; /* axis[a]: the ranks that differ from this one in a alone */
-  dt_comm *dc;                 /* data x context: the ranks that hold the same weights */
-  int64_t n[AXES], at[AXES];   /* the mesh's sizes, this rank's coordinates */
+  dt_comm *world, *axis[AXES];   /* axis[a]: the ranks that differ from this one in a alone */
+  dt_comm *dc;                   /* data x context: the ranks that hold the same weights */
+  int64_t n[AXES], at[AXES];     /* the mesh's sizes, this rank's coordinates */
   int64_t L, l0, D, H, A, W, Hs; /* L layers from l0 here; this tp rank's A heads, W = D/tp
                                   * columns of Wq, Wk, Wv (rows of Wo) and Hs = H/tp units */
   int64_t M, Bm, R;              /* M microbatches of Bm sequences: R rows here each */
   int64_t n_layer, ld;           /* a layer's floats here, 4DW + 2DHs; w's layer stride */
   int zero, gpipe, zigzag;
-  float *w, *g;     /* layer l's [Wq | Wk | Wv | Wo | W1 | W2] shards at l x ld */
-  fsdp f;           /* --zero 1: the optimizer's shards along dc (06) */
-  cp_attn cr;       /* the ring along cp, on this tp rank's heads (11) */
-  stashes st;       /* per microbatch in flight: x_0, then each layer's (buffers.c) */
-  action *plan;     /* this stage's schedule (09) */
+  float *w, *g; /* layer l's [Wq | Wk | Wv | Wo | W1 | W2] shards at l x ld */
+  fsdp f;       /* --zero 1: the optimizer's shards along dc (06) */
+  cp_attn cr;   /* the ring along cp, on this tp rank's heads (11) */
+  stashes st;   /* per microbatch in flight: x_0, then each layer's (buffers.c) */
+  action *plan; /* this stage's schedule (09) */
   int nplan;
-  timeline *tl;     /* its actions, timed: the bubble (09) */
+  timeline *tl;                         /* its actions, timed: the bubble (09) */
   float *dx, *dnext, *dh, *dout, *dqkv; /* backward's scratch: [R,D] x 2, [R,Hs], [R,W], 3[R,W] */
   float *bx, *by;   /* the step's inputs (first stage) and targets (last), M x [R,D] */
   int64_t *samples; /* this data rank's sequences of the step */
@@ -52,10 +52,13 @@ typedef struct {
 void mesh_buffers(mesh *m, const dt_train_config *c);
 layer_acts mesh_acts(const mesh *m, float *slot, int64_t l); /* layer l of a slot */
 float *mesh_out(const mesh *m, float *slot);                 /* the stage's output x_L */
-/* verify.c: what the mesh cannot split (heads, hidden units, layers, the
+/* shape.c: the sizes (want[a]: the flags, 0 for free axes, which take the
+ * ranks left over, a prime factor at a time, round-robin from tp); what the
+ * mesh cannot split (heads, hidden units, layers, the
  * sequence, the batch): dt_fail says which; and every communicator holds
  * the ranks the coordinates say, in their order, or dt_fail names the first
  * group that does not, beside the right ones */
+void mesh_shape(mesh *m, const int64_t *want, int64_t N);
 void mesh_check(const mesh *m, const dt_train_config *c);
 void mesh_verify(const mesh *m);
 /* The ranks that share rank r's group along axis a (AXES: dp x cp), as the

@@ -90,8 +90,8 @@ static void bytes(const mesh *m, uint64_t steps, int *bad) {
     uint64_t S4 = (uint64_t)m->f.S * 4;
     row("dp x cp", "all_reduce (grads)", m->dc->count[DT_ALL_REDUCE], steps, L,
         2 * L * (G - 1) * S4, "2 x L x (G-1) x S x 4, as 06 --zero 1", bad);
-    row("dp x cp", "all_gather (params)", m->dc->count[DT_ALL_GATHER], steps, L,
-        L * (G - 1) * S4, "L x (G-1) x S x 4: the stepped shards back to every rank", bad);
+    row("dp x cp", "all_gather (params)", m->dc->count[DT_ALL_GATHER], steps, L, L * (G - 1) * S4,
+        "L x (G-1) x S x 4: the stepped shards back to every rank", bad);
   }
 }
 
@@ -112,24 +112,30 @@ static void memory(const mesh *m, const dt_run *r, int *bad) {
   int64_t slot = R * D + L * (4 * R * W + R * A + 2 * R * D + 2 * R * Hs);
   int64_t scratch = 2 * R * D + R * Hs + 4 * R * W + C * W + C * A + R * A;
   char act[160];
-  snprintf(act, sizeof act,
-           "(live x (RD + L(4RW + RA + 2RD + 2RHs)) + 2RD + RHs + 4RW + C(W+A) + RA) x 4, live %lld",
-           (long long)live);
+  snprintf(
+      act, sizeof act,
+      "(live x (RD + L(4RW + RA + 2RD + 2RHs)) + 2RD + RHs + 4RW + C(W+A) + RA) x 4, live %lld",
+      (long long)live);
   dt_row rows[] = {
-      {DT_PARAMS, 4 * L * n, m->zero ? "4 x L x G S: the stage's layers, tp shards, padded"
-                                     : "4 x L x (4DW + 2DHs): the stage's layers, tp shards", 0},
+      {DT_PARAMS, 4 * L * n,
+       m->zero ? "4 x L x G S: the stage's layers, tp shards, padded"
+               : "4 x L x (4DW + 2DHs): the stage's layers, tp shards",
+       0},
       {DT_GRADS, 4 * L * n, "the same", 0},
-      {DT_OPTIM, K * L * kept, m->zero ? "AdamW m, v: 8 x L x S, its shard along dp x cp (sgd: 0)"
-                                       : "AdamW m, v: 8 x L x (4DW + 2DHs) (sgd: 0)", 0},
+      {DT_OPTIM, K * L * kept,
+       m->zero ? "AdamW m, v: 8 x L x S, its shard along dp x cp (sgd: 0)"
+               : "AdamW m, v: 8 x L x (4DW + 2DHs) (sgd: 0)",
+       0},
       {DT_ACTIV, 4 * (live * slot + scratch), act, 0},
       {DT_COMMBUF, 8 * R * W * 4, "8RW x 4: the ring's [K|V] and [dK|dV], two each", 0},
       {DT_DATA, ends * 2 * M * R * D * 4, "first or last stage: 2 x M x RD x 4, x and y", 0}};
   dt_print_memory(rows, 6, NULL);
   dt_print_memory_uncounted();
   for (int i = 0; i < 6; i++) *bad += (int64_t)dt_mem_peak(rows[i].tag) != rows[i].formula;
-  dt_print0("    with R = B/(dp M) x S/cp = %lld rows per microbatch, W = D/tp = %lld, A = heads/tp "
-            "= %lld, Hs = H/tp = %lld, C = %lld tokens a chunk, L = %lld layers a stage\n",
-            (long long)R, (long long)W, (long long)A, (long long)Hs, (long long)C, (long long)L);
+  dt_print0(
+      "    with R = B/(dp M) x S/cp = %lld rows per microbatch, W = D/tp = %lld, A = heads/tp "
+      "= %lld, Hs = H/tp = %lld, C = %lld tokens a chunk, L = %lld layers a stage\n",
+      (long long)R, (long long)W, (long long)A, (long long)Hs, (long long)C, (long long)L);
 }
 
 /* The copies of each dp x cp group, element for element (bookkeeping). */

@@ -1,5 +1,7 @@
-/* verify.c: what the mesh needs of the model, and the groups as built.
+/* shape.c: the mesh's shape, what it needs of the model, and the groups as
+ * built.
  *
+ * mesh_shape gives the axes the flags leave free the ranks left over.
  * mesh_check refuses, before any work, what the mesh cannot split.
  * mesh_verify asks every communicator which ranks it holds (bookkeeping:
  * a minimum over it, never counted) and compares them with the groups the
@@ -13,8 +15,36 @@
 #include "mesh.h"
 
 const char *const mesh_axis[AXES] = {"dp", "pp", "cp", "tp"};
-const char *const mesh_group_name[AXES + 1] = {"data", "pipeline", "context", "tensor",
-                                               "dp x cp"};
+const char *const mesh_group_name[AXES + 1] = {"data", "pipeline", "context", "tensor", "dp x cp"};
+
+/* The axes the flags leave free (0) take the ranks left over, a prime
+ * factor at a time, round-robin from the fastest: tp, cp, pp, dp. */
+void mesh_shape(mesh *m, const int64_t *want, int64_t N) {
+  static const int order[AXES] = {TP, CP, PP, DP};
+  int free_axes[AXES], nfree = 0;
+  int64_t given = 1, all = 1;
+  char flags[128] = "";
+  for (int a = 0; a < AXES; a++) {
+    m->n[a] = want[a] ? want[a] : 1;
+    given *= m->n[a];
+    if (want[a]) /* for the messages: the axes given */
+      snprintf(flags + strlen(flags), sizeof flags - strlen(flags), "%s--%s %lld",
+               flags[0] ? " " : "", mesh_axis[a], (long long)want[a]);
+  }
+  for (int k = 0; k < AXES; k++)
+    if (!want[order[k]]) free_axes[nfree++] = order[k];
+  if (N % given != 0)
+    dt_fail("%s: %lld ranks along the axes given do not divide the job's %lld ranks", flags,
+            (long long)given, (long long)N);
+  int64_t left = N / given, turn = 0;
+  for (int64_t p = 2; nfree && left > 1; p++)
+    for (; left % p == 0; left /= p) m->n[free_axes[turn++ % nfree]] *= p;
+  for (int a = 0; a < AXES; a++) all *= m->n[a];
+  if (all != N)
+    dt_fail("%s: a mesh of %lld ranks, but the job has %lld: the axes' product must be N (leave an "
+            "axis out, or 0, and it takes the ranks left)",
+            flags, (long long)all, (long long)N);
+}
 
 void mesh_check(const mesh *m, const dt_train_config *c) {
   int64_t T = m->n[TP], P = m->n[PP], parts = m->n[CP] * (m->zigzag ? 2 : 1);
@@ -22,7 +52,8 @@ void mesh_check(const mesh *m, const dt_train_config *c) {
     dt_fail("12_mesh runs on the cpu backend only for now: its attention is host loops, as 11's "
             "(build with BACKEND=cpu)");
   if (c->heads % T != 0)
-    dt_fail("--heads %lld do not split over --tp %lld: each tensor-parallel rank holds whole heads "
+    dt_fail("--heads %lld: the heads do not split over --tp %lld: each tensor-parallel rank holds "
+            "whole heads "
             "(columns of Wq, Wk, Wv); choose --heads a multiple of %lld",
             (long long)c->heads, (long long)T, (long long)T);
   if (c->hidden % T != 0)
@@ -30,7 +61,8 @@ void mesh_check(const mesh *m, const dt_train_config *c) {
             "hidden units; choose a multiple of %lld",
             (long long)c->hidden, (long long)T, (long long)T);
   if (c->layers % P != 0)
-    dt_fail("--layers %lld do not split into --pp %lld stages of equal length; choose a multiple "
+    dt_fail("--layers %lld: the layers do not split into --pp %lld stages of equal length; choose "
+            "a multiple "
             "of %lld",
             (long long)c->layers, (long long)P, (long long)P);
   if (c->seq % parts != 0)
@@ -109,19 +141,20 @@ static void judge(const mesh *m, const int64_t *id, int64_t pos, int64_t r, int 
                one);
   }
   for (int b = 0; b < AXES; b++)
-    if (mixed[b])
-      snprintf(mix + strlen(mix), sizeof mix - strlen(mix), " with %s", mesh_axis[b]);
+    if (mixed[b]) snprintf(mix + strlen(mix), sizeof mix - strlen(mix), " with %s", mesh_axis[b]);
   if (!wrong)
     snprintf(why, len,
              "rank %lld is rank %lld of its %s group %s; it should be rank %lld, its place along "
              "the axis: the split's key orders the group",
-             (long long)r, (long long)pos, mesh_group_name[a], have, (long long)mesh_place(m, r, a));
+             (long long)r, (long long)pos, mesh_group_name[a], have,
+             (long long)mesh_place(m, r, a));
   else
     snprintf(why, len, "rank %lld is in %s group %s; with %s = %lld the %s groups %s %s: %s%s",
              (long long)r, mesh_group_name[a], have, a == AXES ? "dp x cp" : mesh_axis[a],
              (long long)size, mesh_group_name[a], apart ? "of its ranks are" : "are", right,
-             mix[0] ? "the split's color mixes " : "the split's color keeps apart ranks that differ "
-                                                   "along it alone",
+             mix[0] ? "the split's color mixes "
+                    : "the split's color keeps apart ranks that differ "
+                      "along it alone",
              mix[0] ? (a == AXES ? "dp x cp" : mesh_axis[a]) : "");
   if (wrong && mix[0]) snprintf(why + strlen(why), len - strlen(why), "%s", mix);
 }
