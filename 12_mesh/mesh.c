@@ -68,6 +68,9 @@ static void layout(mesh *m, dt_run *r) {
   int64_t lo = 0, hi, off, L = r->c.layers / m->n[PP];
   coordinates(m);
   mesh_verify(m);
+  for (int a = 0; a < AXES; a++) /* the watchdog names a stuck call's communicator */
+    snprintf(m->axis[a]->name, sizeof m->axis[a]->name, "%s", mesh_axis[a]);
+  snprintf(m->dc->name, sizeof m->dc->name, "dp x cp");
   m->L = L;
   m->l0 = m->at[PP] * L;
   mesh_buffers(m, &r->c);

@@ -44,6 +44,9 @@ build_copy() {
 }
 
 # mutant ID LESSON_DIR FILE PERL_SUBSTITUTION DESCRIPTION -- ARGS...
+# At NP 2 and 4, or at the NPs of MUT_NPS (a bug that needs several axes).
+# Caught: CHECK FAILED and exit 1, or what MUT_WANT and MUT_RC say instead
+# (a bug that deadlocks: the watchdog's diagnosis, the job's exit code 3).
 mutant() {
   local id=$1 lesson=$2 file=$3 subst=$4 desc=$5 name rc
   shift 5
@@ -60,8 +63,8 @@ mutant() {
     return
   fi
   local before=$FAILED np
-  for np in 2 4; do
-    check "mutant $id np=$np: $desc" "$np" 1 'CHECK FAILED' -- "./$MUT_DIR/$id/$name" "$@"
+  for np in ${MUT_NPS:-2 4}; do
+    check "mutant $id np=$np: $desc" "$np" "${MUT_RC:-1}" "${MUT_WANT:-CHECK FAILED}" -- "./$MUT_DIR/$id/$name" "$@"
   done
   [ "$FAILED" = "$before" ] && MUT_CAUGHT=$((MUT_CAUGHT + 1))
 }
@@ -176,10 +179,39 @@ else
   mutant 11-ulysses 11_cp 11_cp/ulysses.c \
     's/position\(m, s, i\)\) \* W, m->recv/i) * W, m->recv/' \
     "Ulysses: received rows placed by their local index, not their position" -- --ulysses
+  # 12_mesh: bugs of composition, each on a mesh where its axis is real (the
+  # free axes fill tp, then cp: NP 2 --cp 2 is cp 2, NP 4 --cp 2 is cp 2 x tp 2)
+  mutant 12-dponly 12_mesh 12_mesh/mesh.c \
+    's/dt_all_reduce\(m->dc, m->g, m->g,/dt_all_reduce(m->axis[DP], m->g, m->g,/' \
+    "gradients averaged over dp only, not dp x cp" -- --cp 2
+  mutant 12-loss 12_mesh 12_mesh/mesh.c \
+    's/r->loss_ranks = \(double\)\(m->n\[DP\] \* m->n\[CP\]\)/r->loss_ranks = (double)m->n[DP]/' \
+    "the loss averaged over the data ranks, not dp x cp" -- --cp 2
+  mutant 12-tp-on-pp 12_mesh 12_mesh/mesh.c \
+    's/tp_sum\(m->axis\[TP\], &m->wire, p\.u,/tp_sum(m->axis[PP], \&m->wire, p.u,/' \
+    "the tp all-reduce after Wo on the pp communicator" -- --tp 2
+  # two that deadlock: the watchdog names the call and its communicator
+  hang12='^watchdog: rank [0-9]+ stuck for 5 s in sendrecv #[0-9]+ on the world communicator'
+  MUT_NPS="4 8" MUT_WANT=$hang12 MUT_RC=3 mutant 12-pp-world 12_mesh 12_mesh/mesh.c \
+    's/pp_exchange\(m->axis\[PP\],/pp_exchange(m->world,/' \
+    "a pipeline send to the next rank of the world, not the same (dp, cp, tp) on the next stage" \
+    -- --pp 2 --timeout 5
+  mutant 12-wo 12_mesh 12_mesh/mesh.c \
+    's/  tp_sum\(m->axis\[TP\], &m->wire, p\.u, \(size_t\)\(R \* D\)\);\n//' \
+    "Wo's output not summed over tp" -- --tp 2
+  MUT_NPS=8 MUT_WANT=$hang12 MUT_RC=3 mutant 12-ring-world 12_mesh 12_mesh/buffers.c \
+    's/cp_attn_init\(&m->cr, m->axis\[CP\],/cp_attn_init(\&m->cr, m->world,/' \
+    "the ring over the world, not the cp ranks (a pipeline's stages in one ring)" -- --cp 2 --timeout 5
+  MUT_NPS=4 mutant 12-ring-world4 12_mesh 12_mesh/buffers.c \
+    's/cp_attn_init\(&m->cr, m->axis\[CP\],/cp_attn_init(\&m->cr, m->world,/' \
+    "the ring over the world, not the cp ranks (tp ranks given other chunks)" -- --cp 2
+  mutant 12-overwrite 12_mesh 12_mesh/mesh.c \
+    's/(    \} else \{ \/\* the last stage starts from the loss[^\n]*\n)/$1      dt_zero(m->g, (size_t)(m->L * m->ld) * 4);\n/' \
+    "each microbatch's gradients overwrite the last's, not added to them" -- --micro 2
   echo "mutants: $MUT_CAUGHT caught of $MUT_TOTAL"
   if [ "$MUT_CAUGHT" = "$MUT_TOTAL" ]; then
-    pass "mutants: every planted bug ends CHECK FAILED at NP 2 and 4"
+    pass "mutants: every planted bug is caught: CHECK FAILED, or the watchdog naming a deadlock"
   else
-    fail "mutants: every planted bug ends CHECK FAILED at NP 2 and 4" "" "$MUT_CAUGHT caught of $MUT_TOTAL"
+    fail "mutants: every planted bug is caught: CHECK FAILED, or the watchdog naming a deadlock" "" "$MUT_CAUGHT caught of $MUT_TOTAL"
   fi
 fi

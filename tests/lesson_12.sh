@@ -1,0 +1,145 @@
+# Lesson 12_mesh: data x pipeline x context x tensor on one mesh, checked
+# against one process. Sourced by tests/run_tests.sh (check() comes from
+# tests/lib.sh).
+#
+# The default model: L=4 D=32 H=128, 4 heads, B=8 sequences of S=32 tokens.
+# On a mesh (dp, pp, cp, tp) with M microbatches (2 pp with a pipeline, else
+# 1): L/pp layers a stage, W = D/tp, Hs = H/tp, R = B/(dp M) x S/cp rows per
+# microbatch, n = 4DW + 2DHs floats of a layer per rank. Per rank per step:
+#   tp  4 (L/pp) M x 2(tp-1)/tp x R D x 4     (1,1,1,2): 524288  (2,2,2,2): 65536
+#   cp  (L/pp) M (3cp-2) x 2 R W x 4          (1,1,2,1): 524288  (2,2,2,2): 65536
+#   pp  stage 0: M x R D x 4                  (1,2,1,1): 32768   (2,2,2,2): 8192
+#   dc  2(G-1)/G x (L/pp) n x 4, G = dp cp    (2,1,1,1): 196608  (2,2,2,2): 73728
+D12=./12_mesh/mesh
+T12=$LOGS/12_mesh_files
+mkdir -p "$T12"
+PASS12='CHECK PASSED: per-step loss and final weights match single-process training'
+BYTES12="every rank's calls and bytes equal their formulas: yes"
+MEM12="every rank's memory equals its formulas: yes"
+REPL12='replicas: every dp x cp group.s [0-9]+ copies of its weights are bit-identical'
+# a row of the bytes table: axis, kind, calls per step and bytes per step (both beside equal formulas)
+row12() { echo "^    $1 +$2 +$3 +$3 +$4 +$4 "; }
+mesh12() { echo "^the mesh: dp $1 x pp $2 x cp $3 x tp $4 = $(($1 * $2 * $3 * $4)) ranks"; }
+
+# Every figure printed beside a formula equals it, in the log of test $1:
+# the bytes table (calls, bytes) and every row of the memory table.
+sides12() {
+  local log pairs
+  log=$(check_log "$1")
+  pairs=$(
+    sed -En 's/^    (tp|cp|pp|dp x cp) +[a-z_]+ \([^)]*\) +([0-9]+) +([0-9]+) +([0-9]+) +([0-9]+) .*/\2 \3\n\4 \5/p' "$log"
+    sed -En 's/^    (params|grads|optim|activ|comm|data) +([0-9]+) +([0-9]+)   .*/\2 \3/p' "$log"
+  )
+  pairs_equal "$1" "every call count, byte count and memory row equals its formula" 14 "$log" "$pairs"
+}
+
+# Each axis alone, then the combinations (the issue's list), NP 1 to 16
+check "12 np=1" 1 0 "$PASS12" "$BYTES12" "$MEM12" "$(mesh12 1 1 1 1)" \
+  "$(row12 tp 'all_reduce \(activ\)' 0 0)" "$(row12 'dp x cp' 'all_reduce \(grads\)' 0 0)" \
+  -- $D12 --steps 5
+sides12 "12 np=1"
+check "12 np=2 dp" 2 0 "$PASS12" "$BYTES12" "$MEM12" "$REPL12" "$(mesh12 2 1 1 1)" \
+  "$(row12 'dp x cp' 'all_reduce \(grads\)' 1 196608)" -- $D12 --steps 5 --dp 2
+check "12 np=2 pp" 2 0 "$PASS12" "$BYTES12" "$MEM12" "$(mesh12 1 2 1 1)" \
+  "$(row12 pp 'sendrecv \(activ\)' 5 32768)" \
+  'bubble over all steps: .* formula \(N-1\)/\(M\+N-1\) = 1/5 = 20\.0%' -- $D12 --steps 5 --pp 2
+check "12 np=2 cp" 2 0 "$PASS12" "$BYTES12" "$MEM12" "$REPL12" "$(mesh12 1 1 2 1)" \
+  "$(row12 cp 'sendrecv \(K\|V, dK\|dV\)' 16 524288)" \
+  "$(row12 'dp x cp' 'all_reduce \(grads\)' 1 196608)" -- $D12 --steps 5 --cp 2
+check "12 np=2 tp" 2 0 "$PASS12" "$BYTES12" "$MEM12" "$(mesh12 1 1 1 2)" \
+  "$(row12 tp 'all_reduce \(activ\)' 16 524288)" -- $D12 --steps 5 --tp 2
+sides12 "12 np=2 tp"
+check "12 np=4 dp pp" 4 0 "$PASS12" "$BYTES12" "$MEM12" "$REPL12" "$(mesh12 2 2 1 1)" \
+  -- $D12 --steps 5 --dp 2 --pp 2
+check "12 np=4 cp tp" 4 0 "$PASS12" "$BYTES12" "$MEM12" "$(mesh12 1 1 2 2)" -- $D12 --steps 5 \
+  --cp 2 --tp 2
+check "12 np=8 pp cp tp" 8 0 "$PASS12" "$BYTES12" "$MEM12" "$(mesh12 1 2 2 2)" -- $D12 --steps 5 \
+  --pp 2 --cp 2 --tp 2
+check "12 np=8 dp pp cp" 8 0 "$PASS12" "$BYTES12" "$MEM12" "$REPL12" "$(mesh12 2 2 2 1)" \
+  -- $D12 --steps 5 --dp 2 --pp 2 --cp 2
+check "12 np=16" 16 0 "$PASS12" "$BYTES12" "$MEM12" "$REPL12" "$(mesh12 2 2 2 2)" \
+  "$(row12 tp 'all_reduce \(activ\)' 32 65536)" "$(row12 cp 'sendrecv \(K\|V, dK\|dV\)' 32 65536)" \
+  "$(row12 pp 'sendrecv \(activ\)' 5 8192)" "$(row12 'dp x cp' 'all_reduce \(grads\)' 1 73728)" \
+  -- $D12 --steps 5
+sides12 "12 np=16"
+# zigzag, GPipe, ZeRO-1, SGD, an odd mesh; the defaults fill tp, cp, pp, dp
+check "12 np=2 cp zigzag" 2 0 "$PASS12" "$BYTES12" "$MEM12" -- $D12 --steps 5 --cp 2 --split zigzag
+check "12 np=16 zigzag gpipe" 16 0 "$PASS12" "$BYTES12" "$MEM12" "$REPL12" \
+  'bubble over all steps: .* = 1/5 = 20\.0%' -- $D12 --steps 5 --split zigzag --schedule gpipe
+check "12 np=4 zero 1" 4 0 "$PASS12" "$BYTES12" "$MEM12" "$REPL12" "$(mesh12 2 1 2 1)" \
+  "$(row12 'dp x cp' 'all_reduce \(grads\)' 4 294912)" \
+  "$(row12 'dp x cp' 'all_gather \(params\)' 4 147456)" -- $D12 --steps 5 --zero 1 --dp 2 --cp 2
+sides12 "12 np=4 zero 1"
+check "12 np=16 zero 1 sgd" 16 0 "$PASS12" "$BYTES12" "$MEM12" "fp32, sgd" -- $D12 --steps 10 \
+  --zero 1 --optimizer sgd
+check "12 np=8 sgd" 8 0 "$PASS12" "fp32, sgd" -- $D12 --steps 10 --optimizer sgd
+check "12 np=3 dp 3" 3 0 "$PASS12" "$BYTES12" "$MEM12" "$(mesh12 3 1 1 1)" -- $D12 --steps 5 \
+  --dp 3 --batch 6
+check "12 np=8 tp 4 micro 2" 8 0 "$PASS12" "$BYTES12" "$MEM12" "$(mesh12 1 2 1 4)" -- $D12 \
+  --steps 5 --tp 4 --pp 2 --micro 2 --schedule gpipe
+check "12 np=4 default" 4 0 "$PASS12" "$(mesh12 1 1 2 2)" \
+  '^  tensor   groups \(tp = 2\): \{0, 1\} \{2, 3\}$' '^  context  groups \(cp = 2\): \{0, 2\} \{1, 3\}$' \
+  '^  dp x cp  groups \(dp x cp = 2\): \{0, 2\} \{1, 3\}$' -- $D12 --steps 3
+check "12 np=8 default" 8 0 "$PASS12" "$(mesh12 1 2 2 2)" '^       5    0    1    0    1   ' \
+  -- $D12 --steps 3
+check "12 np=2 adamw 30 steps" 2 0 "$PASS12" "fp32, adamw" -- $D12 --cp 2
+loss12() { sed -n "s/^step  *$1\/30  loss \([0-9.]*\) .*/\1/p" "$(check_log "12 np=2 adamw 30 steps")"; }
+if awk -v a="$(loss12 1)" -v b="$(loss12 30)" 'BEGIN { exit !(a > 0 && b > 0 && b < a / 4) }'; then
+  pass "12: the default run's loss falls below a quarter ($(loss12 1) -> $(loss12 30))"
+else
+  fail "12: the default run's loss falls below a quarter" "" "$(loss12 1) -> $(loss12 30)"
+fi
+
+# --save: one file for the whole model, whatever the mesh, the names and metadata of 11
+check "12 np=8 save" 8 0 "$PASS12" "saved $T12/mesh.safetensors" \
+  -- $D12 --steps 3 --save "$T12/mesh.safetensors"
+head12=$(head -c 3000 "$T12/mesh.safetensors" 2>/dev/null | tr -d '\0')
+if echo "$head12" | grep -q '"layers.3.wq":{"dtype":"F32","shape":\[32,32\]' &&
+  echo "$head12" | grep -q '"layers.2.wo":{"dtype":"F32","shape":\[32,32\]' &&
+  echo "$head12" | grep -q '"layers.0.w1":{"dtype":"F32","shape":\[32,128\]' &&
+  echo "$head12" | grep -q '"seq":"32","heads":"4"'; then
+  pass "12 save: layers.{l}.wq/wk/wv/wo [D,D] and w1/w2, seq and heads in the metadata"
+else
+  fail "12 save: layers.{l}.wq/wk/wv/wo [D,D] and w1/w2, seq and heads in the metadata" "" \
+    "$(echo "$head12" | head -c 600)"
+fi
+check "12 np=1 save" 1 0 "$PASS12" -- $D12 --steps 3 --save "$T12/mesh1.safetensors"
+if cmp -s "$T12/mesh.safetensors" "$T12/mesh1.safetensors"; then
+  fail "12 save: the mesh's file and one process's differ (summed in another order)" "" "identical"
+else
+  pass "12 save: the mesh's file and one process's differ (summed in another order)"
+fi
+
+# Bad input: one clear message from rank 0, exit 2, never a hang.
+bad12() { # name np pattern -- args: check, then exactly one error line
+  local name=$1
+  check "$@"
+  if [ "$(grep -c '^error: ' "$(check_log "$name")")" = 1 ]; then
+    pass "$name: one message"
+  else
+    fail "$name: one message" "$(check_log "$name")"
+  fi
+}
+bad12 "12 product not N" 4 2 \
+  'error: --dp 2 --pp 1 --cp 1 --tp 1: a mesh of 2 ranks, but the job has 4: the axes. product must be N' \
+  -- $D12 --dp 2 --pp 1 --cp 1 --tp 1
+bad12 "12 axis not dividing N" 4 2 \
+  "error: --tp 3: 3 ranks along the axes given do not divide the job's 4 ranks" -- $D12 --tp 3
+bad12 "12 heads not divisible by tp" 2 2 \
+  'error: --heads 3: the heads do not split over --tp 2: .* choose --heads a multiple of 2' \
+  -- $D12 --tp 2 --heads 3 --dim 24
+bad12 "12 hidden not divisible by tp" 2 2 'error: --hidden 129 does not split over --tp 2' \
+  -- $D12 --tp 2 --hidden 129
+bad12 "12 layers not divisible by pp" 3 2 \
+  'error: --layers 4: the layers do not split into --pp 3 stages of equal length' -- $D12 --pp 3
+bad12 "12 seq not divisible by cp" 2 2 \
+  'error: --seq 31 does not split into 2 contiguous \(cp\) chunks of equal length' -- $D12 --cp 2 --seq 31
+bad12 "12 seq not divisible by 2cp" 2 2 \
+  'error: --seq 30 does not split into 4 zigzag \(2 cp\) chunks of equal length: choose a multiple of 4' \
+  -- $D12 --cp 2 --seq 30 --split zigzag
+bad12 "12 batch not divisible by dp M" 2 2 \
+  'error: --batch 8 does not split into dp x M = 1 x 3 microbatches of whole sequences' \
+  -- $D12 --pp 2 --micro 3
+bad12 "12 zero 2" 2 2 'error: --zero: 2 is out of range' -- $D12 --zero 2
+bad12 "12 unknown schedule" 2 2 "error: --schedule: 'interleaved' is not one of gpipe\|1f1b" \
+  -- $D12 --schedule interleaved
