@@ -5,7 +5,8 @@
 # AVX-512 machine than on an AVX2 one. OPENBLAS_CORETYPE forces a kernel, so
 # this suite runs the training lessons' checks under several of them (SSE3 up
 # to AVX-512), several seeds, NP 2 and 4, AdamW and SGD (11_cp in each of its
-# modes: ring contiguous and zigzag, Ulysses). Every run must end CHECK PASSED.
+# modes: ring contiguous and zigzag, Ulysses; 12_mesh on each mesh of its
+# list, NP 2 to 16). Every run must end CHECK PASSED.
 # A kernel this CPU cannot execute is skipped, and said so.
 # OpenBLAS's kernels by architecture (OPENBLAS_CORETYPE names), x86-64 or ARM64
 case $(uname -m) in
@@ -58,6 +59,17 @@ else
           done
         done
       done
+    done
+    # 12_mesh: each axis alone and the combinations, both splits, both
+    # schedules, ZeRO 0 and 1, both optimizers (NP, then flags)
+    [ -x 12_mesh/mesh ] && for spec in "2 --dp 2" "2 --pp 2 --schedule gpipe --optimizer sgd" \
+      "2 --cp 2 --split zigzag" "2 --tp 2 --optimizer sgd" "4 --dp 2 --pp 2 --zero 1" \
+      "4 --cp 2 --tp 2 --split zigzag --optimizer sgd" "8 --pp 2 --cp 2 --tp 2" \
+      "8 --dp 2 --pp 2 --cp 2 --zero 1 --schedule gpipe --optimizer sgd" "16" \
+      "16 --split zigzag --zero 1 --optimizer sgd"; do
+      # shellcheck disable=SC2086 # the spec's words are the NP and the flags
+      OPENBLAS_CORETYPE=$k check "kernel $k mesh np=$spec" "${spec%% *}" 0 'CHECK PASSED' -- \
+        ./12_mesh/mesh $(echo "$spec" | cut -s -d' ' -f2-)
     done
   done
   echo "kernel matrix: ran ${ran[*]:-none}; skipped: ${skipped[*]:-none}"
