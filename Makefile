@@ -299,6 +299,14 @@ bench-ep: all $(A2A_BENCH)
 bench-cp: all
 	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" bash bench/cp.sh
 
+# Lesson 12's bench (bench/mesh.sh): every mesh of 8 ranks on one model
+# (step time, bytes per axis, memory, bubble), then tensor parallelism inside
+# a node against across the link of emulated nodes. Writes bench/mesh.md,
+# bench/mesh.csv, bench/mesh_cluster.csv (and bench/mesh.png with gnuplot).
+.PHONY: bench-mesh
+bench-mesh: all
+	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" bash bench/mesh.sh
+
 # The elementwise work of a 05_dp step (tests/bench_elementwise.c) with common
 # built at each candidate OPT, three rounds interleaved: how OPT was chosen.
 BENCH_FLAGS ?= -O2 -g|-O3 -g|-O3 -funroll-loops -g
