@@ -67,10 +67,7 @@ static void place(mesh *m, dt_run *r, int seg, int64_t off, int64_t lg, int64_t 
 static void layout(mesh *m, dt_run *r) {
   int64_t lo = 0, hi, off, L = r->c.layers / m->n[PP];
   coordinates(m);
-  mesh_verify(m);
-  for (int a = 0; a < AXES; a++) /* the watchdog names a stuck call's communicator */
-    snprintf(m->axis[a]->name, sizeof m->axis[a]->name, "%s", mesh_axis[a]);
-  snprintf(m->dc->name, sizeof m->dc->name, "dp x cp");
+  mesh_verify(m); /* and names each communicator by its axis, for the watchdog */
   m->L = L;
   m->l0 = m->at[PP] * L;
   mesh_buffers(m, &r->c);

@@ -57,7 +57,8 @@ float *mesh_out(const mesh *m, float *slot);                 /* the stage's outp
  * mesh cannot split (heads, hidden units, layers, the
  * sequence, the batch): dt_fail says which; and every communicator holds
  * the ranks the coordinates say, in their order, or dt_fail names the first
- * group that does not, beside the right ones */
+ * group that does not, beside the right ones; then names each communicator
+ * by its axis ("tp", ..., "dp x cp"), as the watchdog reports a stuck call */
 void mesh_shape(mesh *m, const int64_t *want, int64_t N);
 void mesh_check(const mesh *m, const dt_train_config *c);
 void mesh_verify(const mesh *m);

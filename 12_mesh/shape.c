@@ -199,4 +199,7 @@ void mesh_verify(const mesh *m) {
   free(all);
   free(id);
   if (bad) dt_fail("the mesh's communicators are not its groups: %s", why);
+  for (int a = 0; a < AXES; a++) /* the watchdog names a stuck call's communicator */
+    snprintf(m->axis[a]->name, sizeof m->axis[a]->name, "%s", mesh_axis[a]);
+  snprintf(m->dc->name, sizeof m->dc->name, "dp x cp");
 }

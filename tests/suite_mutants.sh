@@ -46,7 +46,8 @@ build_copy() {
 # mutant ID LESSON_DIR FILE PERL_SUBSTITUTION DESCRIPTION -- ARGS...
 # At NP 2 and 4, or at the NPs of MUT_NPS (a bug that needs several axes).
 # Caught: CHECK FAILED and exit 1, or what MUT_WANT and MUT_RC say instead
-# (a bug that deadlocks: the watchdog's diagnosis, the job's exit code 3).
+# (a bug that deadlocks: the watchdog's diagnosis, the job's exit code 3);
+# MUT_ALSO: a line the output must hold besides, the hint the bug earns.
 mutant() {
   local id=$1 lesson=$2 file=$3 subst=$4 desc=$5 name rc
   shift 5
@@ -64,7 +65,8 @@ mutant() {
   fi
   local before=$FAILED np
   for np in ${MUT_NPS:-2 4}; do
-    check "mutant $id np=$np: $desc" "$np" "${MUT_RC:-1}" "${MUT_WANT:-CHECK FAILED}" -- "./$MUT_DIR/$id/$name" "$@"
+    check "mutant $id np=$np: $desc" "$np" "${MUT_RC:-1}" "${MUT_WANT:-CHECK FAILED}" \
+      ${MUT_ALSO:+"$MUT_ALSO"} -- "./$MUT_DIR/$id/$name" "$@"
   done
   [ "$FAILED" = "$before" ] && MUT_CAUGHT=$((MUT_CAUGHT + 1))
 }
@@ -181,13 +183,13 @@ else
     "Ulysses: received rows placed by their local index, not their position" -- --ulysses
   # 12_mesh: bugs of composition, each on a mesh where its axis is real (the
   # free axes fill tp, then cp: NP 2 --cp 2 is cp 2, NP 4 --cp 2 is cp 2 x tp 2)
-  mutant 12-dponly 12_mesh 12_mesh/mesh.c \
+  MUT_ALSO='copies of its weights DIFFER' mutant 12-dponly 12_mesh 12_mesh/mesh.c \
     's/dt_all_reduce\(m->dc, m->g, m->g,/dt_all_reduce(m->axis[DP], m->g, m->g,/' \
     "gradients averaged over dp only, not dp x cp" -- --cp 2
-  mutant 12-loss 12_mesh 12_mesh/mesh.c \
+  MUT_ALSO='the loss is off: 1\.00e\+00, bound' mutant 12-loss 12_mesh 12_mesh/mesh.c \
     's/r->loss_ranks = \(double\)\(m->n\[DP\] \* m->n\[CP\]\)/r->loss_ranks = (double)m->n[DP]/' \
     "the loss averaged over the data ranks, not dp x cp" -- --cp 2
-  mutant 12-tp-on-pp 12_mesh 12_mesh/mesh.c \
+  MUT_ALSO="every rank's calls and bytes equal their formulas: NO" mutant 12-tp-on-pp 12_mesh 12_mesh/mesh.c \
     's/tp_sum\(m->axis\[TP\], &m->wire, p\.u,/tp_sum(m->axis[PP], \&m->wire, p.u,/' \
     "the tp all-reduce after Wo on the pp communicator" -- --tp 2
   # two that deadlock: the watchdog names the call and its communicator
@@ -196,13 +198,13 @@ else
     's/pp_exchange\(m->axis\[PP\],/pp_exchange(m->world,/' \
     "a pipeline send to the next rank of the world, not the same (dp, cp, tp) on the next stage" \
     -- --pp 2 --timeout 5
-  mutant 12-wo 12_mesh 12_mesh/mesh.c \
+  MUT_ALSO="every rank's calls and bytes equal their formulas: NO" mutant 12-wo 12_mesh 12_mesh/mesh.c \
     's/  tp_sum\(m->axis\[TP\], &m->wire, p\.u, \(size_t\)\(R \* D\)\);\n//' \
     "Wo's output not summed over tp" -- --tp 2
   MUT_NPS=8 MUT_WANT=$hang12 MUT_RC=3 mutant 12-ring-world 12_mesh 12_mesh/buffers.c \
     's/cp_attn_init\(&m->cr, m->axis\[CP\],/cp_attn_init(\&m->cr, m->world,/' \
     "the ring over the world, not the cp ranks (a pipeline's stages in one ring)" -- --cp 2 --timeout 5
-  MUT_NPS=4 mutant 12-ring-world4 12_mesh 12_mesh/buffers.c \
+  MUT_NPS=4 MUT_ALSO="every rank's calls and bytes equal their formulas: NO" mutant 12-ring-world4 12_mesh 12_mesh/buffers.c \
     's/cp_attn_init\(&m->cr, m->axis\[CP\],/cp_attn_init(\&m->cr, m->world,/' \
     "the ring over the world, not the cp ranks (tp ranks given other chunks)" -- --cp 2
   mutant 12-overwrite 12_mesh 12_mesh/mesh.c \
