@@ -79,37 +79,15 @@ check "11 np=3 seq 48" 3 0 "$PASS11" "$WORK11" "$BYTES11" -- $D11 --steps 5 --se
 check "11 np=4 seq 256 zigzag" 4 0 "$PASS11" "$WORK11" "$BYTES11" -- $D11 --steps 3 --seq 256 \
   --split zigzag --layers 1
 # The loss falls visibly in the default run: the last below a quarter of the first
-loss11() { sed -n "s/^step  *$1\/30  loss \([0-9.]*\) .*/\1/p" "$(check_log "11 np=2 adamw 30 steps")"; }
-if awk -v a="$(loss11 1)" -v b="$(loss11 30)" 'BEGIN { exit !(a > 0 && b > 0 && b < a / 4) }'; then
-  pass "11: the default run's loss falls below a quarter ($(loss11 1) -> $(loss11 30))"
-else
-  fail "11: the default run's loss falls below a quarter" "" "$(loss11 1) -> $(loss11 30)"
-fi
+loss_falls 11 "11 np=2 adamw 30 steps" 30
 
 # --save: every tensor under its name, the shapes of the model
 check "11 np=2 save" 2 0 "$PASS11" "saved $T11/cp.safetensors" \
   -- $D11 --steps 3 --save "$T11/cp.safetensors"
-head11=$(head -c 2000 "$T11/cp.safetensors" 2>/dev/null | tr -d '\0')
-if echo "$head11" | grep -q '"layers.1.wq":{"dtype":"F32","shape":\[32,32\]' &&
-  echo "$head11" | grep -q '"layers.1.wo":{"dtype":"F32","shape":\[32,32\]' &&
-  echo "$head11" | grep -q '"layers.0.w1":{"dtype":"F32","shape":\[32,128\]' &&
-  echo "$head11" | grep -q '"seq":"64","heads":"4"'; then
-  pass "11 save: layers.{l}.wq/wk/wv/wo [D,D] and w1/w2, seq and heads in the metadata"
-else
-  fail "11 save: layers.{l}.wq/wk/wv/wo [D,D] and w1/w2, seq and heads in the metadata" "" \
-    "$(echo "$head11" | head -c 600)"
-fi
+transformer_saved 11 "$T11/cp.safetensors" 64 4 1 1
 
 # Bad input: one clear message from rank 0, exit 2, never a hang.
-bad11() { # name np pattern -- args: check, then exactly one error line
-  local name=$1
-  check "$@"
-  if [ "$(grep -c '^error: ' "$(check_log "$name")")" = 1 ]; then
-    pass "$name: one message"
-  else
-    fail "$name: one message" "$(check_log "$name")"
-  fi
-}
+bad11() { check_one_error "$@"; }
 bad11 "11 seq not divisible by N" 2 2 \
   'error: --seq 63 does not split into 2 contiguous \(N\) chunks of equal length: choose a multiple of 2' \
   -- $D11 --seq 63

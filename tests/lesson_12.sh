@@ -83,26 +83,12 @@ check "12 np=4 default" 4 0 "$PASS12" "$(mesh12 1 1 2 2)" \
 check "12 np=8 default" 8 0 "$PASS12" "$(mesh12 1 2 2 2)" '^       5    0    1    0    1   ' \
   -- $D12 --steps 3
 check "12 np=2 adamw 30 steps" 2 0 "$PASS12" "fp32, adamw" -- $D12 --cp 2
-loss12() { sed -n "s/^step  *$1\/30  loss \([0-9.]*\) .*/\1/p" "$(check_log "12 np=2 adamw 30 steps")"; }
-if awk -v a="$(loss12 1)" -v b="$(loss12 30)" 'BEGIN { exit !(a > 0 && b > 0 && b < a / 4) }'; then
-  pass "12: the default run's loss falls below a quarter ($(loss12 1) -> $(loss12 30))"
-else
-  fail "12: the default run's loss falls below a quarter" "" "$(loss12 1) -> $(loss12 30)"
-fi
+loss_falls 12 "12 np=2 adamw 30 steps" 30
 
 # --save: one file for the whole model, whatever the mesh, the names and metadata of 11
 check "12 np=8 save" 8 0 "$PASS12" "saved $T12/mesh.safetensors" \
   -- $D12 --steps 3 --save "$T12/mesh.safetensors"
-head12=$(head -c 3000 "$T12/mesh.safetensors" 2>/dev/null | tr -d '\0')
-if echo "$head12" | grep -q '"layers.3.wq":{"dtype":"F32","shape":\[32,32\]' &&
-  echo "$head12" | grep -q '"layers.2.wo":{"dtype":"F32","shape":\[32,32\]' &&
-  echo "$head12" | grep -q '"layers.0.w1":{"dtype":"F32","shape":\[32,128\]' &&
-  echo "$head12" | grep -q '"seq":"32","heads":"4"'; then
-  pass "12 save: layers.{l}.wq/wk/wv/wo [D,D] and w1/w2, seq and heads in the metadata"
-else
-  fail "12 save: layers.{l}.wq/wk/wv/wo [D,D] and w1/w2, seq and heads in the metadata" "" \
-    "$(echo "$head12" | head -c 600)"
-fi
+transformer_saved 12 "$T12/mesh.safetensors" 32 4 3 2
 check "12 np=1 save" 1 0 "$PASS12" -- $D12 --steps 3 --save "$T12/mesh1.safetensors"
 if cmp -s "$T12/mesh.safetensors" "$T12/mesh1.safetensors"; then
   fail "12 save: the mesh's file and one process's differ (summed in another order)" "" "identical"
@@ -111,35 +97,26 @@ else
 fi
 
 # Bad input: one clear message from rank 0, exit 2, never a hang.
-bad12() { # name np pattern -- args: check, then exactly one error line
-  local name=$1
-  check "$@"
-  if [ "$(grep -c '^error: ' "$(check_log "$name")")" = 1 ]; then
-    pass "$name: one message"
-  else
-    fail "$name: one message" "$(check_log "$name")"
-  fi
-}
-bad12 "12 product not N" 4 2 \
+check_one_error "12 product not N" 4 2 \
   'error: --dp 2 --pp 1 --cp 1 --tp 1: a mesh of 2 ranks, but the job has 4: the axes. product must be N' \
   -- $D12 --dp 2 --pp 1 --cp 1 --tp 1
-bad12 "12 axis not dividing N" 4 2 \
+check_one_error "12 axis not dividing N" 4 2 \
   "error: --tp 3: 3 ranks along the axes given do not divide the job's 4 ranks" -- $D12 --tp 3
-bad12 "12 heads not divisible by tp" 2 2 \
+check_one_error "12 heads not divisible by tp" 2 2 \
   'error: --heads 3: the heads do not split over --tp 2: .* choose --heads a multiple of 2' \
   -- $D12 --tp 2 --heads 3 --dim 24
-bad12 "12 hidden not divisible by tp" 2 2 'error: --hidden 129 does not split over --tp 2' \
+check_one_error "12 hidden not divisible by tp" 2 2 'error: --hidden 129 does not split over --tp 2' \
   -- $D12 --tp 2 --hidden 129
-bad12 "12 layers not divisible by pp" 3 2 \
+check_one_error "12 layers not divisible by pp" 3 2 \
   'error: --layers 4: the layers do not split into --pp 3 stages of equal length' -- $D12 --pp 3
-bad12 "12 seq not divisible by cp" 2 2 \
+check_one_error "12 seq not divisible by cp" 2 2 \
   'error: --seq 31 does not split into 2 contiguous \(cp\) chunks of equal length' -- $D12 --cp 2 --seq 31
-bad12 "12 seq not divisible by 2cp" 2 2 \
+check_one_error "12 seq not divisible by 2cp" 2 2 \
   'error: --seq 30 does not split into 4 zigzag \(2 cp\) chunks of equal length: choose a multiple of 4' \
   -- $D12 --cp 2 --seq 30 --split zigzag
-bad12 "12 batch not divisible by dp M" 2 2 \
+check_one_error "12 batch not divisible by dp M" 2 2 \
   'error: --batch 8 does not split into dp x M = 1 x 3 microbatches of whole sequences' \
   -- $D12 --pp 2 --micro 3
-bad12 "12 zero 2" 2 2 'error: --zero: 2 is out of range' -- $D12 --zero 2
-bad12 "12 unknown schedule" 2 2 "error: --schedule: 'interleaved' is not one of gpipe\|1f1b" \
+check_one_error "12 zero 2" 2 2 'error: --zero: 2 is out of range' -- $D12 --zero 2
+check_one_error "12 unknown schedule" 2 2 "error: --schedule: 'interleaved' is not one of gpipe\|1f1b" \
   -- $D12 --schedule interleaved

@@ -109,6 +109,48 @@ pairs_equal() {
   fi
 }
 
+# check_one_error NAME NP WANT PATTERN... -- CMD: check(), then exactly one
+# "error: " line in the output (bad input: one message, from rank 0)
+check_one_error() {
+  local name=$1
+  check "$@"
+  if [ "$(grep -c '^error: ' "$(check_log "$name")")" = 1 ]; then
+    pass "$name: one message"
+  else
+    fail "$name: one message" "$(check_log "$name")"
+  fi
+}
+
+# loss_falls LABEL TEST STEPS: in test TEST's log (a run of STEPS steps) the
+# last step's loss is below a quarter of the first's
+loss_falls() {
+  local log a b
+  log=$(check_log "$2")
+  a=$(sed -n "s/^step  *1\/$3  loss \([0-9.]*\) .*/\1/p" "$log")
+  b=$(sed -n "s/^step  *$3\/$3  loss \([0-9.]*\) .*/\1/p" "$log")
+  if awk -v a="$a" -v b="$b" 'BEGIN { exit !(a > 0 && b > 0 && b < a / 4) }'; then
+    pass "$1: the default run's loss falls below a quarter ($a -> $b)"
+  else
+    fail "$1: the default run's loss falls below a quarter" "$log" "$a -> $b"
+  fi
+}
+
+# transformer_saved LABEL FILE SEQ HEADS WQ WO: the safetensors header of the
+# transformer (D 32, H 128) names layers.{l}.wq/wo [D,D] and w1 [D,H], with
+# seq and heads in the metadata (WQ, WO: a layer to look for each in)
+transformer_saved() {
+  local head what="layers.{l}.wq/wk/wv/wo [D,D] and w1/w2, seq and heads in the metadata"
+  head=$(head -c 3000 "$2" 2>/dev/null | tr -d '\0')
+  if echo "$head" | grep -q "\"layers.$5.wq\":{\"dtype\":\"F32\",\"shape\":\[32,32\]" &&
+    echo "$head" | grep -q "\"layers.$6.wo\":{\"dtype\":\"F32\",\"shape\":\[32,32\]" &&
+    echo "$head" | grep -q '"layers.0.w1":{"dtype":"F32","shape":\[32,128\]' &&
+    echo "$head" | grep -q "\"seq\":\"$3\",\"heads\":\"$4\""; then
+    pass "$1 save: $what"
+  else
+    fail "$1 save: $what" "" "$(echo "$head" | head -c 600)"
+  fi
+}
+
 check() {
   local name=$1 np=$2 want=$3; shift 3
   local patterns=()

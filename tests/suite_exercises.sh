@@ -225,29 +225,27 @@ fi
 # 12: a color that mixes in the axis's neighbour, a key that reverses a
 # group, a color that includes the axis itself: each named beside the right
 # groups, with its own hint
-ex_plant 12_mesh mesh.c 's/color = b == a ? color : color \* m->n\[b\] + m->at\[b\];/color = b == a || (a == TP \&\& b == CP) ? color : color * m->n[b] + m->at[b];/' mesh-mix
-if [ -n "$ex_dir" ]; then
-  log=$LOGS/exercise-feedback-12-mix.log
-  ex_run 12 "$ex_dir" 12 "$log" CHECK_NP=8
-  ex_expect "check-12, tp's color without cp: the group named beside the right ones, the mixing hint" "$log" \
-    'rank 0 is in tensor group \{0, 1, 2, 3\}; with tp = 2 the tensor groups are \{0, 1\} and \{2, 3\}: the split.s color mixes tp with cp' \
-    'hint: a group holds ranks of other groups'
-fi
-ex_plant 12_mesh mesh.c 's/m->axis\[a\] = dt_comm_split(m->world, (int)color, (int)m->at\[a\]);/m->axis[a] = dt_comm_split(m->world, (int)color, -(int)m->at[a]);/' mesh-key
-if [ -n "$ex_dir" ]; then
-  log=$LOGS/exercise-feedback-12-key.log
-  ex_run 12 "$ex_dir" 12 "$log" CHECK_NP=2
-  ex_expect "check-12, a key that reverses the groups: the rank's place named, the key hint" "$log" \
-    'rank 0 is rank 1 of its tensor group \{0, 1\}; it should be rank 0' 'hint: the groups are right but their order is not'
-fi
-ex_plant 12_mesh mesh.c 's/color = b == a ? color : color \* m->n\[b\] + m->at\[b\];/color = color * m->n[b] + m->at[b];/' mesh-self
-if [ -n "$ex_dir" ]; then
-  log=$LOGS/exercise-feedback-12-self.log
-  ex_run 12 "$ex_dir" 12 "$log" CHECK_NP=2
-  ex_expect "check-12, a color of all four coordinates: the group cut apart, its hint" "$log" \
-    'rank 0 is in tensor group \{0\}; with tp = 2 the tensor groups of its ranks are \{0, 1\}: the split.s color keeps apart' \
-    'hint: a group was cut in pieces'
-fi
+# ex_case LABEL N FILE SED NP NAME ERE...: plant SED in lesson N's FILE, check at NP, expect each ERE
+ex_case() {
+  local label=$1 n=$2 file=$3 sed=$4 np=$5 name=$6 d
+  shift 6
+  d=$(ls -d "$(printf '%02d' "$n")"_*/)
+  ex_plant "${d%/}" "$file" "$sed" "$label"
+  [ -n "$ex_dir" ] || return
+  ex_run "$n" "$ex_dir" "$n" "$LOGS/exercise-feedback-$label.log" CHECK_NP="$np"
+  ex_expect "$name" "$LOGS/exercise-feedback-$label.log" "$@"
+}
+ex_case 12-mix 12 mesh.c 's/color = b == a ? color : color \* m->n\[b\] + m->at\[b\];/color = b == a || (a == TP \&\& b == CP) ? color : color * m->n[b] + m->at[b];/' 8 \
+  "check-12, tp's color without cp: the group named beside the right ones, the mixing hint" \
+  'rank 0 is in tensor group \{0, 1, 2, 3\}; with tp = 2 the tensor groups are \{0, 1\} and \{2, 3\}: the split.s color mixes tp with cp' \
+  'hint: a group holds ranks of other groups'
+ex_case 12-key 12 mesh.c 's/m->axis\[a\] = dt_comm_split(m->world, (int)color, (int)m->at\[a\]);/m->axis[a] = dt_comm_split(m->world, (int)color, -(int)m->at[a]);/' 2 \
+  "check-12, a key that reverses the groups: the rank's place named, the key hint" \
+  'rank 0 is rank 1 of its tensor group \{0, 1\}; it should be rank 0' 'hint: the groups are right but their order is not'
+ex_case 12-self 12 mesh.c 's/color = b == a ? color : color \* m->n\[b\] + m->at\[b\];/color = color * m->n[b] + m->at[b];/' 2 \
+  "check-12, a color of all four coordinates: the group cut apart, its hint" \
+  'rank 0 is in tensor group \{0\}; with tp = 2 the tensor groups of its ranks are \{0, 1\}: the split.s color keeps apart' \
+  'hint: a group was cut in pieces'
 
 # 01: a recv from the wrong peer against nobody sending first (the latter:
 # the deadlock test above)
