@@ -218,6 +218,10 @@ int main(int argc, char **argv) {
   model m = {0};
   dt_option options[] = {
       DT_TRAIN_OPTIONS(&run.c),
+      DT_REFUSED("--load --ckpt --save-every --resume --dump-data",
+                 "the transformer's sequences are not read back or dumped yet (--save writes one)"),
+      DT_REFUSED("--precision=bf16 --precision=fp16 --loss-scale --growth-interval",
+                 "the transformer trains in fp32 only for now"),
       DT_INT("--seq", &run.c.seq, 1, 1 << 20, "tokens S per sequence (--batch counts sequences)"),
       DT_INT("--heads", &run.c.heads, 1, 4096, "attention heads A (dividing D)"),
       DT_STRING("--split", &split, "contiguous|zigzag",
