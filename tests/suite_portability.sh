@@ -1,5 +1,5 @@
 # Portability (sourced by run_tests.sh): what macOS and ARM64 Linux need that
-# this x86-64 Linux machine can check without them (README, "Platforms").
+# this x86-64 Linux machine can check without them (docs/platforms.md).
 #  - the scripts that make tour, make test and make check-N run use nothing
 #    bash 3.2 (macOS's bash) or BSD tools lack (tests/portability.sh), and the
 #    check is shown to report each construct of tests/portability_planted.txt;
