@@ -118,3 +118,29 @@ else
   check "portability: the musl check fails on glibc's mallopt" 0 1 "glibc_only.c:.*mallopt" -- \
     bash -c "$(declare -f pt_musl); PT=$PT pt_mpi='$pt_mpi'; pt_musl \"\$@\"" _ "$PT/glibc_only.c"
 fi
+
+# --- a Windows checkout (core.autocrlf=true, Git for Windows' default), used from WSL2 ---
+# .gitattributes keeps the text LF: a clone made so (of the committed HEAD,
+# not of uncommitted changes) has no CR in a tracked text file, every script
+# parses, and lesson 01 builds and passes its check there through tests/tour.sh.
+# Then, to show the check can fail: tests/lib.sh checked out again in that
+# clone without .gitattributes gets CRs, and bash -n stops on it.
+if ! git rev-parse --verify -q HEAD >/dev/null 2>&1; then
+  echo "SKIP portability: CRLF clone (this tree is not a git checkout with a commit)"
+else
+  pt_crlf=$PT/crlf
+  rm -rf "$pt_crlf"
+  check "portability: git -c core.autocrlf=true clone of HEAD" 0 0 -- \
+    git -c core.autocrlf=true clone -q --no-local "$PWD" "$pt_crlf"
+  check "portability: the CRLF-configured clone has no CR in any tracked text file" 0 0 '^crlf files: 0$' -- \
+    bash -c 'cd "$1" && n=$(git -c core.autocrlf=true ls-files --eol | awk "\$2 ~ /crlf|mixed/" | tee /dev/stderr | wc -l) && echo "crlf files: $((n))"' _ "$pt_crlf"
+  check "portability: every script of the CRLF-configured clone parses (bash -n)" 0 0 '^parsed [0-9]+ scripts$' -- \
+    bash -c 'cd "$1" && n=0 && for f in tests/*.sh tools/*.sh tools/gpu-node/*.sh bench/*.sh .ci/run; do bash -n "$f" || exit 1; n=$((n + 1)); done && echo "parsed $n scripts"' _ "$pt_crlf"
+  TEST_TIMEOUT=300 check "portability: in the CRLF-configured clone lesson 01 builds and passes through tests/tour.sh" 0 0 \
+    '^01_send_recv +.* PASSED ' -- bash -c 'cd "$1" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s BACKEND=cpu lesson-1 >/dev/null &&
+      NP=2 MPIRUN_FLAGS="$([ "$(id -u)" = 0 ] && echo --allow-run-as-root)" bash tests/tour.sh 01_send_recv/send_recv' _ "$pt_crlf"
+  check "portability: without .gitattributes the same checkout has CRs, and bash -n fails" 0 0 'syntax error' -- \
+    bash -c 'cd "$1" && rm .gitattributes tests/lib.sh && git -c core.autocrlf=true checkout -- tests/lib.sh &&
+      ! bash -n tests/lib.sh' _ "$pt_crlf"
+  rm -rf "$pt_crlf"
+fi
