@@ -140,7 +140,7 @@ else
     '^01_send_recv +.* PASSED ' -- bash -c 'cd "$1" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s BACKEND=cpu lesson-1 >/dev/null &&
       NP=2 MPIRUN_FLAGS="$([ "$(id -u)" = 0 ] && echo --allow-run-as-root)" bash tests/tour.sh 01_send_recv/send_recv' _ "$pt_crlf"
   check "portability: without .gitattributes the same checkout has CRs, and bash -n fails" 0 0 'syntax error' -- \
-    bash -c 'cd "$1" && rm .gitattributes tests/lib.sh && git -c core.autocrlf=true checkout -- tests/lib.sh &&
+    bash -c 'cd "$1" && git rm -q .gitattributes && rm tests/lib.sh && git -c core.autocrlf=true checkout -- tests/lib.sh &&
       ! bash -n tests/lib.sh' _ "$pt_crlf"
   rm -rf "$pt_crlf"
 fi
