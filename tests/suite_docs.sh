@@ -37,8 +37,8 @@ else fail "docs: README's tour summary has a row for every lesson folder" "" "mi
 
 # counted words go stale with the next lesson ("nine small programs", "all ten lessons")
 docs_counted='\b(three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen) (small )?(programs|lessons)\b'
-check "docs: no lesson count spelled out in words (README, docs/)" 0 1 -- \
-  grep -niwE "$docs_counted" README.md docs/*.md
+check "docs: no lesson count spelled out in words (README, docs/, TEACHING, CHECKING, the maps and lessons)" 0 1 -- \
+  grep -niwE "$docs_counted" README.md docs/*.md TEACHING.md CHECKING.md common/*/README.md [0-9][0-9]_*/README.md
 docs_lines=$(($(wc -l <README.md)))
 if [ "$docs_lines" -le 300 ]; then pass "docs: README.md is a landing page: $docs_lines lines (at most 300)"
 else fail "docs: README.md is a landing page (at most 300 lines)" "" "$docs_lines lines: move a section into docs/"; fi
