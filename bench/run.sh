@@ -14,7 +14,9 @@
 #   6. context parallelism (bench/cp.sh): lesson 11's ring (both splits) and
 #      Ulysses at S 1k-16k, NP 2 and 4; at NP=1 attention beside PyTorch's.
 # Writes bench/results.md, bench/*.csv and, when gnuplot is installed,
-# bench/*.png; raw logs and plot data stay in bench/out/ (not tracked).
+# bench/*.png (without it, the committed plots are kept, and results.md says
+# they are from an earlier run); raw logs and plot data stay in bench/out/
+# (not tracked).
 # Every mpirun runs under a timeout; any missing line or failed run stops the
 # suite with the log's name, and leaves the previous results in place.
 #
@@ -23,7 +25,8 @@
 # BENCH_STEPS, BENCH_BATCH (strong scaling's global batch), BENCH_RANK_BATCH
 # (weak scaling's batch per rank), BENCH_REPEAT (runs of each training
 # config; the fastest is kept), BENCH_MAX_BYTES (largest collective), A2A_BIN
-# (tests/bench_all_to_all.c's binary, for bench/ep.sh).
+# (tests/bench_all_to_all.c's binary, for bench/ep.sh), GNUPLOT (the plotter,
+# default gnuplot; GNUPLOT=none runs as where it is not installed).
 set -euo pipefail
 shopt -s inherit_errexit # a failed $(grab ...) inside a function stops the suite too
 cd "$(dirname "$0")/.."
@@ -264,8 +267,8 @@ done
 # ---- 3. memory by strategy ---------------------------------------------------------
 # AdamW so that the optimizer state shows. Peaks do not depend on timing, so a
 # few steps suffice; --no-check because AdamW can turn a rounding difference
-# at a ReLU kink into a weight difference of up to lr (README, "When things go
-# wrong"), which says nothing about memory.
+# at a ReLU kink into a weight difference of up to lr (docs/failures.md, "AdamW
+# runs are further from one process"), which says nothing about memory.
 MEM=$NEW/memory.csv
 echo "strategy,lesson,np,layers,dim,hidden,batch,optimizer,params_B,grads_B,optim_B,activ_B,peak_sum_B" >"$MEM"
 say "memory: NP=$MEM_NP, AdamW, B=$BATCH"
@@ -382,7 +385,9 @@ git diff --quiet HEAD -- 2>/dev/null || commit="$commit (with uncommitted change
 
 # ---- plots --------------------------------------------------------------------------
 PLOTS=()
-if command -v gnuplot >/dev/null 2>&1; then
+OLD_PLOTS=""
+GNUPLOT=${GNUPLOT:-gnuplot}
+if command -v "$GNUPLOT" >/dev/null 2>&1; then
   mkdir -p "$OUT/plot"
   awk -F, -v d="$OUT/plot" 'NR > 1 { f = d "/bw_" $1 "_" $2 ".dat"; print $4, $7 > f }' "$COLL"
   awk -F, -v d="$OUT/plot" 'NR > 1 && $4 ~ /strong/ { print $3, $11 > (d "/strong_" $1 ".dat") }
@@ -440,14 +445,15 @@ set xlabel "strategy"
 set ylabel "MiB per rank"
 plot d."/memory.dat" u 2:xtic(1) t "params", "" u 3 t "grads", "" u 4 t "optim (AdamW m, v)", "" u 5 t "activations"
 EOF
-  if gnuplot "$OUT/plots.gp" 2>"$OUT/gnuplot.log"; then
+  if "$GNUPLOT" "$OUT/plots.gp" 2>"$OUT/gnuplot.log"; then
     PLOTS=(bandwidth.png step_time.png memory.png)
     say "plots: ${PLOTS[*]}"
   else
     die "gnuplot failed; see $OUT/gnuplot.log"
   fi
 else
-  say "gnuplot is not installed: plots skipped, and the old bench/*.png removed since they no longer match (apt-get install gnuplot-nox, then make bench again)"
+  OLD_PLOTS=$(cd bench && ls *.png 2>/dev/null | tr "\n" " " || true)
+  say "gnuplot is not installed: plots not remade; ${OLD_PLOTS:-no earlier plots} kept as they are, from an earlier run (make setup or apt-get install gnuplot-nox, then make bench again)"
 fi
 
 # ---- results.md -----------------------------------------------------------------------
@@ -561,7 +567,7 @@ hb() { awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%g MiB", b / 1048576; el
   echo "Peak bytes per rank by kind as each lesson's memory table measures them (dt_alloc's"
   echo "accounting), in MiB; for pp each kind's largest stage. These runs are 3 steps with"
   echo "\`--no-check\` and give no timings: with AdamW a rounding difference at a ReLU kink can fail"
-  echo "the strict weight comparison (README, \"When things go wrong\"); memory does not depend on it."
+  echo "the strict weight comparison (docs/failures.md, \"AdamW runs are further from one process\"); memory does not depend on it."
   echo
   echo "| strategy | params | grads | optim | activations | sum |"
   echo "|---|--:|--:|--:|--:|--:|"
@@ -572,8 +578,10 @@ hb() { awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%g MiB", b / 1048576; el
     echo
     for p in "${PLOTS[@]}"; do echo "![${p%.png}]($p)"; echo; done
   else
-    echo "Plots: skipped, gnuplot is not installed (\`apt-get install gnuplot-nox\`, then \`make bench\`)."
+    echo "Plots: not remade, gnuplot is not installed (\`make setup\` or \`apt-get install gnuplot-nox\`, then"
+    echo "\`make bench\`).${OLD_PLOTS:+ These are from an earlier run, not from the numbers above:}"
     echo
+    for p in ${OLD_PLOTS:-}; do echo "![${p%.png} (an earlier run)]($p)"; echo; done
   fi
   cat "$SIDE" # section 4: PyTorch side by side, the GEMM floor
   echo "<!-- bench/ep.sh -->" # section 5; make bench-ep replaces what lies between the markers
@@ -596,7 +604,8 @@ hb() { awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%g MiB", b / 1048576; el
 } >"$MD"
 
 # ---- publish ----------------------------------------------------------------------------
-rm -f bench/*.png
+# new plots replace all the old ones; without gnuplot the old ones stay
+if [ ${#PLOTS[@]} -gt 0 ]; then rm -f bench/*.png; fi
 mv "$NEW"/* bench/
 rmdir "$NEW"
 say "wrote bench/results.md bench/ep.md bench/collectives.csv bench/training.csv bench/memory.csv bench/all_to_all.csv bench/ep_step.csv${PLOTS:+ and ${#PLOTS[@]} plots} in $(elapsed "$T_START") s"

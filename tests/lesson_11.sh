@@ -103,7 +103,7 @@ bad11 "11 unknown split" 2 2 "error: --split: 'diagonal' is not one of contiguou
   -- $D11 --split diagonal
 bad11 "11 seq zero" 2 2 'error: --seq: 0 is out of range' -- $D11 --seq 0
 bad11 "11 heads zero" 2 2 'error: --heads: 0 is out of range' -- $D11 --heads 0
-bad11 "11 load refused" 2 2 'error: --load, --ckpt and --dump-data do not handle the transformer' \
+bad11 "11 load refused" 2 2 "error: --load: 11_cp does not take it: the transformer's sequences are not read back" \
   -- $D11 --load "$T11/cp.safetensors"
-bad11 "11 bf16 refused" 2 2 'error: --precision bf16: the transformer trains in fp32 only' \
+bad11 "11 bf16 refused" 2 2 'error: --precision bf16: 11_cp does not take it: the transformer trains in fp32 only' \
   -- $D11 --precision bf16

@@ -1,5 +1,5 @@
 # Portability (sourced by run_tests.sh): what macOS and ARM64 Linux need that
-# this x86-64 Linux machine can check without them (README, "Platforms").
+# this x86-64 Linux machine can check without them (docs/platforms.md).
 #  - the scripts that make tour, make test and make check-N run use nothing
 #    bash 3.2 (macOS's bash) or BSD tools lack (tests/portability.sh), and the
 #    check is shown to report each construct of tests/portability_planted.txt;
@@ -71,4 +71,76 @@ else
     done 2>"$out/clang.log"
     cat "$out/clang.log"
     echo "built $n sources, $(grep -c "warning:" "$out/clang.log") warnings"' _ "$PT" $pt_mpi
+fi
+
+# --- every C source against musl (Alpine, container images): C11 + POSIX, no glibc ---
+# musl-gcc puts musl's headers in place of glibc's (-nostdinc), so the MPI and
+# BLAS headers must come by their own folders: MPI's (mpicc --showme) hold no
+# libc header and are named as they are; cblas.h sits in the multiarch folder
+# beside glibc's own sys/ and bits/, so only it and the headers it includes
+# by quotes are linked into a folder of their own. The cpu backend's sources
+# (the cuda ones need the CUDA headers, which are glibc's).
+if ! command -v musl-gcc >/dev/null 2>&1; then
+  if [ "${CI:-}" = true ]; then # CI installs it (.ci/run): a skip there would hide a glibc-only call
+    fail "portability: musl-gcc is installed in CI" "" "apt-get install musl-tools (.ci/run) did not provide it"
+  else
+    echo "SKIP portability: musl build (musl-gcc not found; apt-get install musl-tools: .ci/run does)"
+  fi
+elif [ "${BACKEND:-cpu}" != cpu ]; then
+  echo "SKIP portability: musl build (the cpu backend's sources; this run: ${BACKEND})"
+else
+  pt_cblas=$(echo '#include <cblas.h>' | cc ${BLAS_CFLAGS:-} -E -x c - 2>/dev/null |
+    sed -n 's/^# [0-9]* "\(.*\/cblas\.h\)".*/\1/p' | head -n 1)
+  mkdir -p "$PT/musl-include"
+  if [ -n "$pt_cblas" ]; then
+    ln -sf "$pt_cblas" "$PT/musl-include/cblas.h"
+    for h in $(sed -n 's/^#include "\(.*\)"/\1/p' "$pt_cblas"); do ln -sf "$(dirname "$pt_cblas")/$h" "$PT/musl-include/$h"; done
+  fi
+  pt_musl() { # FILE...: -fsyntax-only each, then "checked N sources, W warnings"
+    local n=0 f rc=0
+    : >"$PT/musl.log"
+    for f in "$@"; do
+      musl-gcc -std=c11 -fsyntax-only -Wall -Wextra -Werror=implicit-function-declaration -I. \
+        -Icommon/comm -Icommon/train -Itests $pt_mpi -I"$PT/musl-include" "$f" 2>>"$PT/musl.log" ||
+        { echo "failed: $f"; rc=1; }
+      n=$((n + 1))
+    done
+    cat "$PT/musl.log"
+    echo "checked $n sources, $(grep -c "warning:" "$PT/musl.log") warnings"
+    return $rc
+  }
+  pt_mpi=$(${MPICC:-mpicc} --showme:compile 2>/dev/null || ${MPICC:-mpicc} -show 2>/dev/null | cut -d' ' -f2-)
+  pt_sources=(common/*/*.c [0-9][0-9]_*/*.c tests/*.c tests/fuzz/*.c)
+  check "portability: every C source (${#pt_sources[@]}) compiles against musl (musl-gcc -fsyntax-only), no warning" 0 0 \
+    '^checked [0-9]+ sources, 0 warnings$' -- bash -c "$(declare -f pt_musl); PT=$PT pt_mpi='$pt_mpi'; pt_musl \"\$@\"" _ "${pt_sources[@]}"
+  # and the check fails on a glibc-only call: memory.c's mallopt, unguarded
+  printf '#include <malloc.h>\nvoid f(void) { mallopt(M_MMAP_THRESHOLD, 1 << 26); }\n' >"$PT/glibc_only.c"
+  check "portability: the musl check fails on glibc's mallopt" 0 1 "glibc_only.c:.*mallopt" -- \
+    bash -c "$(declare -f pt_musl); PT=$PT pt_mpi='$pt_mpi'; pt_musl \"\$@\"" _ "$PT/glibc_only.c"
+fi
+
+# --- a Windows checkout (core.autocrlf=true, Git for Windows' default), used from WSL2 ---
+# .gitattributes keeps the text LF: a clone made so (of the committed HEAD,
+# not of uncommitted changes) has no CR in a tracked text file, every script
+# parses, and lesson 01 builds and passes its check there through tests/tour.sh.
+# Then, to show the check can fail: tests/lib.sh checked out again in that
+# clone without .gitattributes gets CRs, and bash -n stops on it.
+if ! git rev-parse --verify -q HEAD >/dev/null 2>&1; then
+  echo "SKIP portability: CRLF clone (this tree is not a git checkout with a commit)"
+else
+  pt_crlf=$PT/crlf
+  rm -rf "$pt_crlf"
+  check "portability: git -c core.autocrlf=true clone of HEAD" 0 0 -- \
+    git -c core.autocrlf=true clone -q --no-local "$PWD" "$pt_crlf"
+  check "portability: the CRLF-configured clone has no CR in any tracked text file" 0 0 '^crlf files: 0$' -- \
+    bash -c 'cd "$1" && n=$(git -c core.autocrlf=true ls-files --eol | awk "\$2 ~ /crlf|mixed/" | tee /dev/stderr | wc -l) && echo "crlf files: $((n))"' _ "$pt_crlf"
+  check "portability: every script of the CRLF-configured clone parses (bash -n)" 0 0 '^parsed [0-9]+ scripts$' -- \
+    bash -c 'cd "$1" && n=0 && for f in tests/*.sh tools/*.sh tools/gpu-node/*.sh bench/*.sh .ci/run; do bash -n "$f" || exit 1; n=$((n + 1)); done && echo "parsed $n scripts"' _ "$pt_crlf"
+  TEST_TIMEOUT=300 check "portability: in the CRLF-configured clone lesson 01 builds and passes through tests/tour.sh" 0 0 \
+    '^01_send_recv +.* PASSED ' -- bash -c 'cd "$1" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s BACKEND=cpu lesson-1 >/dev/null &&
+      NP=2 MPIRUN_FLAGS="$([ "$(id -u)" = 0 ] && echo --allow-run-as-root)" bash tests/tour.sh 01_send_recv/send_recv' _ "$pt_crlf"
+  check "portability: without .gitattributes the same checkout has CRs, and bash -n fails" 0 0 'syntax error' -- \
+    bash -c 'cd "$1" && git rm -q .gitattributes && rm tests/lib.sh && git -c core.autocrlf=true checkout -- tests/lib.sh &&
+      ! bash -n tests/lib.sh' _ "$pt_crlf"
+  rm -rf "$pt_crlf"
 fi

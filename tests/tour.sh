@@ -23,7 +23,13 @@ for bin in "$@"; do
   concept=$(sed -n 2p "$log")
   if [ "$rc" -eq 0 ] && grep -q '^CHECK PASSED' "$log"; then verdict="PASSED"
   else verdict="FAILED (exit $rc)"; status=1; fi
-  rows+=("$(printf '%-14s %-66.66s %-10s %6.1f' "$lesson" "$concept" "$verdict" "$seconds")")
+  # the concept whole, wrapped at a space into the 66 columns, never cut
+  first=1
+  while IFS= read -r part; do
+    if [ $first = 1 ]; then rows+=("$(printf '%-14s %-66s %-10s %6.1f' "$lesson" "$part" "$verdict" "$seconds")")
+    else rows+=("$(printf '%-14s %s' "" "$part")"); fi
+    first=0
+  done < <(printf '%s\n' "$concept" | fold -s -w 66 | sed 's/ *$//')
 done
 echo
 echo "================================================================ tour summary (NP=$NP)"

@@ -197,8 +197,8 @@ fi
   die "--delay '$DELAY': a tc time such as 1ms"
 
 export CLUSTER_NODES=$NODES CLUSTER_SLOTS=$SLOTS CLUSTER_RATE=${RATE:-unshaped}
-# The Open MPI settings that decide the outcome (see README "Running on
-# several machines"): shared memory inside a node, TCP between nodes on the
+# The Open MPI settings that decide the outcome (see docs/several-machines.md,
+# "Emulated nodes on one machine"): shared memory inside a node, TCP between nodes on the
 # nodes' own interfaces only; two TCP connections per pair (one lets a pair
 # that exchanges both ways get about half the link); no binding (each node's
 # daemon would pin its ranks from core 0, all nodes on the same cores); yield

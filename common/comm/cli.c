@@ -57,9 +57,49 @@ static const char *kind_meta(const dt_option *o) {
   }
 }
 
-static void print_option(const dt_option *o) {
-  char left[64], dflt[64] = "";
-  snprintf(left, sizeof left, "%s %s", o->name, kind_meta(o));
+/* The DT_REFUSED entry of the table that names flag `name` whole, or, given
+ * a value, that flag with that value ("--precision=fp16"); NULL if none. */
+static const dt_option *refusal(const dt_option *options, const char *name, const char *value) {
+  size_t len = strlen(name), vlen = value ? strlen(value) : 0;
+  for (const dt_option *o = options; o && o->name; o++) {
+    if (o->kind != DT_OPT_REFUSED) continue;
+    for (const char *t = o->name + strspn(o->name, " "); *t; t += strspn(t, " ")) {
+      size_t n = strcspn(t, " ");
+      if (strncmp(t, name, len) == 0 &&
+          (n == len || (value && n == len + 1 + vlen && t[len] == '=' &&
+                        strncmp(t + len + 1, value, vlen) == 0)))
+        return o;
+      t += n;
+    }
+  }
+  return NULL;
+}
+
+static void refuse(const dt_lesson *lesson, const dt_option *options, const dt_option *o,
+                   const char *value) {
+  const dt_option *r = refusal(options, o->name, value);
+  if (r)
+    dt_fail("%s%s%s: %s does not take it: %s", o->name, value ? " " : "", value ? value : "",
+            lesson->name, r->help);
+}
+
+/* One line of --help; a STRING's choices without those the lesson refuses. */
+static void print_option(const dt_option *options, const dt_option *o) {
+  char left[96], dflt[64] = "", choices[64] = "";
+  const char *meta = kind_meta(o);
+  if (o->kind == DT_OPT_STRING && o->choices) {
+    for (const char *c = o->choices; *c; c += *c == '|') {
+      size_t n = strcspn(c, "|");
+      char one[32];
+      snprintf(one, sizeof one, "%.*s", (int)n, c);
+      if (!refusal(options, o->name, one))
+        snprintf(choices + strlen(choices), sizeof choices - strlen(choices), "%s%s",
+                 choices[0] ? "|" : "", one);
+      c += n;
+    }
+    meta = choices;
+  }
+  snprintf(left, sizeof left, "%s %s", o->name, meta);
   switch (o->kind) {
   case DT_OPT_INT:
   case DT_OPT_SIZE:
@@ -78,8 +118,10 @@ static void print_option(const dt_option *o) {
 static void print_usage(const dt_lesson *lesson, const char *program, const dt_option *options) {
   printf("%s: %s\n\nusage: mpirun -np N %s [flags]   (N >= %d)\n\nflags:\n", lesson->name,
          lesson->summary, program, lesson->min_ranks);
-  for (const dt_option *o = options; o && o->name; o++) print_option(o);
-  for (const dt_option *o = common_options; o->name; o++) print_option(o);
+  const dt_option *lists[2] = {options, common_options};
+  for (int l = 0; l < 2; l++)
+    for (const dt_option *o = lists[l]; o && o->name; o++)
+      if (o->kind != DT_OPT_REFUSED && !refusal(options, o->name, NULL)) print_option(options, o);
   printf("\nBYTES takes a K, M or G suffix (powers of 1024): --max-bytes 64M\n");
 }
 
@@ -87,7 +129,8 @@ static dt_option *find(dt_option *options, const char *name, size_t len) {
   dt_option *lists[2] = {options, common_options};
   for (int l = 0; l < 2; l++)
     for (dt_option *o = lists[l]; o && o->name; o++)
-      if (strlen(o->name) == len && strncmp(o->name, name, len) == 0) return o;
+      if (o->kind != DT_OPT_REFUSED && strlen(o->name) == len && strncmp(o->name, name, len) == 0)
+        return o;
   return NULL;
 }
 
@@ -164,7 +207,8 @@ static void set_value(dt_option *o, const char *text) {
     }
     *(const char **)o->value = text;
     break;
-  case DT_OPT_FLAG: break;
+  case DT_OPT_FLAG:
+  case DT_OPT_REFUSED: break;
   }
 }
 
@@ -179,6 +223,7 @@ int dt_cli_parse(int argc, char **argv, const dt_lesson *lesson, dt_option *opti
     size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
     dt_option *o = find(options, arg, name_len);
     if (!o) dt_fail("unknown flag '%.*s' (run with --help to see the flags)", (int)name_len, arg);
+    refuse(lesson, options, o, NULL);
     if (o->kind == DT_OPT_FLAG) {
       if (eq) dt_fail("%s takes no value", o->name);
       *(int *)o->value = 1;
@@ -186,6 +231,7 @@ int dt_cli_parse(int argc, char **argv, const dt_lesson *lesson, dt_option *opti
     }
     if (!eq && i + 1 >= argc) dt_fail("%s needs a value (run with --help)", o->name);
     set_value(o, eq ? eq + 1 : argv[++i]);
+    if (o->kind == DT_OPT_STRING) refuse(lesson, options, o, *(const char **)o->value);
   }
   *comm_choice = comm_choice_value;
   *timeout = timeout_seconds;

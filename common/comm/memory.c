@@ -3,12 +3,14 @@
  * Sharding lessons are about memory: 06_fsdp's table of bytes per rank comes
  * from these counters, not from a formula, so the formula can be checked. */
 #define _POSIX_C_SOURCE 200809L
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm_internal.h"
+#if defined(__GLIBC__) && !defined(DT_CUDA) /* set by <stdio.h> above on glibc alone */
+#include <malloc.h>                         /* mallopt: glibc's; musl and macOS have no such knob */
+#endif
 #ifdef DT_CUDA
 #include "dt_cuda.h"
 #endif
@@ -64,12 +66,14 @@ void dt_mem_release_cache(void) {
 #endif
 
 void dt_mem_init(void) {
-#ifndef DT_CUDA
+#if defined(__GLIBC__) && !defined(DT_CUDA)
   /* 06 and 08 allocate and free a layer's buffers every step (their memory
    * tables measure that). glibc returned such blocks to the kernel (mmap,
    * munmap), so every step page-faulted them in again: keep freed memory in
    * the heap instead (06 --zero 3, L=4 D=256 H=1024 B=64: 44.4 -> 35.4-36.7 ms
-   * per step at NP=1, 39.4 -> 29.0-29.8 at NP=2). */
+   * per step at NP=1, 39.4 -> 29.0-29.8 at NP=2). Other C libraries keep
+   * their own policy: musl, macOS (the sources must build on any C11 + POSIX
+   * libc; tests/suite_portability.sh compiles them against musl). */
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
 #endif

@@ -13,7 +13,7 @@
 # packages and hand relocation of their plugins.
 #
 # .gpu-kit/ then holds openmpi.tar.gz (about 5 MB) and MANIFEST; copy it with
-# the working tree and run 'source tools/gpu-node/env.sh' there (README,
+# the working tree and run 'source tools/gpu-node/env.sh' there (docs/gpu.md,
 # "Running on a GPU node"). Knobs: OPENMPI_VERSION, PYTHON (default python3).
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -1,0 +1,147 @@
+# Help that tells the truth (sourced by run_tests.sh). For every lesson
+# folder, read from its own --help:
+#  - every flag it lists is accepted: each number, file and default choice at
+#    once (the values its help gives as defaults, short runs), every other
+#    choice, every switch and the checkpoint flags each in a run of their own,
+#    at NP 2; a flag whose help starts "with --X" gets --X beside it;
+#  - every shared training flag (DT_TRAIN_OPTIONS in common/train/train.h)
+#    and every shared choice it leaves out is refused, exit 2, by
+#    "error: --flag: LESSON does not take it: <why>" (DT_REFUSED in its table);
+#  - an "fp16:" flag is listed only beside the choice fp16.
+# Nothing here names a lesson's flags: a lesson that takes a flag later
+# deletes it from its DT_REFUSED line and is then tested as taking it.
+HT=build/test-help
+HELP_NP=2
+# short runs: applied when the lesson lists the flag (after its own value)
+HELP_QUICK="--steps 2 --max-bytes 64K --msg-bytes 64K --params 1024 --iters 2"
+rm -rf "$HT"; mkdir -p "$HT"
+
+help_flags() { # "flag meta default" per line of --help: meta N, X, BYTES, TEXT,
+  # the choices (a|b, or one), or FLAG for a switch; the left column is 28 wide
+  "$1" --help 2>/dev/null | awk '/^  --/ {
+    n = split(substr($0, 3, 28), w, " "); d = ""
+    if (match($0, /\(default [^)]*\)$/)) d = substr($0, RSTART + 9, RLENGTH - 10)
+    print w[1], (n > 1 ? w[2] : "FLAG"), d }'
+}
+
+# the shared training flags: "flag kind choices" from DT_TRAIN_OPTIONS
+help_shared() {
+  awk '/^#define DT_TRAIN_OPTIONS/ { on = 1 } on { print; if ($0 !~ /\\$/) exit }' common/train/train.h |
+    perl -ne 'while (/DT_(INT|DOUBLE|STRING|FLAG)\("(--[\w-]+)",\s*[^,]+,\s*("([^"]*)")?/g) {
+      print "$2 $1 ", ($1 eq "STRING" && defined $4 ? $4 : ""), "\n" }'
+}
+
+# help_run NAME RC PATTERN BIN ARGS...: one short run (the quick flags the
+# lesson lists appended, unless ARGS give them)
+help_run() {
+  local name=$1 rc=$2 pat=$3 bin=$4; shift 4
+  local q quick=() f
+  for q in $HELP_QUICK; do
+    case $q in --*) f=$q ;; *) [[ " $* " == *" $f "* ]] || ! grep -q "^$f " "$HT/flags" || quick+=("$f" "$q") ;; esac
+  done
+  TEST_TIMEOUT=${HELP_TIMEOUT:-90} check "$name" "$HELP_NP" "$rc" "$pat" -- "$bin" "$@" ${quick[@]+"${quick[@]}"} </dev/null # mpirun would read the loop's input
+}
+
+help_lesson() {
+  local bin=$1 lesson; lesson=$(basename "$(dirname "$bin")")
+  local t=$HT/$lesson flag meta dflt all=() c
+  mkdir -p "$t"
+  help_flags "$bin" >"$HT/flags"
+  if ! [ -s "$HT/flags" ]; then fail "help $lesson: --help lists flags" "" "no '  --flag' line"; return; fi
+  while read -r flag meta dflt; do
+    case $meta in
+      N|X|BYTES) all+=("$flag" "$dflt") ;;
+      TEXT)
+        case $flag in
+          --load|--ckpt) ;; # a file of an earlier run, a folder: below
+          --compress) ;; # not a file: below
+          *) all+=("$flag" "$t/${flag#--}.out") ;;
+        esac ;;
+      FLAG) ;;
+      *) [ -n "$dflt" ] && all+=("$flag" "$dflt") ;; # a choice
+    esac
+  done <"$HT/flags"
+  [ -n "${HELP_ONLY:-}" ] ||
+    help_run "help $lesson: every number, file and default choice its --help lists, at once" 0 '' \
+      "$bin" ${all[@]+"${all[@]}"}
+  while read -r flag meta dflt; do
+    [ -z "${HELP_ONLY:-}" ] || [ "$flag" = "$HELP_ONLY" ] || continue
+    local with=() want=0 pat='' line
+    line=$("$bin" --help 2>/dev/null </dev/null | grep -m1 -- "^  $flag ")
+    case $line in *"  with --"*) with=("$(echo "$line" | sed 's/.*  with \(--[a-z0-9-]*\).*/\1/')") ;; esac
+    case $flag:$meta in
+      --help:*|*:N|*:X|*:BYTES|--ckpt:*|--save-every:*) ;; # in the run above, or below
+      --compress:TEXT) help_run "help $lesson: $flag topk:0.5 accepted" 0 '' "$bin" "$flag" topk:0.5 ;;
+      --load:TEXT)
+        help_run "help $lesson: --load of its own --save accepted" 0 '' "$bin" --load "$t/save.out" ;;
+      *:TEXT) ;; # a file: in the run above
+      --deadlock:FLAG) # on purpose: the watchdog ends it (a message too large to go eagerly)
+        help_run "help $lesson: $flag accepted (the watchdog ends it)" nonzero '^watchdog: rank ' \
+          "$bin" "$flag" --timeout 2 --msg-bytes 4M ;;
+      --resume:FLAG)
+        help_run "help $lesson: --ckpt DIR --save-every 1 accepted" 0 '^checkpoint: step ' \
+          "$bin" --ckpt "$t/ck" --save-every 1
+        help_run "help $lesson: --resume accepted" 0 '^resume: step ' "$bin" --ckpt "$t/ck" --resume --steps 3 ;;
+      *:FLAG) help_run "help $lesson: $flag accepted" 0 '' "$bin" "$flag" ${with[@]+"${with[@]}"} ;;
+      *) # a choice
+        for c in $(echo "$meta" | tr '|' ' '); do
+          if [ "$flag $c" = "--comm nccl" ] && [ "${GPUS:-0}" -lt "$HELP_NP" ]; then
+            echo "SKIP help $lesson: --comm nccl needs a GPU per rank (${GPUS:-0} here)"
+          elif [ "$c" != "$dflt" ]; then # the default: in the run above
+            help_run "help $lesson: $flag $c accepted" 0 '' "$bin" "$flag" "$c"
+          fi
+        done ;;
+    esac
+  done <"$HT/flags"
+  if grep -q '^--ckpt ' "$HT/flags" && ! grep -q '^--resume ' "$HT/flags"; then
+    help_run "help $lesson: --ckpt DIR accepted" 0 '' "$bin" --ckpt "$t/ck"
+  fi
+  # what the lesson leaves out of the shared flags is refused, by name
+  [ -z "${HELP_ONLY:-}" ] && grep -q '^--steps ' "$HT/flags" || return 0
+  local kind choices listed
+  while read -r flag kind choices; do
+    listed=$(awk -v f="$flag" '$1 == f { print $2 }' "$HT/flags")
+    if [ -z "$listed" ]; then
+      local v=()
+      case $kind in INT|DOUBLE) v=(1) ;; STRING) v=("${choices%%|*}") ; [ -z "$choices" ] && v=("$t/refused") ;; esac
+      TEST_TIMEOUT=60 check "help $lesson: $flag, left out of its --help, refused by name" 0 2 \
+        "^error: $flag: $lesson does not take it: ." -- "$bin" "$flag" ${v[@]+"${v[@]}"} </dev/null
+    elif [ -n "$choices" ]; then
+      for c in $(echo "$choices" | tr '|' ' '); do
+        [[ "|$listed|" == *"|$c|"* ]] && continue
+        TEST_TIMEOUT=60 check "help $lesson: $flag $c, left out of its --help, refused by name" 0 2 \
+          "^error: $flag $c: $lesson does not take it: ." -- "$bin" "$flag" "$c" </dev/null
+      done
+    fi
+  done < <(help_shared)
+  local fp16_flags
+  fp16_flags=$("$bin" --help 2>/dev/null | awk '/^  --/ && / fp16: / { print $1 }' | tr '\n' ' ')
+  if [ -n "$fp16_flags" ] && ! awk '$1 == "--precision" && $2 ~ /(^|\|)fp16(\||$)/' "$HT/flags" | grep -q .; then
+    fail "help $lesson: fp16's flags only beside --precision fp16" "" "lists $fp16_flags without the choice fp16"
+  fi
+}
+
+check "help: the shared training flags read from common/train/train.h" 0 0 '^--load STRING $' \
+  '^--precision STRING fp32\|bf16\|fp16$' '^--resume FLAG $' -- bash -c "$(declare -f help_shared); help_shared"
+for dir in [0-9][0-9]_*/; do # every lesson, a new NN_name/ folder too
+  lesson=${dir%/}
+  bin=./$lesson/${lesson#*_}
+  [ -x "$bin" ] && help_lesson "$bin"
+done
+
+# the check fails where a help lies: 10_ep's help with --load planted back
+# (HELP_ONLY: that flag's runs alone), and in a subshell, whose PASS and FAIL
+# count there, not here
+mkdir -p "$HT/planted/10_ep"
+printf '#!/bin/sh\n[ "$1" = --help ] && { %s --help; echo "  --load TEXT                  start from this safetensors file"; exit 0; }\nexec %s "$@"\n' \
+  "$PWD/10_ep/ep" "$PWD/10_ep/ep" >"$HT/planted/10_ep/ep"
+chmod +x "$HT/planted/10_ep/ep"
+if [ -x 10_ep/ep ]; then
+  (HELP_ONLY=--load help_lesson "$HT/planted/10_ep/ep") >"$LOGS/help-planted.log" 2>&1
+  if grep -q '^FAIL help 10_ep: --load of its own --save accepted' "$LOGS/help-planted.log" &&
+     [ "$(grep -c '^PASS' "$LOGS/help-planted.log")" = 0 ]; then
+    pass "help: a --help listing a flag the lesson refuses (10_ep's with --load planted) fails the check"
+  else
+    fail "help: a --help listing a flag the lesson refuses fails the check" "$LOGS/help-planted.log"
+  fi
+fi
