@@ -31,11 +31,6 @@ void dt_train_resolve(dt_train_config *c) {
   if (c->experts && dt_precision_type(c) == DT_F16)
     dt_fail("--precision fp16: the mixture of experts trains in fp32 or bf16 (fp16's loss scale "
             "is not carried through the router and the balance loss)");
-  if (c->seq && (c->load || c->ckpt || c->dump_data))
-    dt_fail("--load, --ckpt and --dump-data do not handle the transformer's sequences yet (--save "
-            "writes one): run without them");
-  if (c->seq && dt_precision_type(c) != DT_F32)
-    dt_fail("--precision %s: the transformer trains in fp32 only for now", c->precision);
   if (c->seq && c->dim % c->heads != 0)
     dt_fail("--heads %lld: the width D = %lld does not split into %lld heads; choose --heads "
             "dividing --dim",
