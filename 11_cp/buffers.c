@@ -38,16 +38,43 @@ void cp_buffers(model *m, const dt_train_config *c) {
   m->delta = alloc(R * A, DT_ACTIV);
   m->ob = alloc(C * D, DT_ACTIV);
   m->lseb = alloc(C * A, DT_ACTIV);
+  travel *t[2] = {&m->kv, &m->dkv};
   for (int i = 0; i < 2 && !m->ulysses; i++) {
-    m->ring[i] = alloc(2 * R * D, DT_COMMBUF);
-    m->dkv[i] = alloc(2 * R * D, DT_COMMBUF);
+    dt_wire_init(&t[i]->wire, c, (size_t)(4 * R * D)); /* 16 bits: as sent, as received */
+    t[i]->n = (size_t)(2 * R * D);
+    int fp32 = t[i]->wire.type == DT_F32; /* else the wire is the one in flight */
+    for (int j = 0; j < 1 + fp32; j++) t[i]->f[j] = alloc(2 * R * D, fp32 ? DT_COMMBUF : DT_ACTIV);
   }
   if (m->ulysses) {
     m->heads = alloc(L * (4 * R * D + R * A) + 4 * R * D, DT_ACTIV);
     m->send = alloc(R * D, DT_COMMBUF);
     m->recv = alloc(R * D, DT_COMMBUF);
+    dt_wire_init(&m->a2a, c, (size_t)(2 * R * D));
   }
   m->attn_bytes = in_use() - before;
+  dt_wire_init(&m->grads, c, (size_t)(m->L * dt_params_per_layer(c)));
   m->samples = dt_host_alloc((size_t)m->B, sizeof(int64_t));
   m->chunk = dt_host_alloc((size_t)(m->N * m->nc), sizeof(int64_t));
+}
+
+float *cp_hop_start(travel *t) {
+  t->cur = 0;
+  return t->f[0];
+}
+
+dt_request *cp_hop_post(model *m, travel *t) {
+  int next = (int)((m->rank + 1) % m->N), prev = (int)((m->rank + m->N - 1) % m->N);
+  if (t->wire.type == DT_F32)
+    return dt_sendrecv_async(m->world, t->f[t->cur], t->n, next, t->f[!t->cur], t->n, prev, DT_F32);
+  return dt_sendrecv_async(m->world, dt_wire_pack(&t->wire, t->f[0], t->n, 0, 1), t->n, next,
+                           t->wire.buf + t->n, t->n, prev, t->wire.type);
+}
+
+float *cp_hop_done(travel *t, dt_request *r) {
+  dt_wait(r);
+  if (t->wire.type == DT_F32)
+    t->cur = !t->cur;
+  else
+    dt_wire_unpack(&t->wire, t->f[0], t->n, t->n);
+  return t->f[t->cur];
 }

@@ -97,28 +97,18 @@ static void attend(model *m, int64_t l, const float *kv, float *dkv, int64_t src
 
 /* K and V around the ring: at hop j this rank holds rank (me - j)'s. */
 static void ring(model *m, int64_t l, int backward) {
-  int64_t R = m->R, D = m->D, N = m->N, me = m->rank, next = (me + 1) % N, prev = (me + N - 1) % N;
-  float *kv = m->ring[0], *dkv = backward ? m->dkv[0] : NULL;
+  int64_t R = m->R, D = m->D, N = m->N, me = m->rank;
+  float *kv = cp_hop_start(&m->kv), *dkv = backward ? cp_hop_start(&m->dkv) : NULL;
   memcpy(kv, m->k + l * R * D, (size_t)(R * D) * 4);
   memcpy(kv + R * D, m->v + l * R * D, (size_t)(R * D) * 4);
   if (dkv) memset(dkv, 0, (size_t)(2 * R * D) * 4);
   for (int64_t hop = 0; hop < N; hop++) {
-    dt_request *in_flight = NULL;
-    if (hop < N - 1) /* the next block travels while this one is computed */
-      in_flight =
-          dt_sendrecv_async(m->world, kv, (size_t)(2 * R * D), (int)next, m->ring[kv == m->ring[0]],
-                            (size_t)(2 * R * D), (int)prev, DT_F32);
+    /* the next block travels while this one is computed */
+    dt_request *in_flight = hop < N - 1 ? cp_hop_post(m, &m->kv) : NULL;
     attend(m, l, kv, dkv, (me - hop + N) % N);
-    if (dkv && N > 1) { /* dK, dV follow their block; the last hop takes them home */
-      float *to = m->dkv[dkv == m->dkv[0]];
-      dt_sendrecv(m->world, dkv, (size_t)(2 * R * D), (int)next, to, (size_t)(2 * R * D), (int)prev,
-                  DT_F32);
-      dkv = to;
-    }
-    if (in_flight) {
-      dt_wait(in_flight);
-      kv = m->ring[kv == m->ring[0]];
-    }
+    if (dkv && N > 1) /* dK, dV follow their block; the last hop takes them home */
+      dkv = cp_hop_done(&m->dkv, cp_hop_post(m, &m->dkv));
+    if (in_flight) kv = cp_hop_done(&m->kv, in_flight);
   }
   if (dkv) memcpy(m->dq + R * D, dkv, (size_t)(2 * R * D) * 4); /* this rank's dK | dV */
 }
@@ -201,7 +191,9 @@ static double train_step(model *m, dt_run *r, int64_t step) {
                             1.0 / (double)(R * D)); /* the mean over this rank's tokens */
   dt_zero(m->g, (size_t)P * 4);
   for (int64_t l = m->L - 1; l >= 0; l--) backward(m, l);
-  dt_all_reduce(m->world, m->g, m->g, (size_t)P, DT_F32, DT_AVG);
+  void *g = dt_wire_pack(&m->grads, m->g, (size_t)P, 0, (int)m->N); /* 16 bits: sum of g / N */
+  dt_all_reduce(m->world, g, g, (size_t)P, m->grads.type, dt_wire_op(&m->grads, DT_AVG));
+  dt_wire_unpack(&m->grads, m->g, (size_t)P, 0);
   return loss;
 }
 

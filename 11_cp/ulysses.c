@@ -22,12 +22,21 @@ static int64_t position(const model *m, int64_t s, int64_t i) {
   return m->chunk[s * m->nc + i / m->C] * m->C + i % m->C;
 }
 
+/* send -> recv, R W floats to each rank, in --precision's type */
+static void exchange(model *m, int64_t W) {
+  size_t n = (size_t)(m->R * m->D);
+  void *out = dt_wire_pack(&m->a2a, m->send, n, 0, 1);
+  dt_all_to_all(m->world, out, m->a2a.type == DT_F32 ? (void *)m->recv : m->a2a.buf + n,
+                (size_t)(m->R * W), m->a2a.type);
+  dt_wire_unpack(&m->a2a, m->recv, n, n);
+}
+
 /* x [R,D] of this rank -> xh [B,S,W]: this rank's heads of every position. */
 static void to_heads(model *m, const float *x, float *xh) {
   int64_t N = m->N, W = m->D / N, R = m->R;
   for (int64_t d = 0; d < N; d++) /* block d: my rows, rank d's columns */
     for (int64_t i = 0; i < R; i++) memcpy(m->send + (d * R + i) * W, x + i * m->D + d * W, W * 4);
-  dt_all_to_all(m->world, m->send, m->recv, (size_t)(R * W), DT_F32);
+  exchange(m, W);
   for (int64_t s = 0; s < N; s++) /* block s: rank s's rows, my columns */
     for (int64_t b = 0; b < m->B; b++)
       for (int64_t i = 0; i < m->Sl; i++)
@@ -43,7 +52,7 @@ static void from_heads(model *m, const float *xh, float *x) {
       for (int64_t i = 0; i < m->Sl; i++)
         memcpy(m->send + (s * R + b * m->Sl + i) * W, xh + (b * m->S + position(m, s, i)) * W,
                W * 4);
-  dt_all_to_all(m->world, m->send, m->recv, (size_t)(R * W), DT_F32);
+  exchange(m, W);
   for (int64_t d = 0; d < N; d++)
     for (int64_t i = 0; i < R; i++) memcpy(x + i * m->D + d * W, m->recv + (d * R + i) * W, W * 4);
 }
