@@ -75,7 +75,7 @@ static void merge(float *o, float *lse, const float *ob, const float *lseb, int6
 static void attend(model *m, int64_t l, const float *kv, float *dkv, int64_t src) {
   int64_t R = m->R, D = m->D, A = m->A, C = m->C;
   const float *q = m->q + l * R * D, *k = kv, *v = kv + R * D;
-  double t0 = dt_now();
+  double t0 = dt_cpu_now(); /* the rank's own work, whatever shares its core */
   for (int64_t b = 0; b < m->B; b++)
     for (int64_t jq = 0; jq < m->nc; jq++)
       for (int64_t jk = 0; jk < m->nc; jk++) {
@@ -92,7 +92,7 @@ static void attend(model *m, int64_t l, const float *kv, float *dkv, int64_t src
                                   m->delta + rq * A, m->lse + (l * R + rq) * A, C, C, D, A,
                                   ck == cq, m->dq + rq * D, dkv + rk * D, dkv + R * D + rk * D);
       }
-  m->work_seconds += dt_now() - t0;
+  m->work_seconds += dt_cpu_now() - t0;
 }
 
 /* K and V around the ring: at hop j this rank holds rank (me - j)'s. */

@@ -38,7 +38,7 @@ typedef struct {
   int64_t scores[2];   /* q.k scores x heads: forward, backward (recomputed) */
   size_t attn_bytes;   /* what attention keeps and moves, as allocated */
   double attn_seconds; /* in attention, its communication included */
-  double work_seconds; /* in its score blocks alone: the split's balance */
+  double work_seconds; /* CPU time in its score blocks alone: the split's balance */
 } model;
 
 /* buffers.c: the sizes, and everything but the weights (report.c's formulas) */

@@ -17,7 +17,7 @@ static int64_t work(const model *m, int zigzag, int ulysses, int64_t r) {
 static void balance(model *m, uint64_t steps) {
   int64_t N = m->N, per = m->L * m->B, mine[2] = {m->scores[0], m->scores[1]}, dh = m->D / m->A;
   /* GFLOP/s in the blocks, and one core's sgemm alone at the tiles' shapes,
-   * measured by every rank at once, as the blocks ran */
+   * both in CPU time, measured by every rank at once, as the blocks ran */
   double flops = (double)dh * (4.0 * (double)m->scores[0] + 10.0 * (double)m->scores[1]);
   double t[4] = {m->work_seconds * 1e3 / (double)steps, m->attn_seconds * 1e3 / (double)steps,
                  flops / m->work_seconds / 1e9, dt_attn_gemm_rate(dh)};
@@ -26,8 +26,8 @@ static void balance(model *m, uint64_t steps) {
   dt_host_gather(m->world, mine, all, 2, DT_I64, 0); /* bookkeeping */
   dt_host_gather(m->world, t, ms, 4, DT_F64, 0);
   dt_print0("  attention work per rank: q.k scores x heads per layer per sequence, forward "
-            "(backward recomputes as many); ms per step in the score blocks, and in attention with "
-            "its waits:\n");
+            "(backward recomputes as many); ms per step in the score blocks (the rank's CPU time: "
+            "its own work, whatever shares its core), and in attention with its waits (wall):\n");
   int same = 1;
   for (int64_t r = 0; r < N && m->rank == 0; r++) {
     int64_t f = all[2 * r] / (int64_t)steps / per, b = all[2 * r + 1] / (int64_t)steps / per;

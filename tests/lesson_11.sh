@@ -80,6 +80,9 @@ check "11 np=2 adamw 30 steps" 2 0 "$PASS11" "fp32, adamw" -- $D11
 check "11 np=3 seq 48" 3 0 "$PASS11" "$WORK11" "$BYTES11" -- $D11 --steps 5 --seq 48 --heads 2 --dim 24
 check "11 np=4 seq 256 zigzag" 4 0 "$PASS11" "$WORK11" "$BYTES11" -- $D11 --steps 3 --seq 256 \
   --split zigzag --layers 1
+# blocks of several tiles (C = 160: one of 128 and one of 32), merged inside a block
+check "11 np=2 seq 640 zigzag: partial tiles" 2 0 "$PASS11" "$WORK11" "$BYTES11" -- $D11 --steps 3 \
+  --seq 640 --split zigzag --layers 1 --optimizer sgd
 # The loss falls visibly in the default run: the last below a quarter of the first
 loss11() { sed -n "s/^step  *$1\/30  loss \([0-9.]*\) .*/\1/p" "$(check_log "11 np=2 adamw 30 steps")"; }
 if awk -v a="$(loss11 1)" -v b="$(loss11 30)" 'BEGIN { exit !(a > 0 && b > 0 && b < a / 4) }'; then
@@ -203,6 +206,10 @@ sides11 "11 np=4 bf16" 4
 check "11 np=4 bf16 ulysses" 4 0 "$PASS11H bf16 training" "$BYTES11" "$(fwd11 24576)" \
   "$(bwd11 24576)" -- $D11 --steps 5 --precision bf16 --ulysses
 sides11 "11 np=4 bf16 ulysses" 4
+check "11 np=2 fp16 overflow: steps skipped, the scale halved" 2 0 "$PASS11H fp16 training" \
+  'fp16 gradients overflowed at loss scale 1e\+09: step skipped, scale halved' \
+  'fp16 loss scaling +[1-9][0-9]* steps skipped on overflow' -- $D11 --steps 20 --precision fp16 \
+  --loss-scale 1e9 --split zigzag
 check "11 np=2 fp16 zigzag" 2 0 "$PASS11H fp16 training" "$BYTES11" "$(fwd11 32768)" \
   "$(bwd11 98304)" 'fp16 loss scaling +0 steps skipped' -- $D11 --steps 5 --precision fp16 \
   --split zigzag

@@ -165,7 +165,7 @@ else
     's/if \(dkv && N > 1\)/if (dkv \&\& hop < N - 1)/' \
     "dK and dV not returned to their owner (the last hop skipped)"
   mutant 11-allreduce 11_cp 11_cp/cp.c \
-    's/  dt_all_reduce\(m->world, m->g, m->g,[^\n]*\n//' \
+    's/  dt_all_reduce\(m->world, g, g,[^\n]*\n//' \
     "gradients not all-reduced over the context ranks"
   mutant 11-positions 11_cp 11_cp/cp.c \
     's/D, cp_chunk\(m, m->rank, i \/ C\) \* C \+ i % C\)/D, i)/' \
@@ -176,6 +176,10 @@ else
   mutant 11-ulysses 11_cp 11_cp/ulysses.c \
     's/position\(m, s, i\)\) \* W, m->recv/i) * W, m->recv/' \
     "Ulysses: received rows placed by their local index, not their position" -- --ulysses
+  mutant 11-tile 11_cp common/train/attention.c \
+    's/ot\[i \* W \+ d\] = j0 \? ot\[i \* W \+ d\] \* old\[i\] : 0;/ot[i * W + d] = j0 ? ot[i * W + d] : 0;/' \
+    "attention's tiles merged without rescaling the output so far to the new max (S 1024: blocks of several tiles)" \
+    -- --seq 1024 --layers 1 --steps 3
   echo "mutants: $MUT_CAUGHT caught of $MUT_TOTAL"
   if [ "$MUT_CAUGHT" = "$MUT_TOTAL" ]; then
     pass "mutants: every planted bug ends CHECK FAILED at NP 2 and 4"

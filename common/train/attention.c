@@ -273,8 +273,8 @@ double dt_attn_gemm_rate(int64_t dh) {
   double best = 0, flops = 7.0 * 2 * TILE * TILE * (double)dh;
   for (int round = 0; round < 3; round++) {
     int64_t reps = 0;
-    double t0 = dt_now(), t = 0;
-    for (; t < 0.03; reps++, t = dt_now() - t0) {
+    double t0 = dt_cpu_now(), t = 0;
+    for (; t < 0.03; reps++, t = dt_cpu_now() - t0) {
       dt_host_gemm(0, 1, TILE, TILE, dh, 1, a, dh, b, dh, 0, tile.s, TILE);
       dt_host_gemm(0, 0, TILE, dh, TILE, 1, tile.s, TILE, b, dh, 1, c, dh);
       dt_host_gemm(0, 1, TILE, TILE, dh, 1, a, dh, b, dh, 0, tile.s, TILE);
