@@ -185,31 +185,51 @@ static void grad_tile(float *s, float *dp, int64_t rows, int64_t cols, int diago
     grad_tile_body(s, dp, rows, cols, diagonal, lse, delta, heads, scale);
 }
 
+/* Rows of the tile at row `at` of n (the last tile may be short). */
+static int64_t tile_rows(int64_t n, int64_t at) { return n - at < TILE ? n - at : TILE; }
+
+/* The tile of keys at j0 for the queries at i0 (head h): its rows, whether
+ * it sits on a causal block's diagonal, and K, V as the GEMMs read them. A
+ * causal block's query tile sees the key tiles up to its own. */
+typedef struct {
+  int64_t rows, lk, lv;
+  int diagonal;
+  const float *k, *v;
+} key_tile;
+static int64_t key_tiles_end(int causal, int64_t i0, int64_t n, int64_t nk) {
+  return causal ? i0 + tile_rows(n, i0) : nk;
+}
+static key_tile keys_at(const float *k, const float *v, int64_t nk, int64_t W, int64_t dh,
+                        int64_t h, int64_t i0, int64_t j0, int causal) {
+  key_tile t = {.rows = tile_rows(nk, j0), .diagonal = causal && j0 == i0};
+  t.k = operand(k + j0 * W + h * dh, W, t.rows, dh, 1, &t.lk);
+  t.v = operand(v + j0 * W + h * dh, W, t.rows, dh, 2, &t.lv);
+  return t;
+}
+
 static int64_t scores_of(int64_t n, int64_t nk, int causal) {
   return causal ? n * (n + 1) / 2 : n * nk;
 }
 
 int64_t dt_attn_block_forward(const float *q, const float *k, const float *v, int64_t n, int64_t nk,
                               int64_t W, int64_t heads, int causal, float *o, float *lse) {
-  int64_t dh = W / heads, lq, lk, lv;
+  int64_t dh = W / heads, lq;
   float scale = 1.0f / sqrtf((float)dh), mx[TILE], sum[TILE], old[TILE];
   tile_ready(dh);
   for (int64_t h = 0; h < heads; h++)
     for (int64_t i0 = 0; i0 < n; i0 += TILE) {
-      int64_t bq = n - i0 < TILE ? n - i0 : TILE;
+      int64_t bq = tile_rows(n, i0);
       const float *qt = operand(q + i0 * W + h * dh, W, bq, dh, 0, &lq);
       float *ot = o + i0 * W + h * dh;
-      for (int64_t j0 = 0; j0 < (causal ? i0 + bq : nk); j0 += TILE) {
-        int64_t bk = nk - j0 < TILE ? nk - j0 : TILE;
-        int diagonal = causal && j0 == i0;
-        const float *kt = operand(k + j0 * W + h * dh, W, bk, dh, 1, &lk);
-        const float *vt = operand(v + j0 * W + h * dh, W, bk, dh, 2, &lv);
-        dt_host_gemm(0, 1, bq, bk, dh, scale, qt, lq, kt, lk, 0, tile.s, TILE); /* S = Q K^T */
-        softmax_tile(tile.s, bq, bk, diagonal, j0 == 0, mx, sum, old);
+      for (int64_t j0 = 0; j0 < key_tiles_end(causal, i0, n, nk); j0 += TILE) {
+        key_tile t = keys_at(k, v, nk, W, dh, h, i0, j0, causal);
+        dt_host_gemm(0, 1, bq, t.rows, dh, scale, qt, lq, t.k, t.lk, 0, tile.s,
+                     TILE); /* S = QK^T */
+        softmax_tile(tile.s, bq, t.rows, t.diagonal, j0 == 0, mx, sum, old);
         for (int64_t i = 0; i < bq; i++) /* the output so far, rescaled to the new max */
           for (int64_t d = 0; d < dh; d++) ot[i * W + d] = j0 ? ot[i * W + d] * old[i] : 0;
-        round_tile(tile.s, bq, bk);
-        dt_host_gemm(0, 0, bq, dh, bk, 1, tile.s, TILE, vt, lv, 1, ot, W); /* O += P V */
+        round_tile(tile.s, bq, t.rows);
+        dt_host_gemm(0, 0, bq, dh, t.rows, 1, tile.s, TILE, t.v, t.lv, 1, ot, W); /* O += P V */
       }
       for (int64_t i = 0; i < bq; i++) {
         for (int64_t d = 0; d < dh; d++) ot[i * W + d] /= sum[i];
@@ -234,29 +254,27 @@ int64_t dt_attn_block_backward(const float *q, const float *k, const float *v, c
                                const float *delta, const float *lse, int64_t n, int64_t nk,
                                int64_t W, int64_t heads, int causal, float *dq, float *dk,
                                float *dv) {
-  int64_t dh = W / heads, lq, lk, lv, lg;
+  int64_t dh = W / heads, lq, lg;
   float scale = 1.0f / sqrtf((float)dh);
   tile_ready(dh);
   for (int64_t h = 0; h < heads; h++)
     for (int64_t i0 = 0; i0 < n; i0 += TILE) {
-      int64_t bq = n - i0 < TILE ? n - i0 : TILE;
+      int64_t bq = tile_rows(n, i0);
       const float *qt = operand(q + i0 * W + h * dh, W, bq, dh, 0, &lq);
       const float *gt = operand(dout + i0 * W + h * dh, W, bq, dh, 3, &lg);
-      for (int64_t j0 = 0; j0 < (causal ? i0 + bq : nk); j0 += TILE) {
-        int64_t bk = nk - j0 < TILE ? nk - j0 : TILE;
-        int diagonal = causal && j0 == i0;
-        const float *kt = operand(k + j0 * W + h * dh, W, bk, dh, 1, &lk);
-        const float *vt = operand(v + j0 * W + h * dh, W, bk, dh, 2, &lv);
-        dt_host_gemm(0, 1, bq, bk, dh, scale, qt, lq, kt, lk, 0, tile.s, TILE); /* S = Q K^T */
-        dt_host_gemm(0, 1, bq, bk, dh, 1, gt, lg, vt, lv, 0, tile.dp, TILE);    /* dP = dO V^T */
-        grad_tile(tile.s, tile.dp, bq, bk, diagonal, lse + i0 * heads + h, delta + i0 * heads + h,
-                  heads, scale); /* P from the saved lse, dS = P (dP - delta) */
+      for (int64_t j0 = 0; j0 < key_tiles_end(causal, i0, n, nk); j0 += TILE) {
+        key_tile t = keys_at(k, v, nk, W, dh, h, i0, j0, causal);
+        int64_t bk = t.rows;
+        dt_host_gemm(0, 1, bq, bk, dh, scale, qt, lq, t.k, t.lk, 0, tile.s, TILE); /* S = Q K^T */
+        dt_host_gemm(0, 1, bq, bk, dh, 1, gt, lg, t.v, t.lv, 0, tile.dp, TILE);    /* dP = dO V^T */
+        grad_tile(tile.s, tile.dp, bq, bk, t.diagonal, lse + i0 * heads + h, delta + i0 * heads + h,
+                  heads, scale); /* P from the saved lse, dS */
         round_tile(tile.s, bq, bk);
         round_tile(tile.dp, bq, bk);
         float *dkt = dk + j0 * W + h * dh, *dvt = dv + j0 * W + h * dh;
         dt_host_gemm(1, 0, bk, dh, bq, 1, tile.s, TILE, gt, lg, 1, dvt, W);  /* dV += P^T dO */
         dt_host_gemm(1, 0, bk, dh, bq, 1, tile.dp, TILE, qt, lq, 1, dkt, W); /* dK += dS^T Q */
-        dt_host_gemm(0, 0, bq, dh, bk, 1, tile.dp, TILE, kt, lk, 1, dq + i0 * W + h * dh,
+        dt_host_gemm(0, 0, bq, dh, bk, 1, tile.dp, TILE, t.k, t.lk, 1, dq + i0 * W + h * dh,
                      W); /* dQ += dS K */
       }
     }
