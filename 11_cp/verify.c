@@ -32,7 +32,8 @@ static void block(const float *s, const float *v, int lo, int hi, float *o, floa
 static int which_mistake(const float *got, const float *want, const float *o, const float *lse,
                          const float *ob, const float *lseb, float factor[2]) {
   int fits[4] = {1, 1, 1, 1};
-  factor[0] = INFINITY, factor[1] = -INFINITY;
+  factor[0] = INFINITY;
+  factor[1] = -INFINITY;
   for (int i = 0; i < ROWS * HEADS; i++) {
     int at = i / HEADS * D + i % HEADS * DH;
     float mx = fmaxf(lse[i], lseb[i]), wa = expf(lse[i] - mx), wb = expf(lseb[i] - mx);

@@ -9,7 +9,7 @@
 #      our attention's GFLOP/s beside one core's sgemm at its tiles' shapes,
 #      and attention alone (our score blocks; PyTorch's forward + backward).
 # It reads what the lesson prints and measures nothing itself. The model: one
-# layer, D=32, 4 heads, one sequence a step, 2 steps (NP=1: 3 steps, the
+# layer, D=32, 4 heads, one sequence a step, 3 steps (NP=1: the
 # fastest of BENCH_CP_REPEAT runs). The first S of the list runs the lesson's
 # check against one process; longer ones run --no-check (the reference would
 # materialise the S x S scores).
@@ -30,7 +30,7 @@ TORCH_SEQS=(${BENCH_CP_TORCH_SEQS:-1024 2048 4096})
 REPEAT=${BENCH_CP_REPEAT:-3}
 BEFORE=${BENCH_CP_BEFORE:-}
 BEFORE_MAX=${BENCH_CP_BEFORE_MAX:-4096}
-MODEL=(--layers 1 --dim 32 --heads 4 --batch 1 --samples 8 --steps 2)
+MODEL=(--layers 1 --dim 32 --heads 4 --batch 1 --samples 8 --steps 3)
 OUT=bench/out/cp
 rm -rf "$OUT" && mkdir -p "$OUT/logs"
 CSV=$OUT/cp.csv MD=$OUT/cp.md
@@ -141,7 +141,7 @@ done
 {
   echo "## Context parallelism (11_cp, \`bench/cp.sh\`, also \`make bench-cp\`)"
   echo
-  echo "One layer, D=32, 4 heads of 8, one sequence of S tokens a step, 2 steps of AdamW, cpu"
+  echo "One layer, D=32, 4 heads of 8, one sequence of S tokens a step, 3 steps of AdamW, cpu"
   echo "backend (one thread per rank). S=$first ran the lesson's check"
   echo "(CHECK PASSED); longer sequences ran \`--no-check\`. *blocks* is the CPU time a rank spent in"
   echo "its score blocks per step (forward and backward), the slowest and the fastest rank: the"

@@ -178,6 +178,9 @@ bad11 "11 ckpt: another --seq refused" 2 2 \
 rm -f "$T11/data.safetensors"
 check "11 np=4 zigzag dump-data" 4 0 "$PASS11" "fp32, sgd" -- $D11 --steps 3 --split zigzag \
   --optimizer sgd --dump-data "$T11/data.safetensors"
+bad11 "11 dump-data too large" 2 2 \
+  'error: --dump-data: 100000 steps of \[4, 64, 32\] exceed 2 GB' \
+  -- $D11 --steps 100000 --dump-data "$T11/never.safetensors"
 check "11 dump-data: [steps, B, S, D] x and y, the task's values" 0 0 \
   'dump ok: [0-9]+ = 8 \+ [0-9]+ \+ 196608; 2048 targets are the mean of 4 tokens' -- bash -c '
   f=$1; h=$(od -An -tu8 -N8 "$f" | tr -d " "); s=$(($(wc -c <"$f")))

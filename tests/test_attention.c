@@ -77,7 +77,10 @@ static void test_block(int64_t n, int64_t nk, int causal, int64_t W, int64_t hea
   double *wq = malloc((size_t)(n * W) * 8), *wk = malloc((size_t)(nk * W) * 8);
   double *wv = malloc((size_t)(nk * W) * 8);
   for (int64_t i = 0; i < n * W; i++) wq[i] = dq[i];
-  for (int64_t i = 0; i < nk * W; i++) wk[i] = dk[i], wv[i] = dv[i];
+  for (int64_t i = 0; i < nk * W; i++) {
+    wk[i] = dk[i];
+    wv[i] = dv[i];
+  }
   plain(q, k, v, dout, n, nk, W, heads, causal, wo, wl, wq, wk, wv);
   dt_set_matmul_inputs(t);
   int64_t f = dt_attn_block_forward(q, k, v, n, nk, W, heads, causal, o, lse);

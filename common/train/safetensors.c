@@ -448,19 +448,19 @@ void dt_load_model(const char *path, const dt_train_config *c, float *weights) {
  * of samples, or with sequences [steps, B, S, D], x with positions added. */
 void dt_dump_data(const char *path, const dt_train_config *c) {
   int64_t S = c->steps, B = c->batch, D = c->dim, T = c->seq ? c->seq : 1, BT = B * T;
-  char what[80] = "";
-  if (c->seq) snprintf(what, sizeof what, " x %lld tokens", (long long)T);
+  char dims[80]; /* a step's [B, D], or [B, S, D] */
+  snprintf(dims, sizeof dims, "%lld, %lld", (long long)B, (long long)D);
+  if (c->seq)
+    snprintf(dims, sizeof dims, "%lld, %lld, %lld", (long long)B, (long long)T, (long long)D);
   if ((double)S * BT * D * 8 > 2e9)
-    dt_fail("--dump-data: %lld steps of [%lld%s, %lld] exceed 2 GB", (long long)S, (long long)B,
-            what, (long long)D);
+    dt_fail("--dump-data: %lld steps of [%s] exceed 2 GB", (long long)S, dims);
   /* rank 0 holds all of it on the host: ask first, as dt_alloc does */
   double need = (double)S * BT * D * 8, left = dt_rank() == 0 ? dt_memory_available() : 0;
   DT_MPI(MPI_Bcast(&left, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
   if (need > left)
-    dt_fail("--dump-data: %lld steps of [%lld%s, %lld] need %.2f GiB on rank 0; only %.2f GiB are "
+    dt_fail("--dump-data: %lld steps of [%s] need %.2f GiB on rank 0; only %.2f GiB are "
             "available (%s)",
-            (long long)S, (long long)B, what, (long long)D, need / 1073741824.0,
-            left / 1073741824.0, dt_memory_source());
+            (long long)S, dims, need / 1073741824.0, left / 1073741824.0, dt_memory_source());
   if (dt_rank() != 0) return; /* every rank would write the same file */
   float *x = malloc((size_t)(S * BT * D) * 4), *y = malloc((size_t)(S * BT * D) * 4);
   float *xd = c->seq ? NULL : dt_alloc_f32((size_t)(B * D), DT_DATA);

@@ -278,7 +278,7 @@ int64_t dt_attn_block_backward(const float *q, const float *k, const float *v, c
 /* Forward computes 4 dh flops per score (S = Q K^T, O += P V), backward 10 dh
  * (S again, dP = dO V^T, dV, dK, dQ). What one core's sgemm reaches at the
  * tiles' shapes, those seven GEMMs alone, GFLOP/s: the floor to compare the
- * blocks' rate with. Takes about 0.1 s. */
+ * blocks' rate with. Takes about 50 ms of CPU time. */
 double dt_attn_gemm_rate(int64_t dh);
 /* the tiles' scratch the blocks keep, (2 TILE^2 + 4 TILE dh) x 4 bytes: one
  * tile of scores and one of dP, and copies of a tile's rows (16-bit inputs,
