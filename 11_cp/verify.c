@@ -81,16 +81,16 @@ void verify_merge(merge_fn *merge) {
   merge(eo, elog, ob, lseb, 1, D, HEADS);
   for (int i = 0; i < D; i++) empty_off += !(fabsf(eo[i] - ob[i]) <= 1e-4f * (1 + fabsf(ob[i])));
   for (int i = 0; i < HEADS; i++) empty_off += !(fabsf(elog[i] - lseb[i]) <= 1e-4f);
-  const char
-      *why = NULL,
-      *mistakes[4] = {
-          "each row is exactly its own wa + wb times the right one: the weighted sum wa o + wb ob "
-          "is "
-          "not divided by wa + wb",
-          "they are the plain sum o + ob: each block's output needs its weight, wa = exp(lse - mx) "
-          "and wb = exp(lseb - mx), and the sum divided by wa + wb",
-          "they are the newer block's alone (ob): the running result o is dropped, not merged",
-          "they are the older result's alone (o): the new block was not merged in"};
+  const char *why = NULL,
+             *mistakes[4] = {
+                 ("each row is exactly its own wa + wb times the right one: the "
+                  "weighted sum wa o + wb ob is not divided by wa + wb"),
+                 ("they are the plain sum o + ob: each block's output needs its "
+                  "weight, wa = exp(lse - mx) and wb = exp(lseb - mx), and the sum "
+                  "divided by wa + wb"),
+                 ("they are the newer block's alone (ob): the running result o is "
+                  "dropped, not merged"),
+                 "they are the older result's alone (o): the new block was not merged in"};
   float factor[2];
   int mistake = which_mistake(o, want, o0, lse0, ob, lseb, factor);
   char said[400];
