@@ -14,7 +14,7 @@ void cp_buffers(model *m, const dt_train_config *c) {
   m->S = c->seq;
   m->B = c->batch;
   size_t before = in_use(); /* attention's own: kept for backward, blocks, in flight */
-  cp_attn_init(&m->cr, m->world, m->zigzag, m->B, m->S, m->D, m->A, !m->ulysses);
+  cp_attn_init(&m->cr, m->world, c, m->zigzag, m->B, m->D, m->A, !m->ulysses);
   size_t ring = in_use() - before;
   m->N = m->cr.N;
   m->rank = m->cr.rank;
@@ -42,7 +42,9 @@ void cp_buffers(model *m, const dt_train_config *c) {
     m->heads = alloc(L * (4 * R * D + R * A) + 4 * R * D, DT_ACTIV);
     m->send = alloc(R * D, DT_COMMBUF);
     m->recv = alloc(R * D, DT_COMMBUF);
+    dt_wire_init(&m->a2a, c, (size_t)(2 * R * D));
   }
   m->attn_bytes = ring + in_use() - before;
+  dt_wire_init(&m->grads, c, (size_t)(m->L * dt_params_per_layer(c)));
   m->samples = dt_host_alloc((size_t)m->B, sizeof(int64_t));
 }

@@ -111,7 +111,9 @@ static double train_step(model *m, dt_run *r, int64_t step) {
                             1.0 / (double)(R * D)); /* the mean over this rank's tokens */
   dt_zero(m->g, (size_t)P * 4);
   for (int64_t l = m->L - 1; l >= 0; l--) backward(m, l);
-  dt_all_reduce(m->world, m->g, m->g, (size_t)P, DT_F32, DT_AVG);
+  void *g = dt_wire_pack(&m->grads, m->g, (size_t)P, 0, (int)m->N); /* 16 bits: sum of g / N */
+  dt_all_reduce(m->world, g, g, (size_t)P, m->grads.type, dt_wire_op(&m->grads, DT_AVG));
+  dt_wire_unpack(&m->grads, m->g, (size_t)P, 0);
   return loss;
 }
 
@@ -128,10 +130,6 @@ int main(int argc, char **argv) {
   model m = {0};
   dt_option options[] = {
       DT_TRAIN_OPTIONS(&run.c),
-      DT_REFUSED("--load --ckpt --save-every --resume --dump-data",
-                 "the transformer's sequences are not read back or dumped yet (--save writes one)"),
-      DT_REFUSED("--precision=bf16 --precision=fp16 --loss-scale --growth-interval",
-                 "the transformer trains in fp32 only for now"),
       DT_ATTN_OPTIONS(&run.c),
       DT_STRING("--split", &split, "contiguous|zigzag",
                 "rank i holds chunk i of N, or chunks i and 2N-1-i of 2N"),

@@ -19,6 +19,7 @@ typedef struct {
   float *a, *h, *dh;              /* the MLP's [L][R,H], and its scratch */
   float *du, *dout, *dq;          /* backward's [R,D]; dq: [3][R,D], dq | dk | dv */
   cp_attn cr;                     /* the split, the ring's buffers, the work (ring.c) */
+  dt_wire grads, a2a;             /* what the gradients and Ulysses' all-to-alls travel in */
   float *heads, *send, *recv;     /* --ulysses: head-split per layer (ulysses.c); a2a's */
   int64_t *samples;
   uint64_t bytes[2];   /* attention's, summed: forward, backward */

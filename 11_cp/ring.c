@@ -15,26 +15,30 @@
 
 static void *alloc(int64_t n, dt_tag tag) { return dt_alloc((size_t)n * 4, tag); }
 
-void cp_attn_init(cp_attn *a, dt_comm *comm, int zigzag, int64_t B, int64_t S, int64_t W, int64_t A,
-                  int ring) {
+void cp_attn_init(cp_attn *a, dt_comm *comm, const dt_train_config *c, int zigzag, int64_t B,
+                  int64_t W, int64_t A, int ring) {
   *a = (cp_attn){.comm = comm,
                  .N = comm->size,
                  .rank = comm->rank,
                  .B = B,
-                 .S = S,
+                 .S = c->seq,
                  .W = W,
                  .A = A,
                  .zigzag = zigzag};
   a->nc = zigzag ? 2 : 1;
-  a->C = S / (a->nc * a->N);
+  a->C = a->S / (a->nc * a->N);
   a->Sl = a->nc * a->C;
   a->R = B * a->Sl;
   a->ob = alloc(a->C * W, DT_ACTIV);
   a->lseb = alloc(a->C * A, DT_ACTIV);
   a->delta = alloc(a->R * A, DT_ACTIV);
+  travel *t[2] = {&a->kv, &a->dkv};
   for (int i = 0; i < 2 && ring; i++) {
-    a->kv[i] = alloc(2 * a->R * W, DT_COMMBUF);
-    a->dkv[i] = alloc(2 * a->R * W, DT_COMMBUF);
+    dt_wire_init(&t[i]->wire, c, (size_t)(4 * a->R * W)); /* 16 bits: as sent, as received */
+    t[i]->n = (size_t)(2 * a->R * W);
+    int fp32 = t[i]->wire.type == DT_F32; /* else the wire is the one in flight */
+    for (int j = 0; j < 1 + fp32; j++)
+      t[i]->f[j] = alloc(2 * a->R * W, fp32 ? DT_COMMBUF : DT_ACTIV);
   }
 }
 
@@ -82,7 +86,7 @@ typedef struct {
 static void attend(cp_attn *a, const float *q, const float *kv, pass *p, int64_t src) {
   int64_t R = a->R, W = a->W, A = a->A, C = a->C;
   const float *k = kv, *v = kv + R * W;
-  double t0 = dt_now();
+  double t0 = dt_cpu_now(); /* the rank's own work, whatever shares its core */
   for (int64_t b = 0; b < a->B; b++)
     for (int64_t jq = 0; jq < a->nc; jq++)
       for (int64_t jk = 0; jk < a->nc; jk++) {
@@ -99,36 +103,52 @@ static void attend(cp_attn *a, const float *q, const float *kv, pass *p, int64_t
                                   a->delta + rq * A, p->saved_lse + rq * A, C, C, W, A, ck == cq,
                                   p->dq + rq * W, p->dkv + rk * W, p->dkv + R * W + rk * W);
       }
-  a->work_seconds += dt_now() - t0;
+  a->work_seconds += dt_cpu_now() - t0;
+}
+
+/* One hop of a travelling block: start gives the float block to fill (this
+ * rank's own), post sends the current block to the next rank and receives
+ * the previous rank's, done waits and gives the received block as floats. */
+static float *hop_start(travel *t) {
+  t->cur = 0;
+  return t->f[0];
+}
+
+static dt_request *hop_post(cp_attn *a, travel *t) {
+  int next = (int)((a->rank + 1) % a->N), prev = (int)((a->rank + a->N - 1) % a->N);
+  if (t->wire.type == DT_F32)
+    return dt_sendrecv_async(a->comm, t->f[t->cur], t->n, next, t->f[!t->cur], t->n, prev, DT_F32);
+  return dt_sendrecv_async(a->comm, dt_wire_pack(&t->wire, t->f[0], t->n, 0, 1), t->n, next,
+                           t->wire.buf + t->n, t->n, prev, t->wire.type);
+}
+
+static float *hop_done(travel *t, dt_request *r) {
+  dt_wait(r);
+  if (t->wire.type == DT_F32)
+    t->cur = !t->cur;
+  else
+    dt_wire_unpack(&t->wire, t->f[0], t->n, t->n);
+  return t->f[t->cur];
 }
 
 /* K and V around the ring: at hop j this rank holds rank (me - j)'s. */
 static void ring(cp_attn *a, const float *q, const float *k, const float *v, pass *p) {
-  int64_t RW = a->R * a->W, N = a->N, me = a->rank, next = (me + 1) % N, prev = (me + N - 1) % N;
-  float *kv = a->kv[0];
+  int64_t RW = a->R * a->W, N = a->N, me = a->rank;
+  float *kv = hop_start(&a->kv);
   int backward = p->dq != NULL;
   memcpy(kv, k, (size_t)RW * 4);
   memcpy(kv + RW, v, (size_t)RW * 4);
   if (backward) {
-    p->dkv = a->dkv[0];
+    p->dkv = hop_start(&a->dkv);
     memset(p->dkv, 0, (size_t)(2 * RW) * 4);
   }
   for (int64_t hop = 0; hop < N; hop++) {
-    dt_request *in_flight = NULL;
-    if (hop < N - 1) /* the next block travels while this one is computed */
-      in_flight = dt_sendrecv_async(a->comm, kv, (size_t)(2 * RW), (int)next, a->kv[kv == a->kv[0]],
-                                    (size_t)(2 * RW), (int)prev, DT_F32);
+    /* the next block travels while this one is computed */
+    dt_request *in_flight = hop < N - 1 ? hop_post(a, &a->kv) : NULL;
     attend(a, q, kv, p, (me - hop + N) % N);
-    if (backward && N > 1) { /* dK, dV follow their block; the last hop takes them home */
-      float *to = a->dkv[p->dkv == a->dkv[0]];
-      dt_sendrecv(a->comm, p->dkv, (size_t)(2 * RW), (int)next, to, (size_t)(2 * RW), (int)prev,
-                  DT_F32);
-      p->dkv = to;
-    }
-    if (in_flight) {
-      dt_wait(in_flight);
-      kv = a->kv[kv == a->kv[0]];
-    }
+    if (backward && N > 1) /* dK, dV follow their block; the last hop takes them home */
+      p->dkv = hop_done(&a->dkv, hop_post(a, &a->dkv));
+    if (in_flight) kv = hop_done(&a->kv, in_flight);
   }
   if (backward) memcpy(p->dq + RW, p->dkv, (size_t)(2 * RW) * 4); /* this rank's dK | dV */
 }

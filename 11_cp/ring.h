@@ -7,24 +7,36 @@
 
 #include "train.h"
 
+/* A block that travels around the ring, [K|V] or [dK|dV] (n floats): the
+ * attention reads it as floats, it travels in --precision's type. fp32: f[0]
+ * and f[1] in turn, one sent while the other receives. bf16|fp16: f[0] only,
+ * the wire holding it as sent [0, n) and as received [n, 2n). */
+typedef struct {
+  float *f[2];
+  dt_wire wire;
+  size_t n;
+  int cur;
+} travel;
+
 typedef struct {
   dt_comm *comm;               /* the ring: N ranks, this one `rank` */
   int64_t N, rank, B, S, W, A; /* B sequences of S tokens; rows W floats wide: A heads */
   int zigzag;
-  int64_t C, nc, Sl, R;  /* chunks of C tokens, nc of them here: Sl = nc C tokens of each
-                          * sequence, R = B Sl rows */
-  float *kv[2], *dkv[2]; /* [K | V] of a rank, travelling; [dK | dV] */
-  float *ob, *lseb;      /* one block's result, [C,W] and [C,A] */
-  float *delta;          /* backward's [R,A]: each row's and head's dout . o */
-  int64_t scores[2];     /* q.k scores x heads: forward, backward (recomputed) */
-  double work_seconds;   /* in the score blocks alone: the split's balance */
+  int64_t C, nc, Sl, R; /* chunks of C tokens, nc of them here: Sl = nc C tokens of each
+                         * sequence, R = B Sl rows */
+  travel kv, dkv;       /* [K | V] of a rank, travelling; [dK | dV] */
+  float *ob, *lseb;     /* one block's result, [C,W] and [C,A] */
+  float *delta;         /* backward's [R,A]: each row's and head's dout . o */
+  int64_t scores[2];    /* q.k scores x heads: forward, backward (recomputed) */
+  double work_seconds;  /* CPU time in the score blocks alone: the split's balance */
 } cp_attn;
 
-/* The split of B sequences of S tokens over comm, and attention's buffers
- * for rows W wide (ring 0: the blocks' and delta only, no ring in flight).
- * S must split into N (zigzag: 2N) chunks: the lesson says so first. */
-void cp_attn_init(cp_attn *a, dt_comm *comm, int zigzag, int64_t B, int64_t S, int64_t W, int64_t A,
-                  int ring);
+/* The split of B sequences of c->seq tokens over comm, and attention's
+ * buffers for rows W wide (ring 0: the blocks' and delta only, no ring in
+ * flight; else the blocks travel in c's --precision). The sequence must
+ * split into N (zigzag: 2N) chunks: the lesson says so first. */
+void cp_attn_init(cp_attn *a, dt_comm *comm, const dt_train_config *c, int zigzag, int64_t B,
+                  int64_t W, int64_t A, int ring);
 /* The global index of rank s's j-th chunk (of N, or of 2N for zigzag). */
 int64_t cp_chunk(const cp_attn *a, int64_t s, int64_t j);
 /* This rank's chunks of sequences samples[0..B): x with each token's global

@@ -22,12 +22,21 @@ static int64_t position(const model *m, int64_t s, int64_t i) {
   return cp_chunk(&m->cr, s, i / m->C) * m->C + i % m->C;
 }
 
+/* send -> recv, R W floats to each rank, in --precision's type */
+static void exchange(model *m, int64_t W) {
+  size_t n = (size_t)(m->R * m->D);
+  void *out = dt_wire_pack(&m->a2a, m->send, n, 0, 1);
+  dt_all_to_all(m->world, out, m->a2a.type == DT_F32 ? (void *)m->recv : m->a2a.buf + n,
+                (size_t)(m->R * W), m->a2a.type);
+  dt_wire_unpack(&m->a2a, m->recv, n, n);
+}
+
 /* x [R,D] of this rank -> xh [B,S,W]: this rank's heads of every position. */
 static void to_heads(model *m, const float *x, float *xh) {
   int64_t N = m->N, W = m->D / N, R = m->R;
   for (int64_t d = 0; d < N; d++) /* block d: my rows, rank d's columns */
     for (int64_t i = 0; i < R; i++) memcpy(m->send + (d * R + i) * W, x + i * m->D + d * W, W * 4);
-  dt_all_to_all(m->world, m->send, m->recv, (size_t)(R * W), DT_F32);
+  exchange(m, W);
   for (int64_t s = 0; s < N; s++) /* block s: rank s's rows, my columns */
     for (int64_t b = 0; b < m->B; b++)
       for (int64_t i = 0; i < m->Sl; i++)
@@ -43,7 +52,7 @@ static void from_heads(model *m, const float *xh, float *x) {
       for (int64_t i = 0; i < m->Sl; i++)
         memcpy(m->send + (s * R + b * m->Sl + i) * W, xh + (b * m->S + position(m, s, i)) * W,
                W * 4);
-  dt_all_to_all(m->world, m->send, m->recv, (size_t)(R * W), DT_F32);
+  exchange(m, W);
   for (int64_t d = 0; d < N; d++)
     for (int64_t i = 0; i < R; i++) memcpy(x + i * m->D + d * W, m->recv + (d * R + i) * W, W * 4);
 }
@@ -55,11 +64,11 @@ void ulysses_forward(model *m, int64_t l) {
   to_heads(m, m->q + l * R * D, q);
   to_heads(m, m->k + l * R * D, k);
   to_heads(m, m->v + l * R * D, v);
-  double t0 = dt_now();
+  double t0 = dt_cpu_now();
   for (int64_t b = 0; b < m->B; b++) /* the whole sequence is one diagonal block */
     m->cr.scores[0] += A * dt_attn_block_forward(q + b * S * W, k + b * S * W, v + b * S * W, S, S,
                                                  W, A, 1, o + b * S * W, lse + b * S * A);
-  m->cr.work_seconds += dt_now() - t0;
+  m->cr.work_seconds += dt_cpu_now() - t0;
   from_heads(m, o, m->o + l * R * D);
 }
 
@@ -71,12 +80,12 @@ void ulysses_backward(model *m, int64_t l) {
   to_heads(m, m->dout, dout);
   dt_attn_delta(dout, o, m->B * S, W, A, m->cr.delta);
   memset(dq, 0, (size_t)(3 * n) * 4);
-  double t0 = dt_now();
+  double t0 = dt_cpu_now();
   for (int64_t b = 0; b < m->B; b++)
     m->cr.scores[1] +=
         A * dt_attn_block_backward(q + b * S * W, k + b * S * W, v + b * S * W, dout + b * S * W,
                                    m->cr.delta + b * S * A, lse + b * S * A, S, S, W, A, 1,
                                    dq + b * S * W, dk + b * S * W, dv + b * S * W);
-  m->cr.work_seconds += dt_now() - t0;
+  m->cr.work_seconds += dt_cpu_now() - t0;
   for (int64_t i = 0; i < 3; i++) from_heads(m, dq + i * n, m->dq + i * R * D);
 }

@@ -20,7 +20,7 @@ void mesh_buffers(mesh *m, const dt_train_config *c) {
   m->Hs = m->H / T;
   m->Bm = c->batch / (m->n[DP] * m->M);
   size_t before = dt_mem_current(DT_ACTIV);
-  cp_attn_init(&m->cr, m->axis[CP], m->zigzag, m->Bm, c->seq, m->W, m->A, 1);
+  cp_attn_init(&m->cr, m->axis[CP], c, m->zigzag, m->Bm, m->W, m->A, 1);
   m->R = m->cr.R;
   int64_t R = m->R, D = m->D, W = m->W;
   stash_slots(&m->st, m->M, (size_t)(R * D + m->L * per_layer(m))); /* x_0, then the layers */

@@ -258,6 +258,26 @@ if [ -n "$ex_dir" ]; then
     'hint: a rank waits to receive from the wrong peer'
 fi
 
+# 11: the merge's usual mistakes, each named from the factor --verify-merge
+# measures (the rows against the right ones), with its own hint
+ex_plant 11_cp cp.c 's|oi\[d\] = (sa \* oi\[d\] + sb \* bi\[d\]) / (sa + sb);|oi[d] = sa * oi[d] + sb * bi[d];|' merge-nodiv
+if [ -n "$ex_dir" ]; then
+  log=$LOGS/exercise-feedback-11-nodiv.log
+  ex_run 11 "$ex_dir" 11 "$log" CHECK_NP=2
+  ex_expect "check-11, the merge not divided by wa + wb: the factor measured, the mistake named, its hint" "$log" \
+    'got: .*the merged rows are [0-9.]+ to [0-9.]+ times the right ones' \
+    'each row is exactly its own wa \+ wb times the right one' 'hint: your rows are the weighted sum wa o \+ wb ob'
+fi
+ex_plant 11_cp cp.c 's|oi\[d\] = (sa \* oi\[d\] + sb \* bi\[d\]) / (sa + sb);|oi[d] = oi[d] + bi[d];|' merge-sum
+if [ -n "$ex_dir" ]; then
+  log=$LOGS/exercise-feedback-11-sum.log
+  ex_run 11 "$ex_dir" 11 "$log" CHECK_NP=2
+  ex_expect "check-11, the plain sum o + ob: named, its hint" "$log" \
+    'they are the plain sum o \+ ob' 'hint: you added the two outputs'
+fi
+ex_expect "check-11 stub: the newer block alone, named, its hint" "$LOGS/exercise-11_cp-untouched.log" \
+  "they are the newer block's alone \(ob\)" 'hint: the merged result is the new block alone'
+
 # 09's stub (GPipe for 1F1B): a sentence, whole words, the plans under the FAIL
 log=$LOGS/exercise-feedback-09.log
 if EXERCISE_DIR="$EX_WS" ex_make exercise-9 >/dev/null 2>&1; then

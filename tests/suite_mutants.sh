@@ -170,7 +170,7 @@ else
     's/if \(backward && N > 1\)/if (backward \&\& hop < N - 1)/' \
     "dK and dV not returned to their owner (the last hop skipped)"
   mutant 11-allreduce 11_cp 11_cp/cp.c \
-    's/  dt_all_reduce\(m->world, m->g, m->g,[^\n]*\n//' \
+    's/  dt_all_reduce\(m->world, g, g,[^\n]*\n//' \
     "gradients not all-reduced over the context ranks"
   mutant 11-positions 11_cp 11_cp/ring.c \
     's/D, cp_chunk\(a, a->rank, i \/ C\) \* C \+ i % C\)/D, i)/' \
@@ -210,6 +210,10 @@ else
   mutant 12-overwrite 12_mesh 12_mesh/mesh.c \
     's/(    \} else \{ \/\* the last stage starts from the loss[^\n]*\n)/$1      dt_zero(m->g, (size_t)(m->L * m->ld) * 4);\n/' \
     "each microbatch's gradients overwrite the last's, not added to them" -- --micro 2
+  mutant 11-tile 11_cp common/train/attention.c \
+    's/ot\[i \* W \+ d\] = j0 \? ot\[i \* W \+ d\] \* old\[i\] : 0;/ot[i * W + d] = j0 ? ot[i * W + d] : 0;/' \
+    "attention's tiles merged without rescaling the output so far to the new max (S 1024: blocks of several tiles)" \
+    -- --seq 1024 --layers 1 --steps 3
   echo "mutants: $MUT_CAUGHT caught of $MUT_TOTAL"
   if [ "$MUT_CAUGHT" = "$MUT_TOTAL" ]; then
     pass "mutants: every planted bug is caught: CHECK FAILED, or the watchdog naming a deadlock"

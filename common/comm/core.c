@@ -1,9 +1,11 @@
 /* core.c: the facts of this process (who it is, its GPU and stream), how a
  * failure ends the job, printing on rank 0, the clock and timers. The bottom
  * of common: it calls nothing of common; dt_init (runtime.c) sets the facts. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "comm_internal.h"
 
@@ -48,6 +50,12 @@ void dt_print0(const char *fmt, ...) {
 }
 
 double dt_now(void) { return MPI_Wtime(); }
+
+double dt_cpu_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 void dt_sync(void) {
 #ifdef DT_CUDA

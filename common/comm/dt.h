@@ -332,6 +332,9 @@ void dt_mem_reset_peaks(void);  /* peaks restart from the current usage */
 
 /* ---------------------------------------------------------------- timing */
 double dt_now(void); /* MPI_Wtime, seconds */
+/* this thread's CPU time, seconds: what the rank itself computed, whatever
+ * else shares its core (ranks oversubscribed on a small machine) */
+double dt_cpu_now(void);
 void dt_sync(void);  /* wait for this rank's queued GPU work; no-op on cpu */
 /* Elapsed time of the work queued between start and stop: CUDA events on the
  * GPU (so a kernel's time is measured, not its launch), MPI_Wtime on cpu. */

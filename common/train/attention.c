@@ -1,90 +1,307 @@
 /* attention.c: lesson 11's attention, one block of queries against one block
- * of keys at a time, on host rows (the cpu backend). A block never stores its
- * n x nk scores: each query row's scores live in a row of scratch while the
- * row is computed, and what the block keeps is the row's log-sum-exp, from
- * which backward recomputes every probability (FlashAttention's way). */
+ * of keys, on host rows, the way FlashAttention computes it: for each head, a
+ * tile of TILE queries against a tile of TILE keys at a time. A tile's scores
+ * and its products (forward: S = Q K^T, O += P V; backward five more) are
+ * GEMMs (dt_host_gemm: OpenBLAS on the cpu backend); its exponentials are one
+ * loop the compiler vectorizes; and each key tile is merged into the rows'
+ * running result by the running max (online softmax: cp.c's merge, inside a
+ * block). A block never stores its n x nk scores, only one tile of them; what
+ * it keeps is each row's log-sum-exp, from which backward recomputes every
+ * probability. The same math one row and one score at a time, the way to
+ * read it first, is in 11_cp/README.md ("The idea"). */
 #include <math.h>
 #include <stdlib.h>
 
+#include "half_core.h"
 #include "train_internal.h"
 
-static float *scratch(int64_t n) { /* one row of scores, grown as needed */
-  static float *row;
-  static int64_t have;
-  if (n > have) {
-    free(row);
-    row = dt_host_alloc((size_t)n, sizeof *row);
-    have = n;
+/* 128 x 128 scores (64 KiB) and backward's dP beside them stay in a core's L2
+ * cache, and the GEMMs on them run near the rate of larger ones (the bench's
+ * sgemm line). Tiles of queries and keys start at the same rows, so a
+ * diagonal block's tiles are either below the diagonal, on it, or skipped. */
+enum { TILE = DT_ATTN_TILE };
+
+/* One tile of scores and one of dP, and --precision's rounded copies of the
+ * rows a tile reads (4 x TILE x dh): scratch, grown once. */
+static struct {
+  float *s, *dp, *rows;
+  int64_t dh;
+} tile;
+
+static void tile_ready(int64_t dh) {
+  if (!tile.s) {
+    tile.s = dt_host_alloc(TILE * TILE, sizeof(float));
+    tile.dp = dt_host_alloc(TILE * TILE, sizeof(float));
   }
-  return row;
+  if (dh > tile.dh) {
+    free(tile.rows);
+    tile.rows = dt_host_alloc((size_t)(4 * TILE * dh), sizeof(float));
+    tile.dh = dh;
+  }
 }
 
-static float dot(const float *a, const float *b, int64_t n) {
-  float s = 0;
-  for (int64_t i = 0; i < n; i++) s += a[i] * b[i];
-  return s;
+size_t dt_attn_scratch_bytes(void) {
+  return tile.s ? (2 * TILE * TILE + 4 * TILE * (size_t)tile.dh) * sizeof(float) : 0;
+}
+
+/* --precision bf16|fp16: a GEMM's inputs rounded to 16 bits, as dt_matmul
+ * rounds every matmul's (tensor cores' inputs), accumulated in fp32. */
+static float round16(float x, dt_dtype t) {
+  return t == DT_BF16 ? dt_bf16_to_f32(dt_f32_to_bf16(x)) : dt_f16_to_f32(dt_f32_to_f16(x));
+}
+
+/* rows x dh of one head (ld apart) as a GEMM reads them: in place, or a
+ * rounded copy in slot k of the scratch. */
+static const float *operand(const float *x, int64_t ld, int64_t rows, int64_t dh, int k,
+                            int64_t *ldo) {
+  dt_dtype t = dt_matmul_inputs();
+  *ldo = ld;
+  if (t == DT_F32) return x;
+  float *copy = tile.rows + k * TILE * dh;
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t d = 0; d < dh; d++) copy[i * dh + d] = round16(x[i * ld + d], t);
+  *ldo = dh;
+  return copy;
+}
+
+static void round_tile(float *p, int64_t rows, int64_t cols) {
+  dt_dtype t = dt_matmul_inputs();
+  for (int64_t i = 0; t != DT_F32 && i < rows; i++)
+    for (int64_t j = 0; j < cols; j++) p[i * TILE + j] = round16(p[i * TILE + j], t);
+}
+
+/* e^x without libm, in a form the compiler vectorizes (no branch, no call):
+ * x = n ln2 + r with n = round(x / ln2) (the 1.5 x 2^23 trick), e^r by
+ * Cephes' polynomial for |r| <= ln2 / 2, 2^n from n's bits. Within 2 ulp of
+ * expf. Arguments below -87 give 2^-126 x e^r instead of less (a weight of
+ * e^-87 next to the row's max of e^0 adds nothing a float can hold). */
+static inline float exp_fast(float x) {
+  x = x < -87.0f ? -87.0f : x;
+  x = x > 88.0f ? 88.0f : x;
+  float t = x * 1.44269504f + 12582912.0f, n = t - 12582912.0f;
+  float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  int32_t e = (int32_t)(dt_bits(t) - 0x4b400000u) + 127; /* t's low bits hold n */
+  return p * dt_float((uint32_t)e << 23);
+}
+
+/* Sums and maxima in 8 lanes: one running sum in a loop is a chain the
+ * compiler must keep in order; 8 independent ones are a vector. */
+static inline __attribute__((always_inline)) float lanes_sum(const float *s, int64_t n) {
+  float lane[8] = {0};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int k = 0; k < 8; k++) lane[k] += s[j + k];
+  for (; j < n; j++) lane[0] += s[j];
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+static inline __attribute__((always_inline)) float lanes_max(const float *s, int64_t n) {
+  float lane[8];
+  for (int k = 0; k < 8; k++) lane[k] = -INFINITY;
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int k = 0; k < 8; k++) lane[k] = s[j + k] > lane[k] ? s[j + k] : lane[k];
+  for (; j < n; j++) lane[0] = s[j] > lane[0] ? s[j] : lane[0];
+  for (int k = 1; k < 8; k++) lane[0] = lane[k] > lane[0] ? lane[k] : lane[0];
+  return lane[0];
+}
+
+/* Keys query row i of a tile sees among the tile's cols, for tiles at the
+ * same offset on a causal block's diagonal: i + 1; elsewhere all. */
+static int64_t visible(int diagonal, int64_t i, int64_t cols) { return diagonal ? i + 1 : cols; }
+
+/* Forward's elementwise work on a tile of scores s [rows, cols] (TILE apart):
+ * each row's new max m2 (over the keys before, mx, and this tile's), p =
+ * e^(s - m2) in place (0 where masked), the rows' sums rescaled to the new
+ * max, and old[i] = e^(mx - m2), by which the row's output so far shrinks. */
+static inline __attribute__((always_inline)) void
+softmax_tile_body(float *restrict s, int64_t rows, int64_t cols, int diagonal, int first,
+                  float *restrict mx, float *restrict sum, float *restrict old) {
+  for (int64_t i = 0; i < rows; i++) {
+    float *si = s + i * TILE, m = first ? -INFINITY : mx[i];
+    int64_t see = visible(diagonal, i, cols);
+    float m2 = fmaxf(m, lanes_max(si, see));
+    for (int64_t j = 0; j < see; j++) si[j] = exp_fast(si[j] - m2);
+    for (int64_t j = see; j < cols; j++) si[j] = 0;
+    old[i] = expf(m - m2); /* 0 on the first tile */
+    sum[i] = (first ? 0 : sum[i] * old[i]) + lanes_sum(si, see);
+    mx[i] = m2;
+  }
+}
+
+/* Backward's: p = e^(s - lse) in place, and dS = p (dP - delta) / sqrt(dh)
+ * in dp, each 0 where masked. */
+static inline __attribute__((always_inline)) void
+grad_tile_body(float *restrict s, float *restrict dp, int64_t rows, int64_t cols, int diagonal,
+               const float *lse, const float *delta, int64_t heads, float scale) {
+  for (int64_t i = 0; i < rows; i++) {
+    float *si = s + i * TILE, *di = dp + i * TILE, l = lse[i * heads], dl = delta[i * heads];
+    int64_t see = visible(diagonal, i, cols);
+    for (int64_t j = 0; j < see; j++) {
+      float p = exp_fast(si[j] - l);
+      si[j] = p;
+      di[j] = p * (di[j] - dl) * scale;
+    }
+    for (int64_t j = see; j < cols; j++) si[j] = di[j] = 0;
+  }
+}
+
+/* As dt_adamw_step does: on x86-64 a copy for AVX2 (8 floats an instruction,
+ * not SSE's 4) where the CPU has it; the lanes above fix the order of every
+ * sum, so both copies give the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define WIDE      __attribute__((target("avx2")))
+#define HAVE_WIDE __builtin_cpu_supports("avx2")
+#else
+#define WIDE
+#define HAVE_WIDE 0
+#endif
+static WIDE void softmax_tile_wide(float *s, int64_t rows, int64_t cols, int diagonal, int first,
+                                   float *mx, float *sum, float *old) {
+  softmax_tile_body(s, rows, cols, diagonal, first, mx, sum, old);
+}
+static void softmax_tile(float *s, int64_t rows, int64_t cols, int diagonal, int first, float *mx,
+                         float *sum, float *old) {
+  if (HAVE_WIDE)
+    softmax_tile_wide(s, rows, cols, diagonal, first, mx, sum, old);
+  else
+    softmax_tile_body(s, rows, cols, diagonal, first, mx, sum, old);
+}
+static WIDE void grad_tile_wide(float *s, float *dp, int64_t rows, int64_t cols, int diagonal,
+                                const float *lse, const float *delta, int64_t heads, float scale) {
+  grad_tile_body(s, dp, rows, cols, diagonal, lse, delta, heads, scale);
+}
+static void grad_tile(float *s, float *dp, int64_t rows, int64_t cols, int diagonal,
+                      const float *lse, const float *delta, int64_t heads, float scale) {
+  if (HAVE_WIDE)
+    grad_tile_wide(s, dp, rows, cols, diagonal, lse, delta, heads, scale);
+  else
+    grad_tile_body(s, dp, rows, cols, diagonal, lse, delta, heads, scale);
+}
+
+/* Rows of the tile at row `at` of n (the last tile may be short). */
+static int64_t tile_rows(int64_t n, int64_t at) { return n - at < TILE ? n - at : TILE; }
+
+/* The tile of keys at j0 for the queries at i0 (head h): its rows, whether
+ * it sits on a causal block's diagonal, and K, V as the GEMMs read them. A
+ * causal block's query tile sees the key tiles up to its own. */
+typedef struct {
+  int64_t rows, lk, lv;
+  int diagonal;
+  const float *k, *v;
+} key_tile;
+static int64_t key_tiles_end(int causal, int64_t i0, int64_t n, int64_t nk) {
+  return causal ? i0 + tile_rows(n, i0) : nk;
+}
+static key_tile keys_at(const float *k, const float *v, int64_t nk, int64_t W, int64_t dh,
+                        int64_t h, int64_t i0, int64_t j0, int causal) {
+  key_tile t = {.rows = tile_rows(nk, j0), .diagonal = causal && j0 == i0};
+  t.k = operand(k + j0 * W + h * dh, W, t.rows, dh, 1, &t.lk);
+  t.v = operand(v + j0 * W + h * dh, W, t.rows, dh, 2, &t.lv);
+  return t;
+}
+
+static int64_t scores_of(int64_t n, int64_t nk, int causal) {
+  return causal ? n * (n + 1) / 2 : n * nk;
 }
 
 int64_t dt_attn_block_forward(const float *q, const float *k, const float *v, int64_t n, int64_t nk,
                               int64_t W, int64_t heads, int causal, float *o, float *lse) {
-  int64_t dh = W / heads, computed = 0;
-  float scale = 1.0f / sqrtf((float)dh), *s = scratch(nk);
-  for (int64_t i = 0; i < n; i++) {
-    int64_t see = causal ? i + 1 : nk; /* keys 0..see-1 are visible to query i */
-    computed += see;
-    for (int64_t h = 0; h < heads; h++) {
-      const float *qi = q + i * W + h * dh;
-      float *oi = o + i * W + h * dh, mx = -INFINITY, sum = 0;
-      for (int64_t j = 0; j < see; j++) {
-        s[j] = scale * dot(qi, k + j * W + h * dh, dh);
-        mx = fmaxf(mx, s[j]);
+  int64_t dh = W / heads, lq;
+  float scale = 1.0f / sqrtf((float)dh), mx[TILE], sum[TILE], old[TILE];
+  tile_ready(dh);
+  for (int64_t h = 0; h < heads; h++)
+    for (int64_t i0 = 0; i0 < n; i0 += TILE) {
+      int64_t bq = tile_rows(n, i0);
+      const float *qt = operand(q + i0 * W + h * dh, W, bq, dh, 0, &lq);
+      float *ot = o + i0 * W + h * dh;
+      for (int64_t j0 = 0; j0 < key_tiles_end(causal, i0, n, nk); j0 += TILE) {
+        key_tile t = keys_at(k, v, nk, W, dh, h, i0, j0, causal);
+        dt_host_gemm(0, 1, bq, t.rows, dh, scale, qt, lq, t.k, t.lk, 0, tile.s,
+                     TILE); /* S = QK^T */
+        softmax_tile(tile.s, bq, t.rows, t.diagonal, j0 == 0, mx, sum, old);
+        for (int64_t i = 0; i < bq; i++) /* the output so far, rescaled to the new max */
+          for (int64_t d = 0; d < dh; d++) ot[i * W + d] = j0 ? ot[i * W + d] * old[i] : 0;
+        round_tile(tile.s, bq, t.rows);
+        dt_host_gemm(0, 0, bq, dh, t.rows, 1, tile.s, TILE, t.v, t.lv, 1, ot, W); /* O += P V */
       }
-      for (int64_t d = 0; d < dh; d++) oi[d] = 0;
-      for (int64_t j = 0; j < see; j++) {
-        float p = expf(s[j] - mx);
-        const float *vj = v + j * W + h * dh;
-        sum += p;
-        for (int64_t d = 0; d < dh; d++) oi[d] += p * vj[d];
+      for (int64_t i = 0; i < bq; i++) {
+        for (int64_t d = 0; d < dh; d++) ot[i * W + d] /= sum[i];
+        lse[(i0 + i) * heads + h] = mx[i] + logf(sum[i]);
       }
-      for (int64_t d = 0; d < dh; d++) oi[d] /= sum;
-      lse[i * heads + h] = mx + logf(sum);
     }
-  }
-  return computed;
+  return scores_of(n, nk, causal);
 }
 
 void dt_attn_delta(const float *dout, const float *o, int64_t n, int64_t W, int64_t heads,
                    float *delta) {
   int64_t dh = W / heads;
   for (int64_t i = 0; i < n; i++)
-    for (int64_t h = 0; h < heads; h++)
-      delta[i * heads + h] = dot(dout + i * W + h * dh, o + i * W + h * dh, dh);
+    for (int64_t h = 0; h < heads; h++) {
+      float s = 0;
+      for (int64_t d = 0; d < dh; d++) s += dout[i * W + h * dh + d] * o[i * W + h * dh + d];
+      delta[i * heads + h] = s;
+    }
 }
 
 int64_t dt_attn_block_backward(const float *q, const float *k, const float *v, const float *dout,
                                const float *delta, const float *lse, int64_t n, int64_t nk,
                                int64_t W, int64_t heads, int causal, float *dq, float *dk,
                                float *dv) {
-  int64_t dh = W / heads, computed = 0;
+  int64_t dh = W / heads, lq, lg;
   float scale = 1.0f / sqrtf((float)dh);
-  for (int64_t i = 0; i < n; i++) {
-    int64_t see = causal ? i + 1 : nk;
-    computed += see;
-    for (int64_t h = 0; h < heads; h++) {
-      const float *qi = q + i * W + h * dh, *gi = dout + i * W + h * dh;
-      float *dqi = dq + i * W + h * dh, l = lse[i * heads + h], dl = delta[i * heads + h];
-      for (int64_t j = 0; j < see; j++) {
-        const float *kj = k + j * W + h * dh, *vj = v + j * W + h * dh;
-        float p = expf(scale * dot(qi, kj, dh) - l); /* the probability, recomputed */
-        float ds = p * (dot(gi, vj, dh) - dl) * scale;
-        float *dkj = dk + j * W + h * dh, *dvj = dv + j * W + h * dh;
-        for (int64_t d = 0; d < dh; d++) {
-          dqi[d] += ds * kj[d];
-          dkj[d] += ds * qi[d];
-          dvj[d] += p * gi[d];
-        }
+  tile_ready(dh);
+  for (int64_t h = 0; h < heads; h++)
+    for (int64_t i0 = 0; i0 < n; i0 += TILE) {
+      int64_t bq = tile_rows(n, i0);
+      const float *qt = operand(q + i0 * W + h * dh, W, bq, dh, 0, &lq);
+      const float *gt = operand(dout + i0 * W + h * dh, W, bq, dh, 3, &lg);
+      for (int64_t j0 = 0; j0 < key_tiles_end(causal, i0, n, nk); j0 += TILE) {
+        key_tile t = keys_at(k, v, nk, W, dh, h, i0, j0, causal);
+        int64_t bk = t.rows;
+        dt_host_gemm(0, 1, bq, bk, dh, scale, qt, lq, t.k, t.lk, 0, tile.s, TILE); /* S = Q K^T */
+        dt_host_gemm(0, 1, bq, bk, dh, 1, gt, lg, t.v, t.lv, 0, tile.dp, TILE);    /* dP = dO V^T */
+        grad_tile(tile.s, tile.dp, bq, bk, t.diagonal, lse + i0 * heads + h, delta + i0 * heads + h,
+                  heads, scale); /* P from the saved lse, dS */
+        round_tile(tile.s, bq, bk);
+        round_tile(tile.dp, bq, bk);
+        float *dkt = dk + j0 * W + h * dh, *dvt = dv + j0 * W + h * dh;
+        dt_host_gemm(1, 0, bk, dh, bq, 1, tile.s, TILE, gt, lg, 1, dvt, W);  /* dV += P^T dO */
+        dt_host_gemm(1, 0, bk, dh, bq, 1, tile.dp, TILE, qt, lq, 1, dkt, W); /* dK += dS^T Q */
+        dt_host_gemm(0, 0, bq, dh, bk, 1, tile.dp, TILE, t.k, t.lk, 1, dq + i0 * W + h * dh,
+                     W); /* dQ += dS K */
       }
     }
+  return scores_of(n, nk, causal);
+}
+
+/* The floor to hold attention's rate against: the seven GEMMs of one pair of
+ * full tiles (forward's two, backward's five), alone, repeated for about
+ * 15 ms of CPU time, the best of three. */
+double dt_attn_gemm_rate(int64_t dh) {
+  tile_ready(dh);
+  float *a = tile.rows, *b = a + TILE * dh, *c = b + TILE * dh, *d = c + TILE * dh;
+  for (int64_t i = 0; i < 4 * TILE * dh; i++) a[i] = (float)(i % 7) * 0.1f; /* a, b in; c, d out */
+  double best = 0, flops = 7.0 * 2 * TILE * TILE * (double)dh;
+  for (int round = 0; round < 3; round++) {
+    int64_t reps = 0;
+    double t0 = dt_cpu_now(), t = 0;
+    for (; t < 0.015; reps++, t = dt_cpu_now() - t0) {
+      dt_host_gemm(0, 1, TILE, TILE, dh, 1, a, dh, b, dh, 0, tile.s, TILE);
+      dt_host_gemm(0, 0, TILE, dh, TILE, 1, tile.s, TILE, b, dh, 1, c, dh);
+      dt_host_gemm(0, 1, TILE, TILE, dh, 1, a, dh, b, dh, 0, tile.s, TILE);
+      dt_host_gemm(0, 1, TILE, TILE, dh, 1, b, dh, a, dh, 0, tile.dp, TILE);
+      dt_host_gemm(1, 0, TILE, dh, TILE, 1, tile.s, TILE, a, dh, 1, d, dh);
+      dt_host_gemm(1, 0, TILE, dh, TILE, 1, tile.dp, TILE, b, dh, 1, d, dh);
+      dt_host_gemm(0, 0, TILE, dh, TILE, 1, tile.dp, TILE, a, dh, 1, c, dh);
+    }
+    best = fmax(best, flops * (double)reps / t / 1e9);
   }
-  return computed;
+  return best;
 }

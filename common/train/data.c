@@ -111,3 +111,11 @@ void dt_add_position(float *x, int64_t D, int64_t t) {
     x[d] += (float)(d % 2 ? cos(angle) : sin(angle));
   }
 }
+
+void dt_sequence_batch(const dt_train_config *c, int64_t step, int64_t *samples, float *x,
+                       float *y) {
+  int64_t S = c->seq, D = c->dim;
+  dt_step_samples(c, 1, 0, step, samples);
+  dt_make_sequences(c, samples, c->batch, 0, S, S, x, y);
+  for (int64_t t = 0; t < c->batch * S; t++) dt_add_position(x + t * D, D, t % S);
+}

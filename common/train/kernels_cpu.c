@@ -49,6 +49,7 @@ static dt_dtype matmul_inputs = DT_F32;
 static float *rounded[2];
 static size_t rounded_size[2];
 void dt_set_matmul_inputs(dt_dtype t) { matmul_inputs = t; }
+dt_dtype dt_matmul_inputs(void) { return matmul_inputs; }
 size_t dt_rounding_bytes(void) { return (rounded_size[0] + rounded_size[1]) * sizeof(float); }
 
 static const float *rounded_copy(int which, const float *x, size_t n) {
@@ -78,6 +79,15 @@ void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const 
     matmul_seconds += dt_now() - t0;
     matmul_calls++;
   }
+}
+
+void dt_host_gemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                  const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                  int64_t ldc) {
+  dt_kernels_init();
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha, A, (int)lda, B,
+              (int)ldb, beta, C, (int)ldc);
 }
 
 /* Selects that -O3 turns into vector compares and masks (restrict, no

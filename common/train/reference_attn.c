@@ -100,9 +100,7 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
 #define U(l)  (qkvou + (5 * (l) + 4) * T * D)
 #define PR(l) (p + (l)*B * A * S * S)
   for (int64_t step = 0; step < c->steps; step++) {
-    dt_step_samples(c, 1, 0, step, samples);
-    dt_make_sequences(c, samples, B, 0, S, S, x, y);
-    for (int64_t t = 0; t < T; t++) dt_add_position(x + t * D, D, t % S);
+    dt_sequence_batch(c, step, samples, x, y);
     for (int64_t l = 0; l < L; l++) {
       const float *wl = w + l * PL, *xl = x + l * T * D;
       dt_matmul(0, 0, T, D, D, xl, wl, Q(l), 0);
@@ -118,6 +116,7 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
     }
     out->losses[step] =
         dt_mse_forward_backward(x + L * T * D, y, dx, (size_t)(T * D), 1.0 / (double)(T * D));
+    if (scaler.scale != 1.0) dt_scale(dx, (size_t)(T * D), (float)scaler.scale); /* fp16 */
     dt_zero(g, (size_t)n * 4);
     for (int64_t l = L - 1; l >= 0; l--) {
       const float *wl = w + l * PL, *xl = x + l * T * D;

@@ -19,7 +19,7 @@
 typedef struct {
   char name[160];
   int ndim;
-  int64_t shape[3];
+  int64_t shape[4];
   const float *data; /* host */
 } tensor;
 
@@ -136,17 +136,20 @@ static void compare_config(const char *header, const char *path, const dt_train_
   char mine[14][64], theirs[64];
   const char *flags[14] = {"--layers", "--dim",       "--hidden",    "--batch", "--samples",
                            "--seed",   "--data-seed", "--optimizer", "--lr",    "--weight-decay",
-                           "--clip",   "--precision", NULL};
+                           "--clip",   "--precision", "--seq",       "--heads"};
   const char *keys[14] = {"layers", "dim",       "hidden",    "batch", "samples",
                           "seed",   "data_seed", "optimizer", "lr",    "weight_decay",
-                          "clip",   "precision", NULL};
+                          "clip",   "precision", "seq",       "heads"};
+  if (!c->seq) keys[12] = NULL; /* the transformer's: its sequences' length and heads */
   int64_t ints[7] = {c->layers, c->dim, c->hidden, c->batch, c->samples, c->seed, c->data_seed};
   for (int i = 0; i < 7; i++) snprintf(mine[i], 64, "%lld", (long long)ints[i]);
   snprintf(mine[7], 64, "%s", c->optimizer);
   double reals[3] = {c->lr, c->weight_decay, c->clip}; /* stored exactly, shown short */
   for (int i = 0; i < 3; i++) shortest(reals[i], mine[8 + i], 64);
   snprintf(mine[11], 64, "%s", c->precision);
-  for (int i = 0; keys[i] && !err[0]; i++) {
+  snprintf(mine[12], 64, "%lld", (long long)c->seq);
+  snprintf(mine[13], 64, "%lld", (long long)c->heads);
+  for (int i = 0; i < 14 && keys[i] && !err[0]; i++) {
     int found = meta_value(header, keys[i], theirs, sizeof theirs) != NULL;
     if (found && i >= 8 && i <= 10) shortest(strtod(theirs, NULL), theirs, sizeof theirs);
     if (!found)
@@ -317,7 +320,8 @@ static const char *parse_entry(const char *p, uint64_t shape[2], uint64_t off[2]
   return NULL;
 }
 
-/* Reads the 2L tensors named prefix + "layers.{l}.w{1,2}" from f (size
+/* Reads the model's tensors, each named prefix + its dt_model_tensor name
+ * ("layers.{l}.w1", "layers.{l}.wq", ...), from f (size
  * bytes; path only names it in messages) and checks each one's dtype, shape
  * and byte range against the config; the metadata's step goes to *step. On
  * any mismatch, err says what and where. Every number the file gives is
@@ -344,14 +348,13 @@ void dt_read_tensors(FILE *f, uint64_t size, const char *path, const dt_train_co
     snprintf(err, errlen, "%s: the metadata has no step", path);
   if (step) *step = meta_step;
   if (step && !err[0]) compare_config(header, path, c, err, errlen);
-  int64_t L = c->layers, D = c->dim, H = c->hidden;
-  for (int64_t i = 0; i < 2 * L && !err[0]; i++) {
-    char key[96];
+  for (int64_t i = 0; i < dt_model_tensors(c) && !err[0]; i++) {
+    dt_tensor x = dt_model_tensor(c, i);
+    char key[160];
     uint64_t shape[2], off[2];
-    snprintf(key, sizeof key, "\"%slayers.%lld.w%d\"", prefix, (long long)(i / 2),
-             (int)(i % 2) + 1);
+    snprintf(key, sizeof key, "\"%s%s\"", prefix, x.name);
     const char *at = strstr(header, key), *why = NULL;
-    uint64_t want_r = (uint64_t)(i % 2 ? H : D), want_c = (uint64_t)(i % 2 ? D : H);
+    uint64_t want_r = (uint64_t)x.rows, want_c = (uint64_t)x.cols;
     uint64_t bytes = want_r * want_c * 4; /* the config's, bounded by the CLI's limits */
     if (!at)
       snprintf(err, errlen, "%s: tensor %s is missing", path, key);
@@ -368,7 +371,7 @@ void dt_read_tensors(FILE *f, uint64_t size, const char *path, const dt_train_co
                path, key, (unsigned long long)off[0], (unsigned long long)off[1],
                (unsigned long long)data_size);
     else if (fseeko(f, (off_t)(8 + len + off[0]), SEEK_SET) != 0 ||
-             fread(dst + i * D * H, 4, want_r * want_c, f) != want_r * want_c)
+             fread(dst + x.at, 4, want_r * want_c, f) != want_r * want_c)
       snprintf(err, errlen, "%s: cannot read %s", path, key);
   }
   /* The checksum covers the whole data section: checked once, with the
@@ -394,12 +397,13 @@ void dt_read_tensors(FILE *f, uint64_t size, const char *path, const dt_train_co
              "another --ckpt folder",
              path);
   }
-  for (int64_t j = 0; !err[0] && j < 2 * L * D * H; j++)
+  int64_t PL = dt_params_per_layer(c);
+  for (int64_t j = 0; !err[0] && j < c->layers * PL; j++)
     if (!isfinite(dst[j]))
       snprintf(err, errlen,
                "%s: %slayers.%lld holds %s: saved from a diverged run; use another checkpoint or "
                "start afresh",
-               path, prefix, (long long)(j / (2 * D * H)), isnan(dst[j]) ? "NaN" : "inf");
+               path, prefix, (long long)(j / PL), isnan(dst[j]) ? "NaN" : "inf");
   free(header);
 }
 
@@ -440,33 +444,45 @@ void dt_load_model(const char *path, const dt_train_config *c, float *weights) {
   if (any) dt_fail("--load %s", bad ? err : "failed on another rank");
 }
 
+/* The global batches in the order one process trains on them: [steps, B, D]
+ * of samples, or with sequences [steps, B, S, D], x with positions added. */
 void dt_dump_data(const char *path, const dt_train_config *c) {
-  int64_t S = c->steps, B = c->batch, D = c->dim;
-  if ((double)S * B * D * 8 > 2e9)
-    dt_fail("--dump-data: %lld steps of [%lld, %lld] exceed 2 GB", (long long)S, (long long)B,
-            (long long)D);
+  int64_t S = c->steps, B = c->batch, D = c->dim, T = c->seq ? c->seq : 1, BT = B * T;
+  char dims[80]; /* a step's [B, D], or [B, S, D] */
+  snprintf(dims, sizeof dims, "%lld, %lld", (long long)B, (long long)D);
+  if (c->seq)
+    snprintf(dims, sizeof dims, "%lld, %lld, %lld", (long long)B, (long long)T, (long long)D);
+  if ((double)S * BT * D * 8 > 2e9)
+    dt_fail("--dump-data: %lld steps of [%s] exceed 2 GB", (long long)S, dims);
   /* rank 0 holds all of it on the host: ask first, as dt_alloc does */
-  double need = (double)S * B * D * 8, left = dt_rank() == 0 ? dt_memory_available() : 0;
+  double need = (double)S * BT * D * 8, left = dt_rank() == 0 ? dt_memory_available() : 0;
   DT_MPI(MPI_Bcast(&left, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD));
   if (need > left)
-    dt_fail("--dump-data: %lld steps of [%lld, %lld] need %.2f GiB on rank 0; only %.2f GiB are "
+    dt_fail("--dump-data: %lld steps of [%s] need %.2f GiB on rank 0; only %.2f GiB are "
             "available (%s)",
-            (long long)S, (long long)B, (long long)D, need / 1073741824.0, left / 1073741824.0,
-            dt_memory_source());
+            (long long)S, dims, need / 1073741824.0, left / 1073741824.0, dt_memory_source());
   if (dt_rank() != 0) return; /* every rank would write the same file */
-  float *x = malloc((size_t)(S * B * D) * 4), *y = malloc((size_t)(S * B * D) * 4);
-  float *xd = dt_alloc_f32((size_t)(B * D), DT_DATA), *yd = dt_alloc_f32((size_t)(B * D), DT_DATA);
+  float *x = malloc((size_t)(S * BT * D) * 4), *y = malloc((size_t)(S * BT * D) * 4);
+  float *xd = c->seq ? NULL : dt_alloc_f32((size_t)(B * D), DT_DATA);
+  float *yd = c->seq ? NULL : dt_alloc_f32((size_t)(B * D), DT_DATA);
   int64_t *samples = malloc((size_t)B * sizeof *samples);
   CHECK_ALLOC(x);
   CHECK_ALLOC(y);
   CHECK_ALLOC(samples);
-  for (int64_t s = 0; s < S; s++) { /* the global batches, in the reference's row order */
+  for (int64_t s = 0; s < S && c->seq; s++) /* host rows, made where they are written */
+    dt_sequence_batch(c, s, samples, x + s * BT * D, y + s * BT * D);
+  for (int64_t s = 0; s < S && !c->seq; s++) { /* the global batches, in the reference's order */
     dt_step_samples(c, 1, 0, s, samples);
     dt_make_batch(c, samples, B, xd, yd);
     dt_copy_to_host(x + s * B * D, xd, (size_t)(B * D) * 4);
     dt_copy_to_host(y + s * B * D, yd, (size_t)(B * D) * 4);
   }
   tensor t[2] = {{"x", 3, {S, B, D}, x}, {"y", 3, {S, B, D}, y}};
+  for (int i = 0; i < 2 && c->seq; i++) {
+    t[i].ndim = 4;
+    t[i].shape[2] = T;
+    t[i].shape[3] = D;
+  }
   char meta[512];
   meta_of(c, S, meta, sizeof meta);
   write_atomically(path, "--dump-data", t, 2, meta);

@@ -277,6 +277,18 @@ int64_t dt_attn_block_backward(const float *q, const float *k, const float *v, c
                                const float *delta, const float *lse, int64_t n, int64_t nk,
                                int64_t W, int64_t heads, int causal, float *dq, float *dk,
                                float *dv);
+/* Queries and keys per tile (attention.c): its GEMMs are TILE x TILE x dh
+ * (scores) and TILE x dh x TILE (products) */
+#define DT_ATTN_TILE 128
+/* Forward computes 4 dh flops per score (S = Q K^T, O += P V), backward 10 dh
+ * (S again, dP = dO V^T, dV, dK, dQ). What one core's sgemm reaches at the
+ * tiles' shapes, those seven GEMMs alone, GFLOP/s: the floor to compare the
+ * blocks' rate with. Takes about 50 ms of CPU time. */
+double dt_attn_gemm_rate(int64_t dh);
+/* the tiles' scratch the blocks keep, (2 TILE^2 + 4 TILE dh) x 4 bytes: one
+ * tile of scores and one of dP, and copies of a tile's rows (16-bit inputs,
+ * the rate's operands); the same at any S, 0 before the first block */
+size_t dt_attn_scratch_bytes(void);
 
 /* ------------------------------------------------------------------- data */
 /* Sample i: x_i from the RNG keyed by (data seed, i), uniform in [-1, 1);
@@ -296,6 +308,12 @@ void dt_make_sequences(const dt_train_config *c, const int64_t *samples, int64_t
                        int64_t len, int64_t ld, float *x, float *y);
 /* x[0..D) += the sinusoidal encoding of position t */
 void dt_add_position(float *x, int64_t D, int64_t t);
+/* The transformer's global batch of `step`, whole sequences (host): the B
+ * samples of dt_step_samples (into samples[B]), x [B, S, D] the tokens with
+ * their positions added (the model's input), y [B, S, D] the targets. What
+ * one process trains on and --dump-data writes. */
+void dt_sequence_batch(const dt_train_config *c, int64_t step, int64_t *samples, float *x,
+                       float *y);
 /* The B/replicas samples of `rank` at `step`, drawn through the sampler
  * (the epoch's shard, walked in order, reshuffled each epoch). */
 void dt_step_samples(const dt_train_config *c, int replicas, int rank, int64_t step, int64_t *out);

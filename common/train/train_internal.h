@@ -17,6 +17,15 @@ extern "C" {
 void dt_kernels_init(void);
 /* bytes held by matmul's 16-bit rounding copies (dt_alloc'ed, DT_OTHER) */
 size_t dt_rounding_bytes(void);
+/* what dt_matmul rounds its inputs to (dt_set_matmul_inputs; DT_F32: nothing) */
+dt_dtype dt_matmul_inputs(void);
+/* On host memory, either backend: C = alpha op(A) op(B) + beta C, row-major
+ * blocks of wider arrays (lda, ldb, ldc), no rounding of the inputs (the
+ * caller rounds). attention.c's tiles: OpenBLAS on cpu, a plain host loop in
+ * the cuda build (lesson 11 runs on the cpu backend only). */
+void dt_host_gemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                  const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                  int64_t ldc);
 /* the rows of samples rows[0..count) of the data set, each cols wide, as
  * dt_fill_block makes row rows[k] of the full matrix: one launch for all */
 void dt_fill_rows(float *buf, const int64_t *rows, int64_t count, int64_t cols, uint64_t seed,
