@@ -452,7 +452,7 @@ EOF
     die "gnuplot failed; see $OUT/gnuplot.log"
   fi
 else
-  OLD_PLOTS=$(cd bench && ls *.png 2>/dev/null | tr "\n" " " || true)
+  OLD_PLOTS=$(cd bench && ls *.png 2>/dev/null | paste -sd " " - || true)
   say "gnuplot is not installed: plots not remade; ${OLD_PLOTS:-no earlier plots} kept as they are, from an earlier run (make setup or apt-get install gnuplot-nox, then make bench again)"
 fi
 
