@@ -219,8 +219,6 @@ int main(int argc, char **argv) {
   const char *split = "contiguous", *schedule = "1f1b";
   dt_option options[] = {
       DT_TRAIN_OPTIONS(&run.c),
-      DT_REFUSED("--load --ckpt --save-every --resume --dump-data",
-                 "the transformer's sequences are not read back or dumped yet (--save writes one)"),
       DT_REFUSED("--precision=bf16 --precision=fp16 --loss-scale --growth-interval",
                  "the mesh trains in fp32 only for now"),
       DT_ATTN_OPTIONS(&run.c),

@@ -96,6 +96,48 @@ else
   pass "12 save: the mesh's file and one process's differ (summed in another order)"
 fi
 
+# --load: a file of --save, on another mesh (ZeRO-1 too); one process starts
+# from it as well, so the check holds and the first loss is the trained model's
+check "12 np=4 load" 4 0 "$PASS12" '^step    1/3  loss 0\.[0-4]' -- $D12 --steps 3 --dp 2 --pp 2 \
+  --load "$T12/mesh.safetensors"
+check "12 np=2 load zero 1" 2 0 "$PASS12" -- $D12 --steps 3 --dp 2 --zero 1 \
+  --load "$T12/mesh1.safetensors"
+check_one_error "12 load another width" 2 2 \
+  'error: --load .*mesh.safetensors: "layers.0.wq" has shape \[32, 32\], the config needs \[16, 16\]' \
+  -- $D12 --load "$T12/mesh.safetensors" --dim 16 --heads 2
+
+# --ckpt, --save-every, --resume: 5 steps and a checkpoint, resumed to 8,
+# bit-identical to 8 steps never interrupted on the same mesh (cmp of
+# --save); the same checkpoint on another mesh, ZeRO-1, passes the check
+rm -rf "$T12/ck" "$T12/full.safetensors" "$T12/resumed.safetensors"
+check "12 ckpt: 8 steps" 8 0 "saved $T12/full.safetensors" -- $D12 --no-check --steps 8 \
+  --save "$T12/full.safetensors"
+check "12 ckpt: 5 steps, a checkpoint at 5" 8 0 'checkpoint: step 5 saved' -- $D12 --no-check \
+  --steps 5 --ckpt "$T12/ck" --save-every 5
+check "12 ckpt: resumed to 8" 8 0 'resume: step 5 .*AdamW m and v' -- $D12 --no-check --steps 8 \
+  --ckpt "$T12/ck" --resume --save "$T12/resumed.safetensors"
+if cmp -s "$T12/full.safetensors" "$T12/resumed.safetensors"; then
+  pass "12 ckpt: the resumed run is bit-identical to the uninterrupted one (pp 2 x cp 2 x tp 2)"
+else
+  fail "12 ckpt: the resumed run is bit-identical to the uninterrupted one (pp 2 x cp 2 x tp 2)" "" \
+    "cmp differs"
+fi
+check "12 ckpt: resumed on dp 2 x cp 2, zero 1" 4 0 'resume: step 5' "$PASS12" -- $D12 --steps 8 \
+  --ckpt "$T12/ck" --resume --dp 2 --cp 2 --zero 1
+
+# --dump-data: every step's global batch as the model sees it, the same
+# file whatever the mesh (one process's, byte for byte)
+rm -f "$T12/data16.safetensors" "$T12/data1.safetensors"
+check "12 np=16 dump-data" 16 0 "$PASS12" -- $D12 --steps 2 --dump-data "$T12/data16.safetensors"
+check "12 np=1 dump-data" 1 0 "$PASS12" -- $D12 --steps 2 --dump-data "$T12/data1.safetensors"
+if [ -s "$T12/data1.safetensors" ] && cmp -s "$T12/data16.safetensors" "$T12/data1.safetensors" &&
+  grep -aq '"x":{"dtype":"F32","shape":\[2,8,32,32\]' "$T12/data1.safetensors"; then
+  pass "12 dump-data: x and y [steps, B, S, D], the same bytes at NP 16 as at NP 1"
+else
+  fail "12 dump-data: x and y [steps, B, S, D], the same bytes at NP 16 as at NP 1" "" \
+    "$(head -c 300 "$T12/data1.safetensors" | tr -d '\0')"
+fi
+
 # Bad input: one clear message from rank 0, exit 2, never a hang.
 check_one_error "12 product not N" 4 2 \
   'error: --dp 2 --pp 1 --cp 1 --tp 1: a mesh of 2 ranks, but the job has 4: the axes. product must be N' \
@@ -118,5 +160,7 @@ check_one_error "12 batch not divisible by dp M" 2 2 \
   'error: --batch 8 does not split into dp x M = 1 x 3 microbatches of whole sequences' \
   -- $D12 --pp 2 --micro 3
 check_one_error "12 zero 2" 2 2 'error: --zero: 2 is out of range' -- $D12 --zero 2
+check_one_error "12 bf16 refused" 2 2 'error: --precision bf16: 12_mesh does not take it: the mesh trains in fp32' \
+  -- $D12 --precision bf16
 check_one_error "12 unknown schedule" 2 2 "error: --schedule: 'interleaved' is not one of gpipe\|1f1b" \
   -- $D12 --schedule interleaved
