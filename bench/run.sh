@@ -13,6 +13,8 @@
 #      at NP=2 and 4, its step at NP=1 beside PyTorch, a --save read by PyTorch.
 #   6. context parallelism (bench/cp.sh): lesson 11's ring (both splits) and
 #      Ulysses at S 1k-16k, NP 2 and 4; at NP=1 attention beside PyTorch's.
+#   7. the mesh (bench/mesh.sh): lesson 12 on every mesh of 8 ranks, and tp
+#      inside a node against across the link of emulated nodes.
 # Writes bench/results.md, bench/*.csv and, when gnuplot is installed,
 # bench/*.png (without it, the committed plots are kept, and results.md says
 # they are from an earlier run); raw logs and plot data stay in bench/out/
@@ -363,6 +365,10 @@ BIN_DIR=$BIN_DIR MPIRUN=$MPIRUN CORES=$CORES bash bench/cp.sh >"$OUT/cp.log" 2>&
   die "bench/cp.sh failed; see $OUT/cp.log"
 cp "$OUT/cp/cp.csv" "$NEW/cp.csv"
 cat "$OUT/cp/commands.txt" >>"$OUT/commands.txt"
+# ---- 7. the mesh (bench/mesh.sh, lesson 12) --------------------------------------------
+say "4D parallelism on one mesh (bench/mesh.sh; log $OUT/mesh.log)"
+BIN_DIR=$BIN_DIR MPIRUN=$MPIRUN CORES=$CORES bash bench/mesh.sh >"$OUT/mesh.log" 2>&1 ||
+  die "bench/mesh.sh failed; see $OUT/mesh.log"
 
 # ---- the machine and the libraries --------------------------------------------------
 cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')
@@ -589,6 +595,11 @@ hb() { awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%g MiB", b / 1048576; el
   echo "<!-- /bench/ep.sh -->"
   echo
   cat "$OUT/cp/cp.md" # section 6: context parallelism
+  echo "## 4D parallelism on one mesh (lesson 12)"
+  echo
+  echo "Every mesh of 8 ranks, and tp inside a node against across a link: [mesh.md](mesh.md) (bench/mesh.sh,"
+  echo "also \`make bench-mesh\`)."
+  echo
   if [ -f bench/cluster/results.md ]; then
     echo "Across emulated nodes, flat vs hierarchical all-reduce on a shaped link: [cluster/results.md](cluster/results.md)"
     echo "(written by \`make bench-cluster\`, not by this suite)."
