@@ -49,7 +49,12 @@ void dt_reference_update(const dt_train_config *c, dt_loss_scaler *scaler, float
 
 double dt_reference_begin(const dt_train_config *c, float *w, int64_t n, dt_loss_scaler *scaler,
                           dt_reference_run *out) {
-  dt_initial_weights(c, w, 0, n);
+  char err[512] = "";
+  if (c->load) /* the run read it already: it cannot fail here but by a changed file */
+    dt_load_weights_host(c->load, c, w, err, sizeof err);
+  else
+    dt_initial_weights(c, w, 0, n);
+  if (err[0]) dt_fatal(__FILE__, __LINE__, "dt_load_weights_host", err);
   dt_scaler_init(scaler, c);
   scaler->taken = 0; /* the reference always trains from step 0 */
   scaler->quiet = 1;

@@ -97,11 +97,11 @@ static void meta_of(const dt_train_config *c, int64_t step, char *out, size_t ca
            (long long)c->hidden, (long long)c->batch, (long long)c->samples, (long long)c->seed,
            (long long)c->data_seed, c->optimizer, c->lr, c->weight_decay, c->clip, c->precision);
   size_t len = strlen(out);
-  if (c->experts) /* what a loader needs to rebuild the mixture */
+  if (c->experts) /* what a loader needs to rebuild the mixture; its capacity groups: the ranks */
     snprintf(out + len, cap - len,
              ",\"experts\":\"%lld\",\"topk\":\"%lld\",\"capacity_factor\":\"%.17g\","
-             "\"aux_coef\":\"%.17g\"",
-             (long long)c->experts, (long long)c->topk, c->capacity_factor, c->aux_coef);
+             "\"aux_coef\":\"%.17g\",\"groups\":\"%d\"",
+             (long long)c->experts, (long long)c->topk, c->capacity_factor, c->aux_coef, dt_size());
   len = strlen(out);
   if (c->seq) /* and the transformer's */
     snprintf(out + len, cap - len, ",\"seq\":\"%lld\",\"heads\":\"%lld\"", (long long)c->seq,
@@ -130,25 +130,42 @@ static void shortest(double x, char *out, size_t n) {
   }
 }
 
+static int64_t meta_int(const char *header, const char *key);
+
+/* Whether a mixture at this many ranks can drop a token: its capacity C of
+ * each rank's R tokens is below R, what one expert could be sent. */
+static int drops(const dt_train_config *c, int64_t ranks) {
+  int64_t R = c->batch / ranks;
+  return dt_moe_capacity(c, R) < R;
+}
+
 /* One line on the first setting that differs, and how to go on. */
 static void compare_config(const char *header, const char *path, const dt_train_config *c,
                            char *err, size_t errlen) {
-  char mine[14][64], theirs[64];
-  const char *flags[14] = {"--layers", "--dim",       "--hidden",    "--batch", "--samples",
-                           "--seed",   "--data-seed", "--optimizer", "--lr",    "--weight-decay",
-                           "--clip",   "--precision", NULL};
-  const char *keys[14] = {"layers", "dim",       "hidden",    "batch", "samples",
-                          "seed",   "data_seed", "optimizer", "lr",    "weight_decay",
-                          "clip",   "precision", NULL};
-  int64_t ints[7] = {c->layers, c->dim, c->hidden, c->batch, c->samples, c->seed, c->data_seed};
+  char mine[18][64], theirs[64];
+  const char *flags[18] = {
+      "--layers",  "--dim",       "--hidden",    "--batch", "--samples",
+      "--seed",    "--data-seed", "--optimizer", "--lr",    "--weight-decay",
+      "--clip",    "--precision", "--experts",   "--topk",  "--capacity-factor",
+      "--aux-coef"};
+  const char *keys[18] = {"layers",  "dim",       "hidden",    "batch", "samples",
+                          "seed",    "data_seed", "optimizer", "lr",    "weight_decay",
+                          "clip",    "precision", "experts",   "topk",  "capacity_factor",
+                          "aux_coef"};
+  int64_t ints[9] = {c->layers, c->dim,       c->hidden,  c->batch, c->samples,
+                     c->seed,   c->data_seed, c->experts, c->topk};
   for (int i = 0; i < 7; i++) snprintf(mine[i], 64, "%lld", (long long)ints[i]);
   snprintf(mine[7], 64, "%s", c->optimizer);
-  double reals[3] = {c->lr, c->weight_decay, c->clip}; /* stored exactly, shown short */
-  for (int i = 0; i < 3; i++) shortest(reals[i], mine[8 + i], 64);
+  double reals[5] = {c->lr, c->weight_decay, c->clip, c->capacity_factor, c->aux_coef};
+  for (int i = 0; i < 3; i++) shortest(reals[i], mine[8 + i], 64); /* stored exactly, shown short */
   snprintf(mine[11], 64, "%s", c->precision);
-  for (int i = 0; keys[i] && !err[0]; i++) {
+  for (int i = 0; i < 2; i++) snprintf(mine[12 + i], 64, "%lld", (long long)ints[7 + i]);
+  for (int i = 0; i < 2; i++) shortest(reals[3 + i], mine[14 + i], 64);
+  int n = c->experts ? 16 : 12; /* the mixture's settings, with a mixture */
+  for (int i = 0; i < n && !err[0]; i++) {
     int found = meta_value(header, keys[i], theirs, sizeof theirs) != NULL;
-    if (found && i >= 8 && i <= 10) shortest(strtod(theirs, NULL), theirs, sizeof theirs);
+    int real = (i >= 8 && i <= 10) || i >= 14;
+    if (found && real) shortest(strtod(theirs, NULL), theirs, sizeof theirs);
     if (!found)
       snprintf(
           err, errlen,
@@ -163,6 +180,23 @@ static void compare_config(const char *header, const char *path, const dt_train_
           "folder",
           flags[i], theirs, flags[i], mine[i], flags[i], theirs);
   }
+  /* A mixture's capacity groups are the ranks: at another number of them
+   * other tokens are dropped, another training, unless none can be (C >= R) */
+  int64_t groups = c->experts ? meta_int(header, "groups") : 0, N = dt_size();
+  if (!err[0] && c->experts && groups <= 0)
+    snprintf(err, errlen,
+             "--resume: %s has no record of its capacity groups (written by an older version): "
+             "start afresh with another --ckpt folder",
+             path);
+  else if (!err[0] && c->experts && groups != N && (drops(c, groups) || drops(c, N)))
+    snprintf(err, errlen,
+             "--resume: the checkpoint was trained at %lld ranks, this run has %lld: a mixture's "
+             "capacity groups are the ranks, so %lld ranks would drop other tokens, another "
+             "training; resume with %lld ranks, or --load its weights to start a new training "
+             "(only a --capacity-factor of at least E/k = %g, which drops no token, trains alike "
+             "at any number of ranks)",
+             (long long)groups, (long long)N, (long long)N, (long long)groups,
+             (double)c->experts / (double)c->topk);
   /* per-rank state (top-k's residual): the same kind, and the same ranks */
   char state[256] = "", ranks[32] = "";
   meta_value(header, "rank_state", state, sizeof state);
@@ -317,7 +351,7 @@ static const char *parse_entry(const char *p, uint64_t shape[2], uint64_t off[2]
   return NULL;
 }
 
-/* Reads the 2L tensors named prefix + "layers.{l}.w{1,2}" from f (size
+/* Reads the model's tensors (dt_model_tensor), each named prefix + its name, from f (size
  * bytes; path only names it in messages) and checks each one's dtype, shape
  * and byte range against the config; the metadata's step goes to *step. On
  * any mismatch, err says what and where. Every number the file gives is
@@ -344,14 +378,13 @@ void dt_read_tensors(FILE *f, uint64_t size, const char *path, const dt_train_co
     snprintf(err, errlen, "%s: the metadata has no step", path);
   if (step) *step = meta_step;
   if (step && !err[0]) compare_config(header, path, c, err, errlen);
-  int64_t L = c->layers, D = c->dim, H = c->hidden;
-  for (int64_t i = 0; i < 2 * L && !err[0]; i++) {
-    char key[96];
+  for (int64_t i = 0; i < dt_model_tensors(c) && !err[0]; i++) {
+    dt_tensor x = dt_model_tensor(c, i);
+    char key[160];
     uint64_t shape[2], off[2];
-    snprintf(key, sizeof key, "\"%slayers.%lld.w%d\"", prefix, (long long)(i / 2),
-             (int)(i % 2) + 1);
+    snprintf(key, sizeof key, "\"%s%s\"", prefix, x.name);
     const char *at = strstr(header, key), *why = NULL;
-    uint64_t want_r = (uint64_t)(i % 2 ? H : D), want_c = (uint64_t)(i % 2 ? D : H);
+    uint64_t want_r = (uint64_t)x.rows, want_c = (uint64_t)x.cols;
     uint64_t bytes = want_r * want_c * 4; /* the config's, bounded by the CLI's limits */
     if (!at)
       snprintf(err, errlen, "%s: tensor %s is missing", path, key);
@@ -368,7 +401,7 @@ void dt_read_tensors(FILE *f, uint64_t size, const char *path, const dt_train_co
                path, key, (unsigned long long)off[0], (unsigned long long)off[1],
                (unsigned long long)data_size);
     else if (fseeko(f, (off_t)(8 + len + off[0]), SEEK_SET) != 0 ||
-             fread(dst + i * D * H, 4, want_r * want_c, f) != want_r * want_c)
+             fread(dst + x.at, 4, want_r * want_c, f) != want_r * want_c)
       snprintf(err, errlen, "%s: cannot read %s", path, key);
   }
   /* The checksum covers the whole data section: checked once, with the
@@ -394,12 +427,13 @@ void dt_read_tensors(FILE *f, uint64_t size, const char *path, const dt_train_co
              "another --ckpt folder",
              path);
   }
-  for (int64_t j = 0; !err[0] && j < 2 * L * D * H; j++)
+  for (int64_t j = 0; !err[0] && j < c->layers * dt_params_per_layer(c); j++)
     if (!isfinite(dst[j]))
       snprintf(err, errlen,
                "%s: %slayers.%lld holds %s: saved from a diverged run; use another checkpoint or "
                "start afresh",
-               path, prefix, (long long)(j / (2 * D * H)), isnan(dst[j]) ? "NaN" : "inf");
+               path, prefix, (long long)(j / dt_params_per_layer(c)),
+               isnan(dst[j]) ? "NaN" : "inf");
   free(header);
 }
 
