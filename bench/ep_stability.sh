@@ -62,6 +62,12 @@ task() {
     END { if (k) printf "%.6f", t / k; else printf "-" }' "$1"
 }
 
+# peak LOG: the largest task loss of the printed steps after step REF (a burst)
+peak() {
+  awk -v r="$REF" '$1 == "step" && $5 == "=" { split($2, s, "/"); if (s[1] + 0 > r && $7 > p) p = $7 }
+    END { printf "%.6f", p }' "$1"
+}
+
 rows=() failed=()
 i=0
 while IFS='|' read -r np flags; do
@@ -79,10 +85,10 @@ while IFS='|' read -r np flags; do
     ${args[@]+"${args[@]}"} >"$log" 2>&1 </dev/null || rc=$?
   at=$(sed -nE 's/^error: training diverged at step ([0-9]+):.*/\1/p' "$log")
   [ "$rc" = 0 ] || [ -n "$at" ] || die "exit code $rc from NP=$np $flags; see $log"
-  lr=$(sed -nE 's/^model: .* steps of adamw, lr ([0-9.e-]+) .*/\1/p' "$log")
+  lr=$(sed -nE 's/^model: .* steps of adamw, lr ([0-9.e-]+).*/\1/p' "$log")
   row="| ${flags:-(default)} | $lr | $np | ${at:-no}"
   for m in $MILES; do row="$row | $(task "$log" "$m")"; done
-  rows+=("$row |")
+  rows+=("$row | $(peak "$log") |")
   if [ -z "$flags" ]; then # the default must train on, and learn
     first=$(task "$log" "$REF") last=$(task "$log" "$STEPS")
     if [ -n "$at" ] || ! awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }'; then
@@ -97,6 +103,8 @@ for m in $MILES; do
   if [ "$m" = 1 ]; then header="$header | task loss, step 1"; else header="$header | $m"; fi
   rule="$rule|--:"
 done
+header="$header | largest, after step $REF"
+rule="$rule|--:"
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD -- 2>/dev/null || commit="$commit (with uncommitted changes)"
 cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')
@@ -110,7 +118,8 @@ mkdir -p "$DEST"
   echo "10_ep's default model (L=4 D=64 H=256, E=8, k=2, cf 1.25, B=32, AdamW), \`--no-check\`. Each"
   echo "column: the mean task loss (the step line's \`task\`, the loss without the balance term) of the"
   echo "printed steps up to that step (the ten of every tenth step after the one 100 before; step 1"
-  echo "alone). A run whose loss reached 10^4 times its first stopped there (\`diverged at\`)."
+  echo "alone); the last column, the largest task loss of any printed step after step $REF (a burst"
+  echo "the means miss). A run whose loss reached 10^4 times its first stopped there (\`diverged at\`)."
   echo
   echo "$header |"
   echo "$rule|"

@@ -206,12 +206,12 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
              c->seq ? " x seq" : "", (long long)K);
   printf("compare with one process (fp32, %s; the criterion: CHECKING.md)\n", c->optimizer);
   printf("       figure                                    measured     bound\n");
-  printf("  %-4s %-42s %-12.2e %-9.1e %s\n", MARK(ok_loss),
+  printf("  %-4s %-41s %-12.2e %-9.1e %s\n", MARK(ok_loss),
          parts ? "per-step task loss, max |diff| / first"
                : "per-step loss, max |diff| / first loss",
          f.loss, loss_bound, why);
   if (parts)
-    printf("  %-4s %-42s %-12.2e %-9.1e %s\n", MARK(ok_part),
+    printf("  %-4s %-41s %-12.2e %-9.1e %s\n", MARK(ok_part),
            "per-step balance loss, max |diff| / first", f.part, loss_bound, why);
   printf("  %-4s weights, worst tensor rel L2 diff         %-12.2e %-9.1e %s, of how far training "
          "moved it (%s)\n",
