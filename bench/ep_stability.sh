@@ -5,7 +5,7 @@
 # configuration of STAB_RUNS (lines "NP|flags"): by default the lesson's
 # AdamW rate before this bench existed (--lr 0.003) and the two remedies the
 # first report of the divergence tried (--clip 1, --aux-coef 0), rates in
-# between, and the default (lr 0.001) at NP 1, 2 and 4. From each run's step
+# between, and the default (lr 0.0005) at NP 1, 2 and 4. From each run's step
 # lines (loss = task + balance, every tenth step) it takes the mean task loss
 # of the ten printed steps up to each milestone, and the step a diverged run
 # stopped at (the lesson ends a run whose loss is 10^4 times its first).
@@ -33,6 +33,8 @@ RUNS=${STAB_RUNS:-"1|--lr 0.003
 1|--lr 0.003 --aux-coef 0
 1|--lr 0.002
 1|--lr 0.0015
+1|--lr 0.001
+2|--lr 0.001
 1|
 2|
 4|"}
