@@ -295,6 +295,13 @@ bench: all $(A2A_BENCH)
 bench-ep: all $(A2A_BENCH)
 	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" A2A_BIN=$(A2A_BENCH) bash bench/ep.sh
 
+# 10_ep's default over 10,000 steps at NP 1, 2 and 4 beside the rates that
+# diverged (bench/ep_stability.sh): the task loss at milestones, where a run
+# diverged; fails unless the default trains on. Writes bench/ep_stability.md.
+.PHONY: bench-ep-stability
+bench-ep-stability: all
+	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" bash bench/ep_stability.sh
+
 # Lesson 11's part of make bench alone (bench/cp.sh): ring attention (both
 # splits) and Ulysses at S 1k-16k, NP 2 and 4; at NP=1 beside PyTorch's
 # explicit softmax(QK^T)V. Writes bench/out/cp/cp.md and cp.csv.

@@ -35,7 +35,6 @@ typedef struct {
   /* what report.c prints, summed over steps and layers */
   uint64_t bytes[5], rows_out, rows_in; /* per phase; rows to and from other ranks */
   int64_t dropped, *kept;               /* kept [E]: choices kept per expert */
-  double aux;                           /* the last step's load-balancing loss */
 } model;
 
 enum { COUNTS, DISPATCH, COMBINE, DISPATCH_BACK, COMBINE_BACK }; /* the phases */

@@ -39,8 +39,8 @@ static void tokens(model *m, dt_run *r, uint64_t steps) {
             "tokens keep the residual path only\n",
             (long long)dropped, (long long)total, 100.0 * (double)dropped / (double)total);
   dt_print0("  load-balancing loss    %8.6f      at the last step, aux_coef x E x sum_e f_e P_e "
-            "summed over layers (aux_coef x L = %g when balanced)\n",
-            m->aux, r->c.aux_coef * (double)m->L);
+            "summed over layers, mean over ranks (aux_coef x L = %g when balanced)\n",
+            r->parts[r->c.steps - 1], r->c.aux_coef * (double)m->L);
 }
 
 static void bytes(model *m, uint64_t steps) {

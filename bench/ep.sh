@@ -140,8 +140,9 @@ for model in default large; do
 done
 
 # ---- 3. a saved model in PyTorch -------------------------------------------------------
-# --load does not read a mixture of experts, so the loss to compare is the
-# next step's of a run one step longer: its first 30 steps are the saved run's.
+# --load reads it back: the first step's loss of a run from the file (before
+# any update) is the saved weights' loss on step 0's batch, which PyTorch
+# computes from the same file.
 SAVE_NP=2 SAVE_STEPS=30
 # what the file holds, as PyTorch reads it (torch_moe.py's reader: no safetensors package needed)
 LIST_PY='import sys; sys.path.insert(0, "bench"); from torch_moe import read_safetensors
@@ -151,9 +152,9 @@ print(len(names), "tensors:", ", ".join(f"{n} {list(t[n].shape)} {t[n].dtype}" f
 if [ "$BACKEND" = cpu ]; then
   mpi "$OUT/save.log" $SAVE_NP "$EP" --steps $SAVE_STEPS --save "$OUT/m.safetensors"
   grep -q '^CHECK PASSED' "$OUT/save.log" || die "$OUT/save.log: no CHECK PASSED"
-  mpi "$OUT/next.log" $SAVE_NP "$EP" --steps $((SAVE_STEPS + 1)) --no-check --dump-data "$OUT/next.safetensors"
-  next_line=$(grep -E "^step +$((SAVE_STEPS + 1))/" "$OUT/next.log") || die "$OUT/next.log: no last step line"
-  SAVE_CMD=(--load "$OUT/m.safetensors" --data "$OUT/next.safetensors" --data-step "$SAVE_STEPS" --groups "$SAVE_NP" --forward-only)
+  mpi "$OUT/next.log" $SAVE_NP "$EP" --steps 1 --no-check --load "$OUT/m.safetensors" --dump-data "$OUT/next.safetensors"
+  next_line=$(grep -E "^step +1/1 " "$OUT/next.log") || die "$OUT/next.log: no step line"
+  SAVE_CMD=(--load "$OUT/m.safetensors" --data "$OUT/next.safetensors" --data-step 0 --groups "$SAVE_NP" --forward-only)
   if [ "$HAVE_TORCH" = 1 ]; then
     echo "$PYTHON -c <LIST_PY> $OUT/m.safetensors" >>"$OUT/commands.txt"
     timeout -k 5 "$TIMEOUT" "$PYTHON" -c "$LIST_PY" "$OUT/m.safetensors" >"$OUT/list.log" 2>&1 ||
@@ -230,17 +231,16 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ 
     echo
     echo "10_ep \`--save\` writes safetensors: per layer \`layers.{l}.router\` [D, E] and"
     echo "\`layers.{l}.experts.{e}.w1\` [D, H], \`.w2\` [H, D], float32, every expert of every rank in one file."
-    echo "\`--load\` does not read a mixture of experts yet, so the loss to compare is that of a run one"
-    echo "step longer: its first $SAVE_STEPS steps are the saved run's, and its step $((SAVE_STEPS + 1)) prints the loss of"
-    echo "the saved weights on the next batch, which PyTorch computes from the file (torch_moe.py reads it"
-    echo "with json and numpy; \`--groups $SAVE_NP\`: the capacity groups of our $SAVE_NP ranks):"
+    echo "\`--load\` reads it back: the first step of a run from the file prints, before any update, the"
+    echo "loss of the saved weights on step 0's batch, which PyTorch computes from the same file (torch_moe.py"
+    echo "reads it with json and numpy; \`--groups $SAVE_NP\`: the capacity groups of our $SAVE_NP ranks):"
     echo
     echo '```'
     echo "\$ mpirun -np $SAVE_NP ./10_ep/ep --steps $SAVE_STEPS --save m.safetensors"
     grep -E '^CHECK|^saved' "$OUT/save.log" | sed "s|$OUT/||g"
     echo "\$ python3 -c '$LIST_PY' m.safetensors"
   if [ "$HAVE_TORCH" = 1 ]; then sed "s|$OUT/||g" "$OUT/list.log"; fi
-  echo "\$ mpirun -np $SAVE_NP ./10_ep/ep --steps $((SAVE_STEPS + 1)) --no-check --dump-data next.safetensors"
+  echo "\$ mpirun -np $SAVE_NP ./10_ep/ep --steps 1 --no-check --load m.safetensors --dump-data next.safetensors"
     echo "$next_line"
     echo "\$ python3 bench/torch_moe.py ${SAVE_CMD[*]}" | sed "s|$OUT/||g"
     if [ "$HAVE_TORCH" = 1 ]; then sed "s|$OUT/||g" "$OUT/load.log"; else echo "(PyTorch is not importable here: skipped)"; fi

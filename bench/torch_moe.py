@@ -151,7 +151,7 @@ def main():
     p.add_argument("--aux-coef", type=float, default=0.01)
     p.add_argument("--groups", type=int, default=1, help="capacity groups (our run's NP)")
     p.add_argument("--optimizer", choices=["adamw", "sgd"], default="adamw")
-    p.add_argument("--lr", type=float, default=0, help="0: 0.003 for adamw, 0.2 for sgd")
+    p.add_argument("--lr", type=float, default=0, help="0: 0.0005 for adamw (10_ep's), 0.2 for sgd")
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--data", help="10_ep --dump-data file: every step's batch")
@@ -161,7 +161,7 @@ def main():
     p.add_argument("--losses", action="store_true", help="print every step's loss")
     a = p.parse_args()
     a.hidden = a.hidden or 4 * a.dim
-    a.lr = a.lr or (0.003 if a.optimizer == "adamw" else 0.2)
+    a.lr = a.lr or (0.0005 if a.optimizer == "adamw" else 0.2)
     if a.np != 1 or a.batch % a.groups or not 1 <= a.topk <= a.experts:
         sys.exit("torch_moe.py: one process (--np 1); --groups must divide --batch; 1 <= --topk "
                  "<= --experts")

@@ -27,18 +27,40 @@ sides10() {
   pairs_equal "$1" "every exchange's bytes and every memory row equal their formulas" 10 "$log" "$pairs"
 }
 
-check "10 np=1" 1 0 "$PASS10" "$ROUTE10" "$(counts10 0)" "$(bytes10 0 0)" \
+# The step line prints the loss apart: loss = task + balance (the load-balancing
+# loss), and the check compares each of the two with one process.
+SPLIT10='^step +5/5 +loss [0-9.]+ = task [0-9.]+ \+ balance [0-9.]+  \(mean over ranks\)'
+ROWS10=('^  ok   per-step task loss, max \|diff\| / first +[0-9]' '^  ok   per-step balance loss, max \|diff\| / first +[0-9]')
+check "10 np=1" 1 0 "$PASS10" "$ROUTE10" "$(counts10 0)" "$(bytes10 0 0)" "$SPLIT10" "${ROWS10[@]}" \
   'expert parallel: 8 experts of 8 per rank, each token to 2; capacity 10 tokens per expert of a rank.s 32' \
   -- $D10 --steps 5
 sides10 "10 np=1"
+# every step line's loss is its task + balance (to the printed digits), and
+# the summary's balance loss is the last step's
+split10() {
+  local log bad last sum
+  log=$(check_log "$1")
+  bad=$(awk '/^step .* = task / { n++; if ($4 - $7 - $10 > 1.5e-6 || $7 + $10 - $4 > 1.5e-6) print }
+    END { if (!n) print "no step line with task and balance" }' "$log")
+  last=$(sed -nE 's/^step .* balance ([0-9.]+) .*/\1/p' "$log" | tail -n 1)
+  sum=$(sed -nE 's/^  load-balancing loss +([0-9.]+) .*/\1/p' "$log")
+  if [ -z "$bad" ] && [ -n "$last" ] && [ "$last" = "$sum" ]; then
+    pass "$1: every step's loss = task + balance, the summary's balance loss the last step's ($sum)"
+  else
+    fail "$1: every step's loss = task + balance, the summary's balance loss the last step's" "$log" \
+      "${bad:-last step's balance '$last', the summary's '$sum'}"
+  fi
+}
+split10 "10 np=1"
 check "10 np=2" 2 0 "$PASS10" "$ROUTE10" "$(counts10 128)" "$(bytes10 2 8320)" \
   'every rank.s bytes equal its formulas: yes \(2 ranks\)' -- $D10 --steps 5
 sides10 "10 np=2"
-check "10 np=4" 4 0 "$PASS10" "$ROUTE10" "$(counts10 192)" "$(bytes10 2 12480)" \
+check "10 np=4" 4 0 "$PASS10" "$ROUTE10" "$(counts10 192)" "$(bytes10 2 12480)" "$SPLIT10" "${ROWS10[@]}" \
   'capacity 3 tokens per expert of a rank.s 8 \(ceil\(cf k R / E\), cf 1.25\)' \
   'every rank.s bytes equal its formulas: yes \(4 ranks\)' \
   '^    params +1056768 +1056768 ' -- $D10 --steps 5
 sides10 "10 np=4"
+split10 "10 np=4"
 # E 4, k 1; E 4 at NP 4 (one expert a rank); SGD; AdamW (the default) over 30 steps
 check "10 np=2 experts 4 topk 1" 2 0 "$PASS10" "$ROUTE10" "$(counts10 64)" \
   'expert parallel: 2 experts of 4 per rank, each token to 1;' -- $D10 --steps 5 --experts 4 --topk 1
@@ -55,12 +77,21 @@ sides10 "10 np=4 many drops"
 # process rounds the same rows; the routing's tolerance is bf16's (1e-2).
 PASS10_16='CHECK PASSED: per-step loss and final weights match single-process bf16 training'
 check "10 np=4 bf16" 4 0 "$PASS10_16" "$ROUTE10" 'logits within 1e-02 of the k-th best' \
+  'per-step task loss max rel diff [0-9.e+-]+, balance loss [0-9.e+-]+; final weights' \
   '^    dispatch +[0-9.]+ +formula tokens sent to other ranks x D x 2 = ' \
   '16-bit copies$' -- $D10 --steps 10 --precision bf16
 sides10 "10 np=4 bf16"
 check "10 np=2 bf16 hand, drops" 2 0 "$PASS10_16" -- $D10 --steps 10 --precision bf16 \
   --all-to-all hand --capacity-factor 0.5
-check "10 np=4 no balance loss" 4 0 "$PASS10" -- $D10 --steps 5 --aux-coef 0
+check "10 np=4 no balance loss" 4 0 "$PASS10" '^step +5/5 +loss [0-9.]+ = task [0-9.]+ \+ balance 0\.000000 ' \
+  "${ROWS10[@]}" -- $D10 --steps 5 --aux-coef 0
+split10 "10 np=4 no balance loss"
+# fp16: the loss scale multiplies the balance loss's gradient as it does the
+# task's (moe.c), so the router's gradient unscales as one; token rows and
+# their gradients travel in 16 bits
+check "10 np=2 fp16" 2 0 "${PASS10_16/bf16/fp16}" "$ROUTE10" 'fp16 loss scaling +0 steps skipped on overflow' \
+  '^    dispatch +[0-9.]+ +formula tokens sent to other ranks x D x 2 = ' -- $D10 --steps 10 --precision fp16
+sides10 "10 np=2 fp16"
 
 # The hand all-to-all (N-1 rounds of sendrecv) gives the library's result bit
 # for bit: every printed loss and every figure of the check is the same.
@@ -87,6 +118,53 @@ else
     "$(head -c 600 "$T10/ep.safetensors" 2>&1 | tr -d '\0')"
 fi
 
+# --load: the saved mixture at any NP dividing E (saved at 2, loaded at 4
+# and 1); one process starts from the same file. Loaded at NP 4, stepped once
+# at lr 1e-30 and saved again, the data is the file's, bit for bit.
+check "10 np=4 load" 4 0 "$PASS10" "$ROUTE10" -- $D10 --steps 5 --experts 4 --load "$T10/ep.safetensors"
+check "10 np=1 load" 1 0 "$PASS10" -- $D10 --steps 5 --experts 4 --load "$T10/ep.safetensors"
+check "10 np=4 load, save" 4 0 "saved $T10/again.safetensors" -- $D10 --steps 1 --experts 4 --lr 1e-30 \
+  --no-check --load "$T10/ep.safetensors" --save "$T10/again.safetensors"
+n10=$((4 * (64 * 4 + 2 * 4 * 64 * 256) * 4)) # L (DE + 2EDH) x 4 bytes: the data, at the end of each file
+if [ -f "$T10/again.safetensors" ] && cmp -s <(tail -c $n10 "$T10/ep.safetensors") <(tail -c $n10 "$T10/again.safetensors"); then
+  pass "10 load: saved at NP 2, loaded at NP 4 and saved again, the same $n10 bytes of weights"
+else
+  fail "10 load: saved at NP 2, loaded at NP 4 and saved again, the same $n10 bytes of weights" "" \
+    "$(cmp <(tail -c $n10 "$T10/ep.safetensors") <(tail -c $n10 "$T10/again.safetensors") 2>&1)"
+fi
+
+# --ckpt: rank 0 gathers the router and every rank's experts, with AdamW's m
+# and v, and writes them whole (common/train/checkpoint.c: temp file, fsync,
+# rename, then the manifest). Resumed at the same NP, the run ends bit for bit
+# where an uninterrupted one does; the check trains one process over all the
+# steps and replays the routing from the resumed step on.
+rm -rf "$T10/ck" "$T10/ck4"
+check "10 np=2 uninterrupted, 8 steps" 2 0 "saved $T10/full.safetensors" \
+  -- $D10 --steps 8 --no-check --save "$T10/full.safetensors"
+check "10 np=2 checkpoint every 2" 2 0 "^checkpoint: step 4 saved to $T10/ck/step-00000004.safetensors" \
+  -- $D10 --steps 4 --no-check --ckpt "$T10/ck" --save-every 2
+check "10 np=2 resume" 2 0 "$PASS10" "$ROUTE10" "${ROWS10[@]}" \
+  "^resume: step 4 from $T10/ck/step-00000004.safetensors \(weights, AdamW m and v; configuration and checksum verified\)" \
+  -- $D10 --steps 8 --ckpt "$T10/ck" --resume --save "$T10/resumed.safetensors"
+if [ -f "$T10/full.safetensors" ] && cmp -s "$T10/full.safetensors" "$T10/resumed.safetensors"; then
+  pass "10 np=2 resume: the saved model is bit-identical to the uninterrupted run's (cmp)"
+else
+  fail "10 np=2 resume: the saved model is bit-identical to the uninterrupted run's (cmp)" "" \
+    "$(cmp "$T10/full.safetensors" "$T10/resumed.safetensors" 2>&1)"
+fi
+# The capacity groups are the ranks: another NP drops other tokens, another
+# training, refused; with cf >= E/k no token can be dropped, and a checkpoint
+# of NP 2 resumes at NP 4, each rank taking its experts from the whole tensors.
+check "10 np=4 resume refused" 4 2 \
+  'error: --resume: the checkpoint was trained at 2 ranks, this run has 4: a mixture.s capacity groups are the ranks' \
+  -- $D10 --steps 8 --ckpt "$T10/ck" --resume
+check "10 resume, another topk" 2 2 'error: --resume: the checkpoint was trained with --topk 2, this run has --topk 1' \
+  -- $D10 --steps 8 --ckpt "$T10/ck" --resume --topk 1
+check "10 np=2 checkpoint, cf 4" 2 0 "^checkpoint: step 4 saved to $T10/ck4/" \
+  -- $D10 --steps 4 --no-check --capacity-factor 4 --ckpt "$T10/ck4" --save-every 4
+check "10 np=4 resume resharded, cf 4" 4 0 "$PASS10" "$ROUTE10" '^resume: step 4 ' '^  dropped +0 +of' \
+  -- $D10 --steps 8 --capacity-factor 4 --ckpt "$T10/ck4" --resume
+
 # Bad input: one clear message from rank 0, exit 2, never a hang.
 check "10 experts not divisible" 4 2 'error: --experts 6: 6 experts do not split over 4 ranks' \
   -- $D10 --experts 6
@@ -101,7 +179,6 @@ check "10 batch not divisible" 4 2 'error: global batch 30 does not split over 4
   -- $D10 --batch 30 --samples 240
 check "10 unknown all-to-all" 2 2 "error: --all-to-all: 'ring' is not one of library\|hand" \
   -- $D10 --all-to-all ring
-check "10 load refused" 2 2 'error: --load: 10_ep does not take it: a mixture of experts is not read back yet' \
+check "10 load, another E" 2 2 'error: --load .*: "layers.0.router" has shape \[64, 4\], the config needs \[64, 8\]' \
   -- $D10 --load "$T10/ep.safetensors"
-check "10 fp16 refused" 2 2 'error: --precision fp16: 10_ep does not take it: the mixture of experts trains in fp32 or bf16' \
-  -- $D10 --precision fp16
+check "10 load, no file" 2 2 "error: --load $T10/none.safetensors: No such file" -- $D10 --load "$T10/none.safetensors"

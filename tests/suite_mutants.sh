@@ -157,6 +157,9 @@ else
   mutant 10-aux 10_ep 10_ep/ep.c \
     's/  dt_all_reduce\(m->world, m->chosen[^\n]*\n//; s/r->c\.batch \* m->k/m->R * m->k/' \
     "the load-balancing loss from this rank's counts only"
+  mutant 10-scale16 10_ep 10_ep/ep.c \
+    's/m->chosen \+ l \* E, r->scaler\.scale,/m->chosen + l * E, 1.0,/' \
+    "fp16: the balance loss's gradient not multiplied by the loss scale (the task's is)" -- --precision fp16
   mutant 11-rescale 11_cp 11_cp/ring.c \
     's/sa = expf\(lse\[i\] - mx\)/sa = lse[i] > -INFINITY/' \
     "a block merged without rescaling the running sum to the new max"

@@ -77,19 +77,26 @@ static int diverged(const dt_train_config *c, const double *losses, const double
 }
 
 typedef struct {
-  double loss, tensor, element; /* measured */
-  int worst;                    /* the tensor of the worst L2 figure */
-  size_t outliers, of;          /* in the tensor with the largest share of them, of its size */
+  double loss, part, tensor, element; /* measured; loss: the task's when the loss has a part */
+  int worst;                          /* the tensor of the worst L2 figure */
+  size_t outliers, of; /* in the tensor with the largest share of them, of its size */
 } figures;
+
+/* x / of, where x is 0 whenever `of` is (a balance loss of --aux-coef 0) */
+static double rel_to(double x, double of) { return x == 0 ? 0 : x / fabs(of); }
 
 /* Each tensor of the model (dt_model_tensor) is measured against how far
  * training moved it (ref - w0), so the figure means the same at any size,
  * step count and learning rate. */
 static figures measure(const dt_train_config *c, const double *losses, const double *ref_loss,
-                       const float *w, const float *ref, const float *w0, double tensor_bound) {
+                       const double *parts, const double *ref_parts, const float *w,
+                       const float *ref, const float *w0, double tensor_bound) {
   figures f = {0};
-  for (int64_t s = c->start_step; s < c->steps; s++)
-    f.loss = fmax(f.loss, fabs(losses[s] - ref_loss[s]) / ref_loss[0]); /* of where it started */
+  for (int64_t s = c->start_step; s < c->steps; s++) { /* of where it started */
+    double p = parts ? parts[s] : 0, q = parts ? ref_parts[s] : 0, q0 = parts ? ref_parts[0] : 0;
+    f.loss = fmax(f.loss, fabs((losses[s] - p) - (ref_loss[s] - q)) / (ref_loss[0] - q0));
+    if (parts) f.part = fmax(f.part, rel_to(fabs(p - q), q0));
+  }
   for (int64_t t = 0; t < dt_model_tensors(c); t++) {
     dt_tensor x = dt_model_tensor(c, t);
     size_t n = (size_t)(x.rows * x.cols);
@@ -175,8 +182,9 @@ static void reference_train(const dt_train_config *c, dt_reference_run *out) {
 
 static const char *verdict(int failed) { return failed ? "FAILED" : "PASSED"; }
 
-static int check_fp32(const dt_train_config *c, const double *losses, const double *ref_loss,
+static int check_fp32(const dt_train_config *c, const double *losses, const double *parts,
                       const float *w, const dt_reference_run *ref, const char *other) {
+  const double *ref_loss = ref->losses;
   int adamw = c->optimizer[0] == 'a';
   int64_t K = c->batch > c->dim ? c->batch : c->dim, S = c->steps;
   if (c->hidden > K) K = c->hidden;
@@ -184,10 +192,12 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
   double sk = (double)S * (double)K * U32;                    /* SGD: S steps of K-term sums */
   double loss_bound = adamw ? ADAMW_LOSS_BOUND : sk, tensor_bound = adamw ? ADAMW_WEIGHT_BOUND : sk;
   double reach2 = 2 * ref->reach;
-  figures f = measure(c, losses, ref_loss, w, ref->weights, ref->initial, tensor_bound);
+  figures f =
+      measure(c, losses, ref_loss, parts, ref->parts, w, ref->weights, ref->initial, tensor_bound);
   size_t n = f.of, out_bound = (size_t)(OUTLIER_SHARE * (double)n);
-  int ok_loss = f.loss <= loss_bound, ok_tensor = f.tensor <= tensor_bound,
-      ok_out = f.outliers <= out_bound, ok_elem = f.element <= reach2;
+  int ok_loss = f.loss <= loss_bound, ok_part = f.part <= loss_bound,
+      ok_tensor = f.tensor <= tensor_bound, ok_out = f.outliers <= out_bound,
+      ok_elem = f.element <= reach2;
   char why[64];
   if (adamw)
     snprintf(why, sizeof why, "AdamW's drift after a rounding flip");
@@ -196,8 +206,13 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
              c->seq ? " x seq" : "", (long long)K);
   printf("compare with one process (fp32, %s; the criterion: CHECKING.md)\n", c->optimizer);
   printf("       figure                                    measured     bound\n");
-  printf("  %-4s per-step loss, max |diff| / first loss    %-12.2e %-9.1e %s\n", MARK(ok_loss),
+  printf("  %-4s %-41s %-12.2e %-9.1e %s\n", MARK(ok_loss),
+         parts ? "per-step task loss, max |diff| / first"
+               : "per-step loss, max |diff| / first loss",
          f.loss, loss_bound, why);
+  if (parts)
+    printf("  %-4s %-41s %-12.2e %-9.1e %s\n", MARK(ok_part),
+           "per-step balance loss, max |diff| / first", f.part, loss_bound, why);
   printf("  %-4s weights, worst tensor rel L2 diff         %-12.2e %-9.1e %s, of how far training "
          "moved it (%s)\n",
          MARK(ok_tensor), f.tensor, tensor_bound, adamw ? why : "S x K x u",
@@ -208,17 +223,21 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
   printf("  %-4s weights, max |diff|                       %-12.2e %-9.1e 2 x how far %s moves one "
          "weight in %lld steps\n",
          MARK(ok_elem), f.element, reach2, c->optimizer, (long long)S);
-  int failed = !(ok_loss && ok_tensor && ok_out && ok_elem) || other;
+  int failed = !(ok_loss && ok_part && ok_tensor && ok_out && ok_elem) || other;
   if (failed) list_off(c, w, ref->weights, ref->initial, tensor_bound);
   /* the worst row: the furthest past its bound (NaN first) */
-  double ratio[4] = {f.loss / loss_bound, f.tensor / tensor_bound,
-                     (double)f.outliers / fmax((double)out_bound, 1), f.element / reach2};
+  double ratio[5] = {f.loss / loss_bound, f.tensor / tensor_bound,
+                     (double)f.outliers / fmax((double)out_bound, 1), f.element / reach2,
+                     f.part / loss_bound};
   int worst = -1;
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 5; i++)
     if (!(ratio[i] <= 1) && (worst < 0 || !(ratio[i] <= ratio[worst]))) worst = i;
   char row[240] = "";
   if (worst == 0)
-    snprintf(row, sizeof row, "the loss is off: %.2e, bound %.1e", f.loss, loss_bound);
+    snprintf(row, sizeof row, "the %sloss is off: %.2e, bound %.1e", parts ? "task " : "", f.loss,
+             loss_bound);
+  if (worst == 4)
+    snprintf(row, sizeof row, "the balance loss is off: %.2e, bound %.1e", f.part, loss_bound);
   if (worst == 1)
     snprintf(row, sizeof row, "a tensor is off: %s's rel L2 diff %.2e, bound %.1e",
              dt_model_tensor(c, f.worst).name, f.tensor, tensor_bound);
@@ -237,11 +256,16 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
   return failed;
 }
 
-static int check_16bit(const dt_train_config *c, const double *losses, const double *ref_loss,
-                       const float *w, const float *ref_w, const char *other) {
-  double loss_rel = 0, diff2 = 0, norm2 = 0;
-  for (int64_t s = c->start_step; s < c->steps; s++)
-    loss_rel = fmax(loss_rel, fabs(losses[s] - ref_loss[s]) / fabs(ref_loss[s]));
+static int check_16bit(const dt_train_config *c, const double *losses, const double *parts,
+                       const dt_reference_run *ref, const float *w, const char *other) {
+  const double *ref_loss = ref->losses;
+  const float *ref_w = ref->weights;
+  double loss_rel = 0, part_rel = 0, diff2 = 0, norm2 = 0;
+  for (int64_t s = c->start_step; s < c->steps; s++) {
+    double p = parts ? parts[s] : 0, q = parts ? ref->parts[s] : 0;
+    loss_rel = fmax(loss_rel, fabs((losses[s] - p) - (ref_loss[s] - q)) / fabs(ref_loss[s] - q));
+    part_rel = fmax(part_rel, rel_to(fabs(p - q), q));
+  }
   size_t n = (size_t)(c->layers * dt_params_per_layer(c));
   for (size_t i = 0; i < n; i++) {
     double d = (double)w[i] - ref_w[i];
@@ -249,10 +273,12 @@ static int check_16bit(const dt_train_config *c, const double *losses, const dou
     norm2 += (double)ref_w[i] * ref_w[i];
   }
   double w_rel = sqrt(diff2 / norm2);
-  int failed = !(loss_rel <= REL16) || !(w_rel <= REL16);
-  printf("compare (%s, the reference at the same precision): per-step loss max rel diff %.2e; "
+  int failed = !(loss_rel <= REL16) || !(part_rel <= REL16) || !(w_rel <= REL16);
+  char part[64] = "";
+  if (parts) snprintf(part, sizeof part, ", balance loss %.2e", part_rel);
+  printf("compare (%s, the reference at the same precision): per-step %sloss max rel diff %.2e%s; "
          "final weights rel L2 diff %.2e\n",
-         c->precision, loss_rel, w_rel);
+         c->precision, parts ? "task " : "", loss_rel, part, w_rel);
   printf("CHECK %s: per-step loss and final weights match single-process %s training within "
          "%.0e relative (loss per step; weights in L2 norm)%s%s\n",
          verdict(failed || other), c->precision, REL16, other ? ", but " : "", other ? other : "");
@@ -314,14 +340,17 @@ static void stop_diverged(const dt_train_config *c, int64_t step, double loss, d
           c->clip > 0 ? "" : ", or bound each update with --clip 1", remedy);
 }
 
-void dt_print_step(const dt_train_config *c, int64_t step, double loss, const char *how,
-                   double seconds) {
+void dt_print_step(const dt_train_config *c, int64_t step, double loss, const char *part_name,
+                   double part, const char *how, double seconds) {
   static double first;
   if (step == c->start_step) first = loss;
   int diverged = !isfinite(loss);
+  char parts[96] = "";
+  if (part_name)
+    snprintf(parts, sizeof parts, " = task %.6f + %s %.6f", loss - part, part_name, part);
   if (step - c->start_step < 5 || step % 10 == 9 || step == c->steps - 1 || diverged)
-    dt_print0("step %4lld/%lld  loss %.6f  (%s)  %.2f ms\n", (long long)step + 1,
-              (long long)c->steps, loss, how, seconds * 1e3);
+    dt_print0("step %4lld/%lld  loss %.6f%s  (%s)  %.2f ms\n", (long long)step + 1,
+              (long long)c->steps, loss, parts, how, seconds * 1e3);
   if (blew_up(loss, first) && !(isfinite(loss) && step == c->start_step))
     stop_diverged(c, step, loss, first);
 }
@@ -368,7 +397,7 @@ static int routing_agrees(const dt_routing *rt) {
   return rt->disagree == 0;
 }
 
-int dt_check_against_reference(const dt_train_config *c, const double *losses,
+int dt_check_against_reference(const dt_train_config *c, const double *losses, const double *parts,
                                const float *final_weights, int replicated, dt_routing *routing) {
   int failed = 0;
   size_t n = (size_t)(c->layers * dt_params_per_layer(c)), steps = (size_t)c->steps;
@@ -380,8 +409,12 @@ int dt_check_against_reference(const dt_train_config *c, const double *losses,
     CHECK_ALLOC(ref_w);
     CHECK_ALLOC(w0);
     double t0 = dt_now();
-    dt_reference_run ref = {
-        .losses = ref_loss, .weights = ref_w, .initial = w0, .routing = routing};
+    dt_reference_run ref = {.losses = ref_loss,
+                            .weights = ref_w,
+                            .initial = w0,
+                            .routing = routing,
+                            .parts = parts ? malloc(steps * sizeof(double)) : NULL};
+    if (parts) CHECK_ALLOC(ref.parts);
     reference_train(c, &ref);
     printf("reference: 1 process trained the same %lld steps in %.2f s; loss %.6f -> %.6f\n",
            (long long)c->steps, dt_now() - t0, ref_loss[0], ref_loss[steps - 1]);
@@ -397,9 +430,10 @@ int dt_check_against_reference(const dt_train_config *c, const double *losses,
     if (diverged(c, losses, ref_loss))
       failed = 1;
     else if (dt_precision_type(c) != DT_F32)
-      failed = check_16bit(c, losses, ref_loss, final_weights, ref_w, other[0] ? other : NULL);
+      failed = check_16bit(c, losses, parts, &ref, final_weights, other[0] ? other : NULL);
     else
-      failed = check_fp32(c, losses, ref_loss, final_weights, &ref, other[0] ? other : NULL);
+      failed = check_fp32(c, losses, parts, final_weights, &ref, other[0] ? other : NULL);
+    free(ref.parts);
     free(ref_loss);
     free(ref_w);
     free(w0);

@@ -6,10 +6,18 @@
 
 #include "train_internal.h"
 
+static double adamw_lr(const dt_train_config *c) { return c->adamw_lr > 0 ? c->adamw_lr : 0.003; }
+
+const char *dt_lr_help(const dt_train_config *c) {
+  static char help[64];
+  snprintf(help, sizeof help, "learning rate (0: 0.2 for sgd, %g for adamw)", adamw_lr(c));
+  return help;
+}
+
 void dt_train_resolve(dt_train_config *c) {
   if (c->hidden == 0) c->hidden = 4 * c->dim;
   if (c->samples == 0) c->samples = 8 * c->batch;
-  if (c->lr == 0) c->lr = c->optimizer[0] == 'a' ? 0.003 : 0.2;
+  if (c->lr == 0) c->lr = c->optimizer[0] == 'a' ? adamw_lr(c) : 0.2;
   if (c->samples % c->batch != 0)
     dt_fail("--samples %lld is not a multiple of --batch %lld: every epoch must split into whole "
             "global batches, so that every world size sees the same batches",

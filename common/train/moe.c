@@ -59,14 +59,14 @@ int64_t dt_moe_keep(const int32_t *choice, int64_t R, int64_t k, int64_t E, int6
 }
 
 double dt_moe_aux(const dt_train_config *c, const float *probs, int64_t R, const float *f,
-                  float *daux) {
+                  double scale, float *daux) {
   int64_t E = c->experts;
   double loss = 0;
   for (int64_t e = 0; e < E; e++) {
     double P = 0;
     for (int64_t t = 0; t < R; t++) P += probs[t * E + e];
     loss += f[e] * P / (double)R;
-    daux[e] = (float)(c->aux_coef * (double)E * f[e] / (double)R);
+    daux[e] = (float)(scale * c->aux_coef * (double)E * f[e] / (double)R);
   }
   return c->aux_coef * (double)E * loss;
 }

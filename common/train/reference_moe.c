@@ -98,7 +98,8 @@ void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out) {
       const float *wl = w + l * PL, *xl = x + l * B * D;
       float *xn = x + (l + 1) * B * D;
       dt_router_forward(xl, wl, B, D, E, k, q->probs, q->choice);
-      if (rt) replay(rt, step, l, c, q->probs, q->choice);
+      if (rt && step >= c->start_step) /* a resumed run recorded its own steps only */
+        replay(rt, step, l, c, q->probs, q->choice);
       dt_router_gates(q->probs, q->choice, B, E, k, q->gate);
       memset(q->n, 0, (size_t)E * 8);
       for (int64_t r = 0; r < G; r++) { /* group r's kept choices follow groups 0..r-1's */
@@ -125,6 +126,8 @@ void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out) {
     }
     double loss =
         dt_mse_forward_backward(x + L * B * D, y, dx, (size_t)(B * D), 1.0 / (double)(B * D));
+    double aux = 0;
+    if (scaler.scale != 1.0) dt_scale(dx, (size_t)(B * D), (float)scaler.scale); /* fp16 */
     dt_zero(g, (size_t)n * 4);
     for (int64_t l = L - 1; l >= 0; l--) {
       layer *q = ly + l;
@@ -133,7 +136,7 @@ void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out) {
       memset(count, 0, (size_t)E * 8); /* f: every choice, kept or not, over the whole batch */
       for (int64_t i = 0; i < B * k; i++) count[q->choice[i]]++;
       for (int64_t e = 0; e < E; e++) f[e] = (float)count[e] / (float)(B * k);
-      loss += dt_moe_aux(c, q->probs, B, f, daux);
+      aux += dt_moe_aux(c, q->probs, B, f, scaler.scale, daux);
       memcpy(dnext, dx, (size_t)(B * D) * 4); /* the residual path */
       for (int64_t e = 0; e < E; e++) {
         memset(dout, 0, (size_t)(q->n[e] * D) * 4);
@@ -164,7 +167,8 @@ void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out) {
       dx = dnext;
       dnext = t;
     }
-    out->losses[step] = loss;
+    out->losses[step] = loss + aux;
+    if (out->parts) out->parts[step] = aux;
     /* in bf16 the run's gradients never travel in 16 bits (the router's all-reduce
      * is fp32, the experts' stay home): its token rows do, rounded below */
     dt_reference_update(c, &scaler, w, g, m, v, (size_t)n, w0_max, &out->reach, 0);

@@ -134,6 +134,7 @@ void dt_run_begin(dt_run *r) {
   r->host = dt_host_alloc(P, 4);
   r->scalar = dt_alloc_f32(1, DT_OTHER);
   if (!r->loss_ranks) r->loss_ranks = r->world->size;
+  if (r->part_name) r->parts = dt_host_alloc((size_t)c->steps, sizeof(double));
   dt_train_print(c);
   dt_scaler_init(&r->scaler, c);
   dt_run_reset(r);
@@ -228,13 +229,15 @@ double dt_run_loss(dt_run *r, const float *x, const float *y, float *dx, size_t 
 
 void dt_step_end(dt_run *r, int64_t step, double loss) {
   if (dt_ckpt_due(&r->c, step)) checkpoint(r, step + 1);
-  double sum = loss;
-  dt_host_all_reduce(r->world, &sum, 1, DT_F64, DT_SUM); /* bookkeeping: the loss to print */
-  r->losses[step] = sum / r->loss_ranks;
+  double sum[2] = {loss, r->part}; /* bookkeeping: the loss to print, and its part */
+  dt_host_all_reduce(r->world, sum, r->part_name ? 2 : 1, DT_F64, DT_SUM);
+  r->losses[step] = sum[0] / r->loss_ranks;
+  if (r->part_name) r->parts[step] = sum[1] / r->loss_ranks;
   dt_sync();
   double dt = dt_now() - r->t_step;
   r->compute += dt - (comm_seconds(r) - r->comm_step);
-  dt_print_step(&r->c, step, r->losses[step], r->loss_how ? r->loss_how : "mean over ranks", dt);
+  dt_print_step(&r->c, step, r->losses[step], r->part_name, r->part_name ? r->parts[step] : 0,
+                r->loss_how ? r->loss_how : "mean over ranks", dt);
 }
 
 void dt_run_summary(dt_run *r) {
@@ -298,7 +301,7 @@ int dt_run_finish(dt_run *r) {
   if (!c->no_check && r->converge > 0)
     failed = dt_check_convergence(c, r->losses, r->converge, r->converge_what);
   else if (!c->no_check)
-    failed = dt_check_against_reference(c, r->losses, r->host, r->replicated,
+    failed = dt_check_against_reference(c, r->losses, r->parts, r->host, r->replicated,
                                         gather_routing(r, &routing));
   for (int k = 0; k < r->nseg; k++) {
     dt_free(r->seg[k].m);
@@ -307,6 +310,7 @@ int dt_run_finish(dt_run *r) {
   dt_free(r->scalar);
   free(r->host);
   free(r->losses);
+  free(r->parts);
   free(r->place);
   free(r->record);
   free(routing.choice);

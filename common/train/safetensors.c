@@ -97,11 +97,11 @@ static void meta_of(const dt_train_config *c, int64_t step, char *out, size_t ca
            (long long)c->hidden, (long long)c->batch, (long long)c->samples, (long long)c->seed,
            (long long)c->data_seed, c->optimizer, c->lr, c->weight_decay, c->clip, c->precision);
   size_t len = strlen(out);
-  if (c->experts) /* what a loader needs to rebuild the mixture */
+  if (c->experts) /* what a loader needs to rebuild the mixture; its capacity groups: the ranks */
     snprintf(out + len, cap - len,
              ",\"experts\":\"%lld\",\"topk\":\"%lld\",\"capacity_factor\":\"%.17g\","
-             "\"aux_coef\":\"%.17g\"",
-             (long long)c->experts, (long long)c->topk, c->capacity_factor, c->aux_coef);
+             "\"aux_coef\":\"%.17g\",\"groups\":\"%d\"",
+             (long long)c->experts, (long long)c->topk, c->capacity_factor, c->aux_coef, dt_size());
   len = strlen(out);
   if (c->seq) /* and the transformer's */
     snprintf(out + len, cap - len, ",\"seq\":\"%lld\",\"heads\":\"%lld\"", (long long)c->seq,
@@ -130,28 +130,58 @@ static void shortest(double x, char *out, size_t n) {
   }
 }
 
+static int64_t meta_int(const char *header, const char *key);
+
+/* Whether a mixture at this many ranks can drop a token: its capacity C of
+ * each rank's R tokens is below R, what one expert could be sent. */
+static int drops(const dt_train_config *c, int64_t ranks) {
+  int64_t R = c->batch / ranks;
+  return dt_moe_capacity(c, R) < R;
+}
+
 /* One line on the first setting that differs, and how to go on. */
 static void compare_config(const char *header, const char *path, const dt_train_config *c,
                            char *err, size_t errlen) {
-  char mine[14][64], theirs[64];
-  const char *flags[14] = {"--layers", "--dim",       "--hidden",    "--batch", "--samples",
-                           "--seed",   "--data-seed", "--optimizer", "--lr",    "--weight-decay",
-                           "--clip",   "--precision", "--seq",       "--heads"};
-  const char *keys[14] = {"layers", "dim",       "hidden",    "batch", "samples",
-                          "seed",   "data_seed", "optimizer", "lr",    "weight_decay",
-                          "clip",   "precision", "seq",       "heads"};
-  if (!c->seq) keys[12] = NULL; /* the transformer's: its sequences' length and heads */
-  int64_t ints[7] = {c->layers, c->dim, c->hidden, c->batch, c->samples, c->seed, c->data_seed};
+  enum { KEYS = 18 };
+  char mine[KEYS][64], theirs[64];
+  const char *flags[KEYS] = {"--layers",
+                             "--dim",
+                             "--hidden",
+                             "--batch",
+                             "--samples",
+                             "--seed",
+                             "--data-seed",
+                             "--optimizer",
+                             "--lr",
+                             "--weight-decay",
+                             "--clip",
+                             "--precision",
+                             "--seq",
+                             "--heads",
+                             "--experts",
+                             "--topk",
+                             "--capacity-factor",
+                             "--aux-coef"};
+  const char *keys[KEYS] = {
+      "layers",    "dim",  "hidden",          "batch",   "samples",   "seed", "data_seed",
+      "optimizer", "lr",   "weight_decay",    "clip",    "precision", "seq",  "heads",
+      "experts",   "topk", "capacity_factor", "aux_coef"};
+  int64_t ints[11] = {c->layers,    c->dim, c->hidden, c->batch,   c->samples, c->seed,
+                      c->data_seed, c->seq, c->heads,  c->experts, c->topk};
   for (int i = 0; i < 7; i++) snprintf(mine[i], 64, "%lld", (long long)ints[i]);
   snprintf(mine[7], 64, "%s", c->optimizer);
-  double reals[3] = {c->lr, c->weight_decay, c->clip}; /* stored exactly, shown short */
-  for (int i = 0; i < 3; i++) shortest(reals[i], mine[8 + i], 64);
+  double reals[5] = {c->lr, c->weight_decay, c->clip, c->capacity_factor, c->aux_coef};
+  for (int i = 0; i < 3; i++) shortest(reals[i], mine[8 + i], 64); /* stored exactly, shown short */
   snprintf(mine[11], 64, "%s", c->precision);
-  snprintf(mine[12], 64, "%lld", (long long)c->seq);
-  snprintf(mine[13], 64, "%lld", (long long)c->heads);
-  for (int i = 0; i < 14 && keys[i] && !err[0]; i++) {
+  for (int i = 0; i < 4; i++) snprintf(mine[12 + i], 64, "%lld", (long long)ints[7 + i]);
+  for (int i = 0; i < 2; i++) shortest(reals[3 + i], mine[16 + i], 64);
+  for (int i = 0; i < KEYS && !err[0]; i++) {
+    /* the transformer's sequences and heads with a transformer, the mixture's settings with one */
+    if ((i == 12 || i == 13) && !c->seq) continue;
+    if (i >= 14 && !c->experts) continue;
     int found = meta_value(header, keys[i], theirs, sizeof theirs) != NULL;
-    if (found && i >= 8 && i <= 10) shortest(strtod(theirs, NULL), theirs, sizeof theirs);
+    int real = (i >= 8 && i <= 10) || i >= 16;
+    if (found && real) shortest(strtod(theirs, NULL), theirs, sizeof theirs);
     if (!found)
       snprintf(
           err, errlen,
@@ -166,6 +196,23 @@ static void compare_config(const char *header, const char *path, const dt_train_
           "folder",
           flags[i], theirs, flags[i], mine[i], flags[i], theirs);
   }
+  /* A mixture's capacity groups are the ranks: at another number of them
+   * other tokens are dropped, another training, unless none can be (C >= R) */
+  int64_t groups = c->experts ? meta_int(header, "groups") : 0, N = dt_size();
+  if (!err[0] && c->experts && groups <= 0)
+    snprintf(err, errlen,
+             "--resume: %s has no record of its capacity groups (written by an older version): "
+             "start afresh with another --ckpt folder",
+             path);
+  else if (!err[0] && c->experts && groups != N && (drops(c, groups) || drops(c, N)))
+    snprintf(err, errlen,
+             "--resume: the checkpoint was trained at %lld ranks, this run has %lld: a mixture's "
+             "capacity groups are the ranks, so %lld ranks would drop other tokens, another "
+             "training; resume with %lld ranks, or --load its weights to start a new training "
+             "(only a --capacity-factor of at least E/k = %g, which drops no token, trains alike "
+             "at any number of ranks)",
+             (long long)groups, (long long)N, (long long)N, (long long)groups,
+             (double)c->experts / (double)c->topk);
   /* per-rank state (top-k's residual): the same kind, and the same ranks */
   char state[256] = "", ranks[32] = "";
   meta_value(header, "rank_state", state, sizeof state);

@@ -22,6 +22,7 @@ extern "C" {
 typedef struct {
   int64_t layers, dim, hidden, batch, steps, samples, seed, data_seed;
   double lr, weight_decay, clip;
+  double adamw_lr;       /* what --lr 0 means for AdamW (0: 0.003); 10_ep's is lower */
   const char *optimizer; /* "sgd" or "adamw" */
   const char *precision; /* "fp32", "bf16", "fp16" */
   double loss_scale;     /* fp16: the initial loss scale */
@@ -59,7 +60,7 @@ typedef struct {
       DT_INT("--batch", &(c)->batch, 1, 1 << 20, "global batch B (samples per step, all ranks)"),  \
       DT_INT("--steps", &(c)->steps, 1, 1000000, "optimizer steps"),                               \
       DT_INT("--samples", &(c)->samples, 0, 1 << 30, "dataset size, a multiple of B (0: 8*B)"),    \
-      DT_DOUBLE("--lr", &(c)->lr, 0, 100, "learning rate (0: 0.2 for sgd, 0.003 for adamw)"),      \
+      DT_DOUBLE("--lr", &(c)->lr, 0, 100, dt_lr_help(c)),                                          \
       DT_STRING("--optimizer", &(c)->optimizer, "sgd|adamw", "optimizer"),                         \
       DT_STRING("--precision", &(c)->precision, "fp32|bf16|fp16",                                  \
                 "16-bit matmul inputs and communication; fp32 master weights, optimizer"),         \
@@ -81,12 +82,16 @@ typedef struct {
 
 /* A training step's loss line, on the steps worth reading (the first five
  * of the run, every tenth, the last); `how` says where the number comes from.
+ * With part_name (10's "balance"), part is a term of the loss printed apart:
+ * loss = task + part.
  * Called by every rank every step with the same loss: a loss that is not
  * finite or has exploded (10^4 x the run's first) ends the job there with a
  * message naming divergence and what to change (dt_fail, exit 2). */
-void dt_print_step(const dt_train_config *c, int64_t step, double loss, const char *how,
-                   double seconds);
+void dt_print_step(const dt_train_config *c, int64_t step, double loss, const char *part_name,
+                   double part, const char *how, double seconds);
 
+/* --lr's help: what 0 means for each optimizer, the lesson's AdamW default */
+const char *dt_lr_help(const dt_train_config *c);
 /* Fill derived defaults and reject what no lesson can run; dt_fail on error. */
 void dt_train_resolve(dt_train_config *c);
 void dt_train_print(const dt_train_config *c); /* rank 0: one line of config */
@@ -219,9 +224,10 @@ int64_t dt_moe_keep(const int32_t *choice, int64_t R, int64_t k, int64_t E, int6
                     int32_t *slot, int64_t *count);
 /* The load-balancing loss of R rows, aux_coef x E x sum_e f_e P_e, with P_e
  * the rows' mean probability of e and f_e the fraction of every rank's
- * choices that went to e; daux[E] gets d/dp of one row, aux_coef E f_e / R. */
+ * choices that went to e; daux[E] gets d/dp of one row, aux_coef E f_e / R,
+ * times scale (fp16's loss scale, as the task loss's gradient has it; else 1). */
 double dt_moe_aux(const dt_train_config *c, const float *probs, int64_t R, const float *f,
-                  float *daux);
+                  double scale, float *daux);
 /* Back through the gates and the softmax, from dgate [R,k] and daux [E]
  * (NULL: none): dWr += x^T dlogits, dx += dlogits Wr^T (dlogits: scratch
  * [R,E]). */
@@ -320,12 +326,13 @@ void dt_step_samples(const dt_train_config *c, int replicas, int rank, int64_t s
 
 /* -------------------------------------------------------------- reference */
 /* Train the same config in one process on rank 0 and compare (check.c, the
- * criterion in CHECKING.md): per-step loss and final weights (full W1/W2 of
+ * criterion in CHECKING.md): per-step loss (with parts, the per-step balance
+ * loss of a mixture, each of the loss's two terms on its own) and final weights (full W1/W2 of
  * every layer, host copies, layer-major: W1_0, W2_0, W1_1, ...; on rank 0).
  * replicated: every rank holds the whole model in final_weights, and all
  * copies must be bit-identical. Prints each figure beside its bound and CHECK
  * PASSED or CHECK FAILED on rank 0; returns 0 or 1 on every rank (collective). */
-int dt_check_against_reference(const dt_train_config *c, const double *losses,
+int dt_check_against_reference(const dt_train_config *c, const double *losses, const double *parts,
                                const float *final_weights, int replicated, dt_routing *routing);
 /* For methods that change the gradients on purpose (top-k compression):
  * the final loss must be within `factor` of the exact reference's and below
@@ -340,6 +347,7 @@ typedef struct {
   float *weights, *initial;
   double reach;
   dt_routing *routing; /* with experts: the run's routing to replay, or NULL */
+  double *parts;       /* with experts (optional): each step's balance loss, within losses */
 } dt_reference_run;
 void dt_reference_train(const dt_train_config *c, dt_reference_run *out);
 /* the mixture of experts' (reference_moe.c): the same loop, experts local */
@@ -445,21 +453,23 @@ typedef struct {
   dt_train_config c; /* the options of DT_TRAIN_OPTIONS(&run.c) */
   dt_comm *world;
   /* set by the lesson before dt_run_begin */
-  int replicated;       /* every rank holds the whole model (05): its own copy is checked */
-  int copy;             /* this rank's segments repeat another rank's, element for element
-                         * (12's data and context replicas): the gather, --save and the
-                         * clip norm take that rank's */
-  dt_comm *comms[4];    /* sub-communicators whose time counts as communication */
-  double loss_ranks;    /* the step's loss is the sum over ranks / this (0: world size) */
-  const char *loss_how; /* the loss line's source (NULL: "mean over ranks") */
-  double converge;      /* > 0: check convergence within this factor, not the weights */
+  int replicated;        /* every rank holds the whole model (05): its own copy is checked */
+  int copy;              /* this rank's segments repeat another rank's, element for element
+                          * (12's data and context replicas): the gather, --save and the
+                          * clip norm take that rank's */
+  dt_comm *comms[4];     /* sub-communicators whose time counts as communication */
+  double loss_ranks;     /* the step's loss is the sum over ranks / this (0: world size) */
+  const char *loss_how;  /* the loss line's source (NULL: "mean over ranks") */
+  const char *part_name; /* a term of the loss shown apart (10's "balance"), or NULL */
+  double part;           /* set each step with part_name: this rank's share of that term */
+  double converge;       /* > 0: check convergence within this factor, not the weights */
   const char *converge_what;
   /* the state and the bookkeeping, kept by run.c */
   dt_segment seg[DT_RUN_SEGMENTS];
   int nseg, nplace, cap;
   dt_place *place;
   dt_loss_scaler scaler;
-  double *losses;
+  double *losses, *parts; /* per step, means over ranks; parts with part_name */
   double t_start, t_step, comm_step, compute;
   dt_counter scalars; /* the all-reduces of one float: clip norm, fp16 verdict */
   float *scalar;
