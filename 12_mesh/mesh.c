@@ -18,8 +18,6 @@
  * lessons' pieces, each on its own axis. The model is 11's causal
  * transformer; the run (common/train/run.c) does the rest of the step and
  * ends by training the same model in one process and comparing. */
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "06_fsdp/shard.h" /* the pieces it composes, each on its axis */
@@ -222,19 +220,15 @@ int main(int argc, char **argv) {
       DT_REFUSED("--precision=bf16 --precision=fp16 --loss-scale --growth-interval",
                  "the mesh trains in fp32 only for now"),
       DT_ATTN_OPTIONS(&run.c),
-      DT_INT("--dp", &want[DP], 0, 1 << 20, "data-parallel ranks (0: from ranks left)"),
-      DT_INT("--pp", &want[PP], 0, 1 << 20,
-             "pipeline stages dividing --layers (0: from ranks left)"),
-      DT_INT("--cp", &want[CP], 0, 1 << 20,
-             "context-parallel ranks cutting --seq (0: from ranks left)"),
-      DT_INT("--tp", &want[TP], 0, 1 << 20,
-             "tensor-parallel ranks dividing --heads (0: from ranks left)"),
+      DT_INT("--dp", &want[DP], 0, 1 << 20, "data-parallel ranks (0: from the ranks left)"),
+      DT_INT("--pp", &want[PP], 0, 1 << 20, "pipeline stages (0: from the ranks left)"),
+      DT_INT("--cp", &want[CP], 0, 1 << 20, "context-parallel ranks (0: from the ranks left)"),
+      DT_INT("--tp", &want[TP], 0, 1 << 20, "tensor-parallel ranks (0: from the ranks left)"),
       DT_INT("--micro", &M, 0, 1 << 20, "microbatches M per step (0: 2 x pp, 1 without pipeline)"),
       DT_STRING("--schedule", &schedule, "gpipe|1f1b", "the pipeline's schedule (09)"),
       DT_INT("--zero", &zero, 0, 1, "1: shard the optimizer state over dp x cp (06), 0: replicas"),
       DT_STRING("--split", &split, "contiguous|zigzag",
-                "cp rank i holds chunk i of cp, or i and "
-                "2cp-1-i of 2cp (11)"),
+                "cp rank i: chunk i, or i and 2cp-1-i (11)"),
       DT_END};
   dt_lesson lesson = {"12_mesh", "4D parallelism: data x pipeline x context x tensor on one mesh",
                       1};
