@@ -260,7 +260,7 @@ fi
 
 # 11: the merge's usual mistakes, each named from the factor --verify-merge
 # measures (the rows against the right ones), with its own hint
-ex_plant 11_cp cp.c 's|oi\[d\] = (sa \* oi\[d\] + sb \* bi\[d\]) / (sa + sb);|oi[d] = sa * oi[d] + sb * bi[d];|' merge-nodiv
+ex_plant 11_cp ring.c 's|oi\[d\] = (sa \* oi\[d\] + sb \* bi\[d\]) / (sa + sb);|oi[d] = sa * oi[d] + sb * bi[d];|' merge-nodiv
 if [ -n "$ex_dir" ]; then
   log=$LOGS/exercise-feedback-11-nodiv.log
   ex_run 11 "$ex_dir" 11 "$log" CHECK_NP=2
@@ -268,7 +268,7 @@ if [ -n "$ex_dir" ]; then
     'got: .*the merged rows are [0-9.]+ to [0-9.]+ times the right ones' \
     'each row is exactly its own wa \+ wb times the right one' 'hint: your rows are the weighted sum wa o \+ wb ob'
 fi
-ex_plant 11_cp cp.c 's|oi\[d\] = (sa \* oi\[d\] + sb \* bi\[d\]) / (sa + sb);|oi[d] = oi[d] + bi[d];|' merge-sum
+ex_plant 11_cp ring.c 's|oi\[d\] = (sa \* oi\[d\] + sb \* bi\[d\]) / (sa + sb);|oi[d] = oi[d] + bi[d];|' merge-sum
 if [ -n "$ex_dir" ]; then
   log=$LOGS/exercise-feedback-11-sum.log
   ex_run 11 "$ex_dir" 11 "$log" CHECK_NP=2
