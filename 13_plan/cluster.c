@@ -206,7 +206,8 @@ channel axis_link(const machine *c, const mesh *x, int a, int coll, int *intra) 
 /* The models: the lessons' defaults (their own flags' defaults), GPT-3's
  * sizes (Brown et al. 2020, table 2.1: 2048 tokens, a 50257-token
  * vocabulary; batch in sequences, 0.5M to 3.2M tokens; 13B's width as 40
- * heads of 128, 5120: the table's 5140 does not split into its heads). */
+ * heads of 128, 5120, and XL as 16 of 128: the table's 5140 and 24 heads of
+ * 128 do not make its widths). */
 static int model_preset(const char *name, model *m) {
   static const model presets[] = {{MESH12, "mesh12", 4, 32, 4, 128, 0, 32, 8, 0},
                                   {CP11, "cp11", 2, 32, 4, 128, 0, 64, 4, 0},
@@ -216,7 +217,7 @@ static int model_preset(const char *name, model *m) {
                                   {GPT, "gpt", 12, 768, 12, 3072, 50257, 2048, 256, 0},
                                   {GPT, "gpt3-small", 12, 768, 12, 3072, 50257, 2048, 256, 0},
                                   {GPT, "gpt3-medium", 24, 1024, 16, 4096, 50257, 2048, 256, 0},
-                                  {GPT, "gpt3-xl", 24, 2048, 24, 8192, 50257, 2048, 512, 0},
+                                  {GPT, "gpt3-xl", 24, 2048, 16, 8192, 50257, 2048, 512, 0},
                                   {GPT, "gpt3-2.7b", 32, 2560, 32, 10240, 50257, 2048, 512, 0},
                                   {GPT, "gpt3-6.7b", 32, 4096, 32, 16384, 50257, 2048, 1024, 0},
                                   {GPT, "gpt3-13b", 40, 5120, 40, 20560, 50257, 2048, 1024, 0},
@@ -238,7 +239,10 @@ int64_t plan_setup(const flags *f, int measuring, int64_t ranks, model *m, mesh 
         f->model);
   int64_t *size[] = {&m->L, &m->D, &m->A, &m->H, &m->V, &m->S, &m->B};
   const int64_t given[] = {f->layers, f->dim, f->heads, f->ffn, f->vocab, f->seq, f->batch};
-  for (int i = 0; i < 7; i++) *size[i] = given[i] ? given[i] : *size[i];
+  for (int i = 0; i < 7; i++) {
+    *size[i] = given[i] ? given[i] : *size[i];
+    if (given[i] && !strchr(m->name, '+')) strcat(m->name, "+flags");
+  }
   if (!f->ffn && f->dim) m->H = 4 * m->D;
   if (f->params > 0)
     *m = (model){.kind = STATES, .name = "states", .params = f->params, .L = 1, .B = 1};

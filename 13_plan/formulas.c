@@ -29,6 +29,7 @@ int64_t stage_layers(const model *m, const mesh *x, int64_t s) {
 
 /* 11's and 12's split of a sequence: R = B/(dp M) x S/cp rows (12_mesh/buffers.c) */
 int64_t rows_per_micro(const model *m, const mesh *x) {
+  if (x->n[DP] * x->M == 0) return 0; /* --params: no batch, no shape */
   int64_t Bm = m->B / (x->n[DP] * x->M);
   return m->S ? Bm * (m->S / x->n[CP]) : Bm;
 }
@@ -131,12 +132,19 @@ void traffic_of(const model *m, const mesh *x, int64_t s, traffic t[NCOMM][NCOLL
     if (T > 1) set(&t[TP][AR], k, k * per);
     if (C > 1) set(&t[CP][P2P], L * M * (3 * C - 2), L * M * (3 * C - 2) * 2 * tok * W * es);
     set(&t[PP][P2P], P > 1 ? exchanges(x, s) : 0, M * ((s + 1 < P) + (s > 0)) * tok * D * es);
-    if (G > 1 && x->zero <= 1) set(&t[DC][AR], 1, 2 * (G - 1) * grads / G);
-    if (G > 1 && x->zero == 1) set(&t[DC][AG], 1, sh);
-    if (G > 1 && x->zero == 2) set(&t[DC][RS], 1, sh);
-    if (G > 1 && x->zero == 2) set(&t[DC][AG], 1, sh);
-    if (G > 1 && x->zero == 3) set(&t[DC][AG], 2 * M, 2 * M * sh); /* each microbatch, fwd + bwd */
-    if (G > 1 && x->zero == 3) set(&t[DC][RS], M, M * sh);
+    /* ZeRO (Rajbhandari et al.): 0 all-reduces the gradients once; 1 reduce-scatters them
+     * once and all-gathers the stepped parameters (the same bytes); 2 keeps only its
+     * shard of the gradients, so each microbatch's are reduce-scattered; 3 also gathers
+     * the parameters for each microbatch's forward and backward */
+    int64_t rs = x->zero == 1   ? 1
+                 : x->zero >= 2 ? M
+                                : 0,
+            ag = x->zero == 3 ? 2 * M
+                 : x->zero    ? 1
+                              : 0;
+    if (G > 1 && !x->zero) set(&t[DC][AR], 1, 2 * (G - 1) * grads / G);
+    if (G > 1 && rs) set(&t[DC][RS], rs, rs * sh);
+    if (G > 1 && ag) set(&t[DC][AG], ag, ag * sh);
     break;
   }
   default: break;

@@ -111,7 +111,8 @@ static void ring(dt_comm *c, float *buf, float *tmp, size_t count) {
  * bytes against collective_seconds' terms. Returns the sizes whose terms
  * differ from what the ring sent. */
 static int all_reduce(dt_comm *w, machine *c, float *buf, float *tmp) {
-  int n = w->size, bad = 0, J = 10;
+  int n = w->size, bad = 0, J = 10, said[2] = {0};
+  char term[2][200];
   double x[10], y[10], t[10];
   channel alpha = {1, 0}, beta = {0, 1};
   dt_print0("\nall-reduce over the %d ranks: 03's ring by hand (sendrecv, counted) beside your "
@@ -150,15 +151,19 @@ static int all_reduce(dt_comm *w, machine *c, float *buf, float *tmp) {
     dt_print0("  %11.0f  %8.0f  %10.4g  %10.0f  %10.4g  %8.1f  %7.1f  %11.1f%s\n", S, msgs, a,
               bytes, b, best[0] * 1e6, collective_seconds(AR, n, S, &c->intra) * 1e6, best[1] * 1e6,
               wrong ? "   <- differs" : "");
-    if (wrong && fabs(a - msgs) > 1e-9)
-      dt_print0("     the alpha term: collective_seconds counts %.4g messages at n = %d; the ring "
-                "sent %.0f, one after another\n",
-                a, n, msgs);
-    if (wrong && fabs(b - bytes) > 0.5)
-      dt_print0("     the beta term: collective_seconds counts %.4g bytes at n = %d, S = %.0f; the "
-                "ring sent %.0f\n",
-                b, n, S, bytes);
+    if (fabs(a - msgs) > 1e-9 && !said[0]++)
+      snprintf(term[0], sizeof term[0],
+               "the alpha term: collective_seconds counts %.4g messages "
+               "at n = %d; the ring sent %.0f, one after another",
+               a, n, msgs);
+    if (fabs(b - bytes) > 0.5 && !said[1]++)
+      snprintf(term[1], sizeof term[1],
+               "the beta term: collective_seconds counts %.4g bytes at n "
+               "= %d, S = %.0f; the ring sent %.0f",
+               b, n, S, bytes);
   }
+  for (int i = 0; i < 2; i++)
+    if (said[i]) dt_print0("  %s (%d of %d sizes differ)\n", term[i], said[i], J);
   if (n > 1) {
     double res = fit(x, y, t, J, &c->ar.alpha, &c->ar.beta);
     dt_print0(

@@ -182,6 +182,8 @@ int main(int argc, char **argv) {
       "13_plan", "the cost model: predict a mesh's step time and memory, check it, plan a cluster",
       1};
   dt_comm *world = dt_init(&argc, &argv, &lesson, options);
+  if (f.verify && world->size > 1)
+    dt_fail("--verify starts mpirun itself: run it alone, ./13_plan/plan --verify");
   if (f.verify) {
     int bad = verify(argv[0], f.quick);
     dt_finalize();

@@ -13,10 +13,11 @@ static const char *bytes_how(model_kind k, int a) {
       "", "M x (fwd + bwd) x RD x 4; calls: the plan's (09)", "LM(3cp-2) x 2RW x 4 (11's ring)",
       "4LM x 2(tp-1)/tp x RD x 4 (07's f and g)",
       "2(G-1)/G x L(4DW + 2DHs) x 4, G = dp x cp (05); zero 1: 06's"};
-  static const char *gpt[NCOMM] = {"", "M x (fwd + bwd) x b s D x 2 (Megatron's p2p)",
-                                   "LM(3cp-2) x 2 b s D/tp x 2 (ring attention)",
-                                   "(4 + 2 recompute) LM x 2(tp-1)/tp x b s D x 2 (Megatron)",
-                                   "ZeRO: 2(G-1)/G P (0, 1), + (G-1)/G P gathers (1-3)"};
+  static const char *gpt[NCOMM] = {
+      "", "M x (fwd + bwd) x b s D x 2 (Megatron's p2p)",
+      "LM(3cp-2) x 2 b s D/tp x 2 (ring attention)",
+      "(4 + 2 recompute) LM x 2(tp-1)/tp x b s D x 2 (Megatron)",
+      "ZeRO 0: 2(G-1)/G P x 2; 1: (G-1)/G P x 2 twice; 2: M RS + AG; 3: 2M AG + M RS"};
   if (k == GPT) return gpt[a];
   if (k == MESH12) return mesh12[a];
   return k == CP11     ? "11_cp/report.c"
@@ -61,7 +62,7 @@ void report_table(const model *m, const mesh *x, const machine *c, const predict
   dt_print0("\nmodel %s: L %lld, D %lld, heads %lld, MLP %lld, vocab %lld, S %lld; B %lld "
             "sequences a step; "
             "%.4g parameters\n",
-            m->kind == STATES ? "given by its parameters" : kind_name[m->kind], (long long)m->L,
+            m->kind == STATES ? "given by its parameters" : m->name, (long long)m->L,
             (long long)m->D, (long long)m->A, (long long)m->H, (long long)m->V, (long long)m->S,
             (long long)m->B, p->parameters);
   dt_print0(
@@ -128,9 +129,9 @@ void report_json(const model *m, const mesh *x, const machine *c, const predicti
   int64_t N = mesh_size(x);
   int t = m->kind != STATES;
   double peak = p->step_s * peak_all(x, c);
-  dt_print0("{\"model\": \"%s\", \"parameters\": %.17g, \"gpus\": %lld, \"machine\": \"%s\", "
-            "\"stage\": %lld,\n",
-            kind_name[m->kind], p->parameters, (long long)N, c->name, (long long)p->stage);
+  dt_print0("{\"model\": \"%s\", \"kind\": \"%s\", \"parameters\": %.17g, \"gpus\": %lld, "
+            "\"machine\": \"%s\", \"stage\": %lld,\n",
+            m->name, kind_name[m->kind], p->parameters, (long long)N, c->name, (long long)p->stage);
   dt_print0(" \"mesh\": {\"dp\": %lld, \"pp\": %lld, \"cp\": %lld, \"tp\": %lld, \"microbatches\": "
             "%lld, \"zero\": %d, "
             "\"recompute\": %s, \"precision\": \"%s\", \"schedule\": \"%s\", \"attention\": "

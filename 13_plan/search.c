@@ -48,6 +48,7 @@ static const char *largest(const prediction *p) {
 
 int search(const model *m, const mesh *base, const machine *c, int64_t gpus, int top, int json) {
   int cap = 1 << 16, n = 0, rejected[REASONS] = {0};
+  double nearest = 1e300;
   shape *ok = dt_host_alloc((size_t)cap, sizeof *ok);
   char example[REASONS][400] = {{0}};
   int zmax = m->kind == GPT ? 3 : m->kind == MESH12 ? 1 : m->kind == FSDP06 ? 3 : 0;
@@ -82,9 +83,12 @@ int search(const model *m, const mesh *base, const machine *c, int64_t gpus, int
               prediction p;
               predict(m, &x, c, &p);
               if ((double)p.mem.total > c->hbm) {
-                if (!rejected[3]++)
+                rejected[3]++;
+                if ((double)p.mem.total < nearest) { /* the nearest miss tells most */
+                  nearest = (double)p.mem.total;
                   snprintf(example[3], sizeof example[3], "%s: %.1f GB > %.1f GB", shown,
                            (double)p.mem.total / 1e9, c->hbm / 1e9);
+                }
                 continue;
               }
               if (n == cap) continue;
@@ -114,7 +118,7 @@ int search(const model *m, const mesh *base, const machine *c, int64_t gpus, int
     dt_print0("\nsearch: %s on %lld devices of %s: %d shapes fit, ranked by predicted tokens/s\n"
               "   #     dp   pp   cp   tp  zero  micro  M     recompute   step s    tokens/s    "
               "MFU   memory GB  largest part\n",
-              m->kind == STATES ? "states" : kind_name[m->kind], (long long)gpus, c->name, n);
+              m->name, (long long)gpus, c->name, n);
     for (int i = 0; i < n && i < top; i++)
       dt_print0("  %3d  %5lld %4lld %4lld %4lld  %4d  %5lld  %-5lld %-9s %9.4g %11.4g  %5.1f%%  "
                 "%9.2f  %s\n",
@@ -124,7 +128,15 @@ int search(const model *m, const mesh *base, const machine *c, int64_t gpus, int
                 100 * ok[i].mfu, ok[i].gb, ok[i].top_cost);
     dt_print0("rejected:\n");
     for (int r = 0; r < REASONS; r++)
-      if (rejected[r]) dt_print0("  %6d  %s; e.g. %s\n", rejected[r], reason_name[r], example[r]);
+      if (rejected[r])
+        dt_print0("  %6d  %s; %s %s\n", rejected[r], reason_name[r],
+                  r == 3 ? "the nearest:" : "e.g.", example[r]);
+    if (n) { /* the first in full: where its time goes, what it holds */
+      prediction p;
+      predict(m, &ok[0].x, c, &p);
+      dt_print0("\n#1 in full:");
+      report_table(m, &ok[0].x, c, &p);
+    }
   }
   free(ok);
   return n;
