@@ -135,9 +135,18 @@ void machine_write(const char *path, const machine *c) {
           c->intra.beta > 0 ? 1 / c->intra.beta : 0, c->intra.alpha);
   fprintf(f, "  \"ib_bandwidth\": %.6g,\n  \"ib_latency\": %.6g,\n",
           c->inter.beta > 0 ? 1 / c->inter.beta : 0, c->inter.alpha);
-  fprintf(
-      f, "  \"all_reduce_alpha\": %.6g,\n  \"all_reduce_beta\": %.6g,\n  \"fit_residual\": %.4g,\n",
-      c->ar.alpha, c->ar.beta, c->fit_residual);
+  const channel *fit[3] = {&c->ar, &c->rs, &c->ag};
+  for (int i = 0; i < 3; i++)
+    fprintf(f, "  \"%s_alpha\": %.6g,\n  \"%s_beta\": %.6g,\n",
+            coll_name[i == 0   ? AR
+                      : i == 1 ? RS
+                               : AG],
+            fit[i]->alpha,
+            coll_name[i == 0   ? AR
+                      : i == 1 ? RS
+                               : AG],
+            fit[i]->beta);
+  fprintf(f, "  \"fit_residual\": %.4g,\n", c->fit_residual);
   fprintf(f, "  \"ops\": [\n");
   for (int i = 0; i < c->nops; i++)
     fprintf(f,
@@ -174,8 +183,14 @@ int machine_read(const char *path, machine *c) {
     } else if (sscanf(line, " \"%63[a-z_]\": %lf", key, &v) == 2) {
       for (int k = 0; k < NFIELDS; k++)
         if (!strcmp(key, fields[k].key)) set_field(c, &fields[k], v > 0 ? v : 1e300);
-      if (!strcmp(key, "all_reduce_alpha")) c->ar.alpha = v;
-      if (!strcmp(key, "all_reduce_beta")) c->ar.beta = v;
+      channel *fit[3] = {&c->ar, &c->rs, &c->ag};
+      for (int i = 0; i < 3; i++) {
+        char a[40], b[40];
+        snprintf(a, sizeof a, "%s_alpha", coll_name[i == 0 ? AR : i == 1 ? RS : AG]);
+        snprintf(b, sizeof b, "%s_beta", coll_name[i == 0 ? AR : i == 1 ? RS : AG]);
+        if (!strcmp(key, a)) fit[i]->alpha = v;
+        if (!strcmp(key, b)) fit[i]->beta = v;
+      }
       if (!strcmp(key, "fit_residual")) c->fit_residual = v;
       if (!strcmp(key, "ranks")) c->ranks = (int64_t)v;
       if (!strcmp(key, "cores")) c->cores = (int64_t)v;
@@ -199,7 +214,8 @@ channel axis_link(const machine *c, const mesh *x, int a, int coll, int *intra) 
   for (int b = CP; a != TP && b >= (a == DC ? DP : a); b--) span *= x->n[b];
   if (a == DC && x->n[DP] == 1) span = x->n[TP] * x->n[CP];
   *intra = span <= c->gpus_per_node;
-  if (c->measured && coll != P2P && *intra && c->ar.beta > 0) return c->ar;
+  const channel *own = coll == AR ? &c->ar : coll == RS ? &c->rs : &c->ag;
+  if (c->measured && coll != P2P && *intra && own->beta > 0) return *own;
   return *intra ? c->intra : c->inter;
 }
 

@@ -8,7 +8,8 @@
  * compute.c  the operations a step computes, and what each costs on a
  *            machine: measured here, or by the roofline of a datasheet
  * cluster.c  the presets, a user's cluster file, the machine file, models
- * measure.c  --measure: alpha and beta, the ring's terms, every op's time
+ * measure.c  --measure: alpha and beta, the ring's terms, the collectives
+ * ops.c      every op of the step timed at its shape
  * report.c   the table, the bars, --json
  * search.c   --search: every mesh that fits, ranked
  * verify.c   --verify: the lessons run here, predicted beside measured */
@@ -62,7 +63,7 @@ typedef struct {
   double flops, eff;    /* peak FLOP/s of one device (16-bit; fp32 on a CPU), large-GEMM fraction */
   double hbm, hbm_bw;   /* bytes of one device's memory, and its bandwidth */
   channel intra, inter; /* inside a node, across nodes (per device) */
-  channel ar;           /* measured: the library all-reduce's fit by the ring formula */
+  channel ar, rs, ag;   /* measured: the library's collectives, each fitted by its ring formula */
   double fit_residual;  /* measured: the ping-pong fit's worst relative residual */
   int64_t ranks, cores; /* measured: ranks of the run that measured, cores of the machine */
   timed_op *ops;        /* measured */
@@ -184,6 +185,11 @@ void cluster_file(const char *path, machine *c);  /* key = value; dt_fail on err
 void machine_write(const char *path, const machine *c);
 int machine_read(const char *path, machine *c); /* 0: no file */
 channel axis_link(const machine *c, const mesh *x, int axis, int coll, int *intra);
+
+/* ops.c: one op's time here (the fastest of 7 trials); every op of the
+ * mesh's step into c->ops (collective over world) */
+double op_time(const op *o, const model *m);
+void time_ops(dt_comm *world, const model *m, const mesh *x, machine *c);
 
 /* measure.c: collective over world; fills c (every rank), ends with the
  * check of the ring's alpha-beta terms: returns the problems found */
