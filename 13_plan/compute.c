@@ -13,8 +13,9 @@
 
 #include "plan.h"
 
-const char *const kernel_name[NKERNELS] = {"gemm", "mlp_f",  "mlp_b",  "att_f", "att_b", "ew",
-                                           "loss", "data05", "data11", "adamw", "sgd",   "flash"};
+const char *const kernel_name[NKERNELS] = {"gemm", "mlp_f", "mlp_b",  "att_f",  "att_b",
+                                           "ew",   "loss",  "data05", "data11", "adamw",
+                                           "sgd",  "flash", "alloc"};
 
 typedef struct {
   op *o;
@@ -169,6 +170,10 @@ int ops_of(const model *m, const mesh *x, int64_t s, int64_t c, op *out, int max
   }
   if (m->kind != FSDP06 || x->zero == 1)
     ew(&l, L * (x->zero ? G * shard : n), 1, 1, 4); /* g zeroed */
+  if (m->kind == FSDP06 &&
+      x->zero >= 2) /* 06's transient layers: gradients (2, 3), parameters (3) */
+    add(&l, ALLOC, G * shard, 0, 0, 0, 0, (double)(L * (x->zero == 3 ? 3 : 1)), 0,
+        4.0 * (double)(G * shard));
   add(&l, x->adamw ? ADAMW : SGD, stepped, 0, 0, 0, 0, 1, 12.0 * (double)stepped,
       28.0 * (double)stepped);
   return l.n;

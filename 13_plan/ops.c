@@ -58,6 +58,12 @@ static void run_op(const op *o, scratch *b, const dt_train_config *cfg, const in
   case DATA05: dt_make_batch(cfg, samples, s[0], p[0], p[1]); break;
   case ADAMW: dt_adamw_step(p[0], p[1], p[2], p[3], (size_t)s[0], 0.001f, 0.01f, 10, 1.0f); break;
   case SGD: dt_sgd_step(p[0], p[1], (size_t)s[0], 0.1f, 1.0f); break;
+  case ALLOC: { /* 06's transient layer: fresh pages, written (faulted in) by its collective */
+    float *fresh = dt_alloc_f32((size_t)s[0], DT_OTHER);
+    dt_zero(fresh, (size_t)s[0] * 4);
+    dt_free(fresh);
+    break;
+  }
   default: break;
   }
 }
@@ -151,8 +157,25 @@ void time_ops(dt_comm *w, const model *m, const mesh *x, machine *c) {
       c->ops[j].seconds = fmax(c->ops[j].seconds, t.seconds);
   }
   dt_print0("\noperations of the step at their shapes (compute.c; the fastest of 7 trials, the "
-            "slowest rank's): %d\n",
+            "slowest rank's): %d; stage 0's, cp rank 0's, the costliest first:\n"
+            "    kernel   shape                             us a call  calls a step   ms a step\n",
             c->nops);
+  int k = ops_of(m, x, 0, 0, o, MAXOPS), shown[MAXOPS] = {0};
+  for (int row = 0; row < 12 && row < k; row++) { /* a selection sort of the few shown */
+    int best = -1;
+    for (int i = 0; i < k; i++)
+      if (!shown[i] &&
+          (best < 0 || o[i].count * op_seconds(&o[i], c) > o[best].count * op_seconds(&o[best], c)))
+        best = i;
+    shown[best] = 1;
+    char shape[48];
+    snprintf(shape, sizeof shape, "%lld %lld %lld %lld %lld", (long long)o[best].s[0],
+             (long long)o[best].s[1], (long long)o[best].s[2], (long long)o[best].s[3],
+             (long long)o[best].s[4]);
+    dt_print0("    %-8s %-30s %10.2f  %12.0f  %10.3f%s\n", kernel_name[o[best].k], shape,
+              op_seconds(&o[best], c) * 1e6, o[best].count,
+              o[best].count * op_seconds(&o[best], c) * 1e3, o[best].backward ? "  backward" : "");
+  }
   free(mine);
   free(all);
 }

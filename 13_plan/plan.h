@@ -171,7 +171,22 @@ typedef struct {
   int per_micro;       /* in every microbatch's forward or backward (else once a step) */
   int backward;
 } op;
-enum { GEMM, MLP_F, MLP_B, ATT_F, ATT_B, EW, LOSS, DATA05, DATA11, ADAMW, SGD, FLASH, NKERNELS };
+enum {
+  GEMM,
+  MLP_F,
+  MLP_B,
+  ATT_F,
+  ATT_B,
+  EW,
+  LOSS,
+  DATA05,
+  DATA11,
+  ADAMW,
+  SGD,
+  FLASH,
+  ALLOC,
+  NKERNELS
+};
 extern const char *const kernel_name[NKERNELS];
 int ops_of(const model *m, const mesh *x, int64_t stage, int64_t cprank, op *out, int max);
 double op_seconds(const op *o, const machine *c); /* one call */

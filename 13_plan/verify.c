@@ -2,7 +2,7 @@
  *
  * For each shape: this program measures the machine at the shape's ranks
  * (`mpirun -np N plan --measure`, the rates at that very mesh's shapes),
- * the lesson runs (`mpirun -np N lesson --steps 40 --no-check`), and
+ * the lesson runs (`mpirun -np N lesson --steps 100 --no-check`), and
  * `plan --predict --json` predicts it from the machine file just written.
  * Every byte count and memory row the lesson prints must equal the
  * prediction. The step time (the fastest of the printed steps after the
@@ -219,7 +219,7 @@ int verify(const char *self, int quick) {
                "%s%s -np %d %s --measure --timeout 120 --machine %s/verify-%d.json %s", mpirun,
                flags, s->np, self, dir, i, s->plan);
       int rc = sh(cmd, log[0]);
-      snprintf(cmd, sizeof cmd, "%s%s -np %d ./%s --steps 40 --no-check --timeout 120 %s", mpirun,
+      snprintf(cmd, sizeof cmd, "%s%s -np %d ./%s --steps 100 --no-check --timeout 120 %s", mpirun,
                flags, s->np, s->lesson, s->flags);
       rc |= sh(cmd, log[1]);
       snprintf(cmd, sizeof cmd, "%s --predict --json --machine %s/verify-%d.json %s", self, dir, i,
