@@ -196,6 +196,7 @@ int main(int argc, char **argv) {
   int64_t N = plan_setup(&f, measuring, world->size, &m, &x, &c); /* ranks, or --gpus */
   if (f.search) {
     search(&m, &x, &c, N, (int)f.top, f.json);
+    free(c.ops);
     dt_finalize();
     return 0;
   }
@@ -215,6 +216,7 @@ int main(int argc, char **argv) {
     dt_print0("%s: the ring all-reduce's alpha-beta terms: its messages and bytes per rank equal "
               "the measured ring's at every n and size (%d problem(s))\n",
               problems ? "CHECK FAILED" : "CHECK PASSED", problems);
+  free(c.ops);
   dt_finalize();
   return problems ? 1 : 0;
 }
