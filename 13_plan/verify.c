@@ -2,7 +2,7 @@
  *
  * For each shape: this program measures the machine at the shape's ranks
  * (`mpirun -np N plan --measure`, the rates at that very mesh's shapes),
- * the lesson runs (`mpirun -np N lesson --steps 100 --no-check`), and
+ * the lesson runs (`mpirun -np N lesson --steps 200 --no-check`), and
  * `plan --predict --json` predicts it from the machine file just written.
  * Every byte count and memory row the lesson prints must equal the
  * prediction. The step time (the fastest of the printed steps after the
@@ -197,14 +197,13 @@ int verify(const char *self, int quick) {
   char dir[] = "build/plan", cmd[2048], log[3][256], why[1024];
   drop_new_env();
   if (sh("mkdir -p build/plan", "/dev/null") != 0) dt_fail("--verify: cannot make build/plan");
-  dt_print0("verify: each shape measured here (plan --measure at its ranks), run (--steps 40 "
-            "--no-check) and "
-            "predicted (plan --predict --json); bytes and memory must equal, the step time (the "
-            "fastest step "
-            "after the first) be within 20%% where ranks <= cores (%lld)\n"
-            "  shape                                np  figures equal   step ms: predicted  "
-            "measured  ratio  verdict\n",
-            (long long)cores);
+  dt_print0(
+      "verify: each shape measured here (plan --measure at its ranks), run (--steps 200 "
+      "--no-check) and predicted (plan --predict --json); bytes and memory must equal, the "
+      "step time (the fastest of the printed steps after the first) be within 20%% where ranks "
+      "<= cores (%lld)\n  shape                                np  figures equal   step ms: "
+      "predicted  measured  ratio  verdict\n",
+      (long long)cores);
   for (int i = 0; i < n; i++) {
     const shape *s = &shapes[i];
     int timed = s->np <= cores, ok_time = 0;
@@ -219,7 +218,7 @@ int verify(const char *self, int quick) {
                "%s%s -np %d %s --measure --timeout 120 --machine %s/verify-%d.json %s", mpirun,
                flags, s->np, self, dir, i, s->plan);
       int rc = sh(cmd, log[0]);
-      snprintf(cmd, sizeof cmd, "%s%s -np %d ./%s --steps 100 --no-check --timeout 120 %s", mpirun,
+      snprintf(cmd, sizeof cmd, "%s%s -np %d ./%s --steps 200 --no-check --timeout 120 %s", mpirun,
                flags, s->np, s->lesson, s->flags);
       rc |= sh(cmd, log[1]);
       snprintf(cmd, sizeof cmd, "%s --predict --json --machine %s/verify-%d.json %s", self, dir, i,
