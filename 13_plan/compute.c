@@ -174,6 +174,13 @@ int ops_of(const model *m, const mesh *x, int64_t s, int64_t c, op *out, int max
       x->zero >= 2) /* 06's transient layers: gradients (2, 3), parameters (3) */
     add(&l, ALLOC, G * shard, 0, 0, 0, 0, (double)(L * (x->zero == 3 ? 3 : 1)), 0,
         4.0 * (double)(G * shard));
+  /* the gradients are averaged: MPI sums, then the comm layer scales the
+   * result by 1/G (dt_finish_avg), a pass over each call's buffer */
+  int64_t avg = m->kind == DP05                ? m->D * m->H
+                : x->zero || m->kind == FSDP06 ? (x->zero == 1 ? G * shard : shard)
+                                               : L * n;
+  double calls = m->kind == DP05 ? 2.0 * (double)L : x->zero || m->kind == FSDP06 ? (double)L : 1;
+  if (G > 1) ew(&l, avg, 2, calls, 4);
   add(&l, x->adamw ? ADAMW : SGD, stepped, 0, 0, 0, 0, 1, 12.0 * (double)stepped,
       28.0 * (double)stepped);
   return l.n;

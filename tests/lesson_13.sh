@@ -95,8 +95,8 @@ for np in 2 3 4; do
   [ $np = 3 ] && extra="--dp 3 --batch 6"
   check "13 np=$np measure: the ring's terms equal its messages and bytes, residuals printed" $np 0 \
     '^CHECK PASSED: the ring all-reduce.s alpha-beta terms' "wrote $T13/m$np.json" \
-    '^  alpha [0-9.]+ us, beta [0-9.]+ ns/B .*; worst residual [0-9.]+%$' \
-    '^  +[0-9.]+ +[0-9.]+ +[0-9.]+ +[-+][0-9.]+%$' '^  the library.s fit by the ring formula' \
+    '^  alpha [0-9.]+ us \(the 3 smallest sizes\), beta [0-9.]+ ns/B .*; worst residual [0-9.]+%$' \
+    '^  +[0-9.]+ +[0-9.]+ +[0-9.]+ +[-+][0-9.]+%$' '^  the library.s all_reduce by 2\(n-1\) alpha \+ 2\(n-1\)/n S beta: alpha ' \
     -- $D13 --measure --machine "$T13/m$np.json" $extra
 done
 check "13 predict from the machine file: 12's default mesh at 2 ranks (tp 2)" 0 0 \
