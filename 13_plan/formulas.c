@@ -254,7 +254,7 @@ const char *mesh_problem(const model *m, const mesh *x, int64_t gpn) {
   else if (x->M < 1 || m->B % (x->n[DP] * x->M))
     snprintf(why, sizeof why, "the batch (%lld) does not split into dp x M = %lld x %lld",
              (long long)m->B, (long long)x->n[DP], (long long)x->M);
-  else if (T > gpn)
+  else if (T > gpn && m->kind == GPT) /* the planner's rule; the lessons run any placement */
     snprintf(why, sizeof why, "tp %lld beyond a node of %lld", (long long)T, (long long)gpn);
   else if (m->kind != GPT && (x->bf16 || x->recompute || !x->flash))
     snprintf(

@@ -1,14 +1,16 @@
 /* measure.c: --measure, this machine as the cost model needs it.
  *
  *  - alpha and beta of the links: 01's ping-pong (half a round trip, the
- *    fastest of many) between two ranks of a node, and of two nodes when
- *    there are two, from 4 B to 4 MiB, fitted t = alpha + S beta by least
- *    squares on relative errors; each size's residual printed;
- *  - the all-reduce over every rank: 03's ring by hand (its messages and
- *    bytes counted by the comm layer) and the library's, from n x 4 B to
- *    n x 1 MiB x 4; the library's fitted through the ring formula. The
- *    ring's counts check collective_seconds' two terms exactly: the
- *    exercise's check (make check-13);
+ *    lower quartile of many) between two ranks of a node, and of two nodes
+ *    when there are two, from 4 B to 4 MiB, fitted t = alpha + S beta
+ *    (fit(): alpha from the smallest sizes, beta where the mesh's messages
+ *    lie); each size's residual printed;
+ *  - the collectives over every rank: 03's ring all-reduce by hand (its
+ *    messages and bytes counted by the comm layer) beside the library's
+ *    all-reduce, reduce-scatter and all-gather, from n x 4 B to n x 1 MiB,
+ *    each library collective fitted through its ring formula. The ring's
+ *    counts check collective_seconds' two terms exactly: the exercise's
+ *    check (make check-13);
  *  - every operation of the mesh's step at its own shape (ops.c); a large
  *    GEMM's rate and the memory bandwidth, for what no table holds. */
 #define _POSIX_C_SOURCE 200809L /* gethostname */
@@ -237,8 +239,8 @@ int measure(dt_comm *w, const model *m, const mesh *x, machine *c) {
   dt_nodes_free(&nd);
   free(ids);
   op big = {.k = GEMM, .s = {512, 512, 512, 0, 0}}, stream = {.k = EW, .s = {1 << 22, 3}};
-  c->flops = 2.0 * 512 * 512 * 512 / op_time(&big, m);
-  c->hbm_bw = 12.0 * (1 << 22) / op_time(&stream, m);
+  c->flops = 2.0 * 512 * 512 * 512 / op_time(&big, m, 7);
+  c->hbm_bw = 12.0 * (1 << 22) / op_time(&stream, m, 7);
   c->hbm = dt_memory_available() / (double)c->gpus_per_node;
   c->eff = 1;
   dt_host_all_reduce(w, &c->flops, 1, DT_F64, DT_MIN);

@@ -2,8 +2,8 @@
  * needs them: compute.c's list for each stage this rank holds, each op run
  * by the kernel the lesson calls (dt_matmul, common/train's blocks and
  * attention, 11's merge and split, the optimizer) on buffers of its size,
- * all ranks at once as in a run; the fastest of 7 trials after a warm-up,
- * the slowest rank's where two ranks measured a shape. */
+ * all ranks at once as in a run; the fastest of 9 trials after a warm-up,
+ * taken in turns, the slowest rank's where two ranks measured a shape. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,9 +68,9 @@ static void run_op(const op *o, scratch *b, const dt_train_config *cfg, const in
   }
 }
 
-/* The fastest of 7 trials after a warm-up; a trial repeats a short op
- * until it lasts 100 us, so the clock's grain does not count. */
-double op_time(const op *o, const model *m) {
+/* The fastest of `trials` trials after a warm-up; a trial repeats a short
+ * op until it lasts 100 us, so the clock's grain does not count. */
+double op_time(const op *o, const model *m, int trials) {
   int64_t *s = (int64_t *)o->s, big = 0;
   switch (o->k) { /* the largest buffer the op touches, in floats */
   case GEMM: big = (s[0] > s[1] ? s[0] : s[1]) * (s[2] > s[1] ? s[2] : s[1]); break;
@@ -102,7 +102,7 @@ double op_time(const op *o, const model *m) {
   dt_sync();
   double once = dt_now() - t0;
   int reps = once >= 1e-4 ? 1 : (int)fmin(1000, 1e-4 / fmax(once, 1e-7)) + 1;
-  for (int trial = 0; trial < 7; trial++) {
+  for (int trial = 0; trial < trials; trial++) {
     t0 = dt_now();
     for (int r = 0; r < reps; r++) run_op(o, &b, &cfg, samples);
     dt_sync();
@@ -116,8 +116,8 @@ double op_time(const op *o, const model *m) {
 /* This rank's stages' operations, timed once per shape; then every rank's
  * table on every rank, the slowest rank's time where two measured a shape. */
 void time_ops(dt_comm *w, const model *m, const mesh *x, machine *c) {
-  enum { PER = 96, K = 7 };
-  static op o[MAXOPS];
+  enum { PER = 96, K = 7, TRIALS = 9 };
+  static op o[MAXOPS], mine_op[PER];
   double *mine = dt_host_alloc(PER * K, sizeof *mine),
          *all = dt_host_alloc((size_t)(w->size * PER * K), sizeof *all);
   int n = 0, cpu = !strcmp(dt_backend(), "cpu");
@@ -137,9 +137,15 @@ void time_ops(dt_comm *w, const model *m, const mesh *x, machine *c) {
         if (seen) continue;
         mine[n * K] = o[i].k;
         for (int d = 0; d < 5; d++) mine[n * K + 1 + d] = (double)o[i].s[d];
-        mine[n++ * K + 6] = op_time(&o[i], m);
+        mine[n * K + 6] = 1e30;
+        mine_op[n++] = o[i];
       }
     }
+  /* taking turns, as 03 does: each op's trials spread over the whole
+   * measurement, so that a burst of another job's load costs one trial of
+   * several ops, not every trial of one */
+  for (int trial = 0; trial < TRIALS; trial++)
+    for (int i = 0; i < n; i++) mine[i * K + 6] = fmin(mine[i * K + 6], op_time(&mine_op[i], m, 1));
   for (int i = n; i < PER; i++) mine[i * K] = -1;
   dt_host_gather(w, mine, all, PER * K, DT_F64, 0);
   dt_host_broadcast(w, all, (size_t)(w->size * PER * K), DT_F64, 0);
@@ -156,7 +162,7 @@ void time_ops(dt_comm *w, const model *m, const mesh *x, machine *c) {
     else if (j < c->nops)
       c->ops[j].seconds = fmax(c->ops[j].seconds, t.seconds);
   }
-  dt_print0("\noperations of the step at their shapes (compute.c; the fastest of 7 trials, the "
+  dt_print0("\noperations of the step at their shapes (compute.c; the fastest of 9 trials, the "
             "slowest rank's): %d; stage 0's, cp rank 0's, the costliest first:\n"
             "    kernel   shape                             us a call  calls a step   ms a step\n",
             c->nops);

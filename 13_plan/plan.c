@@ -104,20 +104,21 @@ void predict(const model *m, const mesh *x, const machine *c, prediction *p) {
   p->model_flops = model_flops(m);
   p->hardware_flops = hardware_flops(m, x);
   int64_t P = x->n[PP], C = x->zigzag ? 1 : x->n[CP]; /* zigzag: every cp rank alike */
-  int64_t stages[3] = {0, P > 2 ? 1 : P - 1, P - 1},
-          ns = 3; /* the planner's middle stages are alike */
-  if (m->kind != GPT && m->kind != STATES) ns = 0;
-  for (int i = 1; i < ns; i++) /* the fullest stage */
-    if (memory_of(m, x, stages[i]).total > memory_of(m, x, p->stage).total) p->stage = stages[i];
+  /* the lessons' stages each; the planner's first, one middle and the last (the middle ones are
+   * alike: the embeddings live on the first, the output layer on the last) */
+  int planner = m->kind == GPT || m->kind == STATES;
+  int64_t few[3] = {0, P > 2 ? 1 : P - 1, P - 1}, nstages = planner ? 3 : P;
+  for (int64_t i = 1; planner && i < 3; i++) /* the fullest stage */
+    if (memory_of(m, x, few[i]).total > memory_of(m, x, p->stage).total) p->stage = few[i];
   p->mem = memory_of(m, x, p->stage); /* the lessons print rank 0's */
   traffic_of(m, x, p->stage, p->t);
   if (m->kind == STATES) return;
   for (int a = 0; a < NCOMM; a++) axis_link(c, x, a, P2P, &p->intra[a]);
   stage_cost w = {0}, k;
   double worst = -1, pp = 0, once = 0, dc = 0;
-  for (int64_t i = 0, s = 0; i < (ns ? ns : P); s = ns ? stages[++i < ns ? i : 0] : ++i)
+  for (int64_t i = 0; i < nstages; i++)
     for (int64_t r = 0; r < C; r++) {
-      k = cost_stage(m, x, c, s, r);
+      k = cost_stage(m, x, c, planner ? few[i] : i, r);
       double mb = (k.fwd + k.bwd + k.tp + k.cp) / (double)x->M;
       if (mb > worst) {
         worst = mb;
@@ -129,7 +130,7 @@ void predict(const model *m, const mesh *x, const machine *c, prediction *p) {
     }
   double exposed = x->overlap ? dc - w.last_bwd : dc; /* 05's --overlap: behind the last backward */
   p->compute_s = w.fwd + w.bwd + once;
-  p->optim_s = once;
+  p->once_s = once;
   p->comm_s[TP] = w.tp;
   p->comm_s[CP] = w.cp;
   p->comm_s[PP] = pp;
@@ -194,6 +195,8 @@ int main(int argc, char **argv) {
   machine c;
   int measuring = f.measure || !(f.predict || f.search);
   int64_t N = plan_setup(&f, measuring, world->size, &m, &x, &c); /* ranks, or --gpus */
+  if (f.search && m.kind == STATES)
+    dt_fail("--search needs a model with a shape (--model or --layers ...), not --params alone");
   if (f.search) {
     search(&m, &x, &c, N, (int)f.top, f.json);
     free(c.ops);

@@ -84,8 +84,8 @@ typedef struct {
   int64_t stage;           /* whose figures: 12 prints rank 0's, the planner the worst */
   traffic t[NCOMM][NCOLL]; /* per rank per step */
   memory mem;
-  double parameters; /* of the whole model */
-  double compute_s, comm_s[NCOMM], bubble_s, optim_s, step_s;
+  double parameters;                                         /* of the whole model */
+  double compute_s, comm_s[NCOMM], bubble_s, once_s, step_s; /* once: data, optimizer */
   double model_flops, hardware_flops, tokens;
   int intra[NCOMM]; /* each axis's group inside one node */
   char why[160];    /* when it cannot run: what stops it */
@@ -201,9 +201,9 @@ void machine_write(const char *path, const machine *c);
 int machine_read(const char *path, machine *c); /* 0: no file */
 channel axis_link(const machine *c, const mesh *x, int axis, int coll, int *intra);
 
-/* ops.c: one op's time here (the fastest of 7 trials); every op of the
+/* ops.c: one op's time here (the fastest of `trials`); every op of the
  * mesh's step into c->ops (collective over world) */
-double op_time(const op *o, const model *m);
+double op_time(const op *o, const model *m, int trials);
 void time_ops(dt_comm *world, const model *m, const mesh *x, machine *c);
 
 /* measure.c: collective over world; fills c (every rank), ends with the

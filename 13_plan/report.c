@@ -142,8 +142,8 @@ void report_json(const model *m, const mesh *x, const machine *c, const predicti
             x->zigzag ? "zigzag" : "contiguous");
   if (t) {
     dt_print0(
-        " \"step_time_s\": %.6g, \"compute_s\": %.6g, \"optimizer_s\": %.6g, \"bubble_s\": %.6g,\n",
-        p->step_s, p->compute_s, p->optim_s, p->bubble_s);
+        " \"step_time_s\": %.6g, \"compute_s\": %.6g, \"once_s\": %.6g, \"bubble_s\": %.6g,\n",
+        p->step_s, p->compute_s, p->once_s, p->bubble_s);
     dt_print0(" \"comm_s\": {\"tp\": %.6g, \"cp\": %.6g, \"pp\": %.6g, \"dp_cp\": %.6g},\n",
               p->comm_s[TP], p->comm_s[CP], p->comm_s[PP], p->comm_s[DC]);
     dt_print0(" \"tokens_per_s\": %.6g, \"model_flops_per_step\": %.6g, "
