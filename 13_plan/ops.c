@@ -117,7 +117,8 @@ double op_time(const op *o, const model *m, int trials) {
  * table on every rank, the slowest rank's time where two measured a shape. */
 void time_ops(dt_comm *w, const model *m, const mesh *x, machine *c) {
   enum { PER = 96, K = 7, TRIALS = 9 };
-  static op o[MAXOPS], mine_op[PER];
+  static op o[MAXOPS];
+  static op mine_op[PER];
   double *mine = dt_host_alloc(PER * K, sizeof *mine),
          *all = dt_host_alloc((size_t)(w->size * PER * K), sizeof *all);
   int n = 0, cpu = !strcmp(dt_backend(), "cpu");
