@@ -78,7 +78,7 @@ check "13 formula: tp's all-reduces at alpha-beta (the ring, 03)" 0 0 '"tp": 0.0
 check "13 formula: the bubble, 09's (pp-1)/(M+pp-1)" 0 0 -- sh -c "$D13 --predict --json $A100 $G13 --pp 2 \
   --layers 4 --tp 2 | awk '{ gsub(/[{}]/, \"\"); n = split(\$0, kv, \", \")
     for (i = 1; i <= n; i++) { m = split(kv[i], p, \": \"); k = p[m - 1]; gsub(/[ \"]/, \"\", k); v[k] = p[m] } }
-  END { w = (2 - 1) / 4 * (v[\"compute_s\"] - v[\"optimizer_s\"] + v[\"tp\"] + v[\"cp\"]); d = w - v[\"bubble_s\"]
+  END { w = (2 - 1) / 4 * (v[\"compute_s\"] - v[\"once_s\"] + v[\"tp\"] + v[\"cp\"]); d = w - v[\"bubble_s\"]
     if (d < 0) d = -d; exit !(v[\"bubble_s\"] > 0 && d < 1e-5 * w) }'"
 # ZeRO's example (Rajbhandari et al. 2020, section 5): 7.5B parameters, Nd = 64,
 # mixed-precision Adam: (2 + 2 + 12) x 7.5e9 = 120 GB; 31.4; 16.6; 1.9 GB
