@@ -175,3 +175,13 @@ check "13 --verify under mpirun" 2 2 '^error: --verify starts mpirun itself' -- 
 TEST_TIMEOUT=900 check "13 verify: every byte and memory row equal, step time within 20% where ranks <= cores" 0 0 \
   '^CHECK PASSED: --verify' '12_mesh/mesh --tp 2 +2 +1[0-9] of 1[0-9] ' '06_fsdp/fsdp --zero 3 +2 +7 of 7 ' \
   -- $D13 --verify
+# the same across emulated nodes with a shaped link: each rank a node of its own,
+# 1 Gbit/s between them (tools/cluster.sh), where a step is mostly communication
+if tools/cluster.sh check >/dev/null 2>&1; then
+  printf 'MPIRUN="mpirun --hostfile $CLUSTER_HOSTFILE" exec %s --verify --quick\n' "$D13" >"$T13/vq.sh"
+  TEST_TIMEOUT=900 check "13 verify across emulated nodes, a 1 Gbit/s link: figures equal, time within 20%" 0 0 \
+    '^CHECK PASSED: --verify' '05_dp/dp \(defaults\) +2 +5 of 5 ' \
+    -- tools/cluster.sh --nodes 2 --slots 1 --rate 1gbit -- sh "$T13/vq.sh"
+else
+  echo "SKIP 13 verify across emulated nodes: $(tools/cluster.sh check 2>&1 | tail -n 1)"
+fi
