@@ -247,6 +247,26 @@ ex_case 12-self 12 mesh.c 's/color = b == a ? color : color \* m->n\[b\] + m->at
   'rank 0 is in tensor group \{0\}; with tp = 2 the tensor groups of its ranks are \{0, 1\}: the split.s color keeps apart' \
   'hint: a group was cut in pieces'
 
+# 13: the ring all-reduce's alpha term counting one phase only, and the beta
+# term in integer arithmetic (right at n = 2 by luck): each named with the
+# ring's counted messages or bytes, with its own hint
+ex_plant 13_plan plan.c 's/return 2 \* (N - 1) \* k->alpha + /return (N - 1) * k->alpha + /' plan-alpha
+if [ -n "$ex_dir" ]; then
+  log=$LOGS/exercise-feedback-13-alpha.log
+  ex_run 13 "$ex_dir" 13 "$log" CHECK_NP=3
+  ex_expect "check-13, (n-1) messages: the alpha term named beside the ring's count, its hint" "$log" \
+    'the alpha term: collective_seconds counts 2 messages at n = 3; the ring sent 4, one after' \
+    'hint: the latency term is off'
+fi
+ex_plant 13_plan plan.c 's/ + 2 \* (N - 1) \/ N \* bytes \* k->beta;/ + 2 * (n - 1) \/ n * bytes * k->beta;/' plan-int
+if [ -n "$ex_dir" ]; then
+  log=$LOGS/exercise-feedback-13-int.log
+  ex_run 13 "$ex_dir" 13 "$log" CHECK_NP=3
+  ex_expect "check-13, 2(n-1)/n in integers: the beta term named at n = 3, the integer-division hint" "$log" \
+    'the beta term: collective_seconds counts 12 bytes at n = 3, S = 12; the ring sent 16' \
+    'hint: the bandwidth term is off' 'integer division'
+fi
+
 # 01: a recv from the wrong peer against nobody sending first (the latter:
 # the deadlock test above)
 ex_plant 01_send_recv send_recv.c '/^  } else {$/{n;s/dt_recv(w, token, 1, DT_I32, prev);/dt_recv(w, token, 1, DT_I32, next);/;}' ring-peer

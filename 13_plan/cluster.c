@@ -1,0 +1,293 @@
+/* cluster.c: the machines and the models the plan is made for.
+ *
+ * A cluster is a datasheet: the presets below (each number's public source
+ * in 13_plan/README.md, "The presets and their sources"), or a file the
+ * user writes for their own, one `key = value` a line. This machine is
+ * what --measure found, kept in a machine file (JSON, one field or one
+ * operation a line) that --predict reads back. */
+#define _POSIX_C_SOURCE 200809L /* mkdir's mode */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "plan.h"
+
+const char *const kind_name[NKINDS] = {"mesh12", "cp11", "dp05", "fsdp06", "pp09", "gpt", "states"};
+
+typedef struct {
+  const char *key;
+  size_t at; /* offsetof in machine */
+  int need;  /* a cluster file must give it */
+} field;
+#define F(k, m, n)                                                                                 \
+  { k, offsetof(machine, m), n }
+static const field fields[] = {
+    F("gpus_per_node", gpus_per_node, 1), F("peak_flops", flops, 1),
+    F("gemm_fraction", eff, 1),           F("hbm_bytes", hbm, 1),
+    F("hbm_bandwidth", hbm_bw, 1),        F("nvlink_bandwidth", intra.beta, 1),
+    F("nvlink_latency", intra.alpha, 1),  F("ib_bandwidth", inter.beta, 1),
+    F("ib_latency", inter.alpha, 1)};
+enum { NFIELDS = sizeof fields / sizeof *fields };
+
+static void set_field(machine *c, const field *f, double v) {
+  if (f->at == offsetof(machine, gpus_per_node))
+    c->gpus_per_node = (int64_t)v;
+  else if (strstr(f->key, "_bandwidth") && f->at != offsetof(machine, hbm_bw))
+    *(double *)((char *)c + f->at) = 1 / v; /* a channel's beta: seconds per byte */
+  else
+    *(double *)((char *)c + f->at) = v;
+}
+
+/* The DGX presets: 8 GPUs a node on NVSwitch; NVLink and InfiniBand as
+ * bytes per second per GPU and direction; latencies per ring step from
+ * NCCL's own tuning model (Simple protocol); the large-GEMM fraction from
+ * the public MAMF table (measured bf16 matmul / peak). */
+int cluster_preset(const char *name, machine *c) {
+  static const struct {
+    const char *name;
+    double v[NFIELDS];
+  } presets[] = {{"dgx-a100-80g", {8, 312e12, 0.869, 80e9, 2.039e12, 300e9, 3.4e-6, 25e9, 9.6e-6}},
+                 {"dgx-h100-80g", {8, 989e12, 0.803, 80e9, 3.35e12, 450e9, 3.4e-6, 50e9, 9.6e-6}}};
+  for (size_t i = 0; i < sizeof presets / sizeof *presets; i++)
+    if (!strcmp(name, presets[i].name)) {
+      *c = (machine){0};
+      snprintf(c->name, sizeof c->name, "%s", name);
+      snprintf(c->source, sizeof c->source, "preset (sources: 13_plan/README.md)");
+      for (int k = 0; k < NFIELDS; k++) set_field(c, &fields[k], presets[i].v[k]);
+      return 1;
+    }
+  return 0;
+}
+
+/* name = my-cluster, then each field once: `key = number`, # comments. */
+void cluster_file(const char *path, machine *c) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    dt_fail("--cluster %s: not a preset (dgx-a100-80g, dgx-h100-80g) nor a file it can read: %s",
+            path, strerror(errno));
+  char line[512], key[64], rest[256];
+  int seen[NFIELDS] = {0}, n = 0;
+  *c = (machine){0};
+  snprintf(c->name, sizeof c->name, "%s", path);
+  snprintf(c->source, sizeof c->source, "cluster file %s", path);
+  while (fgets(line, sizeof line, f)) {
+    n++;
+    char *hash = strchr(line, '#'), *end;
+    if (hash) *hash = 0;
+    if (sscanf(line, " %63[a-z_0-9] = %255s", key, rest) != 2) {
+      if (strspn(line, " \t\r\n") == strlen(line)) continue;
+      fclose(f);
+      dt_fail("--cluster %s line %d: not `key = value`: %s", path, n, line);
+    }
+    if (!strcmp(key, "name")) {
+      snprintf(c->name, sizeof c->name, "%.63s", rest);
+      continue;
+    }
+    int k = 0;
+    while (k < NFIELDS && strcmp(key, fields[k].key)) k++;
+    double v = strtod(rest, &end);
+    if (k == NFIELDS || *end || !(v > 0) || v > 1e30) {
+      fclose(f);
+      dt_fail("--cluster %s line %d: %s", path, n,
+              k == NFIELDS ? "unknown key (see 13_plan/README.md)"
+                           : "the value must be a positive number");
+    }
+    set_field(c, &fields[k], v);
+    seen[k] = 1;
+  }
+  fclose(f);
+  for (int k = 0; k < NFIELDS; k++)
+    if (!seen[k] && fields[k].need)
+      dt_fail("--cluster %s: no `%s = ...` line", path, fields[k].key);
+  if (c->eff > 1) dt_fail("--cluster %s: gemm_fraction is a fraction of peak, at most 1", path);
+}
+
+/* The machine file. Fields as the cluster file's (bandwidths in bytes per
+ * second), then the all-reduce's fit and every op's time, one a line. */
+void machine_write(const char *path, const machine *c) {
+  char tmp[4200], dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash && slash != dir) { /* its folder, and the one above (build/plan) */
+    *slash = 0;
+    char *up = strrchr(dir, '/');
+    if (up) {
+      *up = 0;
+      mkdir(dir, 0755);
+      *up = '/';
+    }
+    mkdir(dir, 0755);
+  }
+  struct stat st;
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    dt_fail("--machine %s: not a regular file; refusing to replace it", path);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) dt_fail("--machine %s: cannot write it: %s", path, strerror(errno));
+  fprintf(f, "{\n  \"name\": \"%s\",\n  \"ranks\": %lld,\n  \"cores\": %lld,\n", c->name,
+          (long long)c->ranks, (long long)c->cores);
+  fprintf(f, "  \"gpus_per_node\": %lld,\n  \"peak_flops\": %.6g,\n  \"gemm_fraction\": %.6g,\n",
+          (long long)c->gpus_per_node, c->flops, c->eff);
+  fprintf(f, "  \"hbm_bytes\": %.6g,\n  \"hbm_bandwidth\": %.6g,\n", c->hbm, c->hbm_bw);
+  fprintf(f, "  \"nvlink_bandwidth\": %.6g,\n  \"nvlink_latency\": %.6g,\n",
+          c->intra.beta > 0 ? 1 / c->intra.beta : 0, c->intra.alpha);
+  fprintf(f, "  \"ib_bandwidth\": %.6g,\n  \"ib_latency\": %.6g,\n",
+          c->inter.beta > 0 ? 1 / c->inter.beta : 0, c->inter.alpha);
+  const channel *fit[3] = {&c->ar, &c->rs, &c->ag};
+  for (int i = 0; i < 3; i++)
+    fprintf(f, "  \"%s_alpha\": %.6g,\n  \"%s_beta\": %.6g,\n",
+            coll_name[i == 0   ? AR
+                      : i == 1 ? RS
+                               : AG],
+            fit[i]->alpha,
+            coll_name[i == 0   ? AR
+                      : i == 1 ? RS
+                               : AG],
+            fit[i]->beta);
+  fprintf(f, "  \"fit_residual\": %.4g,\n", c->fit_residual);
+  fprintf(f, "  \"ops\": [\n");
+  for (int i = 0; i < c->nops; i++)
+    fprintf(f,
+            "    {\"kernel\": \"%s\", \"shape\": [%lld, %lld, %lld, %lld, %lld], \"seconds\": "
+            "%.6g}%s\n",
+            kernel_name[c->ops[i].k], (long long)c->ops[i].s[0], (long long)c->ops[i].s[1],
+            (long long)c->ops[i].s[2], (long long)c->ops[i].s[3], (long long)c->ops[i].s[4],
+            c->ops[i].seconds, i + 1 < c->nops ? "," : "");
+  fprintf(f, "  ]\n}\n");
+  if (fclose(f) != 0 || rename(tmp, path) != 0)
+    dt_fail("--machine %s: cannot write it: %s", path, strerror(errno));
+  dt_print0("wrote %s: alpha, beta and %d operations' times (--predict reads it)\n", path, c->nops);
+}
+
+int machine_read(const char *path, machine *c) {
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  char line[512], key[64], kern[16];
+  double v;
+  long long s[5];
+  *c = (machine){.measured = 1};
+  c->ops = dt_host_alloc(MAXOPS, sizeof *c->ops);
+  snprintf(c->source, sizeof c->source, "machine file %s (--measure)", path);
+  while (fgets(line, sizeof line, f)) {
+    if (sscanf(line,
+               " {\"kernel\": \"%15[a-z0-9_]\", \"shape\": [%lld, %lld, %lld, %lld, %lld], "
+               "\"seconds\": %lf",
+               kern, &s[0], &s[1], &s[2], &s[3], &s[4], &v) == 7 &&
+        c->nops < MAXOPS) {
+      int k = 0;
+      while (k < NKERNELS && strcmp(kern, kernel_name[k])) k++;
+      c->ops[c->nops++] = (timed_op){k, {s[0], s[1], s[2], s[3], s[4]}, v};
+    } else if (sscanf(line, " \"name\": \"%63[^\"]\"", c->name) == 1) {
+    } else if (sscanf(line, " \"%63[a-z_]\": %lf", key, &v) == 2) {
+      for (int k = 0; k < NFIELDS; k++)
+        if (!strcmp(key, fields[k].key)) set_field(c, &fields[k], v > 0 ? v : 1e300);
+      channel *fit[3] = {&c->ar, &c->rs, &c->ag};
+      for (int i = 0; i < 3; i++) {
+        char a[40], b[40];
+        snprintf(a, sizeof a, "%s_alpha", coll_name[i == 0 ? AR : i == 1 ? RS : AG]);
+        snprintf(b, sizeof b, "%s_beta", coll_name[i == 0 ? AR : i == 1 ? RS : AG]);
+        if (!strcmp(key, a)) fit[i]->alpha = v;
+        if (!strcmp(key, b)) fit[i]->beta = v;
+      }
+      if (!strcmp(key, "fit_residual")) c->fit_residual = v;
+      if (!strcmp(key, "ranks")) c->ranks = (int64_t)v;
+      if (!strcmp(key, "cores")) c->cores = (int64_t)v;
+    }
+  }
+  fclose(f);
+  if (c->intra.beta >= 1e299) c->intra.beta = 0; /* one rank: no channel was measured */
+  if (c->inter.beta >= 1e299) c->inter.beta = 0;
+  if (!(c->flops > 0) || !(c->hbm_bw > 0) || !c->gpus_per_node)
+    dt_fail("--machine %s: not a machine file of --measure (no peak_flops, hbm_bandwidth or "
+            "gpus_per_node)",
+            path);
+  return 1;
+}
+
+/* The channel an axis's group crosses: inside one node when the ranks it
+ * spans (tp fastest, then cp, pp, dp) fit in a node. On a measured
+ * machine the collectives take the library all-reduce's own fit. */
+channel axis_link(const machine *c, const mesh *x, int a, int coll, int *intra) {
+  int64_t span = x->n[TP];
+  for (int b = CP; a != TP && b >= (a == DC ? DP : a); b--) span *= x->n[b];
+  if (a == DC && x->n[DP] == 1) span = x->n[TP] * x->n[CP];
+  *intra = span <= c->gpus_per_node;
+  const channel *own = coll == AR ? &c->ar : coll == RS ? &c->rs : &c->ag;
+  if (c->measured && coll != P2P && *intra && own->beta > 0) return *own;
+  return *intra ? c->intra : c->inter;
+}
+
+/* The models: the lessons' defaults (their own flags' defaults), GPT-3's
+ * sizes (Brown et al. 2020, table 2.1: 2048 tokens, a 50257-token
+ * vocabulary; batch in sequences, 0.5M to 3.2M tokens; 13B's width as 40
+ * heads of 128, 5120, and XL as 16 of 128: the table's 5140 and 24 heads of
+ * 128 do not make its widths). */
+static int model_preset(const char *name, model *m) {
+  static const model presets[] = {{MESH12, "mesh12", 4, 32, 4, 128, 0, 32, 8, 0},
+                                  {CP11, "cp11", 2, 32, 4, 128, 0, 64, 4, 0},
+                                  {DP05, "dp05", 4, 64, 0, 256, 0, 0, 32, 0},
+                                  {FSDP06, "fsdp06", 4, 64, 0, 256, 0, 0, 32, 0},
+                                  {PP09, "pp09", 4, 64, 0, 256, 0, 0, 32, 0},
+                                  {GPT, "gpt", 12, 768, 12, 3072, 50257, 2048, 256, 0},
+                                  {GPT, "gpt3-small", 12, 768, 12, 3072, 50257, 2048, 256, 0},
+                                  {GPT, "gpt3-medium", 24, 1024, 16, 4096, 50257, 2048, 256, 0},
+                                  {GPT, "gpt3-xl", 24, 2048, 16, 8192, 50257, 2048, 512, 0},
+                                  {GPT, "gpt3-2.7b", 32, 2560, 32, 10240, 50257, 2048, 512, 0},
+                                  {GPT, "gpt3-6.7b", 32, 4096, 32, 16384, 50257, 2048, 1024, 0},
+                                  {GPT, "gpt3-13b", 40, 5120, 40, 20560, 50257, 2048, 1024, 0},
+                                  {GPT, "gpt3-175b", 96, 12288, 96, 49152, 50257, 2048, 1536, 0}};
+  for (size_t i = 0; i < sizeof presets / sizeof *presets; i++)
+    if (!strcmp(name, presets[i].name)) {
+      *m = presets[i];
+      return 1;
+    }
+  return 0;
+}
+
+int64_t plan_setup(const flags *f, int measuring, int64_t ranks, model *m, mesh *x, machine *c) {
+  if (!model_preset(f->model, m))
+    dt_fail(
+        "--model %s: not a model; the lessons' mesh12 cp11 dp05 fsdp06 pp09, or gpt (--layers "
+        "--dim --heads --ffn --vocab --seq), gpt3-small gpt3-medium gpt3-xl gpt3-2.7b gpt3-6.7b "
+        "gpt3-13b gpt3-175b",
+        f->model);
+  int64_t *size[] = {&m->L, &m->D, &m->A, &m->H, &m->V, &m->S, &m->B};
+  const int64_t given[] = {f->layers, f->dim, f->heads, f->ffn, f->vocab, f->seq, f->batch};
+  for (int i = 0; i < 7; i++) {
+    *size[i] = given[i] ? given[i] : *size[i];
+    if (given[i] && !strchr(m->name, '+')) strcat(m->name, "+flags");
+  }
+  if (!f->ffn && f->dim) m->H = 4 * m->D;
+  if (f->params > 0)
+    *m = (model){.kind = STATES, .name = "states", .params = f->params, .L = 1, .B = 1};
+  if (m->A && m->D % m->A)
+    dt_fail("--heads %lld does not divide --dim %lld", (long long)m->A, (long long)m->D);
+  *x = (mesh){.zero = (int)f->zero,
+              .recompute = !strcmp(f->recompute, "full"),
+              .bf16 = !strcmp(f->precision, "bf16"),
+              .gpipe = !strcmp(f->schedule, "gpipe"),
+              .flash = !strcmp(f->attention, "flash"),
+              .zigzag = f->split ? !strcmp(f->split, "zigzag") : m->kind == GPT,
+              .adamw = !strcmp(f->opt, "adamw"),
+              .overlap = f->overlap};
+  int64_t product = 1;
+  for (int a = 0; a < AXES; a++) {
+    x->n[a] = f->axis[a];
+    product *= f->axis[a] ? f->axis[a] : 1;
+  }
+  if (f->cluster) {
+    if (!cluster_preset(f->cluster, c)) cluster_file(f->cluster, c);
+  } else if (measuring) {
+    *c = (machine){
+        .measured = 1, .eff = 1, .gpus_per_node = ranks}; /* until --measure counts a node */
+    c->ops = dt_host_alloc(MAXOPS, sizeof *c->ops);
+  } else if (!machine_read(f->machine, c))
+    dt_fail(
+        "--machine %s: no machine file: measure this machine first (mpirun -np 2 ./13_plan/plan "
+        "--measure), or plan for a cluster (--cluster dgx-h100-80g)",
+        f->machine);
+  if (f->eff > 0) c->eff = f->eff;
+  return f->gpus ? f->gpus : measuring ? ranks : product;
+}

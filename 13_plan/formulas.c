@@ -1,0 +1,270 @@
+/* formulas.c: bytes, memory and FLOPs per rank per step, in one place.
+ *
+ * For the lessons' models each formula is the one that lesson prints beside
+ * what it measured (cited at each), in the same integer arithmetic, so that
+ * --verify can ask for equality: 12_mesh/report.c (the transformer on a
+ * mesh), 11_cp/report.c, 05_dp/dp.c, 06_fsdp/fsdp.c, 09_pp/pp.c. For a GPT
+ * block (two layer norms, attention, an MLP, the embeddings and the output
+ * layer) the planner's own, each with its source: the ZeRO paper
+ * (Rajbhandari et al. 2020) for the model states, Korthikanti et al. 2022
+ * ("Reducing Activation Recomputation in Large Transformer Models") for the
+ * activations, PaLM (Chowdhery et al. 2022, appendix B) for model FLOPs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "09_pp/schedule.h"
+#include "plan.h"
+
+static int64_t up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+int64_t mesh_size(const mesh *x) { return x->n[DP] * x->n[PP] * x->n[CP] * x->n[TP]; }
+
+/* 09's balanced split (the first L % pp stages a layer more); 12 needs L % pp == 0 */
+int64_t stage_layers(const model *m, const mesh *x, int64_t s) {
+  int64_t P = x->n[PP];
+  return m->L / P + (s < m->L % P);
+}
+
+/* 11's and 12's split of a sequence: R = B/(dp M) x S/cp rows (12_mesh/buffers.c) */
+int64_t rows_per_micro(const model *m, const mesh *x) {
+  if (x->n[DP] * x->M == 0) return 0; /* --params: no batch, no shape */
+  int64_t Bm = m->B / (x->n[DP] * x->M);
+  return m->S ? Bm * (m->S / x->n[CP]) : Bm;
+}
+
+/* The stage's exchanges that have a neighbour: 12's plan_exchanges, on 09's plan. */
+static int64_t exchanges(const mesh *x, int64_t s) {
+  action *plan = dt_host_alloc((size_t)(2 * x->M), sizeof *plan);
+  int P = (int)x->n[PP], n = pp_plan(P, (int)s, x->M, x->gpipe, plan), last = P - 1, k = 0;
+  for (int i = 0; i <= n; i++) {
+    const action *done = i ? &plan[i - 1] : NULL, *next = i < n ? &plan[i] : NULL;
+    k += (done && done->type == 'F' && s < last) || (done && done->type == 'B' && s > 0) ||
+         (next && next->type == 'F' && s > 0) || (next && next->type == 'B' && s < last);
+  }
+  free(plan);
+  return k;
+}
+
+/* A GPT stage's parameters on one tp rank: per layer the column-parallel
+ * weights and biases over tp (QKV, W1), the row-parallel weights (Wo, W2),
+ * their biases and both layer norms whole; the first stage the token and
+ * position embeddings (vocabulary parallel), the last the output layer (the
+ * embedding, tied; a copy when pp > 1, as Megatron) and the final norm. */
+static double gpt_stage_params(const model *m, const mesh *x, int64_t s) {
+  int64_t D = m->D, F = m->H, T = x->n[TP], P = x->n[PP];
+  double layer = (double)(4 * D * D + 2 * D * F + 3 * D + F) / (double)T + 6.0 * (double)D;
+  double p = (double)stage_layers(m, x, s) * layer;
+  if (s == 0) p += (double)(up(m->V, T) * D + m->S * D);
+  if (s == P - 1) p += (double)((P > 1 ? up(m->V, T) * D : 0) + 2 * D);
+  return p;
+}
+
+double parameters_of(const model *m) {
+  int64_t D = m->D, H = m->H, L = m->L;
+  switch (m->kind) {
+  case STATES: return m->params;
+  case GPT: return (double)(L * (4 * D * D + 2 * D * H + 9 * D + H) + m->V * D + m->S * D + 2 * D);
+  case MESH12:
+  case CP11: return (double)(L * (4 * D * D + 2 * D * H)); /* dt_params_per_layer: 4D^2 + 2DH */
+  default: return (double)(L * 2 * D * H);                 /* 05-09's MLP: 2DH a layer */
+  }
+}
+
+/* PaLM's model FLOPs: 6 x parameters x tokens, plus 12 L D S per token for
+ * attention's two products (QK^T and PV, forward and backward, full S^2). */
+double model_flops(const model *m) {
+  double T = (double)m->B * (double)(m->S ? m->S : 1);
+  return 6 * parameters_of(m) * T + 12.0 * (double)(m->L * m->D * m->S) * T;
+}
+
+/* with full recomputation, each layer's forward runs twice */
+double hardware_flops(const model *m, const mesh *x) {
+  double T = (double)m->B * (double)(m->S ? m->S : 1);
+  return model_flops(m) +
+         (x->recompute ? (2 * parameters_of(m) + 4.0 * (double)(m->L * m->D * m->S)) * T : 0);
+}
+
+static void set(traffic *t, int64_t calls, int64_t bytes) { *t = (traffic){calls, bytes}; }
+
+void traffic_of(const model *m, const mesh *x, int64_t s, traffic t[NCOMM][NCOLL]) {
+  memset(t, 0, sizeof(traffic) * NCOMM * NCOLL);
+  int64_t T = x->n[TP], C = x->n[CP], P = x->n[PP], G = x->n[DP] * x->n[CP], M = x->M;
+  int64_t L = stage_layers(m, x, s), D = m->D, R = rows_per_micro(m, x), W = D / T, H = m->H;
+  int64_t es = x->bf16 ? 2 : 4, n = 4 * D * W + 2 * D * (H / T), S = up(n, G);
+  switch (m->kind) {
+  case MESH12: { /* 12_mesh/report.c, bytes() */
+    int64_t tp = T > 1 ? 4 * L * M : 0, cp = C > 1 ? L * M * (3 * C - 2) : 0, RD4 = R * D * 4;
+    set(&t[TP][AR], tp, tp * (2 * (T - 1) * RD4 / T)); /* 4LM x 2(tp-1)/tp x RD x 4 */
+    set(&t[CP][P2P], cp, cp * 2 * R * W * 4);          /* LM(3cp-2) x 2RW x 4 */
+    set(&t[PP][P2P], exchanges(x, s), M * ((s + 1 < P) + (s > 0)) * RD4);
+    if (!x->zero) /* 2(G-1)/G x L x (4DW + 2DHs) x 4 */
+      set(&t[DC][AR], G > 1, G > 1 ? 2 * (G - 1) * L * n * 4 / G : 0);
+    else { /* as 06 --zero 1, over dp x cp: 2L(G-1)S x 4, then L(G-1)S x 4 */
+      set(&t[DC][AR], L, 2 * L * (G - 1) * S * 4);
+      set(&t[DC][AG], L, L * (G - 1) * S * 4);
+    }
+    break;
+  }
+  case CP11: /* 11_cp/report.c: L x ((N-1) + (N-1) + N) hops x 2RD x 4; 2(N-1)/N x P x 4 */
+    set(&t[CP][P2P], C > 1 ? L * (3 * C - 2) : 0, C > 1 ? L * (3 * C - 2) * 2 * R * D * 4 : 0);
+    set(&t[DC][AR], 1, 2 * (C - 1) * L * (4 * D * D + 2 * D * H) * 4 / C);
+    break;
+  case DP05: /* 05_dp/buckets.c: one all-reduce per tensor, 2(N-1)/N x DH x 4 each, rounded down */
+    set(&t[DC][AR], 2 * L, G > 1 ? 2 * L * (2 * (G - 1) * D * H * es / G) : 0);
+    break;
+  case FSDP06: { /* 06_fsdp/fsdp.c: ring = L(N-1)S x 4 */
+    int64_t Sf = up(2 * D * H, G), ring = L * (G - 1) * Sf * es;
+    set(&t[DC][AG], x->zero == 3 ? 2 * L : L, x->zero == 3 ? 2 * ring : ring);
+    if (x->zero >= 2) set(&t[DC][RS], L, ring);
+    if (x->zero == 1) set(&t[DC][AR], L, 2 * ring);
+    break;
+  }
+  case PP09: /* 09_pp/pp.c: (fwd + bwd) x B x D x 4 per stage */
+    set(&t[PP][P2P], exchanges(x, s), ((s < P - 1) + (s > 0)) * m->B * D * es);
+    break;
+  case GPT: { /* Megatron: 2 all-reduces of [b s, D] in forward, 2 in backward, per layer */
+    int64_t tok = R, per = 2 * (T - 1) * tok * D * es / T, k = (4 + 2 * x->recompute) * L * M;
+    double Ps = gpt_stage_params(m, x, s);
+    int64_t grads = (int64_t)(Ps * (double)es),
+            sh = (int64_t)((double)(G - 1) / (double)G * Ps * (double)es);
+    if (T > 1) set(&t[TP][AR], k, k * per);
+    if (C > 1) set(&t[CP][P2P], L * M * (3 * C - 2), L * M * (3 * C - 2) * 2 * tok * W * es);
+    set(&t[PP][P2P], P > 1 ? exchanges(x, s) : 0, M * ((s + 1 < P) + (s > 0)) * tok * D * es);
+    /* ZeRO (Rajbhandari et al.): 0 all-reduces the gradients once; 1 reduce-scatters them
+     * once and all-gathers the stepped parameters (the same bytes); 2 keeps only its
+     * shard of the gradients, so each microbatch's are reduce-scattered; 3 also gathers
+     * the parameters for each microbatch's forward and backward */
+    int64_t rs = x->zero == 1   ? 1
+                 : x->zero >= 2 ? M
+                                : 0,
+            ag = x->zero == 3 ? 2 * M
+                 : x->zero    ? 1
+                              : 0;
+    if (G > 1 && !x->zero) set(&t[DC][AR], 1, 2 * (G - 1) * grads / G);
+    if (G > 1 && rs) set(&t[DC][RS], rs, rs * sh);
+    if (G > 1 && ag) set(&t[DC][AG], ag, ag * sh);
+    break;
+  }
+  default: break;
+  }
+}
+
+/* A GPT layer's activations for one microbatch on one rank, 16-bit:
+ * Korthikanti et al.'s s b (10h + 24h/t) + 5 a s^2 b / t, with the MLP's
+ * 16 s b h / t as 4 s b F / t for any F; flash keeps the softmax's
+ * log-sum-exp (4 a s b / t, fp32) in place of the scores. */
+static double gpt_layer_activ(const model *m, const mesh *x) {
+  double s = (double)(m->S / x->n[CP]), b = (double)(m->B / (x->n[DP] * x->M)), h = (double)m->D;
+  double t = (double)x->n[TP], a = (double)m->A, F = (double)m->H;
+  double scores = x->flash ? 4 * a * s * b / t : 5 * a * s * s * b / t;
+  return (s * b * (10 * h + (8 * h + 4 * F) / t) + scores) * (x->bf16 ? 1 : 2);
+}
+
+memory memory_of(const model *m, const mesh *x, int64_t s) {
+  memory y = {0};
+  int64_t T = x->n[TP], C = x->n[CP], P = x->n[PP], G = x->n[DP] * x->n[CP], M = x->M;
+  int64_t L = stage_layers(m, x, s), D = m->D, H = m->H, A = m->A, R = rows_per_micro(m, x);
+  int64_t W = D / T, Ar = A / T, Hs = H / T, K = x->adamw ? 8 : 0;
+  int64_t live = x->gpipe ? M : min64(P - s, M), ends = s == 0 || s == P - 1;
+  switch (m->kind) {
+  case MESH12: { /* 12_mesh/report.c, memory(); C: the tokens of a chunk */
+    int64_t n = 4 * D * W + 2 * D * Hs, Sh = up(n, G), Ck = m->S / (C * (x->zigzag ? 2 : 1));
+    int64_t slot = R * D + L * (4 * R * W + R * Ar + 2 * R * D + 2 * R * Hs);
+    int64_t scratch = 2 * R * D + R * Hs + 4 * R * W + Ck * W + Ck * Ar + R * Ar;
+    y.params = y.grads = 4 * L * (x->zero ? G * Sh : n);
+    y.optim = K * L * (x->zero ? Sh : n);
+    y.activ = 4 * (live * slot + scratch);
+    y.comm = 8 * R * W * 4;
+    y.data = ends * 2 * M * R * D * 4;
+    break;
+  }
+  case CP11: { /* 11_cp/report.c */
+    int64_t Pm = L * (4 * D * D + 2 * D * H), Ck = m->S / (C * (x->zigzag ? 2 : 1));
+    y.params = y.grads = Pm * 4;
+    y.optim = K * Pm;
+    y.activ = ((6 * L + 8) * R * D + (L + 1) * R * A + (2 * L + 1) * R * H + Ck * (D + A)) * 4;
+    y.comm = 8 * R * D * 4;
+    y.data = R * D * 4;
+    break;
+  }
+  case DP05: /* 05_dp/dp.c: P x 4 each; activ ((L+1)bD + 2LbH + 2bD + bH) x 4 */
+  case FSDP06: {
+    int64_t Pm = L * 2 * D * H, Sf = up(2 * D * H, G), NS = G > 1 ? G * Sf : 0, LS = L * Sf;
+    y.activ = ((L + 1) * R * D + 2 * L * R * H + 2 * R * D + R * H) * 4;
+    if (m->kind == DP05) {
+      y.params = y.grads = Pm * 4;
+      y.optim = K * Pm;
+    } else { /* 06_fsdp/fsdp.c: the shards, and what is whole at the worst moment */
+      y.params = 4 * (x->zero == 3 ? LS + NS : L * NS);
+      y.grads = 4 * (x->zero == 1 ? L * NS : LS + NS);
+      y.optim = K * LS;
+    }
+    break;
+  }
+  case PP09: /* 09_pp/pp.c: live x ((L+1)RD + 2LRH) x 4 + (2RD + RH) x 4 */
+    y.params = y.grads = L * 2 * D * H * 4;
+    y.optim = K * L * 2 * D * H;
+    y.activ = live * ((L + 1) * R * D + 2 * L * R * H) * 4 + (2 * R * D + R * H) * 4;
+    y.data = ends * 2 * m->B * D * 4;
+    break;
+  case GPT:
+  case STATES: { /* ZeRO's model states: 16-bit params and grads, fp32 master, m, v (K = 12) */
+    double Ps = m->kind == GPT ? gpt_stage_params(m, x, s) : m->params / (double)(T * P);
+    double pb = x->bf16 ? 2 : 4, ob = x->adamw ? (x->bf16 ? 12 : 8) : (x->bf16 ? 4 : 0);
+    y.params = (int64_t)(pb * Ps / (x->zero == 3 ? (double)G : 1));
+    y.grads = (int64_t)(pb * Ps / (x->zero >= 2 ? (double)G : 1));
+    y.optim = (int64_t)(ob * Ps / (x->zero >= 1 ? (double)G : 1));
+    if (m->kind == STATES) break;
+    double layer = gpt_layer_activ(m, x),
+           keep = x->recompute ? 2.0 * (double)(R * D) * (x->bf16 ? 1 : 2) : layer;
+    double a = (double)(live * L) * keep + (x->recompute ? layer : 0);
+    if (s == P - 1) a += 4.0 * (double)R * (double)up(m->V, T); /* the logits, fp32, for the loss */
+    y.activ = (int64_t)a;
+    break;
+  }
+  default: break;
+  }
+  y.total = y.params + y.grads + y.optim + y.activ + y.comm + y.data;
+  return y;
+}
+
+/* What stops a mesh, in words (NULL: it runs): what each lesson refuses,
+ * and for the planner what does not divide or does not fit a node. */
+const char *mesh_problem(const model *m, const mesh *x, int64_t gpn) {
+  static char why[200];
+  int64_t T = x->n[TP], C = x->n[CP], P = x->n[PP], N = mesh_size(x),
+          parts = C * (x->zigzag ? 2 : 1);
+  int one_axis[NKINDS] = {[CP11] = CP, [DP05] = DP, [FSDP06] = DP, [PP09] = PP};
+  why[0] = 0;
+  if (m->kind == STATES) return NULL;
+  if (m->kind >= CP11 && m->kind <= PP09 && x->n[one_axis[m->kind]] != N)
+    snprintf(why, sizeof why, "%s runs one axis: --%s alone", kind_name[m->kind],
+             axis_name[one_axis[m->kind]]);
+  else if (m->A % T || m->H % T)
+    snprintf(why, sizeof why, "tp %lld does not divide the heads (%lld) or the MLP (%lld)",
+             (long long)T, (long long)m->A, (long long)m->H);
+  else if (m->kind != PP09 && m->L % P)
+    snprintf(why, sizeof why, "pp %lld does not divide the %lld layers", (long long)P,
+             (long long)m->L);
+  else if (m->S && m->S % parts)
+    snprintf(why, sizeof why, "the sequence (%lld) does not split into %lld chunks",
+             (long long)m->S, (long long)parts);
+  else if (x->M < 1 || m->B % (x->n[DP] * x->M))
+    snprintf(why, sizeof why, "the batch (%lld) does not split into dp x M = %lld x %lld",
+             (long long)m->B, (long long)x->n[DP], (long long)x->M);
+  else if (T > gpn && m->kind == GPT) /* the planner's rule; the lessons run any placement */
+    snprintf(why, sizeof why, "tp %lld beyond a node of %lld", (long long)T, (long long)gpn);
+  else if (m->kind != GPT && (x->bf16 || x->recompute || !x->flash))
+    snprintf(
+        why, sizeof why,
+        "the lessons train fp32, without recomputation, attention by blocks (no S x S scores)");
+  else if (m->kind == MESH12 && x->zero > 1)
+    snprintf(why, sizeof why, "12 shards the optimizer alone (--zero 0|1)");
+  else if ((m->kind == FSDP06) != (x->zero > 0) && m->kind != MESH12 && m->kind != GPT)
+    snprintf(why, sizeof why, "ZeRO stages are 06's (and 12's --zero 1)");
+  else if (m->kind == GPT && C > 1 && !x->flash)
+    snprintf(why, sizeof why, "ring attention (cp) computes by blocks: --attention flash");
+  return why[0] ? why : NULL;
+}

@@ -1,0 +1,188 @@
+/* ops.c: every operation of a step timed at its own shape, as --measure
+ * needs them: compute.c's list for each stage this rank holds, each op run
+ * by the kernel the lesson calls (dt_matmul, common/train's blocks and
+ * attention, 11's merge and split, the optimizer) on buffers of its size,
+ * all ranks at once as in a run; the fastest of 9 trials after a warm-up,
+ * taken in turns, the slowest rank's where two ranks measured a shape. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "11_cp/ring.h"
+#include "plan.h"
+
+typedef struct {
+  float *p[10];
+  size_t n;
+} scratch;
+
+static void run_op(const op *o, scratch *b, const dt_train_config *cfg, const int64_t *samples) {
+  float **p = b->p;
+  int64_t *s = (int64_t *)o->s;
+  switch (o->k) {
+  case GEMM: dt_matmul((int)s[3], (int)s[4], s[0], s[1], s[2], p[0], p[1], p[2], 0); break;
+  case MLP_F:
+    dt_block_forward(p[0], p[1], p[2], p[3], p[4], p[5], s[0], s[1], s[2], (int)s[3]);
+    break;
+  case MLP_B:
+    dt_block_backward(p[0], p[3], p[4], p[1], p[2], p[5], p[6], p[7], p[8], p[9], s[0], s[1], s[2],
+                      (int)s[3]);
+    break;
+  case ATT_F:
+    dt_attn_block_forward(p[0], p[1], p[2], s[0], s[0], s[1], s[2], (int)s[3], p[3], p[4]);
+    cp_merge(p[5], p[6], p[3], p[4], s[0], s[1], s[2]);
+    break;
+  case ATT_B:
+    dt_attn_block_backward(p[0], p[1], p[2], p[3], p[7], p[4], s[0], s[0], s[1], s[2], (int)s[3],
+                           p[5], p[6], p[8]);
+    break;
+  case EW:
+    if (s[1] == 1)
+      dt_zero(p[0], (size_t)s[0] * 4);
+    else if (s[1] == 2)
+      dt_copy(p[0], p[1], (size_t)s[0] * 4);
+    else
+      dt_add(p[0], p[1], (size_t)s[0]);
+    break;
+  case LOSS: dt_mse_forward_backward(p[0], p[1], p[2], (size_t)s[0], 1.0); break;
+  case DATA11: {
+    cp_attn a = {.N = s[2], .rank = s[3] / 2, .B = s[0], .S = s[1], .zigzag = (int)(s[3] % 2)};
+    a.nc = a.zigzag ? 2 : 1;
+    a.C = s[1] / (a.nc * a.N);
+    a.Sl = a.nc * a.C;
+    a.R = a.B * a.Sl;
+    cp_inputs(&a, cfg, samples, p[0], p[1]);
+    break;
+  }
+  case DATA05: dt_make_batch(cfg, samples, s[0], p[0], p[1]); break;
+  case ADAMW: dt_adamw_step(p[0], p[1], p[2], p[3], (size_t)s[0], 0.001f, 0.01f, 10, 1.0f); break;
+  case SGD: dt_sgd_step(p[0], p[1], (size_t)s[0], 0.1f, 1.0f); break;
+  case ALLOC: { /* 06's transient layer: fresh pages, written (faulted in) by its collective */
+    float *fresh = dt_alloc_f32((size_t)s[0], DT_OTHER);
+    dt_zero(fresh, (size_t)s[0] * 4);
+    dt_free(fresh);
+    break;
+  }
+  default: break;
+  }
+}
+
+/* The fastest of `trials` trials after a warm-up; a trial repeats a short
+ * op until it lasts 100 us, so the clock's grain does not count. */
+double op_time(const op *o, const model *m, int trials) {
+  int64_t *s = (int64_t *)o->s, big = 0;
+  switch (o->k) { /* the largest buffer the op touches, in floats */
+  case GEMM: big = (s[0] > s[1] ? s[0] : s[1]) * (s[2] > s[1] ? s[2] : s[1]); break;
+  case MLP_F:
+  case MLP_B: big = s[0] * (s[1] > s[2] ? s[1] : s[2]) + s[1] * s[2]; break;
+  case ATT_F:
+  case ATT_B: big = 2 * s[0] * (s[1] + s[2]); break;
+  case DATA11: big = s[0] * s[1] * s[4]; break;
+  case DATA05: big = s[0] * s[1]; break;
+  default: big = s[0]; break;
+  }
+  scratch b = {.n = (size_t)big + 64};
+  for (int i = 0; i < 10; i++) {
+    b.p[i] = dt_alloc_f32(b.n, DT_OTHER);
+    dt_fill_uniform(b.p[i], b.n, 7, (uint64_t)i, 0, -1, 1);
+  }
+  dt_train_config cfg = DT_TRAIN_DEFAULTS;
+  cfg.dim = o->k == DATA11 ? s[4] : o->k == DATA05 ? s[1] : m->D;
+  cfg.seq = o->k == DATA11 ? s[1] : 0;
+  int64_t *samples = dt_host_alloc((size_t)(s[0] + 1), sizeof *samples);
+  for (int64_t i = 0; i <= s[0]; i++) samples[i] = i;
+  if (o->k == ATT_B) { /* a forward first: backward needs its log-sum-exp */
+    op f = *o;
+    f.k = ATT_F;
+    run_op(&f, &b, &cfg, samples); /* its lse lands in p[4], where ATT_B reads it */
+  }
+  double t0 = dt_now(), best = 1e30;
+  run_op(o, &b, &cfg, samples);
+  dt_sync();
+  double once = dt_now() - t0;
+  int reps = once >= 1e-4 ? 1 : (int)fmin(1000, 1e-4 / fmax(once, 1e-7)) + 1;
+  for (int trial = 0; trial < trials; trial++) {
+    t0 = dt_now();
+    for (int r = 0; r < reps; r++) run_op(o, &b, &cfg, samples);
+    dt_sync();
+    best = fmin(best, (dt_now() - t0) / reps);
+  }
+  for (int i = 0; i < 10; i++) dt_free(b.p[i]);
+  free(samples);
+  return best;
+}
+
+/* This rank's stages' operations, timed once per shape; then every rank's
+ * table on every rank, the slowest rank's time where two measured a shape. */
+void time_ops(dt_comm *w, const model *m, const mesh *x, machine *c) {
+  enum { PER = 96, K = 7, TRIALS = 9 };
+  static op o[MAXOPS];
+  static op mine_op[PER];
+  double *mine = dt_host_alloc(PER * K, sizeof *mine),
+         *all = dt_host_alloc((size_t)(w->size * PER * K), sizeof *all);
+  int n = 0, cpu = !strcmp(dt_backend(), "cpu");
+  int64_t N = mesh_size(x), T = x->n[TP], C = x->n[CP], r = w->rank;
+  for (int64_t s = 0; s < x->n[PP]; s++)
+    for (int64_t cr = 0; cr < C; cr++) {
+      if (N == w->size && !(s == r / (T * C) % x->n[PP] && cr == r / T % C)) continue;
+      int k = ops_of(m, x, s, cr, o, MAXOPS);
+      for (int i = 0; i < k && n < PER; i++) {
+        int host = o[i].k == ATT_F || o[i].k == ATT_B || o[i].k == DATA11 || o[i].k == DATA05;
+        if (o[i].k == FLASH || (host && !cpu)) continue; /* no kernel here: the roofline costs it */
+        int seen = 0;
+        for (int j = 0; j < n && !seen; j++) {
+          seen = (int)mine[j * K] == o[i].k;
+          for (int d = 0; d < 5 && seen; d++) seen = (int64_t)mine[j * K + 1 + d] == o[i].s[d];
+        }
+        if (seen) continue;
+        mine[n * K] = o[i].k;
+        for (int d = 0; d < 5; d++) mine[n * K + 1 + d] = (double)o[i].s[d];
+        mine[n * K + 6] = 1e30;
+        mine_op[n++] = o[i];
+      }
+    }
+  /* taking turns, as 03 does: each op's trials spread over the whole
+   * measurement, so that a burst of another job's load costs one trial of
+   * several ops, not every trial of one */
+  for (int trial = 0; trial < TRIALS; trial++)
+    for (int i = 0; i < n; i++) mine[i * K + 6] = fmin(mine[i * K + 6], op_time(&mine_op[i], m, 1));
+  for (int i = n; i < PER; i++) mine[i * K] = -1;
+  dt_host_gather(w, mine, all, PER * K, DT_F64, 0);
+  dt_host_broadcast(w, all, (size_t)(w->size * PER * K), DT_F64, 0);
+  for (int i = 0; i < w->size * PER; i++) {
+    double *e = all + i * K;
+    if (e[0] < 0) continue;
+    timed_op t = {(int)e[0],
+                  {(int64_t)e[1], (int64_t)e[2], (int64_t)e[3], (int64_t)e[4], (int64_t)e[5]},
+                  e[6]};
+    int j = 0;
+    while (j < c->nops && (c->ops[j].k != t.k || memcmp(c->ops[j].s, t.s, sizeof t.s))) j++;
+    if (j == c->nops && c->nops < MAXOPS)
+      c->ops[c->nops++] = t;
+    else if (j < c->nops)
+      c->ops[j].seconds = fmax(c->ops[j].seconds, t.seconds);
+  }
+  dt_print0("\noperations of the step at their shapes (compute.c; the fastest of 9 trials, the "
+            "slowest rank's): %d; stage 0's, cp rank 0's, the costliest first:\n"
+            "    kernel   shape                             us a call  calls a step   ms a step\n",
+            c->nops);
+  int k = ops_of(m, x, 0, 0, o, MAXOPS), shown[MAXOPS] = {0};
+  for (int row = 0; row < 12 && row < k; row++) { /* a selection sort of the few shown */
+    int best = -1;
+    for (int i = 0; i < k; i++)
+      if (!shown[i] &&
+          (best < 0 || o[i].count * op_seconds(&o[i], c) > o[best].count * op_seconds(&o[best], c)))
+        best = i;
+    shown[best] = 1;
+    char shape[48];
+    snprintf(shape, sizeof shape, "%lld %lld %lld %lld %lld", (long long)o[best].s[0],
+             (long long)o[best].s[1], (long long)o[best].s[2], (long long)o[best].s[3],
+             (long long)o[best].s[4]);
+    dt_print0("    %-8s %-30s %10.2f  %12.0f  %10.3f%s\n", kernel_name[o[best].k], shape,
+              op_seconds(&o[best], c) * 1e6, o[best].count,
+              o[best].count * op_seconds(&o[best], c) * 1e3, o[best].backward ? "  backward" : "");
+  }
+  free(mine);
+  free(all);
+}

@@ -1,0 +1,281 @@
+/* verify.c: --verify, the prediction set beside the lessons' own figures.
+ *
+ * For each shape: this program measures the machine at the shape's ranks
+ * (`mpirun -np N plan --measure`, the rates at that very mesh's shapes),
+ * the lesson runs (`mpirun -np N lesson --steps 200 --no-check`), and
+ * `plan --predict --json` predicts it from the machine file just written.
+ * Every byte count and memory row the lesson prints must equal the
+ * prediction. The step time (the fastest of the printed steps after the
+ * first) must be within 20% where the ranks have a core each; a shape whose
+ * time misses is measured and run again, three times at most, every attempt
+ * printed (a shared machine's load changes from one second to the next).
+ * With more ranks than cores a rank waits for a core at every message,
+ * which the model, a core per rank, does not describe: reported, not
+ * judged. mpirun is $MPIRUN (default mpirun), so emulated nodes work:
+ * MPIRUN="mpirun --hostfile $CLUSTER_HOSTFILE". */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plan.h"
+
+extern char **environ;
+static char **kept;
+static int nkept;
+
+/* MPI_Init (even as a singleton) adds its variables to the environment; a
+ * child mpirun that inherits them believes it runs inside this job. */
+void verify_keep_env(void) {
+  for (char **e = environ; *e; e++) nkept++;
+  kept = calloc((size_t)nkept + 1, sizeof *kept);
+  for (int i = 0; kept && i < nkept; i++) kept[i] = strdup(environ[i]);
+}
+
+static void drop_new_env(void) {
+  char names[256][128];
+  int n = 0;
+  for (char **e = environ; *e && n < 256; e++) {
+    int old = 0;
+    for (int i = 0; i < nkept && !old; i++) old = !strcmp(kept[i], *e);
+    if (!old && strchr(*e, '=')) snprintf(names[n++], 128, "%.*s", (int)(strchr(*e, '=') - *e), *e);
+  }
+  for (int i = 0; i < n; i++) unsetenv(names[i]);
+}
+
+typedef struct {
+  int np;
+  const char *lesson, *flags, *plan;
+} shape;
+enum { ATTEMPTS = 4 }; /* the first, and up to three more where the time misses */
+
+static const shape shapes[] = {
+    {1, "12_mesh/mesh", "", "--model mesh12"},
+    {2, "12_mesh/mesh", "--dp 2", "--model mesh12 --dp 2"},
+    {2, "12_mesh/mesh", "--pp 2", "--model mesh12 --pp 2"},
+    {2, "12_mesh/mesh", "--cp 2", "--model mesh12 --cp 2"},
+    {2, "12_mesh/mesh", "--tp 2", "--model mesh12 --tp 2"},
+    {2, "12_mesh/mesh", "--dp 2 --zero 1", "--model mesh12 --dp 2 --zero 1"},
+    {2, "12_mesh/mesh", "--cp 2 --split zigzag", "--model mesh12 --cp 2 --split zigzag"},
+    {2, "12_mesh/mesh", "--pp 2 --schedule gpipe", "--model mesh12 --pp 2 --schedule gpipe"},
+    {2, "11_cp/cp", "", "--model cp11 --cp 2"},
+    {2, "05_dp/dp", "", "--model dp05 --dp 2 --opt sgd"},
+    {2, "06_fsdp/fsdp", "--zero 1", "--model fsdp06 --dp 2 --zero 1 --opt sgd"},
+    {2, "06_fsdp/fsdp", "--zero 2", "--model fsdp06 --dp 2 --zero 2 --opt sgd"},
+    {2, "06_fsdp/fsdp", "--zero 3", "--model fsdp06 --dp 2 --zero 3 --opt sgd"},
+    {2, "09_pp/pp", "", "--model pp09 --pp 2 --opt sgd"},
+    {4, "12_mesh/mesh", "--cp 2 --tp 2", "--model mesh12 --cp 2 --tp 2"},
+    {8, "12_mesh/mesh", "", "--model mesh12 --pp 2 --cp 2 --tp 2"}};
+
+static const char *const mem_name[6] = {"params", "grads", "optim", "activ", "comm", "data"};
+
+/* A lesson's figures as it printed them; -1 where it prints none. */
+typedef struct {
+  traffic t[NCOMM][NCOLL];
+  int64_t mem[6];
+  double step_ms, parts[NCOMM + 2]; /* predicted: compute, comm by axis, bubble */
+} figures;
+
+static int sh(const char *cmd, const char *log) {
+  char full[2400];
+  snprintf(full, sizeof full, "%s >%s 2>&1 </dev/null", cmd, log);
+  return system(full);
+}
+
+static void parse_lesson(const char *log, figures *f) {
+  FILE *in = fopen(log, "r");
+  char line[1024], ax[16], kind[32], paren[64];
+  long long a, b, c2, d;
+  double v;
+  memset(f, 0xff, sizeof *f); /* -1 everywhere */
+  f->step_ms = 1e30;
+  for (int i = 0; in && fgets(line, sizeof line, in); i++) {
+    int step;
+    char *at = strstr(line, ")  ");
+    if (sscanf(line, "step %d/", &step) == 1 && step > 1 && at && sscanf(at + 3, "%lf ms", &v) == 1)
+      f->step_ms = fmin(f->step_ms, v);
+    int axis = -1;
+    const char *rest = line;
+    if (!strncmp(line, "    dp x cp  ", 13)) { /* 12's bytes table */
+      axis = DC;
+      rest = line + 13;
+    } else if (sscanf(line, "    %15[a-z] ", ax) == 1)
+      for (int k = PP; k < DC; k++) axis = !strcmp(ax, axis_name[k]) && strlen(ax) == 2 ? k : axis;
+    if (axis >= 0 && axis != DC) rest = line + 4 + strlen(ax);
+    if (axis >= 0 &&
+        sscanf(rest, " %31[a-z_] (%63[^)]) %lld %lld %lld %lld", kind, paren, &a, &b, &c2, &d) == 6)
+      for (int k = 0; k < NCOLL; k++)
+        if (!strcmp(kind, coll_name[k])) f->t[axis][k] = (traffic){a, c2};
+    if (sscanf(line, "    %31[a-z_] %lld %lld %lld", kind, &a, &c2, &b) == 4) /* 06's */
+      for (int k = 0; k < RS + 1; k++)
+        if (!strcmp(kind, coll_name[k])) f->t[DC][k] = (traffic){a, c2};
+    if (sscanf(line, "  all-reduce calls/step %lld bytes sent per rank per step %lf", &a, &v) == 2)
+      f->t[DC][AR] = (traffic){a, (int64_t)v}; /* 05's and 11's */
+    if (sscanf(line, "    forward %lf formula", &v) == 1) f->t[CP][P2P] = (traffic){-1, (int64_t)v};
+    if (sscanf(line, "    backward %lf formula", &v) == 1) f->t[CP][P2P].bytes += (int64_t)v;
+    if (sscanf(line, "[rank 0] stage 0 | sendrecv bytes per step %lld", &a) == 1)
+      f->t[PP][P2P] = (traffic){-1, a};
+    if (sscanf(line, "[rank 0] stage 0 params %lld B grads %lld B optim %lld", &a, &b, &c2) == 3) {
+      f->mem[0] = a;
+      f->mem[1] = b;
+      f->mem[2] = c2;
+    }
+    if ((at = strstr(line, "[rank 0] stage 0 peak in-flight")) &&
+        (at = strstr(line, "activ peak ")) && sscanf(at, "activ peak %lld", &a) == 1)
+      f->mem[3] = a;
+    if (sscanf(line, "    %15[a-z] %lld %lld", ax, &a, &b) == 3)
+      for (int k = 0; k < 6; k++)
+        if (!strcmp(ax, mem_name[k])) f->mem[k] = a;
+  }
+  if (in) fclose(in);
+}
+
+static double json_number(const char *text, const char *key) {
+  char k[64];
+  snprintf(k, sizeof k, "\"%s\": ", key);
+  const char *at = strstr(text, k);
+  return at ? strtod(at + strlen(k), NULL) : NAN;
+}
+
+static void parse_prediction(const char *log, figures *f) {
+  static char text[16384];
+  FILE *in = fopen(log, "r");
+  size_t n = in ? fread(text, 1, sizeof text - 1, in) : 0;
+  text[n] = 0;
+  if (in) fclose(in);
+  memset(f, 0, sizeof *f);
+  for (int a = PP; a < NCOMM; a++)
+    for (int k = 0; k < NCOLL; k++) {
+      char key[64];
+      snprintf(key, sizeof key, "\"%s %s\": [", a == DC ? "dp_cp" : axis_name[a], coll_name[k]);
+      const char *at = strstr(text, key);
+      long long calls, bytes;
+      if (at && sscanf(at + strlen(key), "%lld, %lld", &calls, &bytes) == 2)
+        f->t[a][k] = (traffic){calls, bytes};
+    }
+  for (int k = 0; k < 6; k++) f->mem[k] = (int64_t)json_number(text, mem_name[k]);
+  f->step_ms = 1e3 * json_number(text, "step_time_s");
+  static const char *parts[NCOMM + 2] = {"compute_s", "pp", "cp", "tp", "dp_cp", "bubble_s"};
+  const char *comm = strstr(text, "\"comm_s\": {"); /* the axes' names are the mesh's keys too */
+  for (int i = 0; i < NCOMM + 1; i++)
+    f->parts[i] = 1e3 * json_number(i && i < NCOMM && comm ? comm : text, parts[i]);
+}
+
+/* Every figure the lesson printed against the prediction: how many it
+ * printed, and how many differ (each named). */
+static void compare(const figures *got, const figures *want, int *printed, int *differ, char *why,
+                    size_t len) {
+  for (int a = PP; a < NCOMM; a++)
+    for (int k = 0; k < NCOLL; k++) {
+      const traffic *g = &got->t[a][k];
+      const traffic *w = &want->t[a][k];
+      if (g->bytes < 0 && g->calls < 0) continue;
+      (*printed)++;
+      if ((g->calls >= 0 && g->calls != w->calls) || (g->bytes >= 0 && g->bytes != w->bytes)) {
+        (*differ)++;
+        snprintf(why + strlen(why), len - strlen(why),
+                 " [%s %s: %lld calls %lld B, predicted %lld %lld]", axis_name[a], coll_name[k],
+                 (long long)g->calls, (long long)g->bytes, (long long)w->calls,
+                 (long long)w->bytes);
+      }
+    }
+  for (int k = 0; k < 6; k++) {
+    if (got->mem[k] < 0) continue;
+    (*printed)++;
+    if (got->mem[k] != want->mem[k]) {
+      (*differ)++;
+      snprintf(why + strlen(why), len - strlen(why), " [%s: %lld, predicted %lld]", mem_name[k],
+               (long long)got->mem[k], (long long)want->mem[k]);
+    }
+  }
+}
+
+int verify(const char *self, int quick) {
+  const char *mpirun = getenv("MPIRUN") ? getenv("MPIRUN") : "mpirun";
+  int64_t cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int bad = 0, judged = 0, reported = 0, n = (int)(sizeof shapes / sizeof *shapes);
+  char dir[] = "build/plan", cmd[2048], log[3][256], why[1024];
+  drop_new_env();
+  if (sh("mkdir -p build/plan", "/dev/null") != 0) dt_fail("--verify: cannot make build/plan");
+  dt_print0(
+      "verify: each shape measured here (plan --measure at its ranks), run (--steps 200 "
+      "--no-check) and predicted (plan --predict --json); bytes and memory must equal, the "
+      "step time (the fastest of the printed steps after the first) be within 20%% where ranks "
+      "<= cores (%lld)\n  shape                                np  figures equal   step ms: "
+      "predicted  measured  ratio  verdict\n",
+      (long long)cores);
+  for (int i = 0; i < n; i++) {
+    const shape *s = &shapes[i];
+    int timed = s->np <= cores, ok_time = 0;
+    if (quick && !timed) continue;
+    char flags[64];
+    snprintf(flags, sizeof flags, "%s%s", s->np > cores ? " --oversubscribe" : "",
+             getuid() ? "" : " --allow-run-as-root");
+    for (int attempt = 0; attempt < (timed ? ATTEMPTS : 1) && !ok_time; attempt++) {
+      for (int k = 0; k < 3; k++)
+        snprintf(log[k], sizeof log[k], "%s/verify-%d-%c.log", dir, i, "mlp"[k]);
+      snprintf(cmd, sizeof cmd,
+               "%s%s -np %d %s --measure --timeout 120 --machine %s/verify-%d.json %s", mpirun,
+               flags, s->np, self, dir, i, s->plan);
+      int rc = sh(cmd, log[0]);
+      snprintf(cmd, sizeof cmd, "%s%s -np %d ./%s --steps 200 --no-check --timeout 120 %s", mpirun,
+               flags, s->np, s->lesson, s->flags);
+      rc |= sh(cmd, log[1]);
+      snprintf(cmd, sizeof cmd, "%s --predict --json --machine %s/verify-%d.json %s", self, dir, i,
+               s->plan);
+      rc |= sh(cmd, log[2]);
+      figures got, want;
+      parse_lesson(log[1], &got);
+      parse_prediction(log[2], &want);
+      int printed = 0, differ = 0;
+      why[0] = 0;
+      compare(&got, &want, &printed, &differ, why, sizeof why);
+      double ratio = want.step_ms / got.step_ms;
+      ok_time = !timed || fabs(ratio - 1) <= 0.2;
+      int fail = rc != 0 || differ > 0 || printed == 0 || got.step_ms >= 1e30;
+      char label[64];
+      snprintf(label, sizeof label, "%.12s %s", s->lesson, s->flags[0] ? s->flags : "(defaults)");
+      dt_print0("  %-36s %2d  %5d of %-5d  %17.3f  %8.3f  %5.2f  %s%s\n", label, s->np,
+                printed - differ, printed, want.step_ms, got.step_ms, ratio,
+                fail     ? "FAILED"
+                : !timed ? "reported: more ranks than cores, each waits for a core at every message"
+                : ok_time                ? "ok"
+                : attempt < ATTEMPTS - 1 ? "time off: measured and run again"
+                                         : "TIME OFF",
+                attempt ? " (again)" : "");
+      dt_print0("      predicted: compute %.3f, tp %.3f, cp %.3f, pp %.3f, dp x cp %.3f, bubble "
+                "%.3f ms\n",
+                want.parts[0], want.parts[TP], want.parts[CP], want.parts[PP], want.parts[DC],
+                want.parts[NCOMM]);
+      if (fail) {
+        char said[256] = "";
+        for (int k = 0; k < 3 && !said[0]; k++) { /* a command's own complaint, if it made one */
+          FILE *in = fopen(log[k], "r");
+          while (in && fgets(said, sizeof said, in) && strncmp(said, "error: ", 7)) said[0] = 0;
+          if (in) fclose(in);
+        }
+        said[strcspn(said, "\n")] = 0;
+        dt_print0("      %s%s%s (logs: %s, %s, %s)\n", rc ? "a command failed: " : "", said,
+                  why[0]    ? why
+                  : printed ? ""
+                            : "no figure parsed",
+                  log[0], log[1], log[2]);
+      }
+      if (fail) {
+        bad++;
+        break;
+      }
+    }
+    judged += timed;
+    reported += !timed;
+    bad += timed && !ok_time;
+  }
+  dt_print0("%s: --verify: bytes and memory equal the prediction on every shape, step time within "
+            "20%% on "
+            "the %d shape(s) of ranks <= cores; %d oversubscribed shape(s) reported, not judged "
+            "(%d problem(s))\n",
+            bad ? "CHECK FAILED" : "CHECK PASSED", judged, reported, bad);
+  return bad;
+}

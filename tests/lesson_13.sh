@@ -1,0 +1,187 @@
+# Lesson 13_plan: the cost model. Sourced by tests/run_tests.sh (check() comes
+# from tests/lib.sh).
+#
+# A unit test per formula (formulas.c, compute.c, plan.c), each against the
+# figure the lesson prints (its own tests assert the same numbers) or a value
+# worked out by hand below; ZeRO's published example; the presets, a user's
+# cluster file, the machine file; --search; bad input; and --verify, which
+# runs lessons 12, 11, 05, 06 and 09 here and sets their printed bytes,
+# memory and step time beside the prediction.
+D13=./13_plan/plan
+T13=$LOGS/13_plan_files
+rm -rf "$T13"
+mkdir -p "$T13"
+A100="--cluster dgx-a100-80g" # the formulas do not depend on the machine; the times do
+# a JSON key and its exact value (the object is the lines from its '{')
+j13() { echo "\"$1\": $2[,}]"; }
+
+check "13 --help lists no --optimizer (it trains nothing: not in the kernel matrix)" 0 0 \
+  '^  --measure ' '^  --verify ' -- sh -c "$D13 --help | grep -v -- '--optimizer '"
+
+# ---- the lessons' formulas, exactly as they print them ----------------------
+# 12_mesh at NP 16 (dp, pp, cp, tp all 2): tests/lesson_12.sh asserts the same
+check "13 formula: 12's bytes per axis, dp 2 pp 2 cp 2 tp 2" 0 0 '"tp all_reduce": \[32, 65536\]' \
+  '"cp sendrecv": \[32, 65536\]' '"pp sendrecv": \[5, 8192\]' '"dp_cp all_reduce": \[1, 73728\]' \
+  -- $D13 --predict --json $A100 --model mesh12 --dp 2 --pp 2 --cp 2 --tp 2
+check "13 formula: 12's --zero 1 (06's stage 1 over dp x cp)" 0 0 '"dp_cp all_reduce": \[4, 294912\]' \
+  '"dp_cp all_gather": \[4, 147456\]' -- $D13 --predict --json $A100 --model mesh12 --dp 2 --cp 2 --zero 1
+# 12's memory at pp 2 x cp 2 x tp 2 (its README's real output): R = 32 rows,
+# W = 16, A = 2, Hs = 64, C = 16, L = 2, live 2: activ = (2 x (RD + L(4RW +
+# RA + 2RD + 2RHs)) + 2RD + RHs + 4RW + C(W+A) + RA) x 4 = 166272
+check "13 formula: 12's memory by kind, pp 2 cp 2 tp 2" 0 0 "$(j13 params 49152)" "$(j13 grads 49152)" \
+  "$(j13 optim 98304)" "$(j13 activ 166272)" "$(j13 comm 16384)" "$(j13 data 32768)" \
+  -- $D13 --predict --json $A100 --model mesh12 --pp 2 --cp 2 --tp 2
+check "13 formula: 12's memory by kind, tp 2 (R = 256)" 0 0 "$(j13 params 98304)" "$(j13 optim 196608)" \
+  "$(j13 activ 1290496)" "$(j13 comm 131072)" "$(j13 data 65536)" -- $D13 --predict --json $A100 --tp 2
+# 11 at NP 2: R = B S/N = 128, forward L(N-1) + backward L(2N-1) hops of 2RD x 4
+check "13 formula: 11's ring, gradients and memory" 0 0 '"cp sendrecv": \[8, 262144\]' \
+  '"dp_cp all_reduce": \[1, 98304\]' "$(j13 activ 666112)" "$(j13 comm 131072)" "$(j13 data 16384)" \
+  -- $D13 --predict --json $A100 --model cp11 --cp 2
+# 05 at NP 2: one all-reduce per tensor, 2L of them, 2(N-1)/N x DH x 4 each
+check "13 formula: 05's buckets and memory" 0 0 '"dp_cp all_reduce": \[8, 524288\]' \
+  "$(j13 params 524288)" "$(j13 optim 0)" "$(j13 activ 176128)" \
+  -- $D13 --predict --json $A100 --model dp05 --dp 2 --opt sgd
+# 06 at NP 2, ZeRO-3: S = 2DH/N = 16384; gathers 2L(N-1)S x 4, scatters L(N-1)S x 4
+check "13 formula: 06's ZeRO-3" 0 0 '"dp_cp all_gather": \[8, 524288\]' \
+  '"dp_cp reduce_scatter": \[4, 262144\]' "$(j13 params 393216)" "$(j13 grads 393216)" \
+  -- $D13 --predict --json $A100 --model fsdp06 --dp 2 --zero 3 --opt sgd
+check "13 formula: 06's ZeRO-1" 0 0 '"dp_cp all_reduce": \[4, 524288\]' '"dp_cp all_gather": \[4, 262144\]' \
+  "$(j13 params 524288)" "$(j13 grads 524288)" -- $D13 --predict --json $A100 --model fsdp06 --dp 2 --zero 1 --opt sgd
+# 09 at NP 2, stage 0: its 9 exchanges (1F1B, M = 8), B x D x 4 forward, live 2
+check "13 formula: 09's stage 0" 0 0 '"pp sendrecv": \[9, 8192\]' "$(j13 params 262144)" \
+  "$(j13 activ 45056)" -- $D13 --predict --json $A100 --model pp09 --pp 2 --opt sgd
+
+# ---- the planner's own formulas, worked out by hand ----------------------------
+# GPT-3 175B: L(4D^2 + 2DF + 9D + F) + VD + SD + 2D parameters; model FLOPs
+# 6 P T + 12 L D S T with T = 1536 x 2048 tokens (PaLM's)
+check "13 formula: GPT-3 175B's parameters and model FLOPs" 0 0 '"parameters": 174604259328,' \
+  '"model_flops_per_step": 3.38674e\+18,' -- $D13 --predict --json $A100 --model gpt3-175b --tp 8 --pp 16 --dp 8
+# a small GPT block, tp 2, bf16, scores materialised, one microbatch in flight:
+# per layer s b (10h + (8h + 4F)/t) + 5 a s^2 b / t = 16(640 + 768) + 2560 = 25088,
+# 2 layers, + the logits 4 s b V/t = 3200: 53376. Parameters on the rank:
+# 2 x ((4D^2 + 2DF + 3D + F)/2 + 6D) + VD/2 + SD + 2D = 54720: params 2x,
+# grads 2x, optim (fp32 master, m, v) 12x
+G13="--model gpt --layers 2 --dim 64 --heads 4 --ffn 256 --vocab 100 --seq 16 --batch 4 --precision bf16"
+check "13 formula: a GPT block's memory (Korthikanti et al., ZeRO's 2 + 2 + 12)" 0 0 "$(j13 activ 53376)" \
+  "$(j13 params 109440)" "$(j13 grads 109440)" "$(j13 optim 656640)" "$(j13 total 928896)" \
+  -- $D13 --predict --json $A100 $G13 --tp 2 --attention materialised
+# ZeRO-3 over dp 2 (tp 1): 107520 parameters, (G-1)/G x P x 2 bytes = 107520 per
+# gather; M = 2 microbatches of one sequence: 2M gathers, M scatters
+check "13 formula: ZeRO-3's gathers per microbatch, (n-1)/n of the buffer" 0 0 \
+  '"dp_cp all_gather": \[4, 430080\]' '"dp_cp reduce_scatter": \[2, 215040\]' \
+  -- $D13 --predict --json $A100 $G13 --dp 2 --zero 3
+# the alpha-beta cost of tp's all-reduce: 4LM = 32 calls of S = s b D x 2 = 2048
+# bytes: 32 x (2(n-1) alpha + 2(n-1)/n S beta), alpha 3.4 us, beta 1/300 GB/s
+check "13 formula: tp's all-reduces at alpha-beta (the ring, 03)" 0 0 '"tp": 0.000217818,' \
+  -- $D13 --predict --json $A100 $G13 --tp 2
+# the bubble: (pp-1) slots of the slowest stage's microbatch (compute + tp + cp)
+check "13 formula: the bubble, 09's (pp-1)/(M+pp-1)" 0 0 -- sh -c "$D13 --predict --json $A100 $G13 --pp 2 \
+  --layers 4 --tp 2 | awk '{ gsub(/[{}]/, \"\"); n = split(\$0, kv, \", \")
+    for (i = 1; i <= n; i++) { m = split(kv[i], p, \": \"); k = p[m - 1]; gsub(/[ \"]/, \"\", k); v[k] = p[m] } }
+  END { w = (2 - 1) / 4 * (v[\"compute_s\"] - v[\"once_s\"] + v[\"tp\"] + v[\"cp\"]); d = w - v[\"bubble_s\"]
+    if (d < 0) d = -d; exit !(v[\"bubble_s\"] > 0 && d < 1e-5 * w) }'"
+# ZeRO's example (Rajbhandari et al. 2020, section 5): 7.5B parameters, Nd = 64,
+# mixed-precision Adam: (2 + 2 + 12) x 7.5e9 = 120 GB; 31.4; 16.6; 1.9 GB
+z13=0
+for want in "120000000000 120.000" "31406250000 31.406" "16640625000 16.641" "1875000000 1.875"; do
+  check "13 ZeRO's example, stage $z13: ${want#* } GB a GPU" 0 0 "^    total +${want% *} +${want#* } GB" \
+    -- $D13 --params 7.5e9 --dp 64 --zero $z13 --precision bf16 $A100 --predict
+  z13=$((z13 + 1))
+done
+
+# ---- this machine: --measure, the ring's terms, the machine file, --predict --------
+for np in 2 3 4; do
+  extra=""
+  [ $np = 3 ] && extra="--dp 3 --batch 6"
+  check "13 np=$np measure: the ring's terms equal its messages and bytes, residuals printed" $np 0 \
+    '^CHECK PASSED: the ring all-reduce.s alpha-beta terms' "wrote $T13/m$np.json" \
+    '^  alpha [0-9.]+ us \(the 3 smallest sizes\), beta [0-9.]+ ns/B .*; worst residual [0-9.]+%$' \
+    '^  +[0-9.]+ +[0-9.]+ +[0-9.]+ +[-+][0-9.]+%$' '^  the library.s all_reduce by 2\(n-1\) alpha \+ 2\(n-1\)/n S beta: alpha ' \
+    -- $D13 --measure --machine "$T13/m$np.json" $extra
+done
+check "13 predict from the machine file: 12's default mesh at 2 ranks (tp 2)" 0 0 \
+  '^mesh: dp 1 x pp 1 x cp 1 x tp 2 = 2' '^machine .*\(machine file .*m2.json' '^  step +[0-9.e+-]+ s \|#' \
+  '^    tp +all_reduce +16 +524288 ' -- $D13 --predict --tp 2 --machine "$T13/m2.json"
+check "13 the default run (the tour's): measure and predict, a verdict" 2 0 '^the step, predicted' \
+  '^CHECK PASSED' -- $D13 --machine "$T13/default.json"
+check "13 --json has the interface's fields" 0 0 '"parameters": ' '"step_time_s": ' '"compute_s": ' \
+  '"comm_s": \{"tp": ' '"bubble_s": ' '"tokens_per_s": ' '"model_flops_per_step": ' \
+  '"hardware_flops_per_step": ' '"mfu": ' '"hfu": ' '"tflops_per_gpu": ' \
+  '"memory_per_gpu_bytes": \{"params": [0-9]+, "grads": [0-9]+, "optim": [0-9]+, "activ": [0-9]+, .*"total": [0-9]+\}' \
+  '"fits": (true|false)\}' -- $D13 --predict --json --model gpt3-xl --dp 4 --tp 2 $A100
+
+# ---- clusters: the presets, a file of one's own --------------------------------
+cat >"$T13/a100.txt" <<'EOF'
+# the dgx-a100-80g preset, written out (13_plan/README.md gives each source)
+name = my-a100s
+gpus_per_node = 8
+peak_flops = 312e12          # bf16, dense
+gemm_fraction = 0.869
+hbm_bytes = 80e9
+hbm_bandwidth = 2.039e12
+nvlink_bandwidth = 300e9     # per GPU and direction
+nvlink_latency = 3.4e-6
+ib_bandwidth = 25e9
+ib_latency = 9.6e-6
+EOF
+$D13 --predict --json --model gpt3-13b --tp 8 --pp 2 --dp 4 --precision bf16 $A100 2>&1 | sed -n '/^{/,$p' |
+  sed 's/"machine": "[^"]*"//' >"$T13/preset.json"
+$D13 --predict --json --model gpt3-13b --tp 8 --pp 2 --dp 4 --precision bf16 --cluster "$T13/a100.txt" 2>&1 |
+  sed -n '/^{/,$p' | sed 's/"machine": "[^"]*"//' >"$T13/file.json"
+if [ -s "$T13/preset.json" ] && cmp -s "$T13/preset.json" "$T13/file.json"; then
+  pass "13 a cluster file with the preset's numbers predicts what the preset does"
+else
+  fail "13 a cluster file with the preset's numbers predicts what the preset does" "$T13/file.json"
+fi
+check "13 a cluster file's name is shown" 0 0 '^machine my-a100s \(cluster file ' \
+  -- $D13 --predict --model gpt3-13b --tp 8 --pp 2 --dp 4 --cluster "$T13/a100.txt"
+grep -v '^ib_latency' "$T13/a100.txt" >"$T13/missing.txt"
+check "13 a cluster file without a key" 0 2 '^error: --cluster .*missing.txt: no `ib_latency = \.\.\.` line' \
+  -- $D13 --predict --model gpt3-13b --cluster "$T13/missing.txt"
+printf 'nvlink_speed = 3e11\n' >"$T13/unknown.txt"
+check "13 a cluster file with an unknown key" 0 2 '^error: --cluster .*unknown.txt line 1: unknown key' \
+  -- $D13 --predict --cluster "$T13/unknown.txt"
+printf 'peak_flops = fast\n' >"$T13/bad.txt"
+check "13 a cluster file with a value that is not a number" 0 2 \
+  '^error: --cluster .*bad.txt line 1: the value must be a positive number' -- $D13 --predict --cluster "$T13/bad.txt"
+check "13 no such preset nor file" 0 2 '^error: --cluster dgx-b200: not a preset \(dgx-a100-80g, dgx-h100-80g\)' \
+  -- $D13 --predict --cluster dgx-b200
+check "13 the H100 preset" 0 0 '^machine dgx-h100-80g .* 9.89e\+14 FLOP/s peak x 0.803, 8e\+10 B of memory at 3.35e\+12' \
+  -- $D13 --predict --model gpt3-xl --tp 8 --dp 2 --precision bf16 --cluster dgx-h100-80g
+
+# ---- --search: ranked, every rejection explained -----------------------------
+check "13 search: GPT-3 175B on 1024 A100s, ranked, rejections with a reason and an example" 0 0 \
+  '^search: gpt3-175b on 1024 devices of dgx-a100-80g: [0-9]+ shapes fit, ranked by predicted tokens/s' \
+  '^    1 +[0-9]+ +[0-9]+ +[0-9]+ +[0-9] ' 'tp beyond a node; e.g. .*tp 16 beyond a node of 8' \
+  'memory: more than the device holds; the nearest: .* GB > 80.0 GB' \
+  'does not divide .*; e.g. ' '^#1 in full:' \
+  -- $D13 --search --model gpt3-175b --precision bf16 --gpus 1024 $A100 --top 5
+check "13 search --json" 0 0 '^\{"gpus": 64, "fit": [0-9]+, "top": \[\{"dp": ' \
+  -- $D13 --search --json --model gpt3-xl --precision bf16 --gpus 64 $A100 --top 3
+
+# ---- bad input: one message, exit 2 -----------------------------------------------
+check "13 bad model" 0 2 '^error: --model gpt5: not a model' -- $D13 --predict --model gpt5 $A100
+check "13 tp that does not divide the heads" 0 2 '^error: tp 3 does not divide the heads \(4\)' \
+  -- $D13 --predict --tp 3 $A100
+check "13 a mesh larger than --gpus" 0 2 '^error: the axes given \(16 ranks\) do not divide 8 ranks' \
+  -- $D13 --predict --tp 4 --pp 4 --gpus 8 $A100
+check "13 the lessons' models are fp32 without recomputation" 0 2 \
+  '^error: the lessons train fp32, without recomputation' -- $D13 --predict --precision bf16 $A100
+check "13 no machine file yet" 0 2 '^error: --machine .*nowhere.json: no machine file: measure this machine first' \
+  -- $D13 --predict --machine "$T13/nowhere.json"
+check "13 --verify under mpirun" 2 2 '^error: --verify starts mpirun itself' -- $D13 --verify
+
+# ---- --verify: the lessons here, predicted beside measured --------------------------
+TEST_TIMEOUT=900 check "13 verify: every byte and memory row equal, step time within 20% where ranks <= cores" 0 0 \
+  '^CHECK PASSED: --verify' '12_mesh/mesh --tp 2 +2 +1[0-9] of 1[0-9] ' '06_fsdp/fsdp --zero 3 +2 +7 of 7 ' \
+  -- $D13 --verify
+# the same across emulated nodes with a shaped link: each rank a node of its own,
+# 1 Gbit/s between them (tools/cluster.sh), where a step is mostly communication
+if tools/cluster.sh check >/dev/null 2>&1; then
+  printf 'MPIRUN="mpirun --hostfile $CLUSTER_HOSTFILE" exec %s --verify --quick\n' "$D13" >"$T13/vq.sh"
+  TEST_TIMEOUT=900 check "13 verify across emulated nodes, a 1 Gbit/s link: figures equal, time within 20%" 0 0 \
+    '^CHECK PASSED: --verify' '05_dp/dp \(defaults\) +2 +5 of 5 ' \
+    -- tools/cluster.sh --nodes 2 --slots 1 --rate 1gbit -- sh "$T13/vq.sh"
+else
+  echo "SKIP 13 verify across emulated nodes: $(tools/cluster.sh check 2>&1 | tail -n 1)"
+fi
