@@ -52,7 +52,7 @@ static int by_value(const void *a, const void *b) {
 /* The lower quartile of n times (sorts them): a step's messages are
  * typical ones, not the luckiest; the quartile, not the median, so that a
  * burst of another job's load on a shared machine moves it less. */
-static double quartile(double *t, int n) {
+double quartile(double *t, int n) {
   qsort(t, (size_t)n, sizeof *t, by_value);
   return t[n / 4];
 }

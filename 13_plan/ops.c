@@ -70,19 +70,24 @@ static void run_op(const op *o, scratch *b, const dt_train_config *cfg, const in
 
 /* The fastest of `trials` trials after a warm-up; a trial repeats a short
  * op until it lasts 100 us, so the clock's grain does not count. */
-double op_time(const op *o, const model *m, int trials) {
-  int64_t *s = (int64_t *)o->s, big = 0;
-  switch (o->k) { /* the largest buffer the op touches, in floats */
-  case GEMM: big = (s[0] > s[1] ? s[0] : s[1]) * (s[2] > s[1] ? s[2] : s[1]); break;
+/* The largest buffer the op touches, in floats; op_time holds ten. */
+static int64_t largest(const op *o) {
+  const int64_t *s = o->s;
+  switch (o->k) {
+  case GEMM: return (s[0] > s[1] ? s[0] : s[1]) * (s[2] > s[1] ? s[2] : s[1]);
   case MLP_F:
-  case MLP_B: big = s[0] * (s[1] > s[2] ? s[1] : s[2]) + s[1] * s[2]; break;
+  case MLP_B: return s[0] * (s[1] > s[2] ? s[1] : s[2]) + s[1] * s[2];
   case ATT_F:
-  case ATT_B: big = 2 * s[0] * (s[1] + s[2]); break;
-  case DATA11: big = s[0] * s[1] * s[4]; break;
-  case DATA05: big = s[0] * s[1]; break;
-  default: big = s[0]; break;
+  case ATT_B: return 2 * s[0] * (s[1] + s[2]);
+  case DATA11: return s[0] * s[1] * s[4];
+  case DATA05: return s[0] * s[1];
+  default: return s[0];
   }
-  scratch b = {.n = (size_t)big + 64};
+}
+
+double op_time(const op *o, const model *m, int trials) {
+  int64_t *s = (int64_t *)o->s;
+  scratch b = {.n = (size_t)largest(o) + 64};
   for (int i = 0; i < 10; i++) {
     b.p[i] = dt_alloc_f32(b.n, DT_OTHER);
     dt_fill_uniform(b.p[i], b.n, 7, (uint64_t)i, 0, -1, 1);
@@ -142,6 +147,18 @@ void time_ops(dt_comm *w, const model *m, const mesh *x, machine *c) {
         mine_op[n++] = o[i];
       }
     }
+  /* asked before any is allocated: a model too large for this machine gets
+   * a message, not the kernel's out-of-memory killer (gpt3-small: 21 GB a
+   * rank) */
+  double need = 0, have = dt_memory_available() / (double)c->gpus_per_node;
+  for (int i = 0; i < n; i++) need = fmax(need, 40.0 * (double)(largest(&mine_op[i]) + 64));
+  dt_host_all_reduce(w, &need, 1, DT_F64, DT_MAX);
+  dt_host_all_reduce(w, &have, 1, DT_F64, DT_MIN);
+  if (need > have)
+    dt_fail("--measure times each operation of %s at its shapes: %.1f GB a rank, %.1f GB here; "
+            "measure a smaller model (the lessons', or --layers --dim --seq ...) or predict for a "
+            "cluster (--cluster)",
+            m->name, need / 1e9, have / 1e9);
   /* taking turns, as 03 does: each op's trials spread over the whole
    * measurement, so that a burst of another job's load costs one trial of
    * several ops, not every trial of one */

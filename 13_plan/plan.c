@@ -193,8 +193,10 @@ int main(int argc, char **argv) {
   model m;
   mesh x;
   machine c;
-  int measuring = f.measure || !(f.predict || f.search);
-  int64_t N = plan_setup(&f, measuring, world->size, &m, &x, &c); /* ranks, or --gpus */
+  if (f.measure && f.cluster)
+    dt_fail("--measure measures this machine, --cluster plans for another: give one of them");
+  int measuring = f.measure || !(f.predict || f.search || f.cluster); /* --cluster: predict */
+  int64_t N = plan_setup(&f, measuring, world->size, &m, &x, &c);     /* ranks, or --gpus */
   if (f.search && m.kind == STATES)
     dt_fail("--search needs a model with a shape (--model or --layers ...), not --params alone");
   if (f.search) {

@@ -110,8 +110,8 @@ typedef struct {
       DT_FLAG("--predict", &(f)->predict, "predict the mesh's step time, bytes and memory"),       \
       DT_FLAG("--search", &(f)->search, "every mesh that fits --gpus, ranked by throughput"),      \
       DT_FLAG("--verify", &(f)->verify,                                                            \
-              "run lessons 12 (05, 06, 09, 11) here: predicted vs measured"),                      \
-      DT_FLAG("--quick", &(f)->quick, "--verify: the shapes of at most 2 ranks only"),             \
+              "run lessons 12 (05, 06, 09, 11) here, predicted vs measured; not under mpirun"),    \
+      DT_FLAG("--quick", &(f)->quick, "with --verify: the shapes of at most 2 ranks only"),        \
       DT_FLAG("--json", &(f)->json, "one JSON object in place of the table"),                      \
       DT_STRING(                                                                                   \
           "--model", &(f)->model, NULL,                                                            \
@@ -132,20 +132,25 @@ typedef struct {
       DT_INT("--tp", &(f)->axis[TP], 0, 1 << 24,                                                   \
              "tensor-parallel ranks (0: from the ranks left)"),                                    \
       DT_INT("--zero", &(f)->zero, 0, 3, "ZeRO stage over dp x cp"),                               \
-      DT_STRING("--recompute", &(f)->recompute, "none|full", "activation recomputation"),          \
-      DT_STRING("--precision", &(f)->precision, "fp32|bf16", "bf16: ZeRO's mixed precision"),      \
+      DT_STRING("--recompute", &(f)->recompute, "none|full",                                       \
+                "activation recomputation (e.g. with --model gpt3-xl --cluster dgx-a100-80g)"),    \
+      DT_STRING("--precision", &(f)->precision, "fp32|bf16",                                       \
+                "bf16: ZeRO's mixed precision (e.g. with --params 7.5e9 --dp 64 --gpus 64 "        \
+                "--cluster dgx-a100-80g)"),                                                        \
       DT_STRING("--schedule", &(f)->schedule, "gpipe|1f1b", "the pipeline's schedule (09)"),       \
-      DT_STRING("--attention", &(f)->attention, "flash|materialised",                              \
-                "scores fused, or S x S in memory"),                                               \
+      DT_STRING(                                                                                   \
+          "--attention", &(f)->attention, "flash|materialised",                                    \
+          "scores fused, or S x S in memory (e.g. with --model gpt3-xl --cluster dgx-a100-80g)"),  \
       DT_STRING("--split", &(f)->split, "contiguous|zigzag",                                       \
                 "cp's split (default: contiguous; gpt: zigzag)"),                                  \
       DT_STRING("--opt", &(f)->opt, "adamw|sgd", "the optimizer whose state is counted"),          \
       DT_FLAG("--overlap", &(f)->overlap, "the gradients' sync behind the last backward (05)"),    \
-      DT_STRING("--cluster", &(f)->cluster, NULL, "dgx-a100-80g, dgx-h100-80g or a cluster file"), \
+      DT_STRING("--cluster", &(f)->cluster, NULL,                                                  \
+                "dgx-a100-80g, dgx-h100-80g or a cluster file (e.g. dgx-a100-80g)"),               \
       DT_INT("--gpus", &(f)->gpus, 0, 1 << 24, "devices to plan for (0: the mesh's)"),             \
       DT_DOUBLE("--eff", &(f)->eff, 0, 1, "large-GEMM fraction of peak (0: the cluster's)"),       \
       DT_STRING("--machine", &(f)->machine, NULL, "the machine file --measure writes"),            \
-      DT_INT("--top", &(f)->top, 1, 1000, "--search: shapes shown")
+      DT_INT("--top", &(f)->top, 1, 1000, "with --search: shapes shown")
 
 /* plan.c */
 double collective_seconds(int coll, int64_t n, double bytes, const channel *k);
@@ -209,6 +214,7 @@ void time_ops(dt_comm *world, const model *m, const mesh *x, machine *c);
 /* measure.c: collective over world; fills c (every rank), ends with the
  * check of the ring's alpha-beta terms: returns the problems found */
 int measure(dt_comm *world, const model *m, const mesh *x, machine *c);
+double quartile(double *t, int n); /* the lower quartile of n times (sorts them) */
 
 /* report.c */
 void report_table(const model *m, const mesh *x, const machine *c, const prediction *p);

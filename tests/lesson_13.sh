@@ -170,6 +170,13 @@ check "13 the lessons' models are fp32 without recomputation" 0 2 \
 check "13 no machine file yet" 0 2 '^error: --machine .*nowhere.json: no machine file: measure this machine first' \
   -- $D13 --predict --machine "$T13/nowhere.json"
 check "13 --verify under mpirun" 2 2 '^error: --verify starts mpirun itself' -- $D13 --verify
+check "13 --measure with --cluster" 0 2 '^error: --measure measures this machine, --cluster plans for another' \
+  -- $D13 --measure --cluster dgx-a100-80g
+check "13 --cluster alone predicts for it, measures nothing" 2 0 '^machine dgx-a100-80g \(preset' \
+  -- $D13 --cluster dgx-a100-80g
+check "13 measuring a model too large for this machine" 2 2 \
+  '^error: --measure times each operation of gpt3-175b at its shapes: [0-9.]+ GB a rank, [0-9.]+ GB here' \
+  -- $D13 --measure --model gpt3-175b
 
 # ---- --verify: the lessons here, predicted beside measured --------------------------
 TEST_TIMEOUT=900 check "13 verify: every byte and memory row equal, step time within 20% where ranks <= cores" 0 0 \

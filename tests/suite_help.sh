@@ -4,6 +4,12 @@
 #    once (the values its help gives as defaults, short runs), every other
 #    choice, every switch and the checkpoint flags each in a run of their own,
 #    at NP 2; a flag whose help starts "with --X" gets --X beside it;
+#  - a TEXT flag gets its default, or the example its help gives "(e.g. X)",
+#    or else names a file the run writes; a flag whose help gives an example
+#    of its use, "(e.g. with --X V ...)", runs with those flags;
+#  - a switch whose help says "not under mpirun" runs as one process without
+#    mpirun, with the flags that say "with" it; accepted there means not
+#    refused (no "error:" line, not exit 2): its work has a test of its own;
 #  - every shared training flag (DT_TRAIN_OPTIONS in common/train/train.h)
 #    and every shared choice it leaves out is refused, exit 2, by
 #    "error: --flag: LESSON does not take it: <why>" (DT_REFUSED in its table);
@@ -12,14 +18,17 @@
 # deletes it from its DT_REFUSED line and is then tested as taking it.
 HT=build/test-help
 HELP_NP=2
-# short runs: applied when the lesson lists the flag (after its own value)
+# short runs: applied when the lesson lists the flag with a default other
+# than 0 (0 there means "not given", and the value would change the run's
+# meaning, not its length)
 HELP_QUICK="--steps 2 --max-bytes 64K --msg-bytes 64K --params 1024 --iters 2"
 rm -rf "$HT"; mkdir -p "$HT"
 
 help_flags() { # "flag meta default" per line of --help: meta N, X, BYTES, TEXT,
   # the choices (a|b, or one), or FLAG for a switch; the left column is 28 wide
   "$1" --help 2>/dev/null | awk '/^  --/ {
-    n = split(substr($0, 3, 28), w, " "); d = ""
+    left = substr($0, 3); sub(/  .*/, "", left) # the columns are two spaces apart at least
+    n = split(left, w, " "); d = ""
     if (match($0, /\(default [^)]*\)$/)) d = substr($0, RSTART + 9, RLENGTH - 10)
     print w[1], (n > 1 ? w[2] : "FLAG"), d }'
 }
@@ -37,9 +46,28 @@ help_run() {
   local name=$1 rc=$2 pat=$3 bin=$4; shift 4
   local q quick=() f
   for q in $HELP_QUICK; do
-    case $q in --*) f=$q ;; *) [[ " $* " == *" $f "* ]] || ! grep -q "^$f " "$HT/flags" || quick+=("$f" "$q") ;; esac
+    case $q in --*) f=$q ;; *) [[ " $* " == *" $f "* ]] || ! grep -q "^$f [A-Z]* [1-9]" "$HT/flags" || quick+=("$f" "$q") ;; esac
   done
   TEST_TIMEOUT=${HELP_TIMEOUT:-90} check "$name" "$HELP_NP" "$rc" "$pat" -- "$bin" "$@" ${quick[@]+"${quick[@]}"} </dev/null # mpirun would read the loop's input
+}
+
+# help_alone BIN LESSON FLAG: a switch that runs without mpirun, as one
+# process, with every flag whose help says "with FLAG:"; accepted means not
+# refused: no "error:" line, not exit 2 (nor a timeout). What it does is
+# tested by the lesson's own checks.
+help_alone() {
+  local bin=$1 lesson=$2 flag=$3 w=() f2 rc name="help $2: $3 accepted (alone, not under mpirun)"
+  for f2 in $("$bin" --help 2>/dev/null </dev/null | awk -v f="$flag" '$0 ~ "^  --[a-z0-9-]+ +with " f ":" { print $1 }'); do
+    w+=("$f2")
+  done
+  local log; log=$(check_log "$name")
+  with_timeout -k 5 "${HELP_TIMEOUT_ALONE:-600}" "$bin" "$flag" ${w[@]+"${w[@]}"} >"$log" 2>&1 </dev/null
+  rc=$?
+  if [ $rc = 2 ] || [ $rc -ge 124 ] || grep -q '^error: ' "$log"; then
+    fail "$name" "$log" "exit code $rc or an error line: $bin $flag ${w[*]:-}"
+  else
+    pass "$name"
+  fi
 }
 
 help_lesson() {
@@ -52,10 +80,14 @@ help_lesson() {
     case $meta in
       N|X|BYTES) all+=("$flag" "$dflt") ;;
       TEXT)
+        local eg
+        eg=$("$bin" --help 2>/dev/null </dev/null | grep -m1 -- "^  $flag " | sed -n 's/.*(e\.g\. \([^)]*\)).*/\1/p')
         case $flag in
           --load|--ckpt) ;; # a file of an earlier run, a folder: below
           --compress) ;; # not a file: below
-          *) all+=("$flag" "$t/${flag#--}.out") ;;
+          *) if [ -n "$dflt" ]; then all+=("$flag" "$dflt")
+             elif [ -n "$eg" ]; then all+=("$flag" "$eg")
+             else all+=("$flag" "$t/${flag#--}.out"); fi ;;
         esac ;;
       FLAG) ;;
       *) [ -n "$dflt" ] && all+=("$flag" "$dflt") ;; # a choice
@@ -69,6 +101,7 @@ help_lesson() {
     local with=() want=0 pat='' line
     line=$("$bin" --help 2>/dev/null </dev/null | grep -m1 -- "^  $flag ")
     case $line in *"  with --"*) with=("$(echo "$line" | sed 's/.*  with \(--[a-z0-9-]*\).*/\1/')") ;; esac
+    case $line in *"(e.g. with --"*) read -r -a with <<<"$(echo "$line" | sed 's/.*(e\.g\. with \([^)]*\)).*/\1/')" ;; esac
     case $flag:$meta in
       --help:*|*:N|*:X|*:BYTES|--ckpt:*|--save-every:*) ;; # in the run above, or below
       --compress:TEXT) help_run "help $lesson: $flag topk:0.5 accepted" 0 '' "$bin" "$flag" topk:0.5 ;;
@@ -82,13 +115,19 @@ help_lesson() {
         help_run "help $lesson: --ckpt DIR --save-every 1 accepted" 0 '^checkpoint: step ' \
           "$bin" --ckpt "$t/ck" --save-every 1
         help_run "help $lesson: --resume accepted" 0 '^resume: step ' "$bin" --ckpt "$t/ck" --resume --steps 3 ;;
-      *:FLAG) help_run "help $lesson: $flag accepted" 0 '' "$bin" "$flag" ${with[@]+"${with[@]}"} ;;
+      *:FLAG)
+        local wline=""
+        [ -z "${with[*]:-}" ] || wline=$("$bin" --help 2>/dev/null </dev/null | grep -m1 -- "^  ${with[0]} ")
+        case $line$wline in
+          *"not under mpirun"*) [ -n "$wline" ] || help_alone "$bin" "$lesson" "$flag" ;; # with it: there
+          *) help_run "help $lesson: $flag accepted" 0 '' "$bin" "$flag" ${with[@]+"${with[@]}"} ;;
+        esac ;;
       *) # a choice
         for c in $(echo "$meta" | tr '|' ' '); do
           if [ "$flag $c" = "--comm nccl" ] && [ "${GPUS:-0}" -lt "$HELP_NP" ]; then
             echo "SKIP help $lesson: --comm nccl needs a GPU per rank (${GPUS:-0} here)"
           elif [ "$c" != "$dflt" ]; then # the default: in the run above
-            help_run "help $lesson: $flag $c accepted" 0 '' "$bin" "$flag" "$c"
+            help_run "help $lesson: $flag $c accepted" 0 '' "$bin" "$flag" "$c" ${with[@]+"${with[@]}"}
           fi
         done ;;
     esac

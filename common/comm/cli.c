@@ -112,7 +112,8 @@ static void print_option(const dt_option *options, const dt_option *o) {
     break;
   default: break;
   }
-  printf("  %-28s %s%s\n", left, o->help, dflt);
+  /* two spaces at least between the columns: scripts read the left one so */
+  printf("  %-28s%s%s%s\n", left, strlen(left) < 28 ? " " : "  ", o->help, dflt);
 }
 
 static void print_usage(const dt_lesson *lesson, const char *program, const dt_option *options) {

@@ -52,12 +52,13 @@ void dt_nccl_complete(dt_comm *c);
 void dt_nccl_wait_event(dt_comm *c, void *event);
 #endif
 
-/* memory.c: allocator settings (dt_init); on the cuda backend the cached
- * device blocks, freed (dt_finalize), and what the GPU holds outside
- * dt_alloc, printed under the memory tables */
+/* memory.c: allocator settings (dt_init); the kept freed blocks, freed
+ * (dt_finalize); on the cuda backend what the GPU holds outside dt_alloc,
+ * printed under the memory tables */
 void dt_mem_init(void);
-#ifdef DT_CUDA
+void dt_mem_reexec(char **argv); /* first of all: may start the process again */
 void dt_mem_release_cache(void);
+#ifdef DT_CUDA
 void dt_print_memory_outside(void);
 #endif
 

@@ -103,6 +103,7 @@ static int choose_device(const char *comm_choice, char *gpu_name, size_t n) {
 #endif
 
 dt_comm *dt_init(int *argc, char ***argv, const dt_lesson *lesson, dt_option *options) {
+  dt_mem_reexec(*argv);
   CHECK_MPI(MPI_Init(argc, argv));
   dt_rt.start = MPI_Wtime();
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* so CHECK_MPI sees errors */
@@ -158,8 +159,8 @@ dt_comm *dt_init(int *argc, char ***argv, const dt_lesson *lesson, dt_option *op
 void dt_finalize(void) {
   dt_comm_free(rt.world);
   dt_comm_release_staging();
-#ifdef DT_CUDA
   dt_mem_release_cache();
+#ifdef DT_CUDA
   cudaStreamDestroy(dt_rt.stream);
   cudaStreamDestroy(dt_rt.side_stream);
 #endif
