@@ -120,11 +120,11 @@ void dt_mem_init(void) {
  * GLIBC_TUNABLES that names the switch already is left as it is. */
 void dt_mem_reexec(char **argv) {
 #if defined(__GLIBC__) && defined(__x86_64__) && !defined(DT_CUDA)
-  unsigned a, b, c, d;
+  unsigned r[4]; /* eax, ebx, ecx, edx */
   int major = 0, minor = 0;
   const char *old = getenv("GLIBC_TUNABLES"), *pre = getenv("LD_PRELOAD");
   if (sscanf(gnu_get_libc_version(), "%d.%d", &major, &minor) != 2 || major * 100 + minor >= 239 ||
-      !__get_cpuid(0, &a, &b, &c, &d) || b != 0x68747541 /* "Auth" enticAMD */ ||
+      !__get_cpuid(0, &r[0], &r[1], &r[2], &r[3]) || r[1] != 0x68747541 /* "Auth" enticAMD */ ||
       (old && strstr(old, "x86_rep_movsb_threshold")) || (pre && strstr(pre, "vgpreload")) ||
       !argv || !argv[0])
     return;
