@@ -7,6 +7,7 @@
  * operation a line) that --predict reads back. */
 #define _POSIX_C_SOURCE 200809L /* mkdir's mode */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +148,7 @@ void machine_write(const char *path, const machine *c) {
                                : AG],
             fit[i]->beta);
   fprintf(f, "  \"fit_residual\": %.4g,\n", c->fit_residual);
+  fprintf(f, "  \"swap_intra\": %.6g,\n  \"swap_inter\": %.6g,\n", c->swap[0], c->swap[1]);
   fprintf(f, "  \"ops\": [\n");
   for (int i = 0; i < c->nops; i++)
     fprintf(f,
@@ -192,6 +194,8 @@ int machine_read(const char *path, machine *c) {
         if (!strcmp(key, b)) fit[i]->beta = v;
       }
       if (!strcmp(key, "fit_residual")) c->fit_residual = v;
+      if (!strcmp(key, "swap_intra")) c->swap[0] = v;
+      if (!strcmp(key, "swap_inter")) c->swap[1] = v;
       if (!strcmp(key, "ranks")) c->ranks = (int64_t)v;
       if (!strcmp(key, "cores")) c->cores = (int64_t)v;
     }
@@ -216,7 +220,10 @@ channel axis_link(const machine *c, const mesh *x, int a, int coll, int *intra) 
   *intra = span <= c->gpus_per_node;
   const channel *own = coll == AR ? &c->ar : coll == RS ? &c->rs : &c->ag;
   if (c->measured && coll != P2P && *intra && own->beta > 0) return *own;
-  return *intra ? c->intra : c->inter;
+  channel k = *intra ? c->intra : c->inter;
+  if (coll == P2P) /* 09's and 11's messages go both ways at once: what that costs */
+    k.alpha = fmax(k.alpha, c->swap[!*intra]);
+  return k;
 }
 
 /* The models: the lessons' defaults (their own flags' defaults), GPT-3's
