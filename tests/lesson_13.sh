@@ -192,7 +192,7 @@ verify_judged() { # NAME LOG SHAPES-PATTERN...: the verdict above, read from LOG
   bad_ratio=$(awk '$0 ~ /  (ok|time off|TIME OFF)/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9][0-9]$/ && ($i < 0.5 || $i > 2)) print }' "$log" | wc -l)
   local p
   for p in "$@"; do grep -Eq -- "$p" "$log" || { fail "$name" "$log" "output lacks /$p/"; return; }; done
-  if grep -q 'FAILED  *$\|  FAILED' "$log" || ! grep -q '^CHECK \(PASSED\|FAILED\): --verify' "$log" ||
+  if grep -q '  FAILED' "$log" || ! grep -Eq '^CHECK (PASSED|FAILED): --verify' "$log" ||
      [ "$off" -gt 2 ] || [ "$bad_ratio" -gt 0 ]; then
     fail "$name" "$log" "figures differ, or $off shape(s) past 20% after every attempt (2 allowed), $bad_ratio ratio(s) beyond 0.5-2"
   else
