@@ -144,6 +144,17 @@ ex_plant() {
   fi
 }
 
+# ex_case LABEL N FILE SED NP NAME ERE...: plant SED in lesson N's FILE, check at NP, expect each ERE
+ex_case() {
+  local label=$1 n=$2 file=$3 sed=$4 np=$5 name=$6 d
+  shift 6
+  d=$(ls -d "$(printf '%02d' "$n")"_*/)
+  ex_plant "${d%/}" "$file" "$sed" "$label"
+  [ -n "$ex_dir" ] || return
+  ex_run "$n" "$ex_dir" "$n" "$LOGS/exercise-feedback-$label.log" CHECK_NP="$np"
+  ex_expect "$name" "$LOGS/exercise-feedback-$label.log" "$@"
+}
+
 # build: quiet, the student's file:line first, the solution not compiled,
 # the log path once
 log=$LOGS/exercise-feedback-build.log
@@ -198,14 +209,10 @@ if [ -n "$ex_dir" ]; then
   grep -q 'hint: the bytes match, but every tensor moved about N times' "$log" &&
     fail "check-6, f->gs for the layer's slice: not the wrong-operation hint" "$log"
 fi
-ex_plant 06_fsdp shard.c 's/mine, all, (size_t)f->S, f->wire.type)/mine, all, (size_t)f->S \/ (size_t)f->comm->size, f->wire.type)/' fsdp-count
-if [ -n "$ex_dir" ]; then
-  log=$LOGS/exercise-feedback-06-count.log
-  ex_run 06 "$ex_dir" 6 "$log" CHECK_NP=2
-  ex_expect "check-6, all-gather count S/N: the measured fraction of the formula's bytes and its hint" "$log" \
-    "measured: all_gather moved 1/2 of the formula's bytes \([0-9]+ of [0-9]+ per rank per step, N=2\)" \
-    'hint: the all-gather moved 1/N of its formula: did each rank send only 1/N of its'
-fi
+ex_case fsdp-count 6 shard.c 's/mine, all, (size_t)f->S, f->wire.type)/mine, all, (size_t)f->S \/ (size_t)f->comm->size, f->wire.type)/' 2 \
+  "check-6, all-gather count S/N: the measured fraction of the formula's bytes and its hint" \
+  "measured: all_gather moved 1/2 of the formula's bytes \([0-9]+ of [0-9]+ per rank per step, N=2\)" \
+  'hint: the all-gather moved 1/N of its formula: did each rank send only 1/N of its'
 
 # 05: the scale never applied (DT_SUM) against applied twice
 ex_plant 05_dp dp.c 's/p, p, k->count, m->bk.wire.type, m->bk.op);/p, p, k->count, m->bk.wire.type, DT_SUM);/' dp-sum
@@ -225,16 +232,6 @@ fi
 # 12: a color that mixes in the axis's neighbour, a key that reverses a
 # group, a color that includes the axis itself: each named beside the right
 # groups, with its own hint
-# ex_case LABEL N FILE SED NP NAME ERE...: plant SED in lesson N's FILE, check at NP, expect each ERE
-ex_case() {
-  local label=$1 n=$2 file=$3 sed=$4 np=$5 name=$6 d
-  shift 6
-  d=$(ls -d "$(printf '%02d' "$n")"_*/)
-  ex_plant "${d%/}" "$file" "$sed" "$label"
-  [ -n "$ex_dir" ] || return
-  ex_run "$n" "$ex_dir" "$n" "$LOGS/exercise-feedback-$label.log" CHECK_NP="$np"
-  ex_expect "$name" "$LOGS/exercise-feedback-$label.log" "$@"
-}
 ex_case 12-mix 12 mesh.c 's/color = b == a ? color : color \* m->n\[b\] + m->at\[b\];/color = b == a || (a == TP \&\& b == CP) ? color : color * m->n[b] + m->at[b];/' 8 \
   "check-12, tp's color without cp: the group named beside the right ones, the mixing hint" \
   'rank 0 is in tensor group \{0, 1, 2, 3\}; with tp = 2 the tensor groups are \{0, 1\} and \{2, 3\}: the split.s color mixes tp with cp' \
@@ -250,22 +247,14 @@ ex_case 12-self 12 mesh.c 's/color = b == a ? color : color \* m->n\[b\] + m->at
 # 13: the ring all-reduce's alpha term counting one phase only, and the beta
 # term in integer arithmetic (right at n = 2 by luck): each named with the
 # ring's counted messages or bytes, with its own hint
-ex_plant 13_plan plan.c 's/return 2 \* (N - 1) \* k->alpha + /return (N - 1) * k->alpha + /' plan-alpha
-if [ -n "$ex_dir" ]; then
-  log=$LOGS/exercise-feedback-13-alpha.log
-  ex_run 13 "$ex_dir" 13 "$log" CHECK_NP=3
-  ex_expect "check-13, (n-1) messages: the alpha term named beside the ring's count, its hint" "$log" \
-    'the alpha term: collective_seconds counts 2 messages at n = 3; the ring sent 4, one after' \
-    'hint: the latency term is off'
-fi
-ex_plant 13_plan plan.c 's/ + 2 \* (N - 1) \/ N \* bytes \* k->beta;/ + 2 * (n - 1) \/ n * bytes * k->beta;/' plan-int
-if [ -n "$ex_dir" ]; then
-  log=$LOGS/exercise-feedback-13-int.log
-  ex_run 13 "$ex_dir" 13 "$log" CHECK_NP=3
-  ex_expect "check-13, 2(n-1)/n in integers: the beta term named at n = 3, the integer-division hint" "$log" \
-    'the beta term: collective_seconds counts 12 bytes at n = 3, S = 12; the ring sent 16' \
-    'hint: the bandwidth term is off' 'integer division'
-fi
+ex_case plan-alpha 13 plan.c 's/return 2 \* (N - 1) \* k->alpha + /return (N - 1) * k->alpha + /' 3 \
+  "check-13, (n-1) messages: the alpha term named beside the ring's count, its hint" \
+  'the alpha term: collective_seconds counts 2 messages at n = 3; the ring sent 4, one after' \
+  'hint: the latency term is off'
+ex_case plan-int 13 plan.c 's/ + 2 \* (N - 1) \/ N \* bytes \* k->beta;/ + 2 * (n - 1) \/ n * bytes * k->beta;/' 3 \
+  "check-13, 2(n-1)/n in integers: the beta term named at n = 3, the integer-division hint" \
+  'the beta term: collective_seconds counts 12 bytes at n = 3, S = 12; the ring sent 16' \
+  'hint: the bandwidth term is off' 'integer division'
 
 # 01: a recv from the wrong peer against nobody sending first (the latter:
 # the deadlock test above)
@@ -280,21 +269,13 @@ fi
 
 # 11: the merge's usual mistakes, each named from the factor --verify-merge
 # measures (the rows against the right ones), with its own hint
-ex_plant 11_cp ring.c 's|oi\[d\] = (sa \* oi\[d\] + sb \* bi\[d\]) / (sa + sb);|oi[d] = sa * oi[d] + sb * bi[d];|' merge-nodiv
-if [ -n "$ex_dir" ]; then
-  log=$LOGS/exercise-feedback-11-nodiv.log
-  ex_run 11 "$ex_dir" 11 "$log" CHECK_NP=2
-  ex_expect "check-11, the merge not divided by wa + wb: the factor measured, the mistake named, its hint" "$log" \
-    'got: .*the merged rows are [0-9.]+ to [0-9.]+ times the right ones' \
-    'each row is exactly its own wa \+ wb times the right one' 'hint: your rows are the weighted sum wa o \+ wb ob'
-fi
-ex_plant 11_cp ring.c 's|oi\[d\] = (sa \* oi\[d\] + sb \* bi\[d\]) / (sa + sb);|oi[d] = oi[d] + bi[d];|' merge-sum
-if [ -n "$ex_dir" ]; then
-  log=$LOGS/exercise-feedback-11-sum.log
-  ex_run 11 "$ex_dir" 11 "$log" CHECK_NP=2
-  ex_expect "check-11, the plain sum o + ob: named, its hint" "$log" \
-    'they are the plain sum o \+ ob' 'hint: you added the two outputs'
-fi
+ex_case merge-nodiv 11 ring.c 's|oi\[d\] = (sa \* oi\[d\] + sb \* bi\[d\]) / (sa + sb);|oi[d] = sa * oi[d] + sb * bi[d];|' 2 \
+  "check-11, the merge not divided by wa + wb: the factor measured, the mistake named, its hint" \
+  'got: .*the merged rows are [0-9.]+ to [0-9.]+ times the right ones' \
+  'each row is exactly its own wa \+ wb times the right one' 'hint: your rows are the weighted sum wa o \+ wb ob'
+ex_case merge-sum 11 ring.c 's|oi\[d\] = (sa \* oi\[d\] + sb \* bi\[d\]) / (sa + sb);|oi[d] = oi[d] + bi[d];|' 2 \
+  "check-11, the plain sum o + ob: named, its hint" \
+  'they are the plain sum o \+ ob' 'hint: you added the two outputs'
 ex_expect "check-11 stub: the newer block alone, named, its hint" "$LOGS/exercise-11_cp-untouched.log" \
   "they are the newer block's alone \(ob\)" 'hint: the merged result is the new block alone'
 

@@ -24,13 +24,13 @@ HELP_NP=2
 HELP_QUICK="--steps 2 --max-bytes 64K --msg-bytes 64K --params 1024 --iters 2"
 rm -rf "$HT"; mkdir -p "$HT"
 
-help_flags() { # "flag meta default" per line of --help: meta N, X, BYTES, TEXT,
-  # the choices (a|b, or one), or FLAG for a switch; the left column is 28 wide
-  "$1" --help 2>/dev/null | awk '/^  --/ {
+help_flags() { # "flag meta default" per line of the --help in file $1: meta N, X,
+  # BYTES, TEXT, the choices (a|b, or one), or FLAG for a switch
+  awk '/^  --/ {
     left = substr($0, 3); sub(/  .*/, "", left) # the columns are two spaces apart at least
     n = split(left, w, " "); d = ""
     if (match($0, /\(default [^)]*\)$/)) d = substr($0, RSTART + 9, RLENGTH - 10)
-    print w[1], (n > 1 ? w[2] : "FLAG"), d }'
+    print w[1], (n > 1 ? w[2] : "FLAG"), d }' "$1"
 }
 
 # the shared training flags: "flag kind choices" from DT_TRAIN_OPTIONS
@@ -57,7 +57,7 @@ help_run() {
 # tested by the lesson's own checks.
 help_alone() {
   local bin=$1 lesson=$2 flag=$3 w=() f2 rc name="help $2: $3 accepted (alone, not under mpirun)"
-  for f2 in $("$bin" --help 2>/dev/null </dev/null | awk -v f="$flag" '$0 ~ "^  --[a-z0-9-]+ +with " f ":" { print $1 }'); do
+  for f2 in $(awk -v f="$flag" '$0 ~ "^  --[a-z0-9-]+ +with " f ":" { print $1 }' "$HT/help"); do
     w+=("$f2")
   done
   local log; log=$(check_log "$name")
@@ -74,14 +74,15 @@ help_lesson() {
   local bin=$1 lesson; lesson=$(basename "$(dirname "$bin")")
   local t=$HT/$lesson flag meta dflt all=() c
   mkdir -p "$t"
-  help_flags "$bin" >"$HT/flags"
+  "$bin" --help >"$HT/help" 2>/dev/null </dev/null # read once: every question below is asked of it
+  help_flags "$HT/help" >"$HT/flags"
   if ! [ -s "$HT/flags" ]; then fail "help $lesson: --help lists flags" "" "no '  --flag' line"; return; fi
   while read -r flag meta dflt; do
     case $meta in
       N|X|BYTES) all+=("$flag" "$dflt") ;;
       TEXT)
         local eg
-        eg=$("$bin" --help 2>/dev/null </dev/null | grep -m1 -- "^  $flag " | sed -n 's/.*(e\.g\. \([^)]*\)).*/\1/p')
+        eg=$(grep -m1 -- "^  $flag " "$HT/help" | sed -n 's/.*(e\.g\. \([^)]*\)).*/\1/p')
         case $flag in
           --load|--ckpt) ;; # a file of an earlier run, a folder: below
           --compress) ;; # not a file: below
@@ -99,7 +100,7 @@ help_lesson() {
   while read -r flag meta dflt; do
     [ -z "${HELP_ONLY:-}" ] || [ "$flag" = "$HELP_ONLY" ] || continue
     local with=() want=0 pat='' line
-    line=$("$bin" --help 2>/dev/null </dev/null | grep -m1 -- "^  $flag ")
+    line=$(grep -m1 -- "^  $flag " "$HT/help")
     case $line in *"  with --"*) with=("$(echo "$line" | sed 's/.*  with \(--[a-z0-9-]*\).*/\1/')") ;; esac
     case $line in *"(e.g. with --"*) read -r -a with <<<"$(echo "$line" | sed 's/.*(e\.g\. with \([^)]*\)).*/\1/')" ;; esac
     case $flag:$meta in
@@ -117,7 +118,7 @@ help_lesson() {
         help_run "help $lesson: --resume accepted" 0 '^resume: step ' "$bin" --ckpt "$t/ck" --resume --steps 3 ;;
       *:FLAG)
         local wline=""
-        [ -z "${with[*]:-}" ] || wline=$("$bin" --help 2>/dev/null </dev/null | grep -m1 -- "^  ${with[0]} ")
+        [ -z "${with[*]:-}" ] || wline=$(grep -m1 -- "^  ${with[0]} " "$HT/help")
         case $line$wline in
           *"not under mpirun"*) [ -n "$wline" ] || help_alone "$bin" "$lesson" "$flag" ;; # with it: there
           *) help_run "help $lesson: $flag accepted" 0 '' "$bin" "$flag" ${with[@]+"${with[@]}"} ;;
@@ -154,7 +155,7 @@ help_lesson() {
     fi
   done < <(help_shared)
   local fp16_flags
-  fp16_flags=$("$bin" --help 2>/dev/null | awk '/^  --/ && / fp16: / { print $1 }' | tr '\n' ' ')
+  fp16_flags=$(awk '/^  --/ && / fp16: / { print $1 }' "$HT/help" | tr '\n' ' ')
   if [ -n "$fp16_flags" ] && ! awk '$1 == "--precision" && $2 ~ /(^|\|)fp16(\||$)/' "$HT/flags" | grep -q .; then
     fail "help $lesson: fp16's flags only beside --precision fp16" "" "lists $fp16_flags without the choice fp16"
   fi
