@@ -221,7 +221,7 @@ channel axis_link(const machine *c, const mesh *x, int a, int coll, int *intra) 
   const channel *own = coll == AR ? &c->ar : coll == RS ? &c->rs : &c->ag;
   if (c->measured && coll != P2P && *intra && own->beta > 0) return *own;
   channel k = *intra ? c->intra : c->inter;
-  if (coll == P2P) /* 09's and 11's messages go both ways at once: what that costs */
+  if (coll == P2P) /* 09's and 11's messages, both ways at once between computations */
     k.alpha = fmax(k.alpha, c->swap[!*intra]);
   return k;
 }

@@ -63,9 +63,9 @@ typedef struct {
   double flops, eff;    /* peak FLOP/s of one device (16-bit; fp32 on a CPU), large-GEMM fraction */
   double hbm, hbm_bw;   /* bytes of one device's memory, and its bandwidth */
   channel intra, inter; /* inside a node, across nodes (per device) */
-  double swap[2];      /* measured: a sendrecv both ways at once, inside a node, across (seconds) */
-  channel ar, rs, ag;  /* measured: the library's collectives, each fitted by its ring formula */
-  double fit_residual; /* measured: the ping-pong fit's worst relative residual */
+  double swap[2];       /* measured: sendrecv both ways between computations, inside, across (s) */
+  channel ar, rs, ag;   /* measured: the library's collectives, each fitted by its ring formula */
+  double fit_residual;  /* measured: the ping-pong fit's worst relative residual */
   int64_t ranks, cores; /* measured: ranks of the run that measured, cores of the machine */
   timed_op *ops;        /* measured */
   int nops;
