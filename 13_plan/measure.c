@@ -4,7 +4,8 @@
  *    lower quartile of many) between two ranks of a node, and of two nodes
  *    when there are two, from 4 B to 4 MiB, fitted t = alpha + S beta
  *    (fit(): alpha from the smallest sizes, beta where the mesh's messages
- *    lie); each size's residual printed;
+ *    lie); each size's residual printed; and 09's and 11's sendrecv both
+ *    ways at once between computations (swap()), their messages' alpha;
  *  - the collectives over every rank: 03's ring all-reduce by hand (its
  *    messages and bytes counted by the comm layer) beside the library's
  *    all-reduce, reduce-scatter and all-gather, from n x 4 B to n x 1 MiB,
@@ -85,7 +86,7 @@ static double pingpong(dt_comm *w, int p, int q, float *buf, size_t count, int r
  * 160 us of writes), 21-25 back to back, half a round trip 15. The time a
  * rank blocks, averaged over 16 rounds (the ranks' small skews cancel), the
  * lower quartile of 9 such. */
-static volatile float evicted;
+static volatile float evicted; /* read once, so no compiler drops the writes before free() */
 static double swap(dt_comm *w, int p, int q, float *buf, size_t count) {
   enum { EVICT = 1 << 21, ROUNDS = 16, REPS = 9 }; /* EVICT in floats */
   double best = 0, t[REPS];
@@ -135,8 +136,7 @@ static channel link_between(dt_comm *w, int p, int q, const char *what, float *b
   *swapped = swap(w, p, q, buf, 16);
   dt_print0("  a sendrecv both ways at once after a microbatch's compute (09's and 11's "
             "messages; on the cpu backend after 50 us of writes over 8 MiB), 64 B: %.2f us; their "
-            "alpha is the "
-            "larger of the two\n",
+            "alpha is the larger of the two\n",
             *swapped * 1e6);
   return k;
 }
