@@ -177,6 +177,9 @@ int main(int argc, char **argv) {
             "chunks), busbw = algbw * 2(N-1)/N = algbw * %.3f\n",
             nsizes, (long long)min_bytes, (long long)max_bytes, (long long)factor, (long long)iters,
             (long long)warmup, (long long)seg_bytes, 2.0 * (N - 1) / N);
+  if (N == 1)
+    dt_print0("note: one rank: an all-reduce in place has nothing to move or add, so each variant "
+              "returns at once; the times are a call's overhead, and algbw is no bandwidth\n");
   print_schedule(w);
 
   /* Host copies (inputs, sums, results), then backend buffers: the inputs,

@@ -16,6 +16,10 @@ before torch loads, and torch.set_num_threads(1). Ranks talk over gloo on
 "torch: mode=M np=N ms_per_step=T" from rank 0 (the ranks wait for each other
 every step).
 
+  --device cuda  (single mode only) the same step on the GPU, fp32 with TF32 off
+                 (as cuBLAS's default math in our cuda backend); the loss's .item()
+                 each step synchronises, as 05 reads its loss every step
+
   --mode single  one process (N must be 1)
   --mode ddp     DistributedDataParallel (05's counterpart)
   --mode zero1   DDP + ZeroRedundancyOptimizer: optimizer state sharded (06 --zero 1)
@@ -67,8 +71,12 @@ def worker(rank, a, port):
     if a.mode != "single":
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                                 world_size=N)
-    model = Model(a.layers, a.dim, a.hidden)
-    teacher = Block(a.dim, a.dim)
+    dev = torch.device(a.device)
+    if a.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    model = Model(a.layers, a.dim, a.hidden).to(dev)
+    teacher = Block(a.dim, a.dim).to(dev)
     for p in teacher.parameters():
         p.requires_grad_(False)
     if a.mode == "ddp" or a.mode == "zero1":
@@ -91,11 +99,11 @@ def worker(rank, a, port):
     else:
         opt = torch.optim.SGD(model.parameters(), lr=a.lr)
     rows = a.batch // N
-    gen = torch.Generator().manual_seed(2 + rank)
+    gen = torch.Generator(device=dev).manual_seed(2 + rank)
 
     def step():
         with torch.no_grad():
-            x = torch.rand(rows, a.dim, generator=gen) * 2 - 1
+            x = torch.rand(rows, a.dim, generator=gen, device=dev) * 2 - 1
             y = teacher(x)
         opt.zero_grad(set_to_none=True)
         loss = nn.functional.mse_loss(model(x), y)
@@ -106,15 +114,20 @@ def worker(rank, a, port):
             dist.all_reduce(loss)
         return loss.item() / N
 
-    step()  # warm-up, untimed
+    for _ in range(1 if a.device == "cpu" else 5):
+        step()  # warm-up, untimed (on the GPU: cuBLAS's heuristics and allocator settle)
     if N > 1:
         dist.barrier()
+    if a.device == "cuda":
+        torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(a.steps):
         loss = step()
+    if a.device == "cuda":
+        torch.cuda.synchronize()
     per_step = (time.perf_counter() - t0) / a.steps
     if rank == 0:
-        print(f"torch: mode={a.mode} np={N} ms_per_step={per_step * 1e3:.3f} "
+        print(f"torch: mode={a.mode} device={a.device} np={N} ms_per_step={per_step * 1e3:.3f} "
               f"loss={loss:.6f} torch={torch.__version__} threads={torch.get_num_threads()}",
               flush=True)
     if N > 1:  # every rank waits for the others, then leaves at once: gloo's
@@ -133,7 +146,10 @@ def main():
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--lr", type=float, default=0.2)
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     a = p.parse_args()
+    if a.device == "cuda" and a.mode != "single":
+        sys.exit("torch_step.py: --device cuda runs --mode single only")
     if (a.mode == "single") != (a.np == 1) or a.batch % a.np:
         sys.exit("torch_step.py: --mode single needs --np 1 (and the others more), and --np must "
                  "divide --batch")

@@ -145,6 +145,8 @@ void dt_run_reset(dt_run *r) {
   for (int i = 0; i < 4 && r->comms[i]; i++) dt_comm_reset(r->comms[i]);
   dt_mem_reset_peaks();
   r->t_start = dt_now();
+  r->first_step = r->later_steps = 0;
+  r->steps_timed = 0;
 }
 
 static double comm_seconds(const dt_run *r) {
@@ -183,7 +185,7 @@ int dt_step_update(dt_run *r) {
     bad |= dt_count_nonfinite(r->seg[k].g, r->seg[k].n) > 0;
   if (dt_precision_type(c) == DT_F16) bad = all_reduce_scalar(r, bad, DT_MAX) > 0;
   if (!dt_scaler_update(&r->scaler, c, bad, &used)) return 0;
-  if (c->clip > 0) {                  /* only when used: the norm costs a pass and an all-reduce */
+  if (c->clip > 0) { /* only when used: the norm costs a pass and an all-reduce */
     for (int k = 0; k < r->nseg && !r->copy; k++) /* a replica's norm counts once, rank 0's */
       if (!r->seg[k].replica || r->world->rank == 0) sq += dt_sum_squares(r->seg[k].g, r->seg[k].n);
     sq = all_reduce_scalar(r, sq, DT_SUM);
@@ -236,6 +238,10 @@ void dt_step_end(dt_run *r, int64_t step, double loss) {
   dt_sync();
   double dt = dt_now() - r->t_step;
   r->compute += dt - (comm_seconds(r) - r->comm_step);
+  if (r->steps_timed++ == 0)
+    r->first_step = dt;
+  else
+    r->later_steps += dt;
   dt_print_step(&r->c, step, r->losses[step], r->part_name, r->part_name ? r->parts[step] : 0,
                 r->loss_how ? r->loss_how : "mean over ranks", dt);
 }
@@ -246,6 +252,16 @@ void dt_run_summary(dt_run *r) {
   dt_print0(
       "  time per step          %8.2f ms   compute %.2f ms   communication %.2f ms (blocked)\n",
       (dt_now() - r->t_start) * ms, r->compute * ms, comm_seconds(r) * ms);
+#ifdef DT_CUDA
+  /* The first step loads cuBLAS's and the lessons' kernels (~0.1 s on an
+   * H200), which the mean above spreads over every step; PyTorch's timings
+   * leave such warm-up steps out, so say what the steps after it take. */
+  if (r->steps_timed > 1)
+    dt_print0(
+        "  after the first step   %8.2f ms a step (the first, loading cuBLAS and the kernels: "
+        "%.2f ms)\n",
+        r->later_steps / (double)(r->steps_timed - 1) * 1e3, r->first_step * 1e3);
+#endif
   if (r->scalars.calls) { /* each: one float all-reduced over the world; the counters
                            * add whole bytes, the formula is exact (5 vs 5.33 at N=3) */
     double N = r->world->size, per = 2 * (N - 1) / N * 4;

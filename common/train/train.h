@@ -471,6 +471,8 @@ typedef struct {
   dt_loss_scaler scaler;
   double *losses, *parts; /* per step, means over ranks; parts with part_name */
   double t_start, t_step, comm_step, compute;
+  double first_step, later_steps; /* wall seconds: the first step timed, and the rest */
+  int64_t steps_timed;
   dt_counter scalars; /* the all-reduces of one float: clip norm, fp16 verdict */
   float *scalar;
   float *host;         /* the whole model on the host (rank 0; every rank when replicated) */
