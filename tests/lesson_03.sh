@@ -20,6 +20,11 @@ for np in 1 2 3 4; do
     -- "$L03" "${L03_SMALL[@]}"
 done
 
+# One rank: nothing to move or add; 03 says its times are then no bandwidth.
+check "lesson 03 np=1 says its times are a call's overhead" 1 0 'CHECK PASSED' \
+  "^note: one rank: an all-reduce in place has nothing to move or add, .* algbw is no bandwidth$" \
+  -- "$L03" "${L03_SMALL[@]}"
+
 # Counts that N does not divide: chunks differ by one element, some are empty
 # when count < N. Rank r sends every chunk but r+1 (reduce-scatter) and every
 # chunk but r+2 (all-gather), 4 bytes per element: for 1001 floats on 3 ranks

@@ -11,7 +11,9 @@
 #  - common/comm/README.md and common/train/README.md name every file of
 #    their folder;
 #  - the tour's summary shows every lesson's concept whole (tests/tour.sh
-#    wraps it): each lesson's concept, from its --help, through tour.sh.
+#    wraps it): each lesson's concept, from its --help, through tour.sh;
+#  - the tour names a refusal (needs 2+, cpu only) without failing, and
+#    still fails on a failed check.
 DD=build/test-docs
 rm -rf "$DD"; mkdir -p "$DD"
 docs_lessons=()
@@ -110,4 +112,40 @@ if [ -n "$docs_want" ] && cmp -s "$DD/want-concepts.txt" "$DD/tour-concepts.txt"
 else
   fail "docs: the tour's summary shows each lesson's concept whole" "$DD/tour.log" \
     "$(diff "$DD/want-concepts.txt" "$DD/tour-concepts.txt" | head -n 6 | tr '\n' ' ')"
+fi
+
+# the tour's verdicts: a lesson that refuses the NP ("needs at least 2
+# ranks", as 01 at NP=1) or the backend ("runs on the cpu backend only", as
+# 10-12 on cuda) is named so and is no failure; a failed check still fails
+# the tour. Stand-ins print what the lessons print (the refusals without a
+# banner, or after it) and take --help as the lessons do.
+docs_refuse() { # docs_refuse NN_name BODY: a stand-in lesson NN_name running BODY
+  mkdir -p "$DD/verdicts/$1"
+  printf '#!/bin/sh\n[ "$1" = --help ] && { echo "%s: a stand-in"; exit 0; }\n%s\n' "$1" "$2" \
+    >"$DD/verdicts/$1/${1#*_}"
+  chmod +x "$DD/verdicts/$1/${1#*_}"
+}
+docs_refuse 01_few 'echo "error: 01_few needs at least 2 ranks, got 1" >&2; exit 2'
+docs_refuse 02_host 'printf "02_host | backend cuda\na stand-in\n"; echo "error: 02_host runs on the cpu backend only for now: host loops" >&2; exit 2'
+docs_refuse 03_bad 'printf "03_bad | backend cpu\na stand-in\nCHECK FAILED: planted\n"; exit 1'
+docs_tour() { # docs_tour LOG LESSON...: the tour over those stand-ins at NP=1; its exit code
+  NP=1 MPIRUN_FLAGS="$([ "$(id -u)" = 0 ] && echo --allow-run-as-root)" \
+    with_timeout -k 5 120 bash tests/tour.sh "${@:2}" >"$1" 2>&1
+}
+docs_tour "$DD/verdicts/ok.log" "$DD/verdicts/01_few/few" "$DD/verdicts/02_host/host"
+docs_rc=$?
+if [ $docs_rc = 0 ] && grep -Eq '^01_few +a stand-in +needs 2\+ ' "$DD/verdicts/ok.log" &&
+  grep -Eq '^02_host +a stand-in +cpu only ' "$DD/verdicts/ok.log"; then
+  pass "docs: the tour names a refused NP (needs 2+) and a refused backend (cpu only), and passes"
+else
+  fail "docs: the tour names a refused NP (needs 2+) and a refused backend (cpu only), and passes" \
+    "$DD/verdicts/ok.log" "exit $docs_rc"
+fi
+docs_tour "$DD/verdicts/bad.log" "$DD/verdicts/01_few/few" "$DD/verdicts/03_bad/bad"
+docs_rc=$?
+if [ $docs_rc = 1 ] && grep -Eq '^03_bad +a stand-in +FAILED \(exit 1\)' "$DD/verdicts/bad.log"; then
+  pass "docs: a failed check still fails the tour beside a refusal (exit 1, FAILED)"
+else
+  fail "docs: a failed check still fails the tour beside a refusal (exit 1, FAILED)" \
+    "$DD/verdicts/bad.log" "exit $docs_rc"
 fi
