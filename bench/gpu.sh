@@ -8,11 +8,9 @@
 #              staged through host memory over MPI)
 #   bench      03's all-reduce at NP 1 from 8 B to 1 GiB beside
 #              torch.distributed.all_reduce (NCCL, world size 1); 03 at NP 2 and
-#              4 (staged); 05_dp at NP 1 on L=8 D=1024 H=4096 B=256 beside the
-#              same model in PyTorch on the same GPU (fp32, TF32 off); 13_plan
-#              --measure (its op times are the cuda backend's)
-#   step       05 (the bench's model) and PyTorch alternated, 3 runs each,
-#              and 05's GEMM seconds (DT_GEMM_TIME)
+#              4 (staged); 13_plan --measure (the cuda backend's op times)
+#   step       05_dp at NP 1 on L=8 D=1024 H=4096 B=256 beside the same model
+#              in PyTorch on the same GPU (fp32, TF32 off), alternated, 3 each
 #   ncu        05's kernels, 4 steps, by Nsight Compute: the GEMM share
 #   sanitizer  compute-sanitizer memcheck and racecheck on 03, 05, 06, 09 at
 #              NP 1, and 03 at NP 2 (GPU_SANITIZERS picks the tools)
@@ -30,6 +28,7 @@ OUT=$(cd "$OUT" && pwd)
 PHASES=${GPU_PHASES:-build lessons bench step ncu sanitizer tests}
 DEADLINE=${GPU_DEADLINE:-500}
 MAKEFLAGS_CUDA="BACKEND=cuda"
+MODEL05="--layers 8 --dim 1024 --hidden 4096 --batch 256 --steps 50" # 05 beside PyTorch
 START=$(date +%s)
 SUM=$OUT/summary.txt
 : >"$SUM"
@@ -77,35 +76,22 @@ if want bench; then
       echo "######## 03 NP=$np (one GPU shared: staged through host memory)"
       timeout 120 mpirun --oversubscribe -np $np ./03_all_reduce/all_reduce --min-bytes 4K --max-bytes 64M --factor 16 --iters 10
     done
-    echo "######## 05 NP=1 L=8 D=1024 H=4096 B=256, 50 steps"
-    timeout 120 mpirun -np 1 ./05_dp/dp --layers 8 --dim 1024 --hidden 4096 --batch 256 --steps 50 --no-check
-    echo "######## torch single cuda, same model"
-    timeout 120 $PY bench/torch_step.py --device cuda --layers 8 --dim 1024 --hidden 4096 --batch 256 --steps 50
-    echo "######## 05 again (order effects)"
-    timeout 120 mpirun -np 1 ./05_dp/dp --layers 8 --dim 1024 --hidden 4096 --batch 256 --steps 50 --no-check
-    echo "######## torch again"
-    timeout 120 $PY bench/torch_step.py --device cuda --layers 8 --dim 1024 --hidden 4096 --batch 256 --steps 50
     echo "######## 13_plan --measure NP=1"
     timeout 120 mpirun -np 1 ./13_plan/plan --measure --machine "$OUT/machine.json"
   } >"$B" 2>&1
-  say "bench: $(grep -c '^CHECK PASSED' "$B") CHECK PASSED; 05 $(grep -m2 'time per step' "$B" | awk '{print $4}' | tr '\n' ' ')ms; torch $(grep -o 'ms_per_step=[0-9.]*' "$B" | tr '\n' ' ')"
+  say "bench: $(grep -c '^CHECK PASSED' "$B") CHECK PASSED"
 fi
 
 if want step; then
-  # 05 and PyTorch alternated, 3 runs each (order effects, clocks); then 05
-  # once with DT_GEMM_TIME=1 (an event pair around each GEMM, the host
-  # waiting on each: its GEMM seconds, not its step time)
+  # 05 and PyTorch alternated, 3 runs each (order effects, clocks)
   t=$(elapsed)
-  M="--layers 8 --dim 1024 --hidden 4096 --batch 256 --steps 50"
   for rep in 1 2 3; do
-    echo "######## 05 NP=1 $M --no-check, run $rep"
-    timeout 120 mpirun -np 1 ./05_dp/dp $M --no-check | grep -v '^step'
+    echo "######## 05 NP=1 $MODEL05 --no-check, run $rep"
+    timeout 120 mpirun -np 1 ./05_dp/dp $MODEL05 --no-check | grep -v '^step'
     echo "######## torch single cuda, run $rep"
-    timeout 120 $PY bench/torch_step.py --device cuda $M
+    timeout 120 $PY bench/torch_step.py --device cuda $MODEL05
   done >>"$OUT/step.log" 2>&1
-  echo "######## 05 DT_GEMM_TIME=1" >>"$OUT/step.log"
-  DT_GEMM_TIME=1 timeout 120 mpirun -np 1 ./05_dp/dp $M --no-check 2>&1 | grep -v '^step' >>"$OUT/step.log"
-  say "step ($(($(elapsed) - t)) s): 05 after the first step $(grep -o 'after the first step *[0-9.]*' "$OUT/step.log" | awk '{print $NF}' | tr '\n' ' ')ms; torch $(grep -o 'ms_per_step=[0-9.]*' "$OUT/step.log" | cut -d= -f2 | tr '\n' ' ')ms; $(grep -m1 'gemm time' "$OUT/step.log")"
+  say "step ($(($(elapsed) - t)) s): 05 after the first step $(grep -o 'after the first step *[0-9.]*' "$OUT/step.log" | awk '{print $NF}' | tr '\n' ' ')ms; torch $(grep -o 'ms_per_step=[0-9.]*' "$OUT/step.log" | cut -d= -f2 | tr '\n' ' ')ms"
 fi
 
 if want ncu; then
@@ -114,7 +100,7 @@ if want ncu; then
     # every kernel of 4 steps, its duration (the last steps are read: the first
     # holds the setup's kernels); --clock-control none keeps the clock a run has
     timeout 150 mpirun -np 1 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv \
-      --launch-count 3000 ./05_dp/dp --layers 8 --dim 1024 --hidden 4096 --batch 256 --steps 4 --no-check \
+      --launch-count 3000 ./05_dp/dp ${MODEL05/--steps 50/--steps 4} --no-check \
       >"$OUT/ncu.csv" 2>&1
     say "ncu: exit $?, $(grep -c gpu__time_duration "$OUT/ncu.csv") kernel rows"
   else
