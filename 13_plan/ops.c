@@ -3,7 +3,9 @@
  * by the kernel the lesson calls (dt_matmul, common/train's blocks and
  * attention, 11's merge and split, the optimizer) on buffers of its size,
  * all ranks at once as in a run; the fastest of 9 trials after a warm-up,
- * taken in turns, the slowest rank's where two ranks measured a shape. */
+ * taken in turns; then scaled by the stage's compute replayed as a step
+ * runs it, against their sum; the slowest rank's where two ranks measured
+ * a shape. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,8 +70,6 @@ static void run_op(const op *o, scratch *b, const dt_train_config *cfg, const in
   }
 }
 
-/* The fastest of `trials` trials after a warm-up; a trial repeats a short
- * op until it lasts 100 us, so the clock's grain does not count. */
 /* The largest buffer the op touches, in floats; op_time holds ten. */
 static int64_t largest(const op *o) {
   const int64_t *s = o->s;
@@ -85,37 +85,97 @@ static int64_t largest(const op *o) {
   }
 }
 
-double op_time(const op *o, const model *m, int trials) {
-  int64_t *s = (int64_t *)o->s;
-  scratch b = {.n = (size_t)largest(o) + 64};
+/* Buffers for op o, filled: ten of its largest size, and its batch's samples. */
+typedef struct {
+  scratch b;
+  dt_train_config cfg;
+  int64_t *samples;
+} bench;
+
+static void bench_init(bench *h, const op *o, const model *m) {
+  const int64_t *s = o->s;
+  h->b.n = (size_t)largest(o) + 64;
   for (int i = 0; i < 10; i++) {
-    b.p[i] = dt_alloc_f32(b.n, DT_OTHER);
-    dt_fill_uniform(b.p[i], b.n, 7, (uint64_t)i, 0, -1, 1);
+    h->b.p[i] = dt_alloc_f32(h->b.n, DT_OTHER);
+    dt_fill_uniform(h->b.p[i], h->b.n, 7, (uint64_t)i, 0, -1, 1);
   }
-  dt_train_config cfg = DT_TRAIN_DEFAULTS;
-  cfg.dim = o->k == DATA11 ? s[4] : o->k == DATA05 ? s[1] : m->D;
-  cfg.seq = o->k == DATA11 ? s[1] : 0;
-  int64_t *samples = dt_host_alloc((size_t)(s[0] + 1), sizeof *samples);
-  for (int64_t i = 0; i <= s[0]; i++) samples[i] = i;
+  h->cfg = (dt_train_config)DT_TRAIN_DEFAULTS;
+  h->cfg.dim = o->k == DATA11 ? s[4] : o->k == DATA05 ? s[1] : m->D;
+  h->cfg.seq = o->k == DATA11 ? s[1] : 0;
+  h->samples = dt_host_alloc((size_t)(s[0] + 1), sizeof *h->samples);
+  for (int64_t i = 0; i <= s[0]; i++) h->samples[i] = i;
   if (o->k == ATT_B) { /* a forward first: backward needs its log-sum-exp */
     op f = *o;
     f.k = ATT_F;
-    run_op(&f, &b, &cfg, samples); /* its lse lands in p[4], where ATT_B reads it */
+    run_op(&f, &h->b, &h->cfg, h->samples); /* its lse lands in p[4], where ATT_B reads it */
   }
+}
+
+static void bench_free(bench *h) {
+  for (int i = 0; i < 10; i++) dt_free(h->b.p[i]);
+  free(h->samples);
+}
+
+/* The fastest of `trials` trials after a warm-up; a trial repeats a short
+ * op until it lasts 100 us, so the clock's grain does not count. */
+double op_time(const op *o, const model *m, int trials) {
+  bench h;
+  bench_init(&h, o, m);
   double t0 = dt_now(), best = 1e30;
-  run_op(o, &b, &cfg, samples);
+  run_op(o, &h.b, &h.cfg, h.samples);
   dt_sync();
   double once = dt_now() - t0;
   int reps = once >= 1e-4 ? 1 : (int)fmin(1000, 1e-4 / fmax(once, 1e-7)) + 1;
   for (int trial = 0; trial < trials; trial++) {
     t0 = dt_now();
-    for (int r = 0; r < reps; r++) run_op(o, &b, &cfg, samples);
+    for (int r = 0; r < reps; r++) run_op(o, &h.b, &h.cfg, h.samples);
     dt_sync();
     best = fmin(best, (dt_now() - t0) / reps);
   }
-  for (int i = 0; i < 10; i++) dt_free(b.p[i]);
-  free(samples);
+  bench_free(&h);
   return best;
+}
+
+/* Operations this backend runs (the others the roofline costs). */
+static int timed_here(const op *o, int cpu) {
+  int host = o->k == ATT_F || o->k == ATT_B || o->k == DATA11 || o->k == DATA05;
+  return o->k != FLASH && (cpu || !host);
+}
+
+/* One stage's compute as a step runs it: for each microbatch and layer its
+ * forward's and backward's operations in the lesson's order, then the
+ * step's once-only ones, each on buffers of its own; the lower quartile of
+ * `trials` replays after one to warm up. In a step each operation finds its
+ * data evicted by the others; timed alone, in a loop, it keeps it in the
+ * caches. 0 where the buffers would not fit (then ops keep their own time). */
+static double replay(const op *o, int n, const model *m, const mesh *x, int64_t s, int trials,
+                     int cpu) {
+  double need = 0, per = (double)(x->M * stage_layers(m, x, s)), t[16];
+  for (int i = 0; i < n; i++)
+    need += timed_here(&o[i], cpu) ? 40.0 * (double)(largest(&o[i]) + 64) : 0;
+  if (n <= 0 || need > dt_memory_available() / 4 || trials > 16) return 0;
+  bench *h = calloc((size_t)n + 1, sizeof *h);
+  for (int i = 0; i < n; i++)
+    if (timed_here(&o[i], cpu)) bench_init(&h[i], &o[i], m);
+  for (int trial = -1; trial < trials; trial++) {
+    double t0 = dt_now();
+    for (int64_t j = 0; j < (int64_t)per; j++)
+      for (int i = 0; i < n; i++) {
+        if (!o[i].per_micro || !timed_here(&o[i], cpu)) continue;
+        long due =
+            lround(o[i].count * (double)(j + 1) / per) - lround(o[i].count * (double)j / per);
+        for (long r = 0; r < due; r++) run_op(&o[i], &h[i].b, &h[i].cfg, h[i].samples);
+      }
+    for (int i = 0; i < n; i++)
+      for (long r = 0; !o[i].per_micro && timed_here(&o[i], cpu) && r < lround(o[i].count); r++)
+        run_op(&o[i], &h[i].b, &h[i].cfg, h[i].samples);
+    dt_sync();
+    if (trial >= 0) t[trial] = dt_now() - t0;
+  }
+  for (int i = 0; i < n; i++)
+    if (timed_here(&o[i], cpu)) bench_free(&h[i]);
+  free(h);
+  return quartile(t, trials);
 }
 
 /* This rank's stages' operations, timed once per shape; then every rank's
@@ -164,6 +224,27 @@ void time_ops(dt_comm *w, const model *m, const mesh *x, machine *c) {
    * several ops, not every trial of one */
   for (int trial = 0; trial < TRIALS; trial++)
     for (int i = 0; i < n; i++) mine[i * K + 6] = fmin(mine[i * K + 6], op_time(&mine_op[i], m, 1));
+  /* then the stages' compute replayed as a step runs it, every rank at once:
+   * each op's time is its hot time scaled by replayed / summed-hot */
+  double replayed = 0, hot = 0, f[2];
+  dt_host_all_reduce(w, &replayed, 1, DT_F64, DT_SUM); /* a barrier */
+  for (int64_t s = 0; s < x->n[PP]; s++)
+    for (int64_t cr = 0; cr < C; cr++) {
+      if (N == w->size && !(s == r / (T * C) % x->n[PP] && cr == r / T % C)) continue;
+      int k = ops_of(m, x, s, cr, o, MAXOPS);
+      double t = replay(o, k, m, x, s, TRIALS, cpu);
+      for (int i = 0; i < k && t > 0; i++)
+        for (int j = 0; j < n && timed_here(&o[i], cpu); j++)
+          if (mine_op[j].k == o[i].k && !memcmp(mine_op[j].s, o[i].s, sizeof o[i].s)) {
+            hot += o[i].count * mine[j * K + 6];
+            break;
+          }
+      replayed += t;
+    }
+  f[0] = f[1] = replayed > 0 && hot > 0 ? replayed / hot : 1;
+  for (int i = 0; i < n; i++) mine[i * K + 6] *= f[0];
+  f[0] = -f[0];
+  dt_host_all_reduce(w, f, 2, DT_F64, DT_MAX);
   for (int i = n; i < PER; i++) mine[i * K] = -1;
   dt_host_gather(w, mine, all, PER * K, DT_F64, 0);
   dt_host_broadcast(w, all, (size_t)(w->size * PER * K), DT_F64, 0);
@@ -180,10 +261,15 @@ void time_ops(dt_comm *w, const model *m, const mesh *x, machine *c) {
     else if (j < c->nops)
       c->ops[j].seconds = fmax(c->ops[j].seconds, t.seconds);
   }
-  dt_print0("\noperations of the step at their shapes (compute.c; the fastest of 9 trials, the "
-            "slowest rank's): %d; stage 0's, cp rank 0's, the costliest first:\n"
+  dt_print0("\noperations of the step at their shapes (compute.c): each alone, the fastest of 9 "
+            "trials; then the stage's compute replayed as a step runs it (microbatch by "
+            "microbatch, layer by layer, each operation on buffers of its own, every rank at once; "
+            "the lower quartile of 9): %.2f to %.2f times the sum of their fastest (the ranks'; "
+            "alone, in a loop, an operation keeps its data in the caches, in a step the others "
+            "come between); each operation's time below is its fastest times its rank's factor, "
+            "the slowest rank's: %d; stage 0's, cp rank 0's, the costliest first:\n"
             "    kernel   shape                             us a call  calls a step   ms a step\n",
-            c->nops);
+            -f[0], f[1], c->nops);
   int k = ops_of(m, x, 0, 0, o, MAXOPS), shown[MAXOPS] = {0};
   for (int row = 0; row < 12 && row < k; row++) { /* a selection sort of the few shown */
     int best = -1;

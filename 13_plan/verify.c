@@ -7,10 +7,13 @@
  * Every byte count and memory row the lesson prints must equal the
  * prediction. The step time (the lower quartile of the printed steps after
  * the first, as --measure takes of the collectives: a typical step, not the
- * luckiest of twenty) must be within 20% where the ranks have a core each;
- * a shape whose time misses is measured and run again after the others,
- * four times at most, every attempt printed (a shared machine's load, and
- * a process's luck with its caches, change from one run to the next).
+ * luckiest of twenty) must be within 20% where the ranks have a core each.
+ * Where it misses, the machine is measured again at once and the run judged
+ * against that prediction too (a run can fall on the other side of a change
+ * of the machine's speed from the measurement before it); a shape that still
+ * misses is measured and run again after the others, four times at most,
+ * every attempt printed (a shared machine's load changes from one run to
+ * the next).
  * With more ranks than cores a rank waits for a core at every message,
  * which the model, a core per rank, does not describe: reported, not
  * judged. mpirun is $MPIRUN (default mpirun), so emulated nodes work:
@@ -199,41 +202,67 @@ static void compare(const figures *got, const figures *want, int *printed, int *
 
 enum { OK, TIME_OFF, FAILED };
 
-/* One attempt at shape i: measure, run, predict, compare; prints its row. */
+/* --measure at shape i's ranks into its machine file `tag`, then --predict
+ * from it into `want`; the commands' status. */
+static int measure_predict(const char *self, const char *mpirun, const char *flags, int i,
+                           const char *tag, figures *want) {
+  const shape *s = &shapes[i];
+  char cmd[2048], log[2][256], file[256];
+  snprintf(file, sizeof file, "build/plan/verify-%d%s.json", i, tag);
+  for (int k = 0; k < 2; k++)
+    snprintf(log[k], sizeof log[k], "build/plan/verify-%d%s-%c.log", i, tag, "mp"[k]);
+  snprintf(cmd, sizeof cmd, "%s%s -np %d %s --measure --timeout 120 --machine %s %s", mpirun, flags,
+           s->np, self, file, s->plan);
+  int rc = sh(cmd, log[0]);
+  snprintf(cmd, sizeof cmd, "%s --predict --json --machine %s %s", self, file, s->plan);
+  rc |= sh(cmd, log[1]);
+  parse_prediction(log[1], want);
+  return rc;
+}
+
+/* One attempt at shape i: measure, run, predict, compare; prints its row.
+ * Where the time misses, the machine is measured again at once and the
+ * run judged against that prediction too: this VM's speed moves in spells
+ * of a second or two (a core's step 3.3 ms, then 5.5 for a while, then
+ * 3.3: 13_plan/README.md), and a run of a second can fall on the other
+ * side of a change from the measurement before it. */
 static int attempt(const char *self, const char *mpirun, int i, int timed, int tries, int last) {
   const shape *s = &shapes[i];
-  char dir[] = "build/plan", cmd[2048], log[3][256], why[1024] = "", flags[64];
+  char cmd[2048], log[3][256], why[1024] = "", flags[64];
   snprintf(flags, sizeof flags, "%s%s", timed ? "" : " --oversubscribe",
            getuid() ? "" : " --allow-run-as-root");
   for (int k = 0; k < 3; k++)
-    snprintf(log[k], sizeof log[k], "%s/verify-%d-%c.log", dir, i, "mlp"[k]);
-  snprintf(cmd, sizeof cmd, "%s%s -np %d %s --measure --timeout 120 --machine %s/verify-%d.json %s",
-           mpirun, flags, s->np, self, dir, i, s->plan);
-  int rc = sh(cmd, log[0]);
+    snprintf(log[k], sizeof log[k], "build/plan/verify-%d-%c.log", i, "mlp"[k]);
+  figures got, want, after;
+  int rc = measure_predict(self, mpirun, flags, i, "", &want);
   snprintf(cmd, sizeof cmd, "%s%s -np %d ./%s --steps 200 --no-check --timeout 120 %s", mpirun,
            flags, s->np, s->lesson, s->flags);
   rc |= sh(cmd, log[1]);
-  snprintf(cmd, sizeof cmd, "%s --predict --json --machine %s/verify-%d.json %s", self, dir, i,
-           s->plan);
-  rc |= sh(cmd, log[2]);
-  figures got, want;
   parse_lesson(log[1], &got);
-  parse_prediction(log[2], &want);
   int printed = 0, differ = 0;
   compare(&got, &want, &printed, &differ, why, sizeof why);
-  double ratio = want.step_ms / got.step_ms;
+  double ratio = want.step_ms / got.step_ms, ratio_after = 0;
   int ok_time = !timed || fabs(ratio - 1) <= 0.2;
   int fail = rc != 0 || differ > 0 || printed == 0 || got.step_ms >= 1e30;
-  char label[64];
+  if (!fail && !ok_time) {
+    rc |= measure_predict(self, mpirun, flags, i, "-after", &after);
+    ratio_after = after.step_ms / got.step_ms;
+    ok_time = fabs(ratio_after - 1) <= 0.2;
+    fail = rc != 0;
+  }
+  char label[64], again_at_once[96] = "";
   snprintf(label, sizeof label, "%.12s %s", s->lesson, s->flags[0] ? s->flags : "(defaults)");
-  dt_print0("  %-36s %2d  %5d of %-5d  %17.3f  %8.3f  %5.2f  %s%s\n", label, s->np,
+  if (ratio_after > 0)
+    snprintf(again_at_once, sizeof again_at_once, " (measured again after the run: %.3f ms, %.2f)",
+             after.step_ms, ratio_after);
+  dt_print0("  %-36s %2d  %5d of %-5d  %17.3f  %8.3f  %5.2f  %s%s%s\n", label, s->np,
             printed - differ, printed, want.step_ms, got.step_ms, ratio,
             fail      ? "FAILED"
             : !timed  ? "reported: more ranks than cores, each waits for a core at every message"
             : ok_time ? "ok"
             : !last   ? "time off: measured and run again after the others"
                       : "TIME OFF",
-            tries ? " (again)" : "");
+            again_at_once, tries ? " (again)" : "");
   dt_print0("      predicted: compute %.3f, tp %.3f, cp %.3f, pp %.3f, dp x cp %.3f, bubble "
             "%.3f ms\n",
             want.parts[0], want.parts[TP], want.parts[CP], want.parts[PP], want.parts[DC],
