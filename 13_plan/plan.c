@@ -186,7 +186,7 @@ int main(int argc, char **argv) {
   if (f.verify && world->size > 1)
     dt_fail("--verify starts mpirun itself: run it alone, ./13_plan/plan --verify");
   if (f.verify) {
-    int bad = verify(argv[0], f.quick);
+    int bad = verify(argv[0], f.quick, f.shapes);
     dt_finalize();
     return bad ? 1 : 0;
   }

@@ -96,7 +96,7 @@ typedef struct {
  * machine of it). Model sizes left at 0 are the model's (--model). */
 typedef struct {
   const char *model, *cluster, *machine, *recompute, *precision, *schedule, *attention, *split,
-      *opt;
+      *opt, *shapes;
   int64_t layers, dim, heads, ffn, vocab, seq, batch, micro, gpus, top, zero, axis[AXES];
   double params, eff;
   int measure, predict, search, verify, json, quick, overlap;
@@ -113,6 +113,8 @@ typedef struct {
       DT_FLAG("--verify", &(f)->verify,                                                            \
               "run lessons 12 (05, 06, 09, 11) here, predicted vs measured; not under mpirun"),    \
       DT_FLAG("--quick", &(f)->quick, "with --verify: the shapes of at most 2 ranks only"),        \
+      DT_STRING("--shapes", &(f)->shapes, NULL,                                                    \
+                "--verify only the shapes whose lesson and flags hold TEXT (e.g. 09_pp)"),         \
       DT_FLAG("--json", &(f)->json, "one JSON object in place of the table"),                      \
       DT_STRING(                                                                                   \
           "--model", &(f)->model, NULL,                                                            \
@@ -226,6 +228,6 @@ int search(const model *m, const mesh *base, const machine *c, int64_t gpus, int
 
 /* verify.c */
 void verify_keep_env(void); /* before MPI_Init: the launcher's variables are not a child's */
-int verify(const char *self, int quick);
+int verify(const char *self, int quick, const char *only);
 
 #endif

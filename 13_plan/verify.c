@@ -287,11 +287,22 @@ static int attempt(const char *self, const char *mpirun, int i, int timed, int t
 /* Every shape once; then the shapes whose time missed, again, after the
  * others and a pause: a burst of another job's load on a shared machine
  * lasts seconds, and trying again at once meets the same burst. */
-int verify(const char *self, int quick) {
+int verify(const char *self, int quick, const char *only) {
   const char *mpirun = getenv("MPIRUN") ? getenv("MPIRUN") : "mpirun";
   int64_t cores = sysconf(_SC_NPROCESSORS_ONLN);
   int bad = 0, judged = 0, reported = 0, n = (int)(sizeof shapes / sizeof *shapes);
   int state[sizeof shapes / sizeof *shapes] = {OK}; /* a shape --quick leaves out: not judged */
+  int picked[sizeof shapes / sizeof *shapes], any = 0;
+  char names[1024] = "";
+  for (int i = 0; i < n; i++) { /* --shapes: the lesson and its flags hold the text */
+    char label[128];
+    snprintf(label, sizeof label, "%s %s", shapes[i].lesson, shapes[i].flags);
+    any += picked[i] = !only || strstr(label, only) != NULL;
+    if (!strstr(names, shapes[i].lesson))
+      snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+               shapes[i].lesson);
+  }
+  if (!any) dt_fail("--shapes '%s': no shape of --verify holds it; its lessons: %s", only, names);
   drop_new_env();
   if (sh("mkdir -p build/plan", "/dev/null") != 0) dt_fail("--verify: cannot make build/plan");
   dt_print0("verify: each shape measured here (plan --measure at its ranks), run (--steps 200 "
@@ -304,7 +315,8 @@ int verify(const char *self, int quick) {
     int again = 0;
     for (int i = 0; i < n; i++) {
       int timed = shapes[i].np <= cores;
-      if ((pass == 0 && quick && !timed) || (pass > 0 && state[i] != TIME_OFF)) continue;
+      if (!picked[i] || (pass == 0 && quick && !timed) || (pass > 0 && state[i] != TIME_OFF))
+        continue;
       again += pass > 0;
       if (pass > 0 && again == 1) sleep(3);
       state[i] = attempt(self, mpirun, i, timed, pass, pass == ATTEMPTS - 1);

@@ -170,6 +170,9 @@ check "13 the lessons' models are fp32 without recomputation" 0 2 \
 check "13 no machine file yet" 0 2 '^error: --machine .*nowhere.json: no machine file: measure this machine first' \
   -- $D13 --predict --machine "$T13/nowhere.json"
 check "13 --verify under mpirun" 2 2 '^error: --verify starts mpirun itself' -- $D13 --verify
+check "13 --verify --shapes that no shape holds: named, with the lessons it has" 0 2 \
+  "^error: --shapes 'nope': no shape of --verify holds it; its lessons: 12_mesh/mesh, 11_cp/cp, 05_dp/dp, 06_fsdp/fsdp, 09_pp/pp$" \
+  -- $D13 --verify --shapes nope
 check "13 --measure with --cluster" 0 2 '^error: --measure measures this machine, --cluster plans for another' \
   -- $D13 --measure --cluster dgx-a100-80g
 check "13 --cluster alone predicts for it, measures nothing" 2 0 '^machine dgx-a100-80g \(preset' \

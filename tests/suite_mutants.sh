@@ -214,6 +214,12 @@ else
     's/ot\[i \* W \+ d\] = j0 \? ot\[i \* W \+ d\] \* old\[i\] : 0;/ot[i * W + d] = j0 ? ot[i * W + d] : 0;/' \
     "attention's tiles merged without rescaling the output so far to the new max (S 1024: blocks of several tiles)" \
     -- --seq 1024 --layers 1 --steps 3
+  # 13_plan: its check is --verify, run alone (NP 0: no mpirun); a cost model
+  # that prices 09's blocks once a step, not once each of its 4 microbatches:
+  # every figure still equal, the time off on every attempt
+  MUT_NPS=0 MUT_ALSO='09_pp/pp \(defaults\) .* TIME OFF' mutant 13-micro 13_plan 13_plan/compute.c \
+    's/(H = m->H, L = stage_layers\(m, x, s\), P = x->n\[PP\];\n  double per = \(double\))\(x->M \* L\)/$1L/' \
+    "the MLP blocks costed once a step, not once a microbatch (09's 4)" -- --verify --shapes 09_pp
   echo "mutants: $MUT_CAUGHT caught of $MUT_TOTAL"
   if [ "$MUT_CAUGHT" = "$MUT_TOTAL" ]; then
     pass "mutants: every planted bug is caught: CHECK FAILED, or the watchdog naming a deadlock"
