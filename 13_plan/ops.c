@@ -178,6 +178,20 @@ static double replay(const op *o, int n, const model *m, const mesh *x, int64_t 
   return quartile(t, trials);
 }
 
+/* Whether this rank times stage s, cp rank cr: its own where the world is
+ * the mesh, every one where it is smaller. */
+static int holds(const mesh *x, const dt_comm *w, int64_t s, int64_t cr) {
+  int64_t T = x->n[TP], C = x->n[CP], r = w->rank;
+  return mesh_size(x) != w->size || (s == r / (T * C) % x->n[PP] && cr == r / T % C);
+}
+
+/* The index of o's kernel and shape among the n timed, or -1. */
+static int find(const op *timed, int n, const op *o) {
+  for (int j = 0; j < n; j++)
+    if (timed[j].k == o->k && !memcmp(timed[j].s, o->s, sizeof o->s)) return j;
+  return -1;
+}
+
 /* This rank's stages' operations, timed once per shape; then every rank's
  * table on every rank, the slowest rank's time where two measured a shape. */
 void time_ops(dt_comm *w, const model *m, const mesh *x, machine *c) {
@@ -187,20 +201,13 @@ void time_ops(dt_comm *w, const model *m, const mesh *x, machine *c) {
   double *mine = dt_host_alloc(PER * K, sizeof *mine),
          *all = dt_host_alloc((size_t)(w->size * PER * K), sizeof *all);
   int n = 0, cpu = !strcmp(dt_backend(), "cpu");
-  int64_t N = mesh_size(x), T = x->n[TP], C = x->n[CP], r = w->rank;
   for (int64_t s = 0; s < x->n[PP]; s++)
-    for (int64_t cr = 0; cr < C; cr++) {
-      if (N == w->size && !(s == r / (T * C) % x->n[PP] && cr == r / T % C)) continue;
+    for (int64_t cr = 0; cr < x->n[CP]; cr++) {
+      if (!holds(x, w, s, cr)) continue;
       int k = ops_of(m, x, s, cr, o, MAXOPS);
       for (int i = 0; i < k && n < PER; i++) {
-        int host = o[i].k == ATT_F || o[i].k == ATT_B || o[i].k == DATA11 || o[i].k == DATA05;
-        if (o[i].k == FLASH || (host && !cpu)) continue; /* no kernel here: the roofline costs it */
-        int seen = 0;
-        for (int j = 0; j < n && !seen; j++) {
-          seen = (int)mine[j * K] == o[i].k;
-          for (int d = 0; d < 5 && seen; d++) seen = (int64_t)mine[j * K + 1 + d] == o[i].s[d];
-        }
-        if (seen) continue;
+        /* no kernel here (the roofline costs it), or timed already */
+        if (!timed_here(&o[i], cpu) || find(mine_op, n, &o[i]) >= 0) continue;
         mine[n * K] = o[i].k;
         for (int d = 0; d < 5; d++) mine[n * K + 1 + d] = (double)o[i].s[d];
         mine[n * K + 6] = 1e30;
@@ -226,25 +233,22 @@ void time_ops(dt_comm *w, const model *m, const mesh *x, machine *c) {
     for (int i = 0; i < n; i++) mine[i * K + 6] = fmin(mine[i * K + 6], op_time(&mine_op[i], m, 1));
   /* then the stages' compute replayed as a step runs it, every rank at once:
    * each op's time is its hot time scaled by replayed / summed-hot */
-  double replayed = 0, hot = 0, f[2];
+  double replayed = 0, hot = 0, f[3] = {0};
   dt_host_all_reduce(w, &replayed, 1, DT_F64, DT_SUM); /* a barrier */
   for (int64_t s = 0; s < x->n[PP]; s++)
-    for (int64_t cr = 0; cr < C; cr++) {
-      if (N == w->size && !(s == r / (T * C) % x->n[PP] && cr == r / T % C)) continue;
+    for (int64_t cr = 0; cr < x->n[CP]; cr++) {
+      if (!holds(x, w, s, cr)) continue;
       int k = ops_of(m, x, s, cr, o, MAXOPS);
       double t = replay(o, k, m, x, s, TRIALS, cpu);
-      for (int i = 0; i < k && t > 0; i++)
-        for (int j = 0; j < n && timed_here(&o[i], cpu); j++)
-          if (mine_op[j].k == o[i].k && !memcmp(mine_op[j].s, o[i].s, sizeof o[i].s)) {
-            hot += o[i].count * mine[j * K + 6];
-            break;
-          }
+      for (int i = 0, j; i < k && t > 0; i++)
+        if ((j = find(mine_op, n, &o[i])) >= 0) hot += o[i].count * mine[j * K + 6];
       replayed += t;
     }
   f[0] = f[1] = replayed > 0 && hot > 0 ? replayed / hot : 1;
+  f[2] = n > 0 && !(replayed > 0); /* its stage's buffers would not fit at once */
   for (int i = 0; i < n; i++) mine[i * K + 6] *= f[0];
   f[0] = -f[0];
-  dt_host_all_reduce(w, f, 2, DT_F64, DT_MAX);
+  dt_host_all_reduce(w, f, 3, DT_F64, DT_MAX);
   for (int i = n; i < PER; i++) mine[i * K] = -1;
   dt_host_gather(w, mine, all, PER * K, DT_F64, 0);
   dt_host_broadcast(w, all, (size_t)(w->size * PER * K), DT_F64, 0);
@@ -266,10 +270,13 @@ void time_ops(dt_comm *w, const model *m, const mesh *x, machine *c) {
             "microbatch, layer by layer, each operation on buffers of its own, every rank at once; "
             "the lower quartile of 9): %.2f to %.2f times the sum of their fastest (the ranks'; "
             "alone, in a loop, an operation keeps its data in the caches, in a step the others "
-            "come between); each operation's time below is its fastest times its rank's factor, "
-            "the slowest rank's: %d; stage 0's, cp rank 0's, the costliest first:\n"
+            "come between)%s; each operation's time below is its fastest times its rank's "
+            "factor, the slowest rank's: %d; stage 0's, cp rank 0's, the costliest first:\n"
             "    kernel   shape                             us a call  calls a step   ms a step\n",
-            -f[0], f[1], c->nops);
+            -f[0], f[1],
+            f[2] > 0 ? "; not replayed where a stage's buffers would not fit at once: factor 1"
+                     : "",
+            c->nops);
   int k = ops_of(m, x, 0, 0, o, MAXOPS), shown[MAXOPS] = {0};
   for (int row = 0; row < 12 && row < k; row++) { /* a selection sort of the few shown */
     int best = -1;
