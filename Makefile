@@ -317,6 +317,13 @@ bench-cp: all
 bench-mesh: all
 	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" bash bench/mesh.sh
 
+# The self-check at bench's model sizes on every OpenBLAS kernel the CPU runs
+# (bench/check.sh): 05-12 at NP 2 and 4, seeds 1-3, both optimizers; every run
+# must pass, ReLU's decisions near 0 replayed. Writes bench/check.md.
+.PHONY: bench-check
+bench-check: all
+	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" BLAS_CFLAGS="$(BLAS_CFLAGS)" BLAS_LIBS="$(BLAS_LIBS)" bash bench/check.sh
+
 # The elementwise work of a 05_dp step (tests/bench_elementwise.c) with common
 # built at each candidate OPT, three rounds interleaved: how OPT was chosen.
 BENCH_FLAGS ?= -O2 -g|-O3 -g|-O3 -funroll-loops -g

@@ -106,6 +106,7 @@ static double train_step(model *m, dt_run *r, int64_t step) {
   dt_zero(m->g, (size_t)m->P * 4);
   for (int64_t k = 0; k < m->accum; k++) { /* communicate only after the last micro-step */
     dt_make_batch(&r->c, m->samples + k * R, R, m->act.x, m->act.y);
+    m->act.rows = (dt_rows){r->kinks, m->samples + k * R, 0, 0}; /* the rows, for the check */
     forward(m);
     /* the mean over this micro-step, divided by accum: the sum is the local mean */
     loss += dt_run_loss(r, dt_acts_x(&m->act, m->L), m->act.y, m->act.dx, (size_t)(R * D),

@@ -76,6 +76,7 @@ static double train_step(model *m, dt_run *r, int64_t step) {
   dt_step_samples(&r->c, m->world->size, m->world->rank, step, m->samples);
   if (m->f.g) dt_zero(m->f.g, (size_t)(m->L * m->f.NS) * 4);
   dt_make_batch(&r->c, m->samples, R, m->act.x, m->act.y);
+  m->act.rows = (dt_rows){r->kinks, m->samples, 0, 0}; /* the rows, for the check */
   forward(m);
   double loss = dt_run_loss(r, dt_acts_x(&m->act, m->L), m->act.y, m->act.dx, (size_t)(R * D),
                             1.0 / (double)(R * D));

@@ -73,6 +73,7 @@ static double train_step(model *m, dt_run *r, int64_t step) {
   dt_step_samples(&r->c, 1, 0, step, m->samples); /* one replica: the whole global batch */
   dt_zero(m->g, (size_t)m->P * 4);
   dt_make_batch(&r->c, m->samples, R, m->act.x, m->act.y);
+  m->act.rows = (dt_rows){r->kinks, m->samples, 0, m->world->rank * m->Hs}; /* for the check */
   forward(m);
   /* x_L and y are whole and alike on every rank, so is the loss */
   double loss = dt_run_loss(r, dt_acts_x(&m->act, m->L), m->act.y, m->act.dx, (size_t)(R * D),

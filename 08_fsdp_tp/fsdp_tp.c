@@ -87,6 +87,7 @@ static double train_step(model *m, dt_run *r, int64_t step) {
   int64_t D = m->D, R = m->R;
   dt_step_samples(&r->c, m->col->size, m->col->rank, step, m->samples);
   dt_make_batch(&r->c, m->samples, R, m->act.x, m->act.y);
+  m->act.rows = (dt_rows){r->kinks, m->samples, 0, m->tp->rank * m->Hs}; /* for the check */
   forward(m);
   double loss = dt_run_loss(r, dt_acts_x(&m->act, m->L), m->act.y, m->act.dx, (size_t)(R * D),
                             1.0 / (double)(R * D));

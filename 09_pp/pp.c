@@ -114,6 +114,7 @@ static double train_step(model *m, dt_run *r, int64_t step) {
     stash_acts(&m->st, &m->act, a->mb, m->by);
     if (a->type == 'F') {
       if (m->s == 0) dt_copy(m->act.x, m->bx + a->mb * R * D, (size_t)(R * D) * 4);
+      m->act.rows = (dt_rows){r->kinks, m->samples + a->mb * R, m->l0, 0}; /* for the check */
       forward(m);
     } else { /* the last stage starts from the loss, its share of the mean over B*D */
       if (m->s == m->N - 1)

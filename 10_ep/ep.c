@@ -65,6 +65,7 @@ static void layout(model *m, dt_run *r) {
   }
   ep_buffers(m, c);
   m->record = dt_run_record_routing(r, m->R); /* for the check */
+  m->kinks = r->kinks;
 }
 
 /* Route this rank's tokens and send each kept choice to its expert's rank. */
@@ -120,9 +121,10 @@ static void experts_and_combine(model *m, int64_t l) {
   int64_t R = m->R, D = m->D, H = m->H, k = m->k, at = 0;
   for (int64_t e = 0; e < m->El; e++) {
     const float *w1 = m->ew + expert_offset(m, l, e);
+    dt_rows where = {m->kinks, NULL, l, (m->world->rank * m->El + e) * H}; /* a queue's rows */
     if (q->rows[e])
       dt_block_forward(q->xin + at * D, w1, w1 + D * H, q->a + at * H, q->h + at * H,
-                       m->xe + at * D, q->rows[e], D, H, 0);
+                       m->xe + at * D, q->rows[e], D, H, 0, &where);
     at += q->rows[e];
   }
   reorder(m, q, m->recv, m->xe, 0);
@@ -210,8 +212,7 @@ int main(int argc, char **argv) {
   const char *a2a = "library";
   model m = {0};
   dt_option options[] = {
-      DT_TRAIN_OPTIONS(&run.c),
-      DT_MOE_OPTIONS(&run.c),
+      DT_TRAIN_OPTIONS(&run.c), DT_MOE_OPTIONS(&run.c),
       DT_FLAG("--verify-dispatch", &m.verify,
               "check every layer's send counts, displacements and rows before they travel"),
       DT_STRING("--all-to-all", &a2a, "library|hand",

@@ -32,6 +32,7 @@ typedef struct {
   dt_wire ws, wr;  /* --precision bf16: 16-bit copies of what an exchange sends and gets */
   size_t *cn, *cd; /* [N] the counts' blocks: E/N each, at r E/N */
   int32_t *record; /* [steps][L][R][k]: the routing, for the check */
+  dt_kinks *kinks; /* the experts' ReLU decisions near 0, for the check */
   /* what report.c prints, summed over steps and layers */
   uint64_t bytes[5], rows_out, rows_in; /* per phase; rows to and from other ranks */
   int64_t dropped, *kept;               /* kept [E]: choices kept per expert */

@@ -47,4 +47,5 @@ void cp_buffers(model *m, const dt_train_config *c) {
   m->attn_bytes = ring + in_use() - before;
   dt_wire_init(&m->grads, c, (size_t)(m->L * dt_params_per_layer(c)));
   m->samples = dt_host_alloc((size_t)m->B, sizeof(int64_t));
+  m->keys = dt_host_alloc((size_t)m->R, sizeof(int64_t));
 }

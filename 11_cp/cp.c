@@ -48,6 +48,7 @@ static void layout(model *m, dt_run *r) {
   m->g = dt_alloc_f32((size_t)P, DT_GRADS);
   dt_run_place(r, dt_run_segment(r, m->w, m->g, (size_t)P), 0, 0, 1, P, P);
   r->replicated = 1;
+  m->kinks = r->kinks;
 }
 
 /* Layer l: x_{l+1} = u + MLP(u), u = x_l + Attn(x_l) Wo. */
@@ -70,7 +71,7 @@ static void forward(model *m, int64_t l) {
   memcpy(u, x, (size_t)(R * D) * 4);
   dt_matmul(0, 0, R, D, D, o, w + 3 * DD, u, 1);
   dt_block_forward(u, w + 4 * DD, w + 4 * DD + D * H, m->a + l * R * H, m->h + l * R * H,
-                   m->x + (l + 1) * R * D, R, D, H, 1);
+                   m->x + (l + 1) * R * D, R, D, H, 1, &(dt_rows){m->kinks, m->keys, l, 0});
 }
 
 /* From dx = dL/dx_{l+1} to dL/dx_l, the layer's gradients added to g. */
@@ -106,6 +107,7 @@ static double train_step(model *m, dt_run *r, int64_t step) {
   int64_t R = m->R, D = m->D, P = m->L * dt_params_per_layer(&r->c);
   dt_step_samples(&r->c, 1, 0, step, m->samples); /* every rank the same sequences */
   cp_inputs(&m->cr, &r->c, m->samples, m->x, m->y);
+  cp_keys(&m->cr, m->samples, m->keys); /* the rows, for the check */
   for (int64_t l = 0; l < m->L; l++) forward(m, l);
   double loss = dt_run_loss(r, m->x + m->L * R * D, m->y, m->dx, (size_t)(R * D),
                             1.0 / (double)(R * D)); /* the mean over this rank's tokens */

@@ -21,10 +21,11 @@ typedef struct {
   cp_attn cr;                     /* the split, the ring's buffers, the work (ring.c) */
   dt_wire grads, a2a;             /* what the gradients and Ulysses' all-to-alls travel in */
   float *heads, *send, *recv;     /* --ulysses: head-split per layer (ulysses.c); a2a's */
-  int64_t *samples;
-  uint64_t bytes[2];   /* attention's, summed: forward, backward */
-  size_t attn_bytes;   /* what attention keeps and moves, as allocated */
-  double attn_seconds; /* in attention, its communication included */
+  int64_t *samples, *keys;        /* the step's sequences; each row's key (the check's) */
+  dt_kinks *kinks;                /* ReLU's decisions near 0, for the check */
+  uint64_t bytes[2];              /* attention's, summed: forward, backward */
+  size_t attn_bytes;              /* what attention keeps and moves, as allocated */
+  double attn_seconds;            /* in attention, its communication included */
 } model;
 
 /* buffers.c: the sizes, and everything but the weights (report.c's formulas) */

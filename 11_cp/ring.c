@@ -59,6 +59,12 @@ void cp_inputs(const cp_attn *a, const dt_train_config *c, const int64_t *sample
       dt_add_position(x + (b * Sl + i) * D, D, cp_chunk(a, a->rank, i / C) * C + i % C);
 }
 
+void cp_keys(const cp_attn *a, const int64_t *samples, int64_t *keys) {
+  for (int64_t b = 0; b < a->B; b++)
+    for (int64_t i = 0; i < a->Sl; i++)
+      keys[b * a->Sl + i] = samples[b] * a->S + cp_chunk(a, a->rank, i / a->C) * a->C + i % a->C;
+}
+
 void cp_merge(float *o, float *lse, const float *ob, const float *lseb, int64_t n, int64_t D,
               int64_t A) {
   /* exercise: merging two blocks of attention by their log-sum-exp */

@@ -43,6 +43,9 @@ int64_t cp_chunk(const cp_attn *a, int64_t s, int64_t j);
  * position added, and y; rows b Sl .. b Sl + Sl - 1 are sequence b's. */
 void cp_inputs(const cp_attn *a, const dt_train_config *c, const int64_t *samples, float *x,
                float *y);
+/* Each of this rank's R rows' key for the check (train.h's dt_rows): row
+ * b Sl + i is token cp position of sequence samples[b]: samples[b] x S + it. */
+void cp_keys(const cp_attn *a, const int64_t *samples, int64_t *keys);
 /* Attention of this rank's R rows, q, k, v [R,W], against every earlier
  * position, K and V travelling around the ring: o [R,W] and lse [R,A]. */
 void cp_ring_forward(cp_attn *a, const float *q, const float *k, const float *v, float *o,

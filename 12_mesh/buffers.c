@@ -36,6 +36,7 @@ void mesh_buffers(mesh *m, const dt_train_config *c) {
     m->by = alloc(m->M * R * D, DT_DATA);
   }
   m->samples = dt_host_alloc((size_t)(c->batch / m->n[DP]), sizeof(int64_t));
+  m->keys = dt_host_alloc((size_t)(m->M * R), sizeof(int64_t));
   dt_wire_init(&m->wire, c, (size_t)(2 * R * D));
 }
 

@@ -98,7 +98,9 @@ static void layout(mesh *m, dt_run *r) {
   m->tl = timeline_new(m->nplan);
 }
 
-static dt_acts mlp_acts(mesh *m, layer_acts p) { /* 07's block sees u as x_0, x' as x_1 */
+static dt_acts mlp_acts(mesh *m, layer_acts p, int64_t l) { /* 07's: u as x_0, x' as x_1 */
+  dt_rows rows = m->rows;
+  rows.layer += l;
   return (dt_acts){.L = 1,
                    .R = m->R,
                    .D = m->D,
@@ -108,7 +110,8 @@ static dt_acts mlp_acts(mesh *m, layer_acts p) { /* 07's block sees u as x_0, x'
                    .h = p.h,
                    .dx = m->dx,
                    .dnext = m->dnext,
-                   .dh = m->dh};
+                   .dh = m->dh,
+                   .rows = rows};
 }
 
 /* Layer l of a microbatch: u = x + Attn(x) Wo, x' = u + MLP(u). Along tp
@@ -125,7 +128,7 @@ static void forward(mesh *m, float *slot, int64_t l) {
   dt_matmul(0, 0, R, D, W, p.o, w + 3 * DW, p.u, 0); /* this rank's heads' share */
   tp_sum(m->axis[TP], &m->wire, p.u, (size_t)(R * D));
   dt_add(p.u, p.x, (size_t)(R * D)); /* the residual, once */
-  dt_acts mlp = mlp_acts(m, p);
+  dt_acts mlp = mlp_acts(m, p, l);
   tp_forward(&mlp, 0, w + 4 * DW, w + 4 * DW + D * m->Hs, m->axis[TP], &m->wire);
 }
 
@@ -136,7 +139,7 @@ static void backward(mesh *m, float *slot, int64_t l) {
   layer_acts p = mesh_acts(m, slot, l);
   const float *w = m->w + l * m->ld;
   float *g = m->g + l * m->ld;
-  dt_acts mlp = mlp_acts(m, p);
+  dt_acts mlp = mlp_acts(m, p, l);
   tp_backward(&mlp, 0, w + 4 * DW, w + 4 * DW + D * m->Hs, g + 4 * DW, g + 4 * DW + D * m->Hs,
               m->axis[TP], &m->wire);
   float *du = mlp.dx, *dx = mlp.dnext;                  /* dL/du, whole; room for dL/dx */
@@ -179,8 +182,11 @@ static double train_step(mesh *m, dt_run *r, int64_t step) {
   double loss = 0;
   int first = m->at[PP] == 0, last = m->at[PP] == m->n[PP] - 1;
   dt_step_samples(&r->c, (int)m->n[DP], (int)m->at[DP], step, m->samples);
-  for (int64_t mb = 0; mb < m->M && (first || last); mb++) /* cp's chunks of each sequence */
-    cp_inputs(&m->cr, &r->c, m->samples + mb * m->Bm, m->bx + mb * RD, m->by + mb * RD);
+  for (int64_t mb = 0; mb < m->M; mb++) { /* cp's chunks of each sequence */
+    if (first || last)
+      cp_inputs(&m->cr, &r->c, m->samples + mb * m->Bm, m->bx + mb * RD, m->by + mb * RD);
+    cp_keys(&m->cr, m->samples + mb * m->Bm, m->keys + mb * m->R); /* the rows, for the check */
+  }
   dt_zero(m->g, (size_t)(m->L * m->ld) * 4);
   timeline_start(m->tl, m->axis[PP]);
   for (const action *a = m->plan; a < m->plan + m->nplan; a++) {
@@ -189,6 +195,7 @@ static double train_step(mesh *m, dt_run *r, int64_t step) {
     float *slot = stash_open(&m->st, a->mb);
     if (a->type == 'F') {
       if (first) dt_copy(slot, m->bx + a->mb * RD, (size_t)RD * 4);
+      m->rows = (dt_rows){r->kinks, m->keys + a->mb * m->R, m->l0, m->at[TP] * m->Hs};
       for (int64_t l = 0; l < m->L; l++) forward(m, slot, l);
     } else { /* the last stage starts from the loss: a mean over this rank's M R D */
       if (last)

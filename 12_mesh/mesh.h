@@ -36,7 +36,9 @@ typedef struct {
   float *dx, *dnext, *dh, *dout, *dqkv; /* backward's scratch: [R,D] x 2, [R,Hs], [R,W], 3[R,W] */
   float *bx, *by;   /* the step's inputs (first stage) and targets (last), M x [R,D] */
   int64_t *samples; /* this data rank's sequences of the step */
-  dt_wire wire;     /* what activations travel in: fp32 */
+  int64_t *keys;    /* M x [R]: each row's key, and where the forward's sit (the check's) */
+  dt_rows rows;
+  dt_wire wire; /* what activations travel in: fp32 */
   size_t slot_bytes, scratch_bytes;
 } mesh;
 

@@ -25,7 +25,7 @@ static void run_op(const op *o, scratch *b, const dt_train_config *cfg, const in
   switch (o->k) {
   case GEMM: dt_matmul((int)s[3], (int)s[4], s[0], s[1], s[2], p[0], p[1], p[2], 0); break;
   case MLP_F:
-    dt_block_forward(p[0], p[1], p[2], p[3], p[4], p[5], s[0], s[1], s[2], (int)s[3]);
+    dt_block_forward(p[0], p[1], p[2], p[3], p[4], p[5], s[0], s[1], s[2], (int)s[3], NULL);
     break;
   case MLP_B:
     dt_block_backward(p[0], p[3], p[4], p[1], p[2], p[5], p[6], p[7], p[8], p[9], s[0], s[1], s[2],

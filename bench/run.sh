@@ -15,6 +15,8 @@
 #      Ulysses at S 1k-16k, NP 2 and 4; at NP=1 attention beside PyTorch's.
 #   7. the mesh (bench/mesh.sh): lesson 12 on every mesh of 8 ranks, and tp
 #      inside a node against across the link of emulated nodes.
+#   8. the self-check at these sizes on every OpenBLAS kernel (bench/check.sh):
+#      lessons 05-12, NP 2 and 4, several seeds, both optimizers.
 # Writes bench/results.md, bench/*.csv and, when gnuplot is installed,
 # bench/*.png (without it, the committed plots are kept, and results.md says
 # they are from an earlier run); raw logs and plot data stay in bench/out/
@@ -369,6 +371,11 @@ cat "$OUT/cp/commands.txt" >>"$OUT/commands.txt"
 say "4D parallelism on one mesh (bench/mesh.sh; log $OUT/mesh.log)"
 BIN_DIR=$BIN_DIR MPIRUN=$MPIRUN CORES=$CORES bash bench/mesh.sh >"$OUT/mesh.log" 2>&1 ||
   die "bench/mesh.sh failed; see $OUT/mesh.log"
+
+# ---- 8. the self-check at these sizes on every kernel (bench/check.sh) -----------------
+say "the self-check at bench sizes on every OpenBLAS kernel (bench/check.sh; log $OUT/check.log)"
+CHECK_MD=$NEW/check.md BIN_DIR=$BIN_DIR MPIRUN=$MPIRUN CORES=$CORES bash bench/check.sh >"$OUT/check.log" 2>&1 ||
+  die "bench/check.sh failed; see $OUT/check.log"
 
 # ---- the machine and the libraries --------------------------------------------------
 cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')

@@ -127,6 +127,14 @@ else
   mutant 07-shard 07_tp 07_tp/tensor.c \
     's/by_rows \? t \* rows \* x->cols : t \* cols/by_rows ? 0 : t * cols/' \
     "every shard's W2 rows placed at shard 0's"
+  # ReLU's decisions near 0, replayed by the check (CHECKING.md): a replay
+  # that meets the wrong rows, or replays the wrong side, must fail, not pass
+  MUT_ALSO='FAIL ReLU: [0-9]+ pre-activations near 0 in one run only, more than rounding' mutant 07-kinks 07_tp 07_tp/tp.c \
+    's/\{r->kinks, m->samples, 0, m->world->rank \* m->Hs\}/{r->kinks, m->samples, 0, 0}/' \
+    "every tp rank records its hidden units as the first slice's: the check's keys wrong"
+  MUT_ALSO='FAIL ReLU: [0-9]+ ReLU decisions near 0 fell apart, more than rounding flips' mutant 05-kinks 05_dp common/train/kinks.c \
+    's/c->unit0 \+ h\[i\]\.j, h\[i\]\.a,/c->unit0 + h[i].j, -h[i].a,/' \
+    "the run's pre-activations near 0 recorded with the wrong sign: every one replayed the wrong way"
   mutant 08-mesh 08_fsdp_tp 08_fsdp_tp/fsdp_tp.c \
     's/tp_forward\(&m->act, l, w, w \+ m->D \* m->Hs, m->tp,/tp_forward(&m->act, l, w, w + m->D * m->Hs, m->col,/' \
     "TP sum over the FSDP column instead of the TP row"

@@ -1,13 +1,14 @@
 /* test_model.c: unit tests of the model layer: kernels against naive loops
  * (odd shapes, every transpose, accumulate), a finite-difference gradient
  * check of the block and the loss, AdamW against its formula, a safetensors
- * round trip, and the reference trainer's loss falling. */
+ * round trip, the reference trainer's loss falling, and ReLU's decisions near
+ * 0 recorded, keyed, replayed and judged (kinks.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "train.h"
+#include "train_internal.h"
 #include "unit.h"
 
 static float *on_device(const float *host, size_t n) {
@@ -50,7 +51,7 @@ static double block_loss(const dt_train_config *c, float *x, float *w1, float *w
         *h = dt_alloc_f32((size_t)(rows * H), DT_ACTIV);
   float *out = dt_alloc_f32((size_t)(rows * D), DT_ACTIV),
         *dx = dt_alloc_f32((size_t)(rows * D), DT_ACTIV);
-  dt_block_forward(x, w1, w2, a, h, out, rows, D, H, 1);
+  dt_block_forward(x, w1, w2, a, h, out, rows, D, H, 1, NULL);
   double loss = dt_mse_forward_backward(out, y, dx, (size_t)(rows * D), 1.0 / (double)(rows * D));
   dt_free(a), dt_free(h), dt_free(out), dt_free(dx);
   return loss;
@@ -75,7 +76,7 @@ static void test_gradients(void) {
         *dh = dt_alloc_f32((size_t)(R * H), DT_ACTIV);
   float *g1 = dt_alloc_f32((size_t)(D * H), DT_GRADS),
         *g2 = dt_alloc_f32((size_t)(H * D), DT_GRADS);
-  dt_block_forward(x, w1, w2, a, h, out, R, D, H, 1);
+  dt_block_forward(x, w1, w2, a, h, out, R, D, H, 1, NULL);
   dt_mse_forward_backward(out, y, dout, (size_t)(R * D), 1.0 / (double)(R * D));
   dt_block_backward(x, a, h, w1, w2, dout, dx, g1, g2, dh, R, D, H, 1);
   /* relu has a kink at 0: a step that pushes some a across it measures the
@@ -173,6 +174,90 @@ static void test_checkpoint_and_reference(void) {
   free(loss), free(w), free(back);
 }
 
+/* ReLU's decisions near 0 (kinks.c). A block whose pre-activation a_00 is
+ * put at 0.4 of the tolerance above 0: a run records it under its row's key
+ * and unit; one process that computes it below 0 (within the tolerance)
+ * takes the run's side; a record whose key is no row here, or whose unit is
+ * another slice's, is left alone; and the counts are judged. */
+static void test_kinks(void) {
+  dt_train_config c = DT_TRAIN_DEFAULTS;
+  c.dim = 8, c.hidden = 16, c.batch = 4;
+  dt_train_resolve(&c);
+  int64_t D = c.dim, H = c.hidden, R = 3;
+  float *x = random_host((size_t)(R * D), 11), *w1 = random_host((size_t)(D * H), 12);
+  float *w2 = random_host((size_t)(H * D), 13);
+  double xn = 0, wn = 0, dot = 0;
+  for (int64_t d = 0; d < D; d++) xn += (double)x[d] * x[d];
+  for (int64_t d = 0; d < D - 1; d++) dot += (double)x[d] * w1[d * H];
+  dt_kinks *rec = dt_kinks_new(&c, 0);
+  float tol = rec->tol;
+  for (int64_t d = 0; d < D - 1; d++) wn += (double)w1[d * H] * w1[d * H];
+  double near = 0.4 * tol * sqrt(xn) * sqrt(wn); /* 0.4 of the tolerance: far beyond rounding */
+  w1[(D - 1) * H] = (float)((near - dot) / x[D - 1]); /* a_00 = +near */
+  wn = 0;
+  for (int64_t d = 0; d < D; d++) wn += (double)w1[d * H] * w1[d * H];
+  double scale = sqrt(xn) * sqrt(wn);
+  float *dx = on_device(x, (size_t)(R * D)), *dw1 = on_device(w1, (size_t)(D * H));
+  float *dw2 = on_device(w2, (size_t)(H * D));
+  float *a = dt_alloc_f32((size_t)(R * H), DT_ACTIV), *h = dt_alloc_f32((size_t)(R * H), DT_ACTIV);
+  float *out = dt_alloc_f32((size_t)(R * D), DT_ACTIV), *ha = malloc((size_t)(R * H) * 4);
+  int64_t keys[3] = {40, 7, 12};
+  rec->step = 5;
+  dt_block_forward(dx, dw1, dw2, a, h, out, R, D, H, 1, &(dt_rows){rec, keys, 2, 32});
+  dt_kinks_step_end(rec);
+  dt_copy_to_host(ha, a, (size_t)(R * H) * 4);
+  int found = 0;
+  for (int64_t i = 0; i < rec->n; i++)
+    found |= rec->k[i].step == 5 && rec->k[i].layer == 2 && rec->k[i].row == 40 &&
+             rec->k[i].unit == 32 && rec->k[i].a == ha[0] &&
+             fabs(rec->k[i].scale - scale) < 1e-5 * scale;
+  EXPECT(found && ha[0] > 0 && fabsf(ha[0]) <= tol * scale,
+         "the run records a_00 = %g (tolerance %g) under key 40, unit 32: %lld records", ha[0],
+         tol * scale, (long long)rec->n);
+  EXPECT(rec->decisions == R * H, "decisions %lld, want %lld", (long long)rec->decisions,
+         (long long)(R * H));
+  /* one process: a_00 computed as -a_00 (rounding put it below 0), the run's
+   * +a_00 replayed; a record of a key not here and one of another slice's
+   * unit are not this block's */
+  dt_kinks *rep = dt_kinks_new(&c, 1);
+  dt_kink recs[] = {
+      {5, 2, 7, 40, 0.5, scale}, {5, 2, 12, 31, 0.5, scale}, {5, 2, 40, 32, ha[0], scale}};
+  rep->k = malloc(sizeof recs);
+  memcpy(rep->k, recs, sizeof recs);
+  rep->n = rep->cap = 3;
+  rep->step = 5;
+  w1[(D - 1) * H] = (float)((-near - dot) / x[D - 1]); /* a_00 = -near */
+  dt_copy_from_host(dw1, w1, (size_t)(D * H) * 4);
+  int64_t own[3] = {40, 12, 7}; /* the same rows in another order: found by key */
+  float *x2 = malloc((size_t)(R * D) * 4);
+  for (int64_t i = 0; i < R; i++) memcpy(x2 + i * D, x + (i == 0 ? 0 : 3 - i) * D, (size_t)D * 4);
+  dt_copy_from_host(dx, x2, (size_t)(R * D) * 4);
+  dt_block_forward(dx, dw1, dw2, a, h, out, R, D, H, 1, &(dt_rows){rep, own, 2, 32});
+  dt_copy_to_host(ha, a, (size_t)(R * H) * 4);
+  EXPECT(rep->met == 1 && rep->flipped == 1 && ha[0] == recs[2].a,
+         "one process takes the run's side: met %lld flipped %lld, a_00 %g (run's %g)",
+         (long long)rep->met, (long long)rep->flipped, ha[0], recs[2].a);
+  EXPECT(rep->run_only == 1, "the run's 0.5 at key 7 is near 0 in the run only: %lld",
+         (long long)rep->run_only);
+  /* the verdict: at most 1/16 of those met + 2 may fall apart, under SGD */
+  char why[256];
+  dt_kinks j = {.met = 100, .flipped = 8};
+  EXPECT(!dt_kinks_verdict(&j, 1, why, sizeof why), "8 of 100 flipped pass: %s", why);
+  j.flipped = 9;
+  EXPECT(dt_kinks_verdict(&j, 1, why, sizeof why) && strstr(why, "more than rounding"),
+         "9 of 100 flipped fail: '%s'", why);
+  EXPECT(!dt_kinks_verdict(&j, 0, why, sizeof why), "AdamW: counted only");
+  j = (dt_kinks){.met = 100, .run_only = 20, .own_only = 7};
+  EXPECT(!dt_kinks_verdict(&j, 1, why, sizeof why), "27 of 100 near 0 in one run only pass");
+  j.own_only = 8;
+  EXPECT(dt_kinks_verdict(&j, 1, why, sizeof why) && strstr(why, "keys"),
+         "28 of 100 near 0 in one run only fail: '%s'", why);
+  dt_kinks_free(rec);
+  dt_kinks_free(rep);
+  free(x), free(x2), free(w1), free(w2), free(ha);
+  dt_free(dx), dt_free(dw1), dt_free(dw2), dt_free(a), dt_free(h), dt_free(out);
+}
+
 int main(int argc, char **argv) {
   dt_lesson lesson = {"test_model", "unit tests of the model layer", 1};
   dt_init(&argc, &argv, &lesson, NULL);
@@ -184,5 +269,6 @@ int main(int argc, char **argv) {
   test_adamw();
   test_adamw_max_update();
   test_checkpoint_and_reference();
+  test_kinks();
   return unit_verdict();
 }

@@ -19,8 +19,10 @@ float *dt_acts_x(const dt_acts *t, int64_t l) { return t->x + l * t->R * t->D; }
 void dt_acts_forward(dt_acts *t, int64_t l, const float *w1, const float *w2, int residual) {
   int64_t R = t->R, Hs = t->Hs;
   double t0 = dt_span_begin();
+  dt_rows where = t->rows;
+  where.layer += l;
   dt_block_forward(dt_acts_x(t, l), w1, w2, t->a + l * R * Hs, t->h + l * R * Hs,
-                   dt_acts_x(t, l + 1), R, t->D, Hs, residual);
+                   dt_acts_x(t, l + 1), R, t->D, Hs, residual, &where);
   dt_span_end("forward", "compute", t0);
 }
 

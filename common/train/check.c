@@ -186,10 +186,8 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
                       const float *w, const dt_reference_run *ref, const char *other) {
   const double *ref_loss = ref->losses;
   int adamw = c->optimizer[0] == 'a';
-  int64_t K = c->batch > c->dim ? c->batch : c->dim, S = c->steps;
-  if (c->hidden > K) K = c->hidden;
-  if (c->seq && c->batch * c->seq > K) K = c->batch * c->seq; /* a gradient sums B x seq rows */
-  double sk = (double)S * (double)K * U32;                    /* SGD: S steps of K-term sums */
+  int64_t K = dt_check_longest_sum(c), S = c->steps;
+  double sk = (double)S * (double)K * U32; /* SGD: S steps of K-term sums */
   double loss_bound = adamw ? ADAMW_LOSS_BOUND : sk, tensor_bound = adamw ? ADAMW_WEIGHT_BOUND : sk;
   double reach2 = 2 * ref->reach;
   figures f =
@@ -397,8 +395,23 @@ static int routing_agrees(const dt_routing *rt) {
   return rt->disagree == 0;
 }
 
+/* fp16's skips as one process decided them (reference.c) */
+static int skips_agree(const dt_train_config *c, const dt_skips *s) {
+  int64_t skipped = 0;
+  for (int64_t t = c->start_step; t < c->steps; t++) skipped += s->skipped[t];
+  printf("fp16 step skips: the run skipped %lld of %lld steps on overflow; one process decided "
+         "%lld alike, %lld apart near fp16's largest value (within 2x of 65504: replayed), %lld "
+         "apart otherwise\n",
+         (long long)skipped, (long long)(c->steps - c->start_step), (long long)s->alike,
+         (long long)s->replayed, (long long)s->otherwise);
+  return s->otherwise == 0;
+}
+
 int dt_check_against_reference(const dt_train_config *c, const double *losses, const double *parts,
-                               const float *final_weights, int replicated, dt_routing *routing) {
+                               const float *final_weights, int replicated, dt_decisions *replay) {
+  dt_decisions none = {0};
+  if (!replay) replay = &none;
+  dt_routing *routing = replay->routing;
   int failed = 0;
   size_t n = (size_t)(c->layers * dt_params_per_layer(c)), steps = (size_t)c->steps;
   int replicas_ok = replicated && dt_size() > 1 ? replicas_agree(final_weights, n) : 1;
@@ -412,7 +425,7 @@ int dt_check_against_reference(const dt_train_config *c, const double *losses, c
     dt_reference_run ref = {.losses = ref_loss,
                             .weights = ref_w,
                             .initial = w0,
-                            .routing = routing,
+                            .replay = *replay,
                             .parts = parts ? malloc(steps * sizeof(double)) : NULL};
     if (parts) CHECK_ALLOC(ref.parts);
     reference_train(c, &ref);
@@ -420,13 +433,23 @@ int dt_check_against_reference(const dt_train_config *c, const double *losses, c
            (long long)c->steps, dt_now() - t0, ref_loss[0], ref_loss[steps - 1]);
     /* what the figures cannot show: a bug in another rank's replica, or
      * routing that one process would not choose */
-    char other[160] = "";
+    char other[320] = "";
     if (!replicas_ok) snprintf(other, sizeof other, "rank 0 matches, but the replicas disagree");
     if (routing && !routing_agrees(routing))
       snprintf(other, sizeof other,
                "the run routed %lld token%s to experts one process would not choose, not a near "
                "tie",
                (long long)routing->disagree, routing->disagree == 1 ? "" : "s");
+    /* ReLU's decisions: held to rounding where the runs stay within it (SGD in fp32) */
+    char kinks[160];
+    if (replay->kinks &&
+        dt_kinks_verdict(replay->kinks, c->optimizer[0] != 'a', kinks, sizeof kinks))
+      snprintf(other, sizeof other, "%s", kinks);
+    if (replay->skips && !skips_agree(c, replay->skips))
+      snprintf(other, sizeof other,
+               "the run skipped or took %lld step%s that one process decides otherwise, not near "
+               "fp16's largest value",
+               (long long)replay->skips->otherwise, replay->skips->otherwise == 1 ? "" : "s");
     if (diverged(c, losses, ref_loss))
       failed = 1;
     else if (dt_precision_type(c) != DT_F32)

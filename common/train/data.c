@@ -72,7 +72,7 @@ void dt_make_batch(const dt_train_config *c, const int64_t *samples, int64_t cou
   int64_t D = c->dim;
   dt_fill_rows(x, samples, count, D, (uint64_t)c->data_seed, X_STREAM, 1.0f);
   teacher_ready(D, count);
-  dt_block_forward(x, teacher.t1, teacher.t2, teacher.a, teacher.h, y, count, D, D, 1);
+  dt_block_forward(x, teacher.t1, teacher.t2, teacher.a, teacher.h, y, count, D, D, 1, NULL);
 }
 
 /* Sequences (lesson 11): token t of sample i is e_{i,t} ~ uniform[-1, 1)^D

@@ -198,14 +198,15 @@ extern "C" void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_
 }
 /* On host memory, a plain loop: the lessons that use it (11_cp's attention)
  * run on the cpu backend only, so this keeps the library whole, not fast. */
-extern "C" void dt_host_gemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K,
-                             float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
-                             float beta, float *C, int64_t ldc) {
+extern "C" void dt_host_gemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                             const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                             float *C, int64_t ldc) {
   for (int64_t i = 0; i < M; i++)
     for (int64_t j = 0; j < N; j++) {
       float s = 0;
       for (int64_t k = 0; k < K; k++)
-        s += (trans_a ? A[k * lda + i] : A[i * lda + k]) * (trans_b ? B[j * ldb + k] : B[k * ldb + j]);
+        s += (trans_a ? A[k * lda + i] : A[i * lda + k]) *
+             (trans_b ? B[j * ldb + k] : B[k * ldb + j]);
       C[i * ldc + j] = alpha * s + (beta != 0 ? beta * C[i * ldc + j] : 0);
     }
 }
@@ -222,6 +223,89 @@ extern "C" void dt_relu_backward(const float *a, const float *dh, float *da, siz
     LAUNCHED();
   }
 }
+/* ReLU's decisions near 0 (kinks.c): the norms and the test in one thread
+ * per row, column or element, the arithmetic kinks_core.h's as the cpu
+ * loop's; each step's hits in a device buffer, fetched when the step ends
+ * (dt_step_end waits for the stream there anyway): no copy, no wait in it. */
+__global__ static void kink_row_norms(const float *x, int64_t rows, int64_t D, float *out) {
+  size_t i = INDEX;
+  if (i >= (size_t)rows) return;
+  float s = 0;
+  for (int64_t d = 0; d < D; d++) s = dt_kink_sq_add(s, x[i * D + d]);
+  out[i] = sqrtf(s);
+}
+__global__ static void kink_col_norms(const float *w, int64_t D, int64_t Hs, float *out) {
+  size_t j = INDEX;
+  if (j >= (size_t)Hs) return;
+  float s = 0;
+  for (int64_t d = 0; d < D; d++) s = dt_kink_sq_add(s, w[d * Hs + j]);
+  out[j] = sqrtf(s);
+}
+__global__ static void kink_scan_kernel(int64_t call, const float *a, const float *xn,
+                                        const float *wn, int64_t rows, int64_t Hs, float tol,
+                                        dt_kink_hit *hits, unsigned long long *count, int64_t cap) {
+  size_t e = INDEX;
+  if (e >= (size_t)(rows * Hs)) return;
+  int64_t i = (int64_t)e / Hs, j = (int64_t)e % Hs;
+  float scale = __fmul_rn(xn[i], wn[j]);
+  if (!dt_kink_near(a[e], scale, tol)) return;
+  unsigned long long k = atomicAdd(count, 1ULL);
+  if (k < (unsigned long long)cap) hits[k] = dt_kink_hit{call, i, j, a[e], scale};
+}
+static dt_kink_hit *kink_hits, *kink_host;
+static unsigned long long *kink_count;
+static float *kink_norms;
+static int64_t kink_cap, kink_norm_cap;
+
+extern "C" void dt_kinks_scan(int64_t call, const float *x, const float *w1, const float *a,
+                              int64_t rows, int64_t D, int64_t Hs, float tol) {
+  if (!kink_count) {
+    kink_count = (unsigned long long *)dt_alloc(sizeof *kink_count, DT_OTHER);
+    kink_cap = 1 << 16;
+    kink_hits = (dt_kink_hit *)dt_alloc((size_t)kink_cap * sizeof *kink_hits, DT_OTHER);
+  }
+  if (rows + Hs > kink_norm_cap) {
+    dt_free(kink_norms);
+    kink_norm_cap = rows + Hs;
+    kink_norms = dt_alloc_f32((size_t)kink_norm_cap, DT_OTHER);
+  }
+  float *xn = kink_norms, *wn = kink_norms + rows;
+  kink_row_norms<<<GRID((size_t)rows)>>>(x, rows, D, xn);
+  LAUNCHED();
+  kink_col_norms<<<GRID((size_t)Hs)>>>(w1, D, Hs, wn);
+  LAUNCHED();
+  kink_scan_kernel<<<GRID((size_t)(rows * Hs))>>>(call, a, xn, wn, rows, Hs, tol, kink_hits,
+                                                  kink_count, kink_cap);
+  LAUNCHED();
+}
+
+extern "C" int64_t dt_kinks_fetch(const dt_kink_hit **out, int64_t *lost) {
+  unsigned long long count = 0;
+  *out = kink_host;
+  *lost = 0;
+  if (!kink_count) return 0;
+  CHECK_CUDA(
+      cudaMemcpyAsync(&count, kink_count, sizeof count, cudaMemcpyDeviceToHost, dt_stream()));
+  CHECK_CUDA(cudaStreamSynchronize(dt_stream()));
+  int64_t n = count < (unsigned long long)kink_cap ? (int64_t)count : kink_cap;
+  free(kink_host);
+  kink_host = (dt_kink_hit *)malloc((size_t)(n ? n : 1) * sizeof *kink_host);
+  CHECK_ALLOC(kink_host);
+  if (n)
+    CHECK_CUDA(cudaMemcpyAsync(kink_host, kink_hits, (size_t)n * sizeof *kink_host,
+                               cudaMemcpyDeviceToHost, dt_stream()));
+  CHECK_CUDA(cudaMemsetAsync(kink_count, 0, sizeof *kink_count, dt_stream()));
+  CHECK_CUDA(cudaStreamSynchronize(dt_stream()));
+  *out = kink_host;
+  *lost = (int64_t)count - n;
+  if (*lost) { /* room for as many next time: a step's hits are alike in number */
+    dt_free(kink_hits);
+    kink_cap = 2 * (int64_t)count;
+    kink_hits = (dt_kink_hit *)dt_alloc((size_t)kink_cap * sizeof *kink_hits, DT_OTHER);
+  }
+  return n;
+}
+
 static double reduce(const float *x, const float *y, float *dx, size_t n, double scale) {
   dt_kernels_init();
   double sum = 0;

@@ -104,6 +104,49 @@ void dt_relu_backward(const float *a, const float *dh, float *da, size_t n) {
   }
 }
 
+/* ReLU's decisions near 0 (kinks.c): this step's hits, grown as needed. */
+static dt_kink_hit *hits;
+static int64_t nhits, hitcap;
+static float *norms; /* |W1_j| of a call */
+static int64_t normcap;
+
+void dt_kinks_scan(int64_t call, const float *x, const float *w1, const float *a, int64_t rows,
+                   int64_t D, int64_t Hs, float tol) {
+  if (Hs > normcap) {
+    free(norms);
+    normcap = Hs;
+    norms = malloc((size_t)Hs * sizeof *norms);
+    CHECK_ALLOC(norms);
+  }
+  for (int64_t j = 0; j < Hs; j++) norms[j] = 0;
+  for (int64_t d = 0; d < D; d++) /* row by row: each column's terms in the order of kernels.cu's */
+    for (int64_t j = 0; j < Hs; j++) norms[j] = dt_kink_sq_add(norms[j], w1[d * Hs + j]);
+  for (int64_t j = 0; j < Hs; j++) norms[j] = sqrtf(norms[j]);
+  for (int64_t i = 0; i < rows; i++) {
+    float xn = 0;
+    for (int64_t d = 0; d < D; d++) xn = dt_kink_sq_add(xn, x[i * D + d]);
+    xn = sqrtf(xn);
+    for (int64_t j = 0; j < Hs; j++) {
+      float ai = a[i * Hs + j], scale = xn * norms[j];
+      if (!dt_kink_near(ai, scale, tol)) continue;
+      if (nhits == hitcap) {
+        hitcap = hitcap ? 2 * hitcap : 1024;
+        hits = realloc(hits, (size_t)hitcap * sizeof *hits);
+        CHECK_ALLOC(hits);
+      }
+      hits[nhits++] = (dt_kink_hit){call, i, j, ai, scale};
+    }
+  }
+}
+
+int64_t dt_kinks_fetch(const dt_kink_hit **out, int64_t *lost) {
+  int64_t n = nhits;
+  *out = hits;
+  *lost = 0;
+  nhits = 0; /* the caller reads them before the next scan */
+  return n;
+}
+
 double dt_mse_forward_backward(const float *x, const float *y, float *dx, size_t n, double scale) {
   double sum = 0;
   for (size_t i = 0; i < n; i++) {

@@ -150,9 +150,11 @@ void dt_init_w2(const dt_train_config *c, int64_t layer, float *w2, int64_t row0
 }
 
 void dt_block_forward(const float *x, const float *w1, const float *w2, float *a, float *h,
-                      float *out, int64_t rows, int64_t D, int64_t Hs, int residual) {
-  dt_matmul(0, 0, rows, Hs, D, x, w1, a, 0);  /* a = x W1     [rows, Hs] */
-  dt_relu_forward(a, h, (size_t)(rows * Hs)); /* h = relu(a) */
+                      float *out, int64_t rows, int64_t D, int64_t Hs, int residual,
+                      const dt_rows *where) {
+  dt_matmul(0, 0, rows, Hs, D, x, w1, a, 0);   /* a = x W1     [rows, Hs] */
+  dt_kinks_meet(where, x, w1, a, rows, D, Hs); /* for the check: relu's a > 0 near 0 */
+  dt_relu_forward(a, h, (size_t)(rows * Hs));  /* h = relu(a) */
   if (residual) dt_copy(out, x, (size_t)(rows * D) * sizeof(float));
   dt_matmul(0, 0, rows, D, Hs, h, w2, out, residual); /* out (+)= h W2 */
 }

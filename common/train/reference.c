@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "train.h"
+#include "train_internal.h"
 
 void dt_load_weights_host(const char *path, const dt_train_config *c, float *weights, char *err,
                           size_t errlen); /* safetensors.c */
@@ -26,25 +26,61 @@ double dt_adamw_max_update(int64_t t) {
   return sqrt(sum);
 }
 
+/* fp16's largest value, and the limit its rounding turns to inf */
+#define F16_LARGEST 65520.0
+
+/* the largest |g_i| (inf where any is not finite), on either backend */
+static double largest_abs(const float *g, size_t n) {
+  float *h = dt_host_alloc(n, 4);
+  dt_copy_to_host(h, g, n * 4);
+  double most = 0;
+  for (size_t i = 0; i < n; i++) most = isfinite(h[i]) ? fmax(most, fabs(h[i])) : INFINITY;
+  free(h);
+  return most;
+}
+
+/* fp16's verdict, skip the step or take it, as the run decided where one
+ * process's gradients sit within a factor of 2 of fp16's range (its loss
+ * scale's own step: a verdict there is the scaler's to tip) and the two
+ * decided apart; anything further apart is decided otherwise, a failure
+ * (check.c). largest: the largest |g| of one process, before rounding. */
+static int skip_as_run(dt_skips *s, int64_t step, int own, double largest) {
+  int run = s->skipped[step];
+  if (run == own) {
+    s->alike++;
+  } else if (isfinite(largest) && largest >= F16_LARGEST / 2 && largest <= 2 * F16_LARGEST) {
+    s->replayed++;
+  } else {
+    s->otherwise++;
+  }
+  return run;
+}
+
 /* After backward: what the distributed runs do to the gradients they
- * communicate (round16: one trip through 16 bits), fp16's verdict, the clip, the
- * optimizer; and the reach: how far the optimizer could move a single weight
- * in these steps. SGD moves it by lr |g_i| <= lr ||g||; AdamW by at most lr
- * (max update + decay x |w|), and |w| <= its start + the reach so far. */
-void dt_reference_update(const dt_train_config *c, dt_loss_scaler *scaler, float *w, float *g,
-                         float *m, float *v, size_t n, double w0_max, double *reach, int round16) {
+ * communicate (round16: one trip through 16 bits), fp16's verdict (the run's,
+ * replayed where given), the clip, the optimizer; and the reach: how far the
+ * optimizer could move a single weight in these steps. SGD moves it by
+ * lr |g_i| <= lr ||g||; AdamW by at most lr (max update + decay x |w|), and
+ * |w| <= its start + the reach so far. */
+void dt_reference_update(const dt_train_config *c, dt_reference_run *out, dt_loss_scaler *scaler,
+                         int64_t step, float *w, float *g, float *m, float *v, size_t n,
+                         double w0_max, int round16) {
   dt_dtype half = dt_precision_type(c);
+  dt_skips *skips = out->replay.skips && step >= c->start_step ? out->replay.skips : NULL;
+  double largest = skips ? largest_abs(g, n) : 0;
   if (half != DT_F32 && round16) dt_round_half(g, n, half);
   double used = 1.0;
-  if (!dt_scaler_update(scaler, c, half == DT_F16 && dt_count_nonfinite(g, n) > 0, &used))
-    return; /* fp16 overflow: the step is skipped */
+  int overflow = half == DT_F16 && dt_count_nonfinite(g, n) > 0;
+  if (skips) overflow = skip_as_run(skips, step, overflow, largest);
+  if (!dt_scaler_update(scaler, c, overflow, &used)) return; /* fp16 overflow: skipped */
   /* the reach needs the norm even without --clip; the lessons skip it */
   double raw = dt_sum_squares(g, n), sq = raw / (used * used); /* of the unscaled gradients */
   float clip = dt_clip_factor(c, sq);
   dt_optimizer_step(c, w, g, m, v, n, scaler->taken, dt_grad_scale(c, used, raw));
-  *reach += c->optimizer[0] == 'a'
-                ? c->lr * (dt_adamw_max_update(scaler->taken) + c->weight_decay * (w0_max + *reach))
-                : c->lr * clip * sqrt(sq);
+  out->reach +=
+      c->optimizer[0] == 'a'
+          ? c->lr * (dt_adamw_max_update(scaler->taken) + c->weight_decay * (w0_max + out->reach))
+          : c->lr * clip * sqrt(sq);
 }
 
 double dt_reference_begin(const dt_train_config *c, float *w, int64_t n, dt_loss_scaler *scaler,
@@ -83,6 +119,7 @@ void dt_reference_train(const dt_train_config *c, dt_reference_run *out) {
   float *dh = dt_alloc_f32((size_t)(B * H), DT_ACTIV);
   int64_t *samples = malloc((size_t)B * sizeof *samples);
   CHECK_ALLOC(samples);
+  dt_kinks *kinks = out->replay.kinks; /* the run's ReLU decisions near 0, replayed */
   /* layer l's W1 starts at 2*l*P, its W2 at (2*l+1)*P: the layout of `weights` */
   if (c->load) {
     char err[256] = "";
@@ -112,9 +149,11 @@ void dt_reference_train(const dt_train_config *c, dt_reference_run *out) {
   for (int64_t step = 0; step < c->steps; step++) {
     dt_step_samples(c, 1, 0, step, samples);
     dt_make_batch(c, samples, B, x, y);
+    if (kinks) kinks->step = step;
     for (int64_t l = 0; l < L; l++)
       dt_block_forward(x + l * B * D, w + 2 * l * P, w + (2 * l + 1) * P, a + l * B * H,
-                       h + l * B * H, x + (l + 1) * B * D, B, D, H, 1);
+                       h + l * B * H, x + (l + 1) * B * D, B, D, H, 1,
+                       &(dt_rows){kinks, samples, l, 0});
     losses[step] =
         dt_mse_forward_backward(x + L * B * D, y, dx, (size_t)(B * D), 1.0 / (double)(B * D));
     if (scaler.scale != 1.0) dt_scale(dx, (size_t)(B * D), (float)scaler.scale);
@@ -127,7 +166,7 @@ void dt_reference_train(const dt_train_config *c, dt_reference_run *out) {
       dx = dnext;
       dnext = t;
     }
-    dt_reference_update(c, &scaler, w, g, m, v, n, w0_max, &out->reach, 1);
+    dt_reference_update(c, out, &scaler, step, w, g, m, v, n, w0_max, 1);
   }
   dt_copy_to_host(weights, w, (size_t)(2 * L * P) * sizeof(float));
   float *bufs[] = {w, g, m, v, x, y, a, h, dx, dnext, dh};

@@ -87,6 +87,8 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
   float *dx = dt_host_alloc((size_t)(T * D), 4), *du = dt_host_alloc((size_t)(T * D), 4);
   float *dqkv = dt_host_alloc((size_t)(4 * T * D), 4), *dh = dt_host_alloc((size_t)(T * H), 4);
   int64_t *samples = dt_host_alloc((size_t)B, sizeof *samples);
+  int64_t *keys = dt_host_alloc((size_t)T, sizeof *keys); /* token b, t: samples[b] x S + t */
+  dt_kinks *kinks = out->replay.kinks;                    /* the run's ReLU decisions near 0 */
   heads_scratch s = {.S = S, .D = D, .heads = A, .dh = D / A};
   float **sc[] = {&s.qh, &s.kh, &s.vh, &s.oh};
   for (int i = 0; i < 4; i++) *sc[i] = dt_host_alloc((size_t)(S * s.dh), 4);
@@ -101,6 +103,8 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
 #define PR(l) (p + (l)*B * A * S * S)
   for (int64_t step = 0; step < c->steps; step++) {
     dt_sequence_batch(c, step, samples, x, y);
+    for (int64_t t = 0; t < T; t++) keys[t] = samples[t / S] * S + t % S;
+    if (kinks) kinks->step = step;
     for (int64_t l = 0; l < L; l++) {
       const float *wl = w + l * PL, *xl = x + l * T * D;
       dt_matmul(0, 0, T, D, D, xl, wl, Q(l), 0);
@@ -112,7 +116,7 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
       memcpy(U(l), xl, (size_t)(T * D) * 4);
       dt_matmul(0, 0, T, D, D, O(l), wl + 3 * DD, U(l), 1);
       dt_block_forward(U(l), wl + 4 * DD, wl + 4 * DD + D * H, a + l * T * H, hh + l * T * H,
-                       x + (l + 1) * T * D, T, D, H, 1);
+                       x + (l + 1) * T * D, T, D, H, 1, &(dt_rows){kinks, keys, l, 0});
     }
     out->losses[step] =
         dt_mse_forward_backward(x + L * T * D, y, dx, (size_t)(T * D), 1.0 / (double)(T * D));
@@ -136,10 +140,11 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
         dt_matmul(0, 1, T, D, D, d3[i], wl + i * DD, dx, 1);
       }
     }
-    dt_reference_update(c, &scaler, w, g, m, v, (size_t)n, w0_max, &out->reach, 1);
+    dt_reference_update(c, out, &scaler, step, w, g, m, v, (size_t)n, w0_max, 1);
   }
   memcpy(out->weights, w, (size_t)n * 4);
-  void *host[] = {x, y, qkvou, a, hh, p, dx, du, dqkv, dh, samples, s.qh, s.kh, s.vh, s.oh, s.dp};
+  void *host[] = {x,  y,       qkvou, a,    hh,   p,    dx,   du,  dqkv,
+                  dh, samples, keys,  s.qh, s.kh, s.vh, s.oh, s.dp};
   for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
   float *dev[] = {w, g, m, v};
   for (size_t i = 0; i < 4; i++) dt_free(dev[i]);

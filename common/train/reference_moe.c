@@ -57,7 +57,8 @@ typedef struct { /* one layer's routing and its experts' rows, kept for backward
 
 void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out) {
   int64_t L = c->layers, D = c->dim, H = c->hidden, B = c->batch, E = c->experts, k = c->topk;
-  dt_routing *rt = out->routing;
+  dt_routing *rt = out->replay.routing;
+  dt_kinks *kinks = out->replay.kinks; /* the run's ReLU decisions near 0 */
   int64_t G = rt ? rt->groups : dt_size(), R = B / G, C = dt_moe_capacity(c, R), cap = G * C;
   int64_t PL = dt_params_per_layer(c), n = L * PL;
   if (rt) /* SGD in fp32 stays within rounding; AdamW and bf16 drift after a flip (CHECKING.md) */
@@ -93,6 +94,7 @@ void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out) {
   for (int64_t step = 0; step < c->steps; step++) {
     for (int64_t r = 0; r < G; r++) dt_step_samples(c, (int)G, (int)r, step, samples + r * R);
     dt_make_batch(c, samples, B, x, y);
+    if (kinks) kinks->step = step;
     for (int64_t l = 0; l < L; l++) {
       layer *q = ly + l;
       const float *wl = w + l * PL, *xl = x + l * B * D;
@@ -115,7 +117,8 @@ void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out) {
       for (int64_t e = 0; e < E; e++) {
         const float *w1 = wl + D * E + 2 * e * D * H;
         dt_block_forward(q->xin + e * cap * D, w1, w1 + D * H, q->a + e * cap * H,
-                         q->h + e * cap * H, q->out + e * cap * D, q->n[e], D, H, 0);
+                         q->h + e * cap * H, q->out + e * cap * D, q->n[e], D, H, 0,
+                         &(dt_rows){kinks, NULL, l, e * H});
         if (half != DT_F32) dt_round_half(q->out + e * cap * D, (size_t)(q->n[e] * D), half);
       }
       for (int64_t i = 0; i < B * k; i++)
@@ -171,7 +174,7 @@ void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out) {
     if (out->parts) out->parts[step] = aux;
     /* in bf16 the run's gradients never travel in 16 bits (the router's all-reduce
      * is fp32, the experts' stay home): its token rows do, rounded below */
-    dt_reference_update(c, &scaler, w, g, m, v, (size_t)n, w0_max, &out->reach, 0);
+    dt_reference_update(c, out, &scaler, step, w, g, m, v, (size_t)n, w0_max, 0);
   }
   memcpy(out->weights, w, (size_t)n * 4);
   for (layer *y_ = ly; y_ < ly + L; y_++) {

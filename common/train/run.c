@@ -21,6 +21,10 @@ dt_comm *dt_run_init(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson
   dt_train_resolve(&r->c);
   dt_trace_enable(r->c.trace != NULL);
   r->losses = dt_host_alloc((size_t)r->c.steps, sizeof(double));
+  r->skipped = dt_host_alloc((size_t)r->c.steps, 1);
+  /* ReLU's decisions near 0 are replayed where the check holds the runs to
+   * fp32's rounding; 16 bits round each value by far more (CHECKING.md) */
+  if (!r->c.no_check && dt_precision_type(&r->c) == DT_F32) r->kinks = dt_kinks_new(&r->c, 0);
   return r->world;
 }
 
@@ -156,7 +160,8 @@ static double comm_seconds(const dt_run *r) {
 }
 
 void dt_step_begin(dt_run *r, int64_t step) {
-  (void)step;
+  r->step = step;
+  if (r->kinks) r->kinks->step = step;
   r->t_step = dt_now();
   r->comm_step = comm_seconds(r);
 }
@@ -184,7 +189,10 @@ int dt_step_update(dt_run *r) {
   for (int k = 0; dt_precision_type(c) == DT_F16 && k < r->nseg; k++)
     bad |= dt_count_nonfinite(r->seg[k].g, r->seg[k].n) > 0;
   if (dt_precision_type(c) == DT_F16) bad = all_reduce_scalar(r, bad, DT_MAX) > 0;
-  if (!dt_scaler_update(&r->scaler, c, bad, &used)) return 0;
+  if (!dt_scaler_update(&r->scaler, c, bad, &used)) {
+    r->skipped[r->step] = 1;
+    return 0;
+  }
   if (c->clip > 0) { /* only when used: the norm costs a pass and an all-reduce */
     for (int k = 0; k < r->nseg && !r->copy; k++) /* a replica's norm counts once, rank 0's */
       if (!r->seg[k].replica || r->world->rank == 0) sq += dt_sum_squares(r->seg[k].g, r->seg[k].n);
@@ -230,6 +238,7 @@ double dt_run_loss(dt_run *r, const float *x, const float *y, float *dx, size_t 
 }
 
 void dt_step_end(dt_run *r, int64_t step, double loss) {
+  dt_kinks_step_end(r->kinks); /* the keys of this step's rows are still there */
   if (dt_ckpt_due(&r->c, step)) checkpoint(r, step + 1);
   double sum[2] = {loss, r->part}; /* bookkeeping: the loss to print, and its part */
   dt_host_all_reduce(r->world, sum, r->part_name ? 2 : 1, DT_F64, DT_SUM);
@@ -306,9 +315,21 @@ static dt_routing *gather_routing(dt_run *r, dt_routing *rt) {
   return rt;
 }
 
+/* What the run decided, for one process to replay: the routing, ReLU's
+ * decisions near 0 (every rank's, on rank 0), fp16's skips. */
+static dt_decisions decisions(dt_run *r, dt_routing *routing, dt_skips *skips) {
+  if (r->kinks) dt_kinks_gather(r->kinks, r->world);
+  if (r->kinks) r->kinks->replay = 1;
+  *skips = (dt_skips){.skipped = r->skipped};
+  return (dt_decisions){.routing = gather_routing(r, routing),
+                        .kinks = r->kinks,
+                        .skips = dt_precision_type(&r->c) == DT_F16 ? skips : NULL};
+}
+
 int dt_run_finish(dt_run *r) {
   const dt_train_config *c = &r->c;
   dt_routing routing = {0};
+  dt_skips skips;
   dt_run_gather(r, 0, r->host);
   if (c->save && r->world->rank == 0) dt_save_model(c->save, c, c->steps, r->host);
   if (c->save) dt_print0("saved %s\n", c->save);
@@ -316,9 +337,10 @@ int dt_run_finish(dt_run *r) {
   int failed = 0;
   if (!c->no_check && r->converge > 0)
     failed = dt_check_convergence(c, r->losses, r->converge, r->converge_what);
-  else if (!c->no_check)
-    failed = dt_check_against_reference(c, r->losses, r->parts, r->host, r->replicated,
-                                        gather_routing(r, &routing));
+  else if (!c->no_check) {
+    dt_decisions replay = decisions(r, &routing, &skips);
+    failed = dt_check_against_reference(c, r->losses, r->parts, r->host, r->replicated, &replay);
+  }
   for (int k = 0; k < r->nseg; k++) {
     dt_free(r->seg[k].m);
     dt_free(r->seg[k].v);
@@ -330,6 +352,8 @@ int dt_run_finish(dt_run *r) {
   free(r->place);
   free(r->record);
   free(routing.choice);
+  free(r->skipped);
+  dt_kinks_free(r->kinks);
   dt_finalize();
   return failed;
 }

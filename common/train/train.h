@@ -192,10 +192,43 @@ void dt_topk_indices(const float *x, int64_t n, int64_t k, int32_t *idx);
 void dt_init_w1(const dt_train_config *c, int64_t layer, float *w1, int64_t col0, int64_t cols);
 void dt_init_w2(const dt_train_config *c, int64_t layer, float *w2, int64_t row0, int64_t rows);
 
+/* ------------------------------------------------------------- decisions */
+/* Training decides some things discretely, and rounding can tip the
+ * decision: ReLU's a > 0 for a pre-activation within rounding of 0, the
+ * router's top k (10), fp16's skip of a step whose gradients overflowed. Two
+ * correct runs that sum in different orders can decide such a case apart,
+ * and what follows differs by far more than rounding. So the run records its
+ * decisions, and the check's one process replays them where its own numbers
+ * are within rounding of the same kink, and says how many it met
+ * (CHECKING.md, "Discrete decisions").
+ *
+ * ReLU (kinks.c): the run records each pre-activation a = x_i . W1_j within
+ * tol |x_i| |W1_j| of 0, tol = K u (K the check's longest sum, u float's unit
+ * roundoff), keyed by step, layer, row and hidden unit. */
+typedef struct dt_kinks dt_kinks;
+/* Where a block's rows and hidden units sit in the whole model: each row's
+ * key (its sample; in a sequence, sample x S + position; keys NULL: the row's
+ * index, a place in an expert's queue), the block's layer, and the index of
+ * its first hidden unit in the layer's (a tensor-parallel slice's offset;
+ * expert e's units from e H). keys must stay valid until dt_step_end. */
+typedef struct {
+  dt_kinks *kinks; /* NULL: nothing to record */
+  const int64_t *keys;
+  int64_t layer, unit0;
+} dt_rows;
+/* fp16's skips: the steps the run skipped on overflow, which one process
+ * takes alike (run.c records, reference.c replays) */
+typedef struct {
+  const unsigned char *skipped;       /* per step: 1 when the run skipped it */
+  int64_t alike, replayed, otherwise; /* what one process decided */
+} dt_skips;
+
 /* One block on a slice of Hs hidden units. Forward keeps a = x W1 for the
- * backward pass; out = (residual ? x : 0) + relu(a) W2. */
+ * backward pass; out = (residual ? x : 0) + relu(a) W2. rows (NULL: none)
+ * says where the rows sit, for the check's replay of ReLU's decisions. */
 void dt_block_forward(const float *x, const float *w1, const float *w2, float *a, float *h,
-                      float *out, int64_t rows, int64_t D, int64_t Hs, int residual);
+                      float *out, int64_t rows, int64_t D, int64_t Hs, int residual,
+                      const dt_rows *where);
 /* Given dout, adds dW1 = x^T da and dW2 = h^T dout to dw1/dw2 (zero them
  * first for a fresh gradient) and writes dx = (residual ? dout : 0) + da W1^T.
  * dh is scratch of rows*Hs. */
@@ -332,8 +365,15 @@ void dt_step_samples(const dt_train_config *c, int replicas, int rank, int64_t s
  * replicated: every rank holds the whole model in final_weights, and all
  * copies must be bit-identical. Prints each figure beside its bound and CHECK
  * PASSED or CHECK FAILED on rank 0; returns 0 or 1 on every rank (collective). */
+/* The run's discrete decisions, each NULL where the run made none or does
+ * not replay it: the routing (10), ReLU's near 0 (fp32), fp16's skips. */
+typedef struct {
+  dt_routing *routing;
+  dt_kinks *kinks;
+  dt_skips *skips;
+} dt_decisions;
 int dt_check_against_reference(const dt_train_config *c, const double *losses, const double *parts,
-                               const float *final_weights, int replicated, dt_routing *routing);
+                               const float *final_weights, int replicated, dt_decisions *replay);
 /* For methods that change the gradients on purpose (top-k compression):
  * the final loss must be within `factor` of the exact reference's and below
  * the run's first loss. Prints both and CHECK PASSED/FAILED; collective. */
@@ -346,7 +386,7 @@ typedef struct {
   double *losses;
   float *weights, *initial;
   double reach;
-  dt_routing *routing; /* with experts: the run's routing to replay, or NULL */
+  dt_decisions replay; /* the run's decisions to replay (none: all NULL), counted there */
   double *parts;       /* with experts (optional): each step's balance loss, within losses */
 } dt_reference_run;
 void dt_reference_train(const dt_train_config *c, dt_reference_run *out);
@@ -386,6 +426,7 @@ int dt_ckpt_due(const dt_train_config *c, int64_t step);
 typedef struct {
   int64_t L, R, D, Hs;
   float *x, *a, *h, *y, *dx, *dnext, *dh;
+  dt_rows rows; /* the lesson's: its rows' keys, block 0's layer, its first unit */
 } dt_acts;
 void dt_acts_alloc(dt_acts *t, int64_t L, int64_t R, int64_t D, int64_t Hs);
 /* their DT_ACTIV bytes: ((L+1)RD + 2LRHs + 2RD + RHs) x 4 (y is DT_DATA) */
@@ -475,9 +516,12 @@ typedef struct {
   int64_t steps_timed;
   dt_counter scalars; /* the all-reduces of one float: clip norm, fp16 verdict */
   float *scalar;
-  float *host;         /* the whole model on the host (rank 0; every rank when replicated) */
-  int32_t *record;     /* with experts: this rank's routing, [steps][L][R][k] */
-  int64_t record_rows; /* R: the tokens this rank routes per layer and step */
+  float *host;            /* the whole model on the host (rank 0; every rank when replicated) */
+  dt_kinks *kinks;        /* ReLU's decisions near 0, for the check (NULL: none recorded) */
+  unsigned char *skipped; /* fp16: per step, 1 when it was skipped on overflow */
+  int64_t step;           /* the step now trained (dt_step_begin) */
+  int32_t *record;        /* with experts: this rank's routing, [steps][L][R][k] */
+  int64_t record_rows;    /* R: the tokens this rank routes per layer and step */
 } dt_run;
 
 /* dt_init, dt_train_resolve and --trace; returns the world. */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "comm_internal.h"
+#include "kinks_core.h"
 #include "train.h"
 
 #ifdef __cplusplus
@@ -37,8 +38,51 @@ void dt_fill_rows(float *buf, const int64_t *rows, int64_t count, int64_t cols, 
  * reach) and the step after backward */
 double dt_reference_begin(const dt_train_config *c, float *w, int64_t n, dt_loss_scaler *scaler,
                           dt_reference_run *out);
-void dt_reference_update(const dt_train_config *c, dt_loss_scaler *scaler, float *w, float *g,
-                         float *m, float *v, size_t n, double w0_max, double *reach, int round16);
+void dt_reference_update(const dt_train_config *c, dt_reference_run *out, dt_loss_scaler *scaler,
+                         int64_t step, float *w, float *g, float *m, float *v, size_t n,
+                         double w0_max, int round16);
+
+/* kinks.c: ReLU's decisions near 0 (train.h, "decisions"). A run records
+ * them; one process, given the run's (gathered to rank 0, sorted by step,
+ * layer, row and unit), replays them and counts what it met. */
+typedef struct {
+  int64_t step, layer, row, unit; /* row: its key (dt_rows); unit: in the whole layer */
+  double a, scale;                /* the run's pre-activation, and |x_i| |W1_j| */
+} dt_kink;
+struct dt_kinks {
+  int replay;     /* 0: a run records; 1: one process replays */
+  float tol;      /* K u */
+  int64_t step;   /* the step now trained */
+  int64_t first;  /* the first step recorded (a resumed run's) */
+  dt_rows *calls; /* the run: this step's block calls, until their hits get keys */
+  int64_t ncalls, callcap;
+  dt_kink *k; /* recorded: a rank's, then on rank 0 every rank's, sorted */
+  int64_t n, cap;
+  int64_t decisions, lost; /* made; near 0 but not recorded (a full record) */
+  /* what one process met: near 0 in both runs, of them decided otherwise
+   * (replayed); near 0 in the run's numbers only, or in its own only */
+  int64_t met, flipped, run_only, own_only;
+};
+dt_kinks *dt_kinks_new(const dt_train_config *c, int replay);
+void dt_kinks_free(dt_kinks *k);
+/* dt_block_forward's: a = x W1 of a [rows, Hs] block met, before relu */
+void dt_kinks_meet(const dt_rows *where, const float *x, const float *w1, float *a, int64_t rows,
+                   int64_t D, int64_t Hs);
+void dt_kinks_step_end(dt_kinks *k); /* the step's hits get their keys */
+/* every rank's record to rank 0 (collective; bookkeeping), sorted there */
+void dt_kinks_gather(dt_kinks *k, dt_comm *world);
+/* Rank 0, after one process replayed: the line that says what it met, and
+ * whether rounding explains it (strict: the SGD criterion, where the two runs
+ * stay within rounding; else the count is printed only). 1: it does not. */
+int dt_kinks_verdict(const dt_kinks *k, int strict, char *why, size_t len);
+/* the backend's part (kernels_cpu.c, kernels.cu): append the hits of one
+ * block call, |a_ij| <= tol |x_i| |W1_j|, to the backend's record; fetch
+ * returns this step's (host) and how many did not fit, and starts anew */
+void dt_kinks_scan(int64_t call, const float *x, const float *w1, const float *a, int64_t rows,
+                   int64_t D, int64_t Hs, float tol);
+int64_t dt_kinks_fetch(const dt_kink_hit **hits, int64_t *lost);
+/* the check's longest sum, K = max(B, D, H, B x seq): SGD's bound is S K u */
+int64_t dt_check_longest_sum(const dt_train_config *c);
 
 /* outputs.c: check the output paths at start-up (collective: rank 0 looks,
  * every rank fails alike) */
