@@ -23,6 +23,10 @@ struct topk {
   char what[64]; /* the residual's name in checkpoints */
 };
 
+/* The run's verdict with compression: the gradients are not the exact ones,
+ * so no run can match one process; it must still learn (CHECKING.md). */
+static int converges(dt_run *r) { return dt_check_convergence(&r->c, r->losses, 1.25, "top-k"); }
+
 topk *topk_parse(const char *spec, dt_run *r, int seg, size_t P, int bucketed) {
   const dt_train_config *c = &r->c;
   double ratio = 0;
@@ -31,8 +35,7 @@ topk *topk_parse(const char *spec, dt_run *r, int seg, size_t P, int bucketed) {
     dt_fail("--compress %s: expected topk:R with 0 < R <= 1, e.g. topk:0.01", spec);
   if (dt_precision_type(c) != DT_F32) dt_fail("--compress works in fp32 only");
   if (bucketed) dt_fail("--compress replaces the all-reduce: no --overlap or --bucket-mb");
-  r->converge = 1.25; /* top-k changes the gradients: the check is that it still learns */
-  r->converge_what = "top-k";
+  r->verdict = converges; /* top-k changes the gradients: the check is that it still learns */
   topk *t = dt_host_alloc(1, sizeof *t);
   size_t N = (size_t)dt_size();
   t->P = (int64_t)P;

@@ -56,7 +56,7 @@ static void layout(model *m, dt_run *r) {
   m->ew = dt_alloc_f32(ne, DT_PARAMS);
   m->eg = dt_alloc_f32(ne, DT_GRADS);
   int router = dt_run_segment(r, m->rw, m->rg, nr), experts = dt_run_segment(r, m->ew, m->eg, ne);
-  r->seg[router].replica = 1; /* one copy in files and in the clip norm */
+  r->seg[router].copy = m->world->rank != 0; /* every rank's alike: rank 0's counts */
   for (int64_t l = 0; l < L; l++) {
     int64_t at = l * dt_params_per_layer(c);
     dt_run_place(r, router, l * D * E, at, 1, D * E, D * E);
@@ -203,6 +203,7 @@ static double train_step(model *m, dt_run *r, int64_t step) {
 
 int main(int argc, char **argv) {
   dt_run run = {.c = DT_TRAIN_DEFAULTS};
+  run.c.model = DT_MOE;
   run.c.experts = 8;
   run.c.topk = 2;
   run.c.capacity_factor = 1.25;
@@ -221,7 +222,6 @@ int main(int argc, char **argv) {
   dt_lesson lesson = {"10_ep",
                       "expert parallel training: tokens travel to the experts by all-to-all", 1};
   dt_comm *world = dt_run_init(&run, &argc, &argv, &lesson, options);
-  run.part_name = "balance";
   m.world = world;
   m.hand = strcmp(a2a, "hand") == 0;
   layout(&m, &run);

@@ -124,6 +124,7 @@ int main(int argc, char **argv) {
   run.c.layers = 2;
   run.c.dim = 32;
   run.c.batch = 4;
+  run.c.model = DT_TRANSFORMER;
   run.c.seq = 64;
   run.c.heads = 4;
   run.c.optimizer = "adamw"; /* SGD at 05's lr falls 3x slower here */

@@ -83,7 +83,7 @@ static void layout(mesh *m, dt_run *r) {
     m->w = dt_alloc_f32((size_t)(L * m->ld), DT_PARAMS);
     m->g = dt_alloc_f32((size_t)(L * m->ld), DT_GRADS);
     first = dt_run_segment(r, m->w, m->g, (size_t)(L * m->ld));
-    r->copy = m->dc->rank != 0;
+    r->seg[first].copy = m->dc->rank != 0; /* dc rank 0's copy counts */
   }
   for (int64_t l = 0; l < L; l++) {
     int seg = m->zero ? fsdp_segment(&m->f, first, l, &off) : first;
@@ -217,6 +217,7 @@ int main(int argc, char **argv) {
   run.c.layers = 4;
   run.c.dim = 32;
   run.c.batch = 8;
+  run.c.model = DT_TRANSFORMER;
   run.c.seq = 32;
   run.c.heads = 4;
   run.c.optimizer = "adamw"; /* as 11 */

@@ -172,12 +172,11 @@ static void list_off(const dt_train_config *c, const float *w, const float *ref,
 /* The yardstick of this config: the dense trainer, the mixture's or the
  * transformer's. */
 static void reference_train(const dt_train_config *c, dt_reference_run *out) {
-  if (c->experts)
-    dt_reference_train_moe(c, out);
-  else if (c->seq)
-    dt_reference_train_attn(c, out);
-  else
-    dt_reference_train(c, out);
+  switch (c->model) {
+  case DT_MOE: dt_reference_train_moe(c, out); break;
+  case DT_TRANSFORMER: dt_reference_train_attn(c, out); break;
+  default: dt_reference_train(c, out);
+  }
 }
 
 static const char *verdict(int failed) { return failed ? "FAILED" : "PASSED"; }
@@ -201,7 +200,7 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
     snprintf(why, sizeof why, "AdamW's drift after a rounding flip");
   else
     snprintf(why, sizeof why, "S x K x u (S %lld, K = max(B%s,D,H) = %lld)", (long long)S,
-             c->seq ? " x seq" : "", (long long)K);
+             c->model == DT_TRANSFORMER ? " x seq" : "", (long long)K);
   printf("compare with one process (fp32, %s; the criterion: CHECKING.md)\n", c->optimizer);
   printf("       figure                                    measured     bound\n");
   printf("  %-4s %-41s %-12.2e %-9.1e %s\n", MARK(ok_loss),

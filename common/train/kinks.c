@@ -25,7 +25,8 @@
 int64_t dt_check_longest_sum(const dt_train_config *c) {
   int64_t K = c->batch > c->dim ? c->batch : c->dim;
   if (c->hidden > K) K = c->hidden;
-  if (c->seq && c->batch * c->seq > K) K = c->batch * c->seq; /* a gradient sums B x seq rows */
+  if (c->model == DT_TRANSFORMER && c->batch * c->seq > K) /* a gradient sums B x seq rows */
+    K = c->batch * c->seq;
   return K;
 }
 

@@ -29,11 +29,11 @@ void dt_train_resolve(dt_train_config *c) {
             "scaler's state");
   if ((c->save_every > 0 || c->resume) && !c->ckpt)
     dt_fail("--save-every and --resume need --ckpt DIR, the checkpoint folder");
-  if (c->experts && c->topk > c->experts)
+  if (c->model == DT_MOE && c->topk > c->experts)
     dt_fail("--topk %lld is more than --experts %lld: a token cannot choose more experts than "
             "there are",
             (long long)c->topk, (long long)c->experts);
-  if (c->seq && c->dim % c->heads != 0)
+  if (c->model == DT_TRANSFORMER && c->dim % c->heads != 0)
     dt_fail("--heads %lld: the width D = %lld does not split into %lld heads; choose --heads "
             "dividing --dim",
             (long long)c->heads, (long long)c->dim, (long long)c->heads);
@@ -46,10 +46,11 @@ void dt_train_resolve(dt_train_config *c) {
     dt_fail("the model needs %.2f GiB for its weights alone (%s x 4 bytes); only %.2f GiB are "
             "available (%s): choose a smaller --layers, --dim or --hidden%s",
             bytes / 1073741824.0,
-            c->experts ? "L x (DE + 2EDH)"
-            : c->seq   ? "L x (4D^2 + 2DH)"
-                       : "L x 2 x D x H",
-            available / 1073741824.0, dt_memory_source(), c->experts ? " or --experts" : "");
+            c->model == DT_MOE           ? "L x (DE + 2EDH)"
+            : c->model == DT_TRANSFORMER ? "L x (4D^2 + 2DH)"
+                                         : "L x 2 x D x H",
+            available / 1073741824.0, dt_memory_source(),
+            c->model == DT_MOE ? " or --experts" : "");
 }
 
 /* What the tables of the lessons do not show, said where it exists. */
@@ -64,26 +65,37 @@ void dt_print_memory_uncounted(void) {
 #endif
 }
 
+const char *dt_loss_part(const dt_train_config *c) { return c->model == DT_MOE ? "balance" : NULL; }
+
 int64_t dt_params_per_layer(const dt_train_config *c) {
   int64_t D = c->dim, H = c->hidden, E = c->experts;
-  return E ? D * E + 2 * E * D * H : c->seq ? 4 * D * D + 2 * D * H : 2 * D * H;
+  switch (c->model) {
+  case DT_MOE: return D * E + 2 * E * D * H;
+  case DT_TRANSFORMER: return 4 * D * D + 2 * D * H;
+  default: return 2 * D * H;
+  }
 }
 
 static int64_t tensors_per_layer(const dt_train_config *c) {
-  return c->experts ? 1 + 2 * c->experts : c->seq ? 6 : 2;
+  switch (c->model) {
+  case DT_MOE: return 1 + 2 * c->experts;
+  case DT_TRANSFORMER: return 6;
+  default: return 2;
+  }
 }
 
 int64_t dt_model_tensors(const dt_train_config *c) { return c->layers * tensors_per_layer(c); }
 
 dt_tensor dt_model_tensor(const dt_train_config *c, int64_t t) {
-  int64_t D = c->dim, H = c->hidden, E = c->experts, per = tensors_per_layer(c), l = t / per,
-          j = t % per;
+  int64_t D = c->dim, H = c->hidden, E = c->model == DT_MOE ? c->experts : 0,
+          per = tensors_per_layer(c), l = t / per, j = t % per;
+  int attn = c->model == DT_TRANSFORMER;
   dt_tensor x = {.at = l * dt_params_per_layer(c)};
-  if (c->seq && j < 4) { /* the attention's projections, then the MLP as below */
+  if (attn && j < 4) { /* the attention's projections, then the MLP as below */
     x.at += j * D * D;
     x.rows = x.cols = D;
     snprintf(x.name, sizeof x.name, "layers.%lld.w%c", (long long)l, "qkvo"[j]);
-  } else if (c->seq) {
+  } else if (attn) {
     x.at += 4 * D * D + (j - 4) * D * H;
     x.rows = j == 4 ? D : H;
     x.cols = j == 4 ? H : D;

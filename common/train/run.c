@@ -1,4 +1,4 @@
-/* run.c: the training run every lesson 05-09 shares (train.h, "the run").
+/* run.c: the training run every training lesson shares (train.h, "the run").
  *
  * A lesson owns its layout and its communication; this file owns the rest of
  * a step, the same way for all: the optimizer update with fp16's verdict and
@@ -93,9 +93,9 @@ static void scatter(dt_run *r, int which, const float *model) {
 /* This rank's elements in their places, 0 elsewhere. */
 static void gather_own(dt_run *r, int which, float *model) {
   memset(model, 0, (size_t)model_size(&r->c) * 4);
-  for (int k = 0; k < r->nseg && !r->copy; k++) {
+  for (int k = 0; k < r->nseg; k++) {
     if (!seg_buf(&r->seg[k], which)) continue;
-    if (r->seg[k].replica && r->world->rank != 0 && !r->replicated) continue; /* rank 0's */
+    if (r->seg[k].copy && !r->replicated) continue; /* another rank's counts */
     float *h = dt_host_alloc(r->seg[k].n, 4);
     dt_copy_to_host(h, seg_buf(&r->seg[k], which), r->seg[k].n * 4);
     for (const dt_place *p = r->place; p < r->place + r->nplace; p++)
@@ -138,7 +138,7 @@ void dt_run_begin(dt_run *r) {
   r->host = dt_host_alloc(P, 4);
   r->scalar = dt_alloc_f32(1, DT_OTHER);
   if (!r->loss_ranks) r->loss_ranks = r->world->size;
-  if (r->part_name) r->parts = dt_host_alloc((size_t)c->steps, sizeof(double));
+  if (dt_loss_part(c)) r->parts = dt_host_alloc((size_t)c->steps, sizeof(double));
   dt_train_print(c);
   dt_scaler_init(&r->scaler, c);
   dt_run_reset(r);
@@ -193,9 +193,9 @@ int dt_step_update(dt_run *r) {
     r->skipped[r->step] = 1;
     return 0;
   }
-  if (c->clip > 0) { /* only when used: the norm costs a pass and an all-reduce */
-    for (int k = 0; k < r->nseg && !r->copy; k++) /* a replica's norm counts once, rank 0's */
-      if (!r->seg[k].replica || r->world->rank == 0) sq += dt_sum_squares(r->seg[k].g, r->seg[k].n);
+  if (c->clip > 0) {                  /* only when used: the norm costs a pass and an all-reduce */
+    for (int k = 0; k < r->nseg; k++) /* a copy's norm counts once, where it is not a copy */
+      if (!r->seg[k].copy) sq += dt_sum_squares(r->seg[k].g, r->seg[k].n);
     sq = all_reduce_scalar(r, sq, DT_SUM);
   }
   float scale = dt_grad_scale(c, used, sq); /* unscale and clip ride in the optimizer's pass */
@@ -240,10 +240,11 @@ double dt_run_loss(dt_run *r, const float *x, const float *y, float *dx, size_t 
 void dt_step_end(dt_run *r, int64_t step, double loss) {
   dt_kinks_step_end(r->kinks); /* the keys of this step's rows are still there */
   if (dt_ckpt_due(&r->c, step)) checkpoint(r, step + 1);
+  const char *part = dt_loss_part(&r->c);
   double sum[2] = {loss, r->part}; /* bookkeeping: the loss to print, and its part */
-  dt_host_all_reduce(r->world, sum, r->part_name ? 2 : 1, DT_F64, DT_SUM);
+  dt_host_all_reduce(r->world, sum, part ? 2 : 1, DT_F64, DT_SUM);
   r->losses[step] = sum[0] / r->loss_ranks;
-  if (r->part_name) r->parts[step] = sum[1] / r->loss_ranks;
+  if (part) r->parts[step] = sum[1] / r->loss_ranks;
   dt_sync();
   double dt = dt_now() - r->t_step;
   r->compute += dt - (comm_seconds(r) - r->comm_step);
@@ -251,7 +252,7 @@ void dt_step_end(dt_run *r, int64_t step, double loss) {
     r->first_step = dt;
   else
     r->later_steps += dt;
-  dt_print_step(&r->c, step, r->losses[step], r->part_name, r->part_name ? r->parts[step] : 0,
+  dt_print_step(&r->c, step, r->losses[step], part, part ? r->parts[step] : 0,
                 r->loss_how ? r->loss_how : "mean over ranks", dt);
 }
 
@@ -300,18 +301,18 @@ void dt_print_memory(const dt_row *rows, int n, const char *other) {
 
 int32_t *dt_run_record_routing(dt_run *r, int64_t tokens) {
   if (r->c.no_check) return NULL;
-  r->record_rows = tokens;
-  r->record = dt_host_alloc((size_t)(r->c.steps * r->c.layers * tokens * r->c.topk), 4);
-  return r->record;
+  r->routing_rows = tokens;
+  r->routing = dt_host_alloc((size_t)(r->c.steps * r->c.layers * tokens * r->c.topk), 4);
+  return r->routing;
 }
 
 /* The routing of every rank to rank 0, rank-major, where the check replays it. */
 static dt_routing *gather_routing(dt_run *r, dt_routing *rt) {
-  if (!r->record) return NULL;
-  size_t n = (size_t)(r->c.steps * r->c.layers * r->record_rows * r->c.topk);
-  *rt = (dt_routing){.groups = r->world->size, .R = r->record_rows};
+  if (!r->routing) return NULL;
+  size_t n = (size_t)(r->c.steps * r->c.layers * r->routing_rows * r->c.topk);
+  *rt = (dt_routing){.groups = r->world->size, .R = r->routing_rows};
   rt->choice = dt_host_alloc(r->world->rank == 0 ? n * (size_t)r->world->size : 1, 4);
-  dt_host_gather(r->world, r->record, rt->choice, n, DT_I32, 0);
+  dt_host_gather(r->world, r->routing, rt->choice, n, DT_I32, 0);
   return rt;
 }
 
@@ -335,8 +336,8 @@ int dt_run_finish(dt_run *r) {
   if (c->save) dt_print0("saved %s\n", c->save);
   if (c->trace) dt_trace_write(c->trace);
   int failed = 0;
-  if (!c->no_check && r->converge > 0)
-    failed = dt_check_convergence(c, r->losses, r->converge, r->converge_what);
+  if (!c->no_check && r->verdict)
+    failed = r->verdict(r);
   else if (!c->no_check) {
     dt_decisions replay = decisions(r, &routing, &skips);
     failed = dt_check_against_reference(c, r->losses, r->parts, r->host, r->replicated, &replay);
@@ -350,7 +351,7 @@ int dt_run_finish(dt_run *r) {
   free(r->losses);
   free(r->parts);
   free(r->place);
-  free(r->record);
+  free(r->routing);
   free(routing.choice);
   free(r->skipped);
   dt_kinks_free(r->kinks);

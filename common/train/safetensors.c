@@ -97,13 +97,13 @@ static void meta_of(const dt_train_config *c, int64_t step, char *out, size_t ca
            (long long)c->hidden, (long long)c->batch, (long long)c->samples, (long long)c->seed,
            (long long)c->data_seed, c->optimizer, c->lr, c->weight_decay, c->clip, c->precision);
   size_t len = strlen(out);
-  if (c->experts) /* what a loader needs to rebuild the mixture; its capacity groups: the ranks */
+  if (c->model == DT_MOE) /* what a loader needs to rebuild the mixture; its groups: the ranks */
     snprintf(out + len, cap - len,
              ",\"experts\":\"%lld\",\"topk\":\"%lld\",\"capacity_factor\":\"%.17g\","
              "\"aux_coef\":\"%.17g\",\"groups\":\"%d\"",
              (long long)c->experts, (long long)c->topk, c->capacity_factor, c->aux_coef, dt_size());
   len = strlen(out);
-  if (c->seq) /* and the transformer's */
+  if (c->model == DT_TRANSFORMER) /* and the transformer's */
     snprintf(out + len, cap - len, ",\"seq\":\"%lld\",\"heads\":\"%lld\"", (long long)c->seq,
              (long long)c->heads);
 }
@@ -177,8 +177,8 @@ static void compare_config(const char *header, const char *path, const dt_train_
   for (int i = 0; i < 2; i++) shortest(reals[3 + i], mine[16 + i], 64);
   for (int i = 0; i < KEYS && !err[0]; i++) {
     /* the transformer's sequences and heads with a transformer, the mixture's settings with one */
-    if ((i == 12 || i == 13) && !c->seq) continue;
-    if (i >= 14 && !c->experts) continue;
+    if ((i == 12 || i == 13) && c->model != DT_TRANSFORMER) continue;
+    if (i >= 14 && c->model != DT_MOE) continue;
     int found = meta_value(header, keys[i], theirs, sizeof theirs) != NULL;
     int real = (i >= 8 && i <= 10) || i >= 16;
     if (found && real) shortest(strtod(theirs, NULL), theirs, sizeof theirs);
@@ -198,13 +198,14 @@ static void compare_config(const char *header, const char *path, const dt_train_
   }
   /* A mixture's capacity groups are the ranks: at another number of them
    * other tokens are dropped, another training, unless none can be (C >= R) */
-  int64_t groups = c->experts ? meta_int(header, "groups") : 0, N = dt_size();
-  if (!err[0] && c->experts && groups <= 0)
+  int moe = c->model == DT_MOE;
+  int64_t groups = moe ? meta_int(header, "groups") : 0, N = dt_size();
+  if (!err[0] && moe && groups <= 0)
     snprintf(err, errlen,
              "--resume: %s has no record of its capacity groups (written by an older version): "
              "start afresh with another --ckpt folder",
              path);
-  else if (!err[0] && c->experts && groups != N && (drops(c, groups) || drops(c, N)))
+  else if (!err[0] && moe && groups != N && (drops(c, groups) || drops(c, N)))
     snprintf(err, errlen,
              "--resume: the checkpoint was trained at %lld ranks, this run has %lld: a mixture's "
              "capacity groups are the ranks, so %lld ranks would drop other tokens, another "
@@ -291,8 +292,9 @@ int64_t dt_meta_steps(const char *path) { /* the --steps of the run that wrote i
 }
 
 /* The tensors of a flat layer-major array (dt_model_tensor's order and
- * names: W1_0, W2_0, W1_1, ...; with experts the router, then each expert's
- * W1 and W2; with seq Wq, Wk, Wv, Wo, W1, W2), each named prefix + its name. */
+ * names: W1_0, W2_0, W1_1, ...; a mixture's router, then each expert's W1
+ * and W2; a transformer's Wq, Wk, Wv, Wo, W1, W2), each named prefix + its
+ * name. */
 static void model_tensors(tensor *t, const dt_train_config *c, const char *prefix,
                           const float *flat) {
   for (int64_t i = 0; i < dt_model_tensors(c); i++) {
@@ -494,10 +496,11 @@ void dt_load_model(const char *path, const dt_train_config *c, float *weights) {
 /* The global batches in the order one process trains on them: [steps, B, D]
  * of samples, or with sequences [steps, B, S, D], x with positions added. */
 void dt_dump_data(const char *path, const dt_train_config *c) {
-  int64_t S = c->steps, B = c->batch, D = c->dim, T = c->seq ? c->seq : 1, BT = B * T;
+  int seq = c->model == DT_TRANSFORMER;
+  int64_t S = c->steps, B = c->batch, D = c->dim, T = seq ? c->seq : 1, BT = B * T;
   char dims[80]; /* a step's [B, D], or [B, S, D] */
   snprintf(dims, sizeof dims, "%lld, %lld", (long long)B, (long long)D);
-  if (c->seq)
+  if (seq)
     snprintf(dims, sizeof dims, "%lld, %lld, %lld", (long long)B, (long long)T, (long long)D);
   if ((double)S * BT * D * 8 > 2e9)
     dt_fail("--dump-data: %lld steps of [%s] exceed 2 GB", (long long)S, dims);
@@ -510,22 +513,22 @@ void dt_dump_data(const char *path, const dt_train_config *c) {
             (long long)S, dims, need / 1073741824.0, left / 1073741824.0, dt_memory_source());
   if (dt_rank() != 0) return; /* every rank would write the same file */
   float *x = malloc((size_t)(S * BT * D) * 4), *y = malloc((size_t)(S * BT * D) * 4);
-  float *xd = c->seq ? NULL : dt_alloc_f32((size_t)(B * D), DT_DATA);
-  float *yd = c->seq ? NULL : dt_alloc_f32((size_t)(B * D), DT_DATA);
+  float *xd = seq ? NULL : dt_alloc_f32((size_t)(B * D), DT_DATA);
+  float *yd = seq ? NULL : dt_alloc_f32((size_t)(B * D), DT_DATA);
   int64_t *samples = malloc((size_t)B * sizeof *samples);
   CHECK_ALLOC(x);
   CHECK_ALLOC(y);
   CHECK_ALLOC(samples);
-  for (int64_t s = 0; s < S && c->seq; s++) /* host rows, made where they are written */
+  for (int64_t s = 0; s < S && seq; s++) /* host rows, made where they are written */
     dt_sequence_batch(c, s, samples, x + s * BT * D, y + s * BT * D);
-  for (int64_t s = 0; s < S && !c->seq; s++) { /* the global batches, in the reference's order */
+  for (int64_t s = 0; s < S && !seq; s++) { /* the global batches, in the reference's order */
     dt_step_samples(c, 1, 0, s, samples);
     dt_make_batch(c, samples, B, xd, yd);
     dt_copy_to_host(x + s * B * D, xd, (size_t)(B * D) * 4);
     dt_copy_to_host(y + s * B * D, yd, (size_t)(B * D) * 4);
   }
   tensor t[2] = {{"x", 3, {S, B, D}, x}, {"y", 3, {S, B, D}, y}};
-  for (int i = 0; i < 2 && c->seq; i++) {
+  for (int i = 0; i < 2 && seq; i++) {
     t[i].ndim = 4;
     t[i].shape[2] = T;
     t[i].shape[3] = D;

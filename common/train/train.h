@@ -1,11 +1,14 @@
-/* train.h: the training layer, what lessons 05-09 include (above dt.h, the
- * communication layer, and sampler.h).
+/* train.h: the training layer, what every training lesson includes (above
+ * dt.h, the communication layer, and sampler.h).
  *
+ * Three models, each a kind the lesson names (dt_model_kind). The first is
  * L residual MLP blocks, width D, hidden H, float32, row-major, no biases:
  *   a = x W1;  h = relu(a);  x' = x + h W2;   loss = mean((x_L - y)^2)
  * W1 is [D, H], W2 is [H, D]. The functions take whatever slice of W1 (some
  * columns) and W2 (the matching rows) they are given, so tensor parallelism
- * reuses them unchanged. */
+ * reuses them unchanged. The mixture of experts puts E such MLPs behind a
+ * router in each block; the transformer puts causal attention before the
+ * block's MLP. */
 #ifndef DT_TRAIN_H
 #define DT_TRAIN_H
 
@@ -19,10 +22,20 @@ extern "C" {
 #endif
 
 /* ---------------------------------------------------------------- config */
+/* The model a lesson trains, named by the lesson (its main, before
+ * dt_run_init): its tensors, its forward pass and its yardstick are this
+ * layer's. */
+typedef enum {
+  DT_MLP,        /* L residual ReLU MLP blocks */
+  DT_MOE,        /* each block's MLP a mixture of E experts behind a router */
+  DT_TRANSFORMER /* each block causal attention, then the MLP */
+} dt_model_kind;
+
 typedef struct {
+  dt_model_kind model;
   int64_t layers, dim, hidden, batch, steps, samples, seed, data_seed;
   double lr, weight_decay, clip;
-  double adamw_lr;       /* what --lr 0 means for AdamW (0: 0.003); 10_ep's is lower */
+  double adamw_lr;       /* what --lr 0 means for AdamW (0: 0.003); a lesson may set its own */
   const char *optimizer; /* "sgd" or "adamw" */
   const char *precision; /* "fp32", "bf16", "fp16" */
   double loss_scale;     /* fp16: the initial loss scale */
@@ -34,11 +47,10 @@ typedef struct {
   /* set by dt_run_rank_state: what per-rank state checkpoints hold beside
    * the model (top-k's residual), NULL for none; a resume must match it */
   const char *rank_state;
-  /* a mixture of experts in place of each block's MLP (lesson 10; 0: none) */
+  /* DT_MOE: E experts a block, each token sent to the k best */
   int64_t experts, topk;
   double capacity_factor, aux_coef;
-  /* a causal transformer on sequences of `seq` tokens, `heads` heads, in
-   * place of the MLP stack (lesson 11; seq 0: none) */
+  /* DT_TRANSFORMER: sequences of `seq` tokens, `heads` heads */
   int64_t seq, heads;
 } dt_train_config;
 
@@ -82,26 +94,29 @@ typedef struct {
 
 /* A training step's loss line, on the steps worth reading (the first five
  * of the run, every tenth, the last); `how` says where the number comes from.
- * With part_name (10's "balance"), part is a term of the loss printed apart:
- * loss = task + part.
+ * With part_name (dt_loss_part: a mixture's "balance"), part is a term of the
+ * loss printed apart: loss = task + part.
  * Called by every rank every step with the same loss: a loss that is not
  * finite or has exploded (10^4 x the run's first) ends the job there with a
  * message naming divergence and what to change (dt_fail, exit 2). */
 void dt_print_step(const dt_train_config *c, int64_t step, double loss, const char *part_name,
                    double part, const char *how, double seconds);
 
+/* The model's second loss term, printed apart from the task's (a mixture's
+ * load-balancing loss: "balance"), or NULL: the loss has one term. */
+const char *dt_loss_part(const dt_train_config *c);
 /* --lr's help: what 0 means for each optimizer, the lesson's AdamW default */
 const char *dt_lr_help(const dt_train_config *c);
 /* Fill derived defaults and reject what no lesson can run; dt_fail on error. */
 void dt_train_resolve(dt_train_config *c);
 void dt_train_print(const dt_train_config *c); /* rank 0: one line of config */
-/* 2DH; with experts DE + 2EDH; with seq 4D^2 + 2DH */
+/* 2DH; a mixture DE + 2EDH; a transformer 4D^2 + 2DH */
 int64_t dt_params_per_layer(const dt_train_config *c);
 
 /* The tensors of the whole model, in the order of its layer-major array
- * (files, checkpoints, the check): per layer W1 [D,H] and W2 [H,D]; with
- * experts, the router [D,E] and then W1 and W2 of each expert; with seq,
- * Wq, Wk, Wv, Wo [D,D] and then W1 and W2. Tensor t's
+ * (files, checkpoints, the check): per layer W1 [D,H] and W2 [H,D]; a
+ * mixture's, the router [D,E] and then W1 and W2 of each expert; a
+ * transformer's, Wq, Wk, Wv, Wo [D,D] and then W1 and W2. Tensor t's
  * initial values are uniform(-bound, bound), keyed by (seed, t, element
  * index), so any rank makes any shard and every world size starts alike. */
 typedef struct {
@@ -237,8 +252,8 @@ void dt_block_backward(const float *x, const float *a, const float *h, const flo
                        float *dh, int64_t rows, int64_t D, int64_t Hs, int residual);
 
 /* ---------------------------------------------------------------- experts */
-/* Lesson 10's mixture of E experts (moe.c), each the block's D->H->D ReLU
- * MLP, on host rows (the cpu backend). A block becomes
+/* DT_MOE, the mixture of E experts (moe.c; lesson 10 trains it), each the
+ * block's D->H->D ReLU MLP, on host rows (the cpu backend). A block becomes
  *   x' = x + sum over token's kept choices j of gate_j MLP_{e_j}(x).
  * The router: probs = softmax(x Wr) [R,E]; choice [R,k] the k most probable
  * experts, best first, a tie to the lower index; gate [R,k] their
@@ -268,7 +283,7 @@ void dt_router_backward(const float *x, const float *wr, const float *probs, con
                         const float *gate, const float *dgate, const float *daux, int64_t R,
                         int64_t D, int64_t E, int64_t k, float *dlogits, float *dwr, float *dx);
 
-/* The flags of the mixture, after DT_TRAIN_OPTIONS in lesson 10's table. */
+/* The flags of the mixture, after DT_TRAIN_OPTIONS in its lesson's table. */
 #define DT_MOE_OPTIONS(c)                                                                          \
   DT_INT("--experts", &(c)->experts, 1, 256, "experts E per layer (a multiple of N)"),             \
       DT_INT("--topk", &(c)->topk, 1, 2, "experts k each token is sent to"),                       \
@@ -298,7 +313,7 @@ typedef struct {
   DT_INT("--seq", &(c)->seq, 1, 1 << 20, "tokens S per sequence (--batch counts sequences)"),      \
       DT_INT("--heads", &(c)->heads, 1, 4096, "attention heads A (dividing D)")
 
-/* Lesson 11's causal attention (attention.c), on host rows of width W
+/* DT_TRANSFORMER's causal attention (attention.c), on host rows of width W
  * (heads x dh columns, head h in columns h dh .. h dh + dh - 1), scores
  * scaled by 1/sqrt(dh). One block: n query rows against nk key/value rows;
  * causal (a diagonal block, n == nk): query i sees keys 0..i, else all.
@@ -339,8 +354,8 @@ size_t dt_attn_scratch_bytes(void);
 void dt_make_batch(const dt_train_config *c, const int64_t *samples, int64_t count, float *x,
                    float *y);
 int64_t dt_batches_per_epoch(const dt_train_config *c); /* samples / B */
-/* Sequences (lesson 11, c->seq tokens each; host): positions t0 .. t0+len-1
- * of each of samples[0..count), sequence k's rows from row k x ld of x and
+/* Sequences (DT_TRANSFORMER's data, c->seq tokens each; host): positions
+ * t0 .. t0+len-1 of each of samples[0..count), sequence k's rows from row k x ld of x and
  * y (D floats a row). Token t's target averages it with the 3 before it
  * (data.c), so earlier positions matter. Any rank can make any window. */
 void dt_make_sequences(const dt_train_config *c, const int64_t *samples, int64_t count, int64_t t0,
@@ -476,7 +491,8 @@ dt_op dt_wire_op(const dt_wire *w, dt_op op);
  *   return dt_run_finish(&run);
  *
  * The whole model, in files and in the check, is the layer-major host array
- * W1_0, W2_0, W1_1, ... (2DH floats a layer). A rank holds segments, each
+ * of dt_model_tensor's tensors (dt_params_per_layer floats a layer: W1_0,
+ * W2_0, W1_1, ... for the MLP). A rank holds segments, each
  * stepped by the optimizer as one contiguous buffer, and places say where
  * their elements sit in that array: rows x cols floats, ld apart, from `at`. */
 enum { DT_RUN_SEGMENTS = 64 };
@@ -484,45 +500,49 @@ typedef struct {
   float *w, *g, *m, *v; /* m, v: AdamW's state, allocated by dt_run_segment (NULL for sgd) */
   float *e;             /* this rank's own state (dt_run_rank_state), or NULL */
   size_t n;
-  int replica; /* set by the lesson: every rank holds the same copy (10's router) */
+  /* set by the lesson: another rank holds the same elements and counts them (a
+   * router every rank keeps alike; a data replica in a mesh), so the gather,
+   * --save and the clip norm leave this copy out */
+  int copy;
 } dt_segment;
 typedef struct {
   int seg;
   int64_t off, at, rows, cols, ld;
 } dt_place;
-typedef struct {
+typedef struct dt_run dt_run;
+struct dt_run {
   dt_train_config c; /* the options of DT_TRAIN_OPTIONS(&run.c) */
   dt_comm *world;
   /* set by the lesson before dt_run_begin */
-  int replicated;        /* every rank holds the whole model (05): its own copy is checked */
-  int copy;              /* this rank's segments repeat another rank's, element for element
-                          * (12's data and context replicas): the gather, --save and the
-                          * clip norm take that rank's */
-  dt_comm *comms[4];     /* sub-communicators whose time counts as communication */
-  double loss_ranks;     /* the step's loss is the sum over ranks / this (0: world size) */
-  const char *loss_how;  /* the loss line's source (NULL: "mean over ranks") */
-  const char *part_name; /* a term of the loss shown apart (10's "balance"), or NULL */
-  double part;           /* set each step with part_name: this rank's share of that term */
-  double converge;       /* > 0: check convergence within this factor, not the weights */
-  const char *converge_what;
+  int replicated;       /* every rank holds the whole model: each rank's copy is checked */
+  dt_comm *comms[4];    /* sub-communicators whose time counts as communication */
+  double loss_ranks;    /* the step's loss is the sum over ranks / this (0: world size) */
+  const char *loss_how; /* the loss line's source (NULL: "mean over ranks") */
+  double part;          /* set each step where dt_loss_part names a term: this rank's share */
+  /* the lesson's own verdict in place of the comparison with one process (a
+   * method that changes the gradients on purpose: dt_check_convergence), or
+   * NULL; returns 1 when failed, collective */
+  int (*verdict)(dt_run *r);
   /* the state and the bookkeeping, kept by run.c */
   dt_segment seg[DT_RUN_SEGMENTS];
   int nseg, nplace, cap;
   dt_place *place;
   dt_loss_scaler scaler;
-  double *losses, *parts; /* per step, means over ranks; parts with part_name */
+  double *losses, *parts; /* per step, means over ranks; parts where dt_loss_part names one */
   double t_start, t_step, comm_step, compute;
   double first_step, later_steps; /* wall seconds: the first step timed, and the rest */
   int64_t steps_timed;
   dt_counter scalars; /* the all-reduces of one float: clip norm, fp16 verdict */
   float *scalar;
-  float *host;            /* the whole model on the host (rank 0; every rank when replicated) */
-  dt_kinks *kinks;        /* ReLU's decisions near 0, for the check (NULL: none recorded) */
-  unsigned char *skipped; /* fp16: per step, 1 when it was skipped on overflow */
-  int64_t step;           /* the step now trained (dt_step_begin) */
-  int32_t *record;        /* with experts: this rank's routing, [steps][L][R][k] */
-  int64_t record_rows;    /* R: the tokens this rank routes per layer and step */
-} dt_run;
+  float *host;  /* the whole model on the host (rank 0; every rank when replicated) */
+  int64_t step; /* the step now trained (dt_step_begin) */
+  /* what the run decided, which one process replays (the check; train.h's
+   * "decisions"): ReLU's near 0, fp16's skips, a mixture's routing */
+  dt_kinks *kinks;        /* NULL: none recorded (--no-check, 16 bits) */
+  unsigned char *skipped; /* per step: 1 when fp16's overflow skipped it */
+  int32_t *routing;       /* DT_MOE: this rank's choices, [steps][L][R][k] */
+  int64_t routing_rows;   /* R: the tokens this rank routes per layer and step */
+};
 
 /* dt_init, dt_train_resolve and --trace; returns the world. */
 dt_comm *dt_run_init(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson,
@@ -575,7 +595,7 @@ typedef struct {
 void dt_print_memory(const dt_row *rows, int n, const char *other);
 /* The whole model to rank 0 (every rank when replicated), as in files. */
 void dt_run_gather(dt_run *r, int which, float *host); /* which: 0 w, 1 m, 2 v */
-/* With experts: where the lesson records each layer's choices ([steps][L]
+/* DT_MOE: where the lesson records each layer's choices ([steps][L]
  * [tokens][k], step-major), which dt_run_finish gathers for the check to
  * replay; NULL with --no-check (nothing to record). */
 int32_t *dt_run_record_routing(dt_run *r, int64_t tokens);
