@@ -21,7 +21,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plan.h"
+#include "compute.h"
+#include "cost.h"
+#include "dt.h"
+#include "formulas.h"
+#include "measure.h"
+#include "ops.h"
+#include "stats.h"
 
 /* The fit of t = a x + b y over sizes in ascending order, Hockney's way:
  * alpha from the 3 smallest sizes (latency alone), beta by least squares
@@ -44,18 +50,6 @@ static double fit(const double *x, const double *y, const double *t, const doubl
   *b = yt > 0 ? yt / yy : 0;
   for (int i = 0; i < n; i++) worst = fmax(worst, fabs((*a * x[i] + *b * y[i]) / t[i] - 1));
   return worst;
-}
-
-static int by_value(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-/* The lower quartile of n times (sorts them): a step's messages are
- * typical ones, not the luckiest; the quartile, not the median, so that a
- * burst of another job's load on a shared machine moves it less. */
-double quartile(double *t, int n) {
-  qsort(t, (size_t)n, sizeof *t, by_value);
-  return t[n / 4];
 }
 
 /* 01's ping-pong between world ranks p and q: half the lower quartile of the round trips. */

@@ -12,7 +12,11 @@
 #include <string.h>
 
 #include "11_cp/ring.h"
-#include "plan.h"
+#include "compute.h"
+#include "formulas.h"
+#include "ops.h"
+#include "stats.h"
+#include "train.h"
 
 typedef struct {
   float *p[10];
