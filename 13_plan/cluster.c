@@ -1,4 +1,4 @@
-/* cluster.c: the machines and the models the plan is made for.
+/* cluster.c: the machines a plan is made for.
  *
  * A cluster is a datasheet: the presets below (each number's public source
  * in 13_plan/README.md, "The presets and their sources"), or a file the
@@ -7,7 +7,6 @@
  * operation a line) that --predict reads back. */
 #define _POSIX_C_SOURCE 200809L /* mkdir's mode */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,6 @@
 /* options.c: what the command line makes: a model (the lessons' and
  * GPT-3's presets, resized by the flags), a mesh, and the machine to plan
  * for (cluster.c reads the presets and files). */
-#include <stdio.h>
 #include <string.h>
 
 #include "cluster.h"
