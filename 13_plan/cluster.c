@@ -1,4 +1,4 @@
-/* cluster.c: the machines and the models the plan is made for.
+/* cluster.c: the machines a plan is made for.
  *
  * A cluster is a datasheet: the presets below (each number's public source
  * in 13_plan/README.md, "The presets and their sources"), or a file the
@@ -7,15 +7,14 @@
  * operation a line) that --predict reads back. */
 #define _POSIX_C_SOURCE 200809L /* mkdir's mode */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "plan.h"
-
-const char *const kind_name[NKINDS] = {"mesh12", "cp11", "dp05", "fsdp06", "pp09", "gpt", "states"};
+#include "cluster.h"
+#include "compute.h"
+#include "dt.h"
 
 typedef struct {
   const char *key;
@@ -208,93 +207,4 @@ int machine_read(const char *path, machine *c) {
             "gpus_per_node)",
             path);
   return 1;
-}
-
-/* The channel an axis's group crosses: inside one node when the ranks it
- * spans (tp fastest, then cp, pp, dp) fit in a node. On a measured
- * machine the collectives take the library all-reduce's own fit. */
-channel axis_link(const machine *c, const mesh *x, int a, int coll, int *intra) {
-  int64_t span = x->n[TP];
-  for (int b = CP; a != TP && b >= (a == DC ? DP : a); b--) span *= x->n[b];
-  if (a == DC && x->n[DP] == 1) span = x->n[TP] * x->n[CP];
-  *intra = span <= c->gpus_per_node;
-  const channel *own = coll == AR ? &c->ar : coll == RS ? &c->rs : &c->ag;
-  if (c->measured && coll != P2P && *intra && own->beta > 0) return *own;
-  channel k = *intra ? c->intra : c->inter;
-  if (coll == P2P) /* 09's and 11's messages, both ways at once between computations */
-    k.alpha = fmax(k.alpha, c->swap[!*intra]);
-  return k;
-}
-
-/* The models: the lessons' defaults (their own flags' defaults), GPT-3's
- * sizes (Brown et al. 2020, table 2.1: 2048 tokens, a 50257-token
- * vocabulary; batch in sequences, 0.5M to 3.2M tokens; 13B's width as 40
- * heads of 128, 5120, and XL as 16 of 128: the table's 5140 and 24 heads of
- * 128 do not make its widths). */
-static int model_preset(const char *name, model *m) {
-  static const model presets[] = {{MESH12, "mesh12", 4, 32, 4, 128, 0, 32, 8, 0},
-                                  {CP11, "cp11", 2, 32, 4, 128, 0, 64, 4, 0},
-                                  {DP05, "dp05", 4, 64, 0, 256, 0, 0, 32, 0},
-                                  {FSDP06, "fsdp06", 4, 64, 0, 256, 0, 0, 32, 0},
-                                  {PP09, "pp09", 4, 64, 0, 256, 0, 0, 32, 0},
-                                  {GPT, "gpt", 12, 768, 12, 3072, 50257, 2048, 256, 0},
-                                  {GPT, "gpt3-small", 12, 768, 12, 3072, 50257, 2048, 256, 0},
-                                  {GPT, "gpt3-medium", 24, 1024, 16, 4096, 50257, 2048, 256, 0},
-                                  {GPT, "gpt3-xl", 24, 2048, 16, 8192, 50257, 2048, 512, 0},
-                                  {GPT, "gpt3-2.7b", 32, 2560, 32, 10240, 50257, 2048, 512, 0},
-                                  {GPT, "gpt3-6.7b", 32, 4096, 32, 16384, 50257, 2048, 1024, 0},
-                                  {GPT, "gpt3-13b", 40, 5120, 40, 20560, 50257, 2048, 1024, 0},
-                                  {GPT, "gpt3-175b", 96, 12288, 96, 49152, 50257, 2048, 1536, 0}};
-  for (size_t i = 0; i < sizeof presets / sizeof *presets; i++)
-    if (!strcmp(name, presets[i].name)) {
-      *m = presets[i];
-      return 1;
-    }
-  return 0;
-}
-
-int64_t plan_setup(const flags *f, int measuring, int64_t ranks, model *m, mesh *x, machine *c) {
-  if (!model_preset(f->model, m))
-    dt_fail(
-        "--model %s: not a model; the lessons' mesh12 cp11 dp05 fsdp06 pp09, or gpt (--layers "
-        "--dim --heads --ffn --vocab --seq), gpt3-small gpt3-medium gpt3-xl gpt3-2.7b gpt3-6.7b "
-        "gpt3-13b gpt3-175b",
-        f->model);
-  int64_t *size[] = {&m->L, &m->D, &m->A, &m->H, &m->V, &m->S, &m->B};
-  const int64_t given[] = {f->layers, f->dim, f->heads, f->ffn, f->vocab, f->seq, f->batch};
-  for (int i = 0; i < 7; i++) {
-    *size[i] = given[i] ? given[i] : *size[i];
-    if (given[i] && !strchr(m->name, '+')) strcat(m->name, "+flags");
-  }
-  if (!f->ffn && f->dim) m->H = 4 * m->D;
-  if (f->params > 0)
-    *m = (model){.kind = STATES, .name = "states", .params = f->params, .L = 1, .B = 1};
-  if (m->A && m->D % m->A)
-    dt_fail("--heads %lld does not divide --dim %lld", (long long)m->A, (long long)m->D);
-  *x = (mesh){.zero = (int)f->zero,
-              .recompute = !strcmp(f->recompute, "full"),
-              .bf16 = !strcmp(f->precision, "bf16"),
-              .gpipe = !strcmp(f->schedule, "gpipe"),
-              .flash = !strcmp(f->attention, "flash"),
-              .zigzag = f->split ? !strcmp(f->split, "zigzag") : m->kind == GPT,
-              .adamw = !strcmp(f->opt, "adamw"),
-              .overlap = f->overlap};
-  int64_t product = 1;
-  for (int a = 0; a < AXES; a++) {
-    x->n[a] = f->axis[a];
-    product *= f->axis[a] ? f->axis[a] : 1;
-  }
-  if (f->cluster) {
-    if (!cluster_preset(f->cluster, c)) cluster_file(f->cluster, c);
-  } else if (measuring) {
-    *c = (machine){
-        .measured = 1, .eff = 1, .gpus_per_node = ranks}; /* until --measure counts a node */
-    c->ops = dt_host_alloc(MAXOPS, sizeof *c->ops);
-  } else if (!machine_read(f->machine, c))
-    dt_fail(
-        "--machine %s: no machine file: measure this machine first (mpirun -np 2 ./13_plan/plan "
-        "--measure), or plan for a cluster (--cluster dgx-h100-80g)",
-        f->machine);
-  if (f->eff > 0) c->eff = f->eff;
-  return f->gpus ? f->gpus : measuring ? ranks : product;
 }

@@ -11,7 +11,8 @@
  * of FLOPs at the large-GEMM rate and bytes at the memory bandwidth. */
 #include <string.h>
 
-#include "plan.h"
+#include "compute.h"
+#include "formulas.h"
 
 const char *const kernel_name[NKERNELS] = {"gemm", "mlp_f", "mlp_b",  "att_f",  "att_b",
                                            "ew",   "loss",  "data05", "data11", "adamw",

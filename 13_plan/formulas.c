@@ -9,17 +9,15 @@
  * (Rajbhandari et al. 2020) for the model states, Korthikanti et al. 2022
  * ("Reducing Activation Recomputation in Large Transformer Models") for the
  * activations, PaLM (Chowdhery et al. 2022, appendix B) for model FLOPs. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "09_pp/schedule.h"
-#include "plan.h"
+#include "dt.h"
+#include "formulas.h"
 
 static int64_t up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
-int64_t mesh_size(const mesh *x) { return x->n[DP] * x->n[PP] * x->n[CP] * x->n[TP]; }
 
 /* 09's balanced split (the first L % pp stages a layer more); 12 needs L % pp == 0 */
 int64_t stage_layers(const model *m, const mesh *x, int64_t s) {
@@ -228,43 +226,4 @@ memory memory_of(const model *m, const mesh *x, int64_t s) {
   }
   y.total = y.params + y.grads + y.optim + y.activ + y.comm + y.data;
   return y;
-}
-
-/* What stops a mesh, in words (NULL: it runs): what each lesson refuses,
- * and for the planner what does not divide or does not fit a node. */
-const char *mesh_problem(const model *m, const mesh *x, int64_t gpn) {
-  static char why[200];
-  int64_t T = x->n[TP], C = x->n[CP], P = x->n[PP], N = mesh_size(x),
-          parts = C * (x->zigzag ? 2 : 1);
-  int one_axis[NKINDS] = {[CP11] = CP, [DP05] = DP, [FSDP06] = DP, [PP09] = PP};
-  why[0] = 0;
-  if (m->kind == STATES) return NULL;
-  if (m->kind >= CP11 && m->kind <= PP09 && x->n[one_axis[m->kind]] != N)
-    snprintf(why, sizeof why, "%s runs one axis: --%s alone", kind_name[m->kind],
-             axis_name[one_axis[m->kind]]);
-  else if (m->A % T || m->H % T)
-    snprintf(why, sizeof why, "tp %lld does not divide the heads (%lld) or the MLP (%lld)",
-             (long long)T, (long long)m->A, (long long)m->H);
-  else if (m->kind != PP09 && m->L % P)
-    snprintf(why, sizeof why, "pp %lld does not divide the %lld layers", (long long)P,
-             (long long)m->L);
-  else if (m->S && m->S % parts)
-    snprintf(why, sizeof why, "the sequence (%lld) does not split into %lld chunks",
-             (long long)m->S, (long long)parts);
-  else if (x->M < 1 || m->B % (x->n[DP] * x->M))
-    snprintf(why, sizeof why, "the batch (%lld) does not split into dp x M = %lld x %lld",
-             (long long)m->B, (long long)x->n[DP], (long long)x->M);
-  else if (T > gpn && m->kind == GPT) /* the planner's rule; the lessons run any placement */
-    snprintf(why, sizeof why, "tp %lld beyond a node of %lld", (long long)T, (long long)gpn);
-  else if (m->kind != GPT && (x->bf16 || x->recompute || !x->flash))
-    snprintf(
-        why, sizeof why,
-        "the lessons train fp32, without recomputation, attention by blocks (no S x S scores)");
-  else if (m->kind == MESH12 && x->zero > 1)
-    snprintf(why, sizeof why, "12 shards the optimizer alone (--zero 0|1)");
-  else if ((m->kind == FSDP06) != (x->zero > 0) && m->kind != MESH12 && m->kind != GPT)
-    snprintf(why, sizeof why, "ZeRO stages are 06's (and 12's --zero 1)");
-  else if (m->kind == GPT && C > 1 && !x->flash)
-    snprintf(why, sizeof why, "ring attention (cp) computes by blocks: --attention flash");
-  return why[0] ? why : NULL;
 }

@@ -21,7 +21,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plan.h"
+#include "compute.h"
+#include "cost.h"
+#include "dt.h"
+#include "formulas.h"
+#include "measure.h"
+#include "ops.h"
+#include "stats.h"
 
 /* The fit of t = a x + b y over sizes in ascending order, Hockney's way:
  * alpha from the 3 smallest sizes (latency alone), beta by least squares
@@ -44,18 +50,6 @@ static double fit(const double *x, const double *y, const double *t, const doubl
   *b = yt > 0 ? yt / yy : 0;
   for (int i = 0; i < n; i++) worst = fmax(worst, fabs((*a * x[i] + *b * y[i]) / t[i] - 1));
   return worst;
-}
-
-static int by_value(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-/* The lower quartile of n times (sorts them): a step's messages are
- * typical ones, not the luckiest; the quartile, not the median, so that a
- * burst of another job's load on a shared machine moves it less. */
-double quartile(double *t, int n) {
-  qsort(t, (size_t)n, sizeof *t, by_value);
-  return t[n / 4];
 }
 
 /* 01's ping-pong between world ranks p and q: half the lower quartile of the round trips. */
@@ -155,17 +149,90 @@ static void ring(dt_comm *c, float *buf, float *tmp, size_t count) {
                 buf + (size_t)((r - s + n) % n) * k, k, prev, DT_F32);
 }
 
+enum { J = 10, V = 4 }; /* sizes; 03's ring by hand, the library's all-reduce, RS, AG */
+
+/* What the sizes found: each library collective's points for its fit, and
+ * how often each of collective_seconds' terms differed from the ring (the
+ * first time in words). */
+typedef struct {
+  double x[V][J], y[V][J], t[V][J], sizes[J];
+  int said[2];
+  char term[2][200];
+} sweep;
+
+/* The V collectives at count floats, reps calls each: the lower quartile
+ * of each, the slowest rank's. */
+static void time_collectives(dt_comm *w, float *buf, float *tmp, size_t count, int reps,
+                             double best[V]) {
+  size_t part = count / (size_t)w->size;
+  double times[V][30];
+  for (int rep = 0; rep < reps; rep++)
+    for (int v = 0; v < V; v++) { /* taking turns, as 03: a burst of load slows all alike */
+      if (v == 0)                 /* every element rank + 1: the sum is n(n+1)/2, exact */
+        dt_fill_uniform(buf, count, 1, 0, 0, (float)(w->rank + 1), (float)(w->rank + 1));
+      dt_host_barrier(w);
+      double t0 = dt_now();
+      if (v == 0) ring(w, buf, tmp, count);
+      if (v == 1) dt_all_reduce(w, tmp, tmp, count, DT_F32, DT_SUM);
+      if (v == 2) dt_reduce_scatter(w, tmp, tmp + count, part, DT_F32, DT_SUM);
+      if (v == 3) dt_all_gather(w, tmp + count, tmp, part, DT_F32);
+      dt_sync();
+      times[v][rep] = dt_now() - t0;
+    }
+  for (int v = 0; v < V; v++) best[v] = quartile(times[v], reps);
+  dt_host_all_reduce(w, best, V, DT_F64, DT_MAX);
+}
+
+/* Size j (n x 4^j floats): its row, the ring's messages and bytes against
+ * collective_seconds' terms; 1 where they (or the ring's sum) differ. */
+static int one_size(dt_comm *w, const machine *c, float *buf, float *tmp, int j, sweep *sw) {
+  int n = w->size;
+  size_t count = (size_t)n << (2 * j);
+  double S = 4.0 * (double)count, best[V];
+  int reps = j < 6 ? 30 : 5;
+  channel alpha = {1, 0}, beta = {0, 1};
+  dt_counter before = w->count[DT_SENDRECV];
+  time_collectives(w, buf, tmp, count, reps, best);
+  dt_counter got = w->count[DT_SENDRECV];
+  double msgs = (double)(got.calls - before.calls) / reps;
+  double bytes = (double)(got.bytes_sent - before.bytes_sent) / reps;
+  double a = collective_seconds(AR, n, S, &alpha), b = collective_seconds(AR, n, S, &beta);
+  float last = 0;
+  dt_copy_to_host(&last, buf + count - 1, sizeof last);
+  int wrong = fabs(a - msgs) > 1e-9 || fabs(b - bytes) > 0.5 || last != (float)(n * (n + 1) / 2);
+  dt_host_all_reduce(w, &wrong, 1, DT_I32, DT_MAX);
+  sw->sizes[j] = S;
+  for (int v = 1; v < V; v++) { /* ring steps: 2(n-1) for the all-reduce, n-1 for the others */
+    double k = v == 1 ? 2.0 : 1.0;
+    sw->x[v][j] = k * (n - 1);
+    sw->y[v][j] = k * (n - 1) / n * S;
+    sw->t[v][j] = best[v];
+  }
+  dt_print0("  %11.0f  %8.0f  %10.4g  %10.0f  %10.4g  %9.1f %7.1f  %10.1f  %11.1f  %10.1f%s\n", S,
+            msgs, a, bytes, b, best[0] * 1e6, collective_seconds(AR, n, S, &c->intra) * 1e6,
+            best[1] * 1e6, best[2] * 1e6, best[3] * 1e6, wrong ? "   <- differs" : "");
+  if (fabs(a - msgs) > 1e-9 && !sw->said[0]++)
+    snprintf(sw->term[0], sizeof sw->term[0],
+             "the alpha term: collective_seconds counts %.4g messages at n = %d; the ring sent "
+             "%.0f, one after another",
+             a, n, msgs);
+  if (fabs(b - bytes) > 0.5 && !sw->said[1]++)
+    snprintf(sw->term[1], sizeof sw->term[1],
+             "the beta term: collective_seconds counts %.4g bytes at n = %d, S = %.0f; the ring "
+             "sent %.0f",
+             b, n, S, bytes);
+  return wrong;
+}
+
 /* The all-reduce over the world at each size, 03's ring by hand beside the
  * library's, and the library's reduce-scatter and all-gather (06's); the
  * ring's messages and bytes against collective_seconds' two terms. Each
  * library collective is fitted through its ring formula. Returns the sizes
  * whose terms differ from what the ring sent. */
 static int collectives(dt_comm *w, machine *c, float *buf, float *tmp) {
-  enum { J = 10, V = 4 };
-  int n = w->size, bad = 0, said[2] = {0};
-  char term[2][200];
-  double x[V][J], y[V][J], t[V][J], sizes[J];
-  channel alpha = {1, 0}, beta = {0, 1}, *fitted[V] = {NULL, &c->ar, &c->rs, &c->ag};
+  sweep sw = {0};
+  int n = w->size, bad = 0;
+  channel *fitted[V] = {NULL, &c->ar, &c->rs, &c->ag};
   dt_print0(
       "\ncollectives over the %d ranks: 03's ring all-reduce by hand (sendrecv, counted) beside "
       "your collective_seconds(AR, n, S); the library's all-reduce, reduce-scatter, all-gather "
@@ -173,63 +240,14 @@ static int collectives(dt_comm *w, machine *c, float *buf, float *tmp) {
       "bytes sent"
       "   beta-term   ring(us) a+b(us)  all_reduce  reduce_scat  all_gather\n",
       n);
-  for (int j = 0; j < J; j++) {
-    size_t count = (size_t)n << (2 * j), part = count / (size_t)n;
-    double S = 4.0 * (double)count, best[V], times[V][30];
-    int reps = j < 6 ? 30 : 5;
-    dt_counter before = w->count[DT_SENDRECV];
-    for (int rep = 0; rep < reps; rep++)
-      for (int v = 0; v < V; v++) { /* taking turns, as 03: a burst of load slows all alike */
-        if (v == 0)                 /* every element rank + 1: the sum is n(n+1)/2, exact */
-          dt_fill_uniform(buf, count, 1, 0, 0, (float)(w->rank + 1), (float)(w->rank + 1));
-        dt_host_barrier(w);
-        double t0 = dt_now();
-        if (v == 0) ring(w, buf, tmp, count);
-        if (v == 1) dt_all_reduce(w, tmp, tmp, count, DT_F32, DT_SUM);
-        if (v == 2) dt_reduce_scatter(w, tmp, tmp + count, part, DT_F32, DT_SUM);
-        if (v == 3) dt_all_gather(w, tmp + count, tmp, part, DT_F32);
-        dt_sync();
-        times[v][rep] = dt_now() - t0;
-      }
-    for (int v = 0; v < V; v++) best[v] = quartile(times[v], reps);
-    dt_host_all_reduce(w, best, V, DT_F64, DT_MAX);
-    dt_counter got = w->count[DT_SENDRECV];
-    double msgs = (double)(got.calls - before.calls) / reps;
-    double bytes = (double)(got.bytes_sent - before.bytes_sent) / reps;
-    double a = collective_seconds(AR, n, S, &alpha), b = collective_seconds(AR, n, S, &beta);
-    float last = 0;
-    dt_copy_to_host(&last, buf + count - 1, sizeof last);
-    int wrong = fabs(a - msgs) > 1e-9 || fabs(b - bytes) > 0.5 || last != (float)(n * (n + 1) / 2);
-    dt_host_all_reduce(w, &wrong, 1, DT_I32, DT_MAX);
-    bad += wrong;
-    sizes[j] = S;
-    for (int v = 1; v < V; v++) { /* ring steps: 2(n-1) for the all-reduce, n-1 for the others */
-      double k = v == 1 ? 2.0 : 1.0;
-      x[v][j] = k * (n - 1);
-      y[v][j] = k * (n - 1) / n * S;
-      t[v][j] = best[v];
-    }
-    dt_print0("  %11.0f  %8.0f  %10.4g  %10.0f  %10.4g  %9.1f %7.1f  %10.1f  %11.1f  %10.1f%s\n", S,
-              msgs, a, bytes, b, best[0] * 1e6, collective_seconds(AR, n, S, &c->intra) * 1e6,
-              best[1] * 1e6, best[2] * 1e6, best[3] * 1e6, wrong ? "   <- differs" : "");
-    if (fabs(a - msgs) > 1e-9 && !said[0]++)
-      snprintf(term[0], sizeof term[0],
-               "the alpha term: collective_seconds counts %.4g messages at n = %d; the ring sent "
-               "%.0f, one after another",
-               a, n, msgs);
-    if (fabs(b - bytes) > 0.5 && !said[1]++)
-      snprintf(term[1], sizeof term[1],
-               "the beta term: collective_seconds counts %.4g bytes at n = %d, S = %.0f; the ring "
-               "sent %.0f",
-               b, n, S, bytes);
-  }
+  for (int j = 0; j < J; j++) bad += one_size(w, c, buf, tmp, j, &sw);
   for (int i = 0; i < 2; i++)
-    if (said[i]) dt_print0("  %s (%d of %d sizes differ)\n", term[i], said[i], J);
+    if (sw.said[i]) dt_print0("  %s (%d of %d sizes differ)\n", sw.term[i], sw.said[i], J);
   static const char *how[V] = {"", "all_reduce by 2(n-1) alpha + 2(n-1)/n S beta",
                                "reduce_scatter by (n-1) alpha + (n-1)/n S beta",
                                "all_gather by (n-1) alpha + (n-1)/n S beta"};
   for (int v = 1; v < V && n > 1; v++) {
-    double res = fit(x[v], y[v], t[v], sizes, J, &fitted[v]->alpha, &fitted[v]->beta);
+    double res = fit(sw.x[v], sw.y[v], sw.t[v], sw.sizes, J, &fitted[v]->alpha, &fitted[v]->beta);
     dt_print0("  the library's %s: alpha %.2f us, beta %.4f ns/B; worst residual %.1f%%\n", how[v],
               fitted[v]->alpha * 1e6, fitted[v]->beta * 1e9, 100 * res);
   }

@@ -12,7 +12,11 @@
 #include <string.h>
 
 #include "11_cp/ring.h"
-#include "plan.h"
+#include "compute.h"
+#include "formulas.h"
+#include "ops.h"
+#include "stats.h"
+#include "train.h"
 
 typedef struct {
   float *p[10];
@@ -192,33 +196,42 @@ static int find(const op *timed, int n, const op *o) {
   return -1;
 }
 
-/* This rank's stages' operations, timed once per shape; then every rank's
- * table on every rank, the slowest rank's time where two measured a shape. */
-void time_ops(dt_comm *w, const model *m, const mesh *x, machine *c) {
-  enum { PER = 96, K = 7, TRIALS = 9 };
-  static op o[MAXOPS];
-  static op mine_op[PER];
-  double *mine = dt_host_alloc(PER * K, sizeof *mine),
-         *all = dt_host_alloc((size_t)(w->size * PER * K), sizeof *all);
-  int n = 0, cpu = !strcmp(dt_backend(), "cpu");
+enum { PER = 96, K = 7, TRIALS = 9 }; /* ops a rank times at most; K: kernel, shape, seconds */
+
+/* This rank's operations, each shape once: to run (op), and as rows of K
+ * doubles (kernel, shape, seconds), the form the ranks exchange. */
+typedef struct {
+  op op[PER];
+  double row[PER * K];
+  int n;
+} timings;
+
+static op listed[MAXOPS]; /* one stage's operations (ops_of): too many for the stack */
+
+/* The operations of every stage this rank holds, each kernel and shape once. */
+static void list_mine(timings *t, const dt_comm *w, const model *m, const mesh *x, int cpu) {
   for (int64_t s = 0; s < x->n[PP]; s++)
     for (int64_t cr = 0; cr < x->n[CP]; cr++) {
       if (!holds(x, w, s, cr)) continue;
-      int k = ops_of(m, x, s, cr, o, MAXOPS);
-      for (int i = 0; i < k && n < PER; i++) {
+      int k = ops_of(m, x, s, cr, listed, MAXOPS);
+      for (int i = 0; i < k && t->n < PER; i++) {
         /* no kernel here (the roofline costs it), or timed already */
-        if (!timed_here(&o[i], cpu) || find(mine_op, n, &o[i]) >= 0) continue;
-        mine[n * K] = o[i].k;
-        for (int d = 0; d < 5; d++) mine[n * K + 1 + d] = (double)o[i].s[d];
-        mine[n * K + 6] = 1e30;
-        mine_op[n++] = o[i];
+        if (!timed_here(&listed[i], cpu) || find(t->op, t->n, &listed[i]) >= 0) continue;
+        double *r = &t->row[t->n * K];
+        r[0] = listed[i].k;
+        for (int d = 0; d < 5; d++) r[1 + d] = (double)listed[i].s[d];
+        r[6] = 1e30;
+        t->op[t->n++] = listed[i];
       }
     }
-  /* asked before any is allocated: a model too large for this machine gets
-   * a message, not the kernel's out-of-memory killer (gpt3-small: 21 GB a
-   * rank) */
+}
+
+/* Asked before any buffer is allocated: a model too large for this machine
+ * gets a message, not the kernel's out-of-memory killer (gpt3-small: 21 GB
+ * a rank). */
+static void refuse_too_large(const timings *t, dt_comm *w, const model *m, const machine *c) {
   double need = 0, have = dt_memory_available() / (double)c->gpus_per_node;
-  for (int i = 0; i < n; i++) need = fmax(need, 40.0 * (double)(largest(&mine_op[i]) + 64));
+  for (int i = 0; i < t->n; i++) need = fmax(need, 40.0 * (double)(largest(&t->op[i]) + 64));
   dt_host_all_reduce(w, &need, 1, DT_F64, DT_MAX);
   dt_host_all_reduce(w, &have, 1, DT_F64, DT_MIN);
   if (need > have)
@@ -226,45 +239,57 @@ void time_ops(dt_comm *w, const model *m, const mesh *x, machine *c) {
             "measure a smaller model (the lessons', or --layers --dim --seq ...) or predict for a "
             "cluster (--cluster)",
             m->name, need / 1e9, have / 1e9);
-  /* taking turns, as 03 does: each op's trials spread over the whole
-   * measurement, so that a burst of another job's load costs one trial of
-   * several ops, not every trial of one */
-  for (int trial = 0; trial < TRIALS; trial++)
-    for (int i = 0; i < n; i++) mine[i * K + 6] = fmin(mine[i * K + 6], op_time(&mine_op[i], m, 1));
-  /* then the stages' compute replayed as a step runs it, every rank at once:
-   * each op's time is its hot time scaled by replayed / summed-hot */
-  double replayed = 0, hot = 0, f[3] = {0};
+}
+
+/* The stages' compute replayed as a step runs it, every rank at once: each
+ * op's time becomes its hot time scaled by replayed / summed-hot. f: the
+ * ranks' smallest factor (negated) and largest, and whether a stage was
+ * not replayed (its buffers would not fit at once). */
+static void scale_by_replay(timings *t, dt_comm *w, const model *m, const mesh *x, int cpu,
+                            double f[3]) {
+  double replayed = 0, hot = 0;
   dt_host_all_reduce(w, &replayed, 1, DT_F64, DT_SUM); /* a barrier */
   for (int64_t s = 0; s < x->n[PP]; s++)
     for (int64_t cr = 0; cr < x->n[CP]; cr++) {
       if (!holds(x, w, s, cr)) continue;
-      int k = ops_of(m, x, s, cr, o, MAXOPS);
-      double t = replay(o, k, m, x, s, TRIALS, cpu);
-      for (int i = 0, j; i < k && t > 0; i++)
-        if ((j = find(mine_op, n, &o[i])) >= 0) hot += o[i].count * mine[j * K + 6];
-      replayed += t;
+      int k = ops_of(m, x, s, cr, listed, MAXOPS);
+      double r = replay(listed, k, m, x, s, TRIALS, cpu);
+      for (int i = 0, j; i < k && r > 0; i++)
+        if ((j = find(t->op, t->n, &listed[i])) >= 0) hot += listed[i].count * t->row[j * K + 6];
+      replayed += r;
     }
   f[0] = f[1] = replayed > 0 && hot > 0 ? replayed / hot : 1;
-  f[2] = n > 0 && !(replayed > 0); /* its stage's buffers would not fit at once */
-  for (int i = 0; i < n; i++) mine[i * K + 6] *= f[0];
+  f[2] = t->n > 0 && !(replayed > 0);
+  for (int i = 0; i < t->n; i++) t->row[i * K + 6] *= f[0];
   f[0] = -f[0];
   dt_host_all_reduce(w, f, 3, DT_F64, DT_MAX);
-  for (int i = n; i < PER; i++) mine[i * K] = -1;
-  dt_host_gather(w, mine, all, PER * K, DT_F64, 0);
+}
+
+/* Every rank's rows into c->ops on every rank, the slowest rank's time
+ * where two measured a shape. */
+static void share(timings *t, dt_comm *w, machine *c) {
+  double *all = dt_host_alloc((size_t)(w->size * PER * K), sizeof *all);
+  for (int i = t->n; i < PER; i++) t->row[i * K] = -1;
+  dt_host_gather(w, t->row, all, PER * K, DT_F64, 0);
   dt_host_broadcast(w, all, (size_t)(w->size * PER * K), DT_F64, 0);
   for (int i = 0; i < w->size * PER; i++) {
     double *e = all + i * K;
     if (e[0] < 0) continue;
-    timed_op t = {(int)e[0],
+    timed_op o = {(int)e[0],
                   {(int64_t)e[1], (int64_t)e[2], (int64_t)e[3], (int64_t)e[4], (int64_t)e[5]},
                   e[6]};
     int j = 0;
-    while (j < c->nops && (c->ops[j].k != t.k || memcmp(c->ops[j].s, t.s, sizeof t.s))) j++;
+    while (j < c->nops && (c->ops[j].k != o.k || memcmp(c->ops[j].s, o.s, sizeof o.s))) j++;
     if (j == c->nops && c->nops < MAXOPS)
-      c->ops[c->nops++] = t;
+      c->ops[c->nops++] = o;
     else if (j < c->nops)
-      c->ops[j].seconds = fmax(c->ops[j].seconds, t.seconds);
+      c->ops[j].seconds = fmax(c->ops[j].seconds, o.seconds);
   }
+  free(all);
+}
+
+/* What was measured, and stage 0's costliest operations at those times. */
+static void print_costliest(const model *m, const mesh *x, const machine *c, const double f[3]) {
   dt_print0("\noperations of the step at their shapes (compute.c): each alone, the fastest of 9 "
             "trials; then the stage's compute replayed as a step runs it (microbatch by "
             "microbatch, layer by layer, each operation on buffers of its own, every rank at once; "
@@ -277,6 +302,7 @@ void time_ops(dt_comm *w, const model *m, const mesh *x, machine *c) {
             f[2] > 0 ? "; not replayed where a stage's buffers would not fit at once: factor 1"
                      : "",
             c->nops);
+  op *o = listed;
   int k = ops_of(m, x, 0, 0, o, MAXOPS), shown[MAXOPS] = {0};
   for (int row = 0; row < 12 && row < k; row++) { /* a selection sort of the few shown */
     int best = -1;
@@ -293,6 +319,24 @@ void time_ops(dt_comm *w, const model *m, const mesh *x, machine *c) {
               op_seconds(&o[best], c) * 1e6, o[best].count,
               o[best].count * op_seconds(&o[best], c) * 1e3, o[best].backward ? "  backward" : "");
   }
-  free(mine);
-  free(all);
+}
+
+/* This rank's stages' operations, timed once per shape, then replayed as a
+ * step; then every rank's table on every rank. */
+void time_ops(dt_comm *w, const model *m, const mesh *x, machine *c) {
+  static timings t;
+  double f[3] = {0};
+  int cpu = !strcmp(dt_backend(), "cpu");
+  t.n = 0;
+  list_mine(&t, w, m, x, cpu);
+  refuse_too_large(&t, w, m, c);
+  /* taking turns, as 03 does: each op's trials spread over the whole
+   * measurement, so that a burst of another job's load costs one trial of
+   * several ops, not every trial of one */
+  for (int trial = 0; trial < TRIALS; trial++)
+    for (int i = 0; i < t.n; i++)
+      t.row[i * K + 6] = fmin(t.row[i * K + 6], op_time(&t.op[i], m, 1));
+  scale_by_replay(&t, w, m, x, cpu, f);
+  share(&t, w, c);
+  print_costliest(m, x, c, f);
 }

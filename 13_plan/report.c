@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plan.h"
+#include "dt.h"
+#include "report.h"
 
 /* The formulas behind each figure, as the lesson that measures it prints
  * them (formulas.c computes them; these are their words). */

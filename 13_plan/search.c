@@ -4,9 +4,11 @@
  * by the reason they fail, with one example each. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "plan.h"
+#include "cost.h"
+#include "dt.h"
+#include "report.h"
+#include "search.h"
 
 typedef struct {
   mesh x;
@@ -15,21 +17,28 @@ typedef struct {
   char top_cost[32];
 } shape;
 
-enum { REASONS = 5 };
-static const char *const reason_name[REASONS] = {
+/* The rejected, counted by what stops them, each group with one example. */
+enum { DIVIDES, BEYOND_NODE, LESSON_CANNOT, MEMORY, NEEDS_FLASH, GROUPS };
+static const char *const group_name[GROUPS] = {
     "does not divide (heads, MLP, layers, sequence or batch)", "tp beyond a node",
     "the lesson cannot run it", "memory: more than the device holds", "ring attention needs flash"};
+static const int group_of[NREFUSALS] = {
+    [ONE_AXIS] = LESSON_CANNOT, [TP_HEADS] = DIVIDES,           [PP_LAYERS] = DIVIDES,
+    [SEQ_CHUNKS] = DIVIDES,     [BATCH_MICRO] = DIVIDES,        [BATCH_DP] = DIVIDES,
+    [TP_NODE] = BEYOND_NODE,    [LESSONS_FP32] = LESSON_CANNOT, [ZERO_12] = LESSON_CANNOT,
+    [ZERO_06] = LESSON_CANNOT,  [RING_FLASH] = NEEDS_FLASH};
+
+typedef struct {
+  shape *ok; /* the shapes that fit */
+  int n, cap;
+  int rejected[GROUPS];
+  char example[GROUPS][400];
+  double nearest; /* of the shapes past the device's memory, the smallest total */
+} tally;
 
 static int by_throughput(const void *a, const void *b) {
   double x = ((const shape *)a)->tps, y = ((const shape *)b)->tps;
   return (x < y) - (x > y);
-}
-
-static int reason_of(const char *why) {
-  return strstr(why, "beyond a node")                    ? 1
-         : strstr(why, "flash")                          ? 4
-         : strstr(why, "divide") || strstr(why, "split") ? 0
-                                                         : 2;
 }
 
 /* The largest part of a predicted step: where the time goes. */
@@ -46,11 +55,51 @@ static const char *largest(const prediction *p) {
   return what;
 }
 
-int search(const model *m, const mesh *base, const machine *c, int64_t gpus, int top, int json) {
-  int cap = 1 << 16, n = 0, rejected[REASONS] = {0};
-  double nearest = 1e300;
-  shape *ok = dt_host_alloc((size_t)cap, sizeof *ok);
-  char example[REASONS][400] = {{0}};
+/* One shape: refused (counted by its reason), past the device's memory
+ * (the nearest miss kept: it tells most), or predicted and kept. */
+static void consider(tally *t, const model *m, const mesh *x, const machine *c, int64_t micro,
+                     int64_t gpus) {
+  mesh_refusal r = m->B % x->n[DP] ? BATCH_DP : mesh_problem(m, x, c->gpus_per_node);
+  char shown[160];
+  snprintf(shown, sizeof shown, "dp %lld pp %lld cp %lld tp %lld zero %d micro %lld%s",
+           (long long)x->n[DP], (long long)x->n[PP], (long long)x->n[CP], (long long)x->n[TP],
+           x->zero, (long long)micro, x->recompute ? " recompute" : "");
+  if (r != RUNS) {
+    int g = group_of[r];
+    if (!t->rejected[g]++) {
+      char why[200];
+      refusal_text(r, m, x, c->gpus_per_node, why, sizeof why);
+      snprintf(t->example[g], sizeof t->example[g], "%s: %s", shown, why);
+    }
+    return;
+  }
+  prediction p;
+  predict(m, x, c, &p);
+  if ((double)p.mem.total > c->hbm) {
+    t->rejected[MEMORY]++;
+    if ((double)p.mem.total < t->nearest) {
+      t->nearest = (double)p.mem.total;
+      snprintf(t->example[MEMORY], sizeof t->example[MEMORY], "%s: %.1f GB > %.1f GB", shown,
+               (double)p.mem.total / 1e9, c->hbm / 1e9);
+    }
+    return;
+  }
+  if (t->n == t->cap) return;
+  shape *k = &t->ok[t->n++];
+  *k = (shape){*x,
+               micro,
+               p.tokens / p.step_s,
+               p.model_flops / (p.step_s * (double)gpus * c->flops),
+               (double)p.mem.total / 1e9,
+               p.step_s,
+               ""};
+  snprintf(k->top_cost, sizeof k->top_cost, "%s", largest(&p));
+}
+
+/* Every dp x pp x cp x tp of gpus, ZeRO stage, recomputation and
+ * microbatch size (powers of 2) the model allows. */
+static void every_shape(tally *t, const model *m, const mesh *base, const machine *c,
+                        int64_t gpus) {
   int zmax = m->kind == GPT ? 3 : m->kind == MESH12 ? 1 : m->kind == FSDP06 ? 3 : 0;
   int zmin = m->kind == FSDP06 ? 1 : 0, rmax = m->kind == GPT ? 1 : 0;
   for (int64_t tp = 1; tp <= gpus; tp++)
@@ -69,75 +118,60 @@ int search(const model *m, const mesh *base, const machine *c, int64_t gpus, int
               x.zero = z;
               x.recompute = rc;
               x.M = per > 0 && per % micro == 0 ? per / micro : 0;
-              const char *why = m->B % dp ? "the batch does not divide over dp"
-                                          : mesh_problem(m, &x, c->gpus_per_node);
-              char shown[160];
-              snprintf(shown, sizeof shown, "dp %lld pp %lld cp %lld tp %lld zero %d micro %lld%s",
-                       (long long)dp, (long long)pp, (long long)cp, (long long)tp, z,
-                       (long long)micro, rc ? " recompute" : "");
-              if (why) {
-                int r = reason_of(why);
-                if (!rejected[r]++) snprintf(example[r], sizeof example[r], "%s: %s", shown, why);
-                continue;
-              }
-              prediction p;
-              predict(m, &x, c, &p);
-              if ((double)p.mem.total > c->hbm) {
-                rejected[3]++;
-                if ((double)p.mem.total < nearest) { /* the nearest miss tells most */
-                  nearest = (double)p.mem.total;
-                  snprintf(example[3], sizeof example[3], "%s: %.1f GB > %.1f GB", shown,
-                           (double)p.mem.total / 1e9, c->hbm / 1e9);
-                }
-                continue;
-              }
-              if (n == cap) continue;
-              ok[n++] = (shape){x,
-                                micro,
-                                p.tokens / p.step_s,
-                                p.model_flops / (p.step_s * (double)gpus * c->flops),
-                                (double)p.mem.total / 1e9,
-                                p.step_s,
-                                ""};
-              snprintf(ok[n - 1].top_cost, sizeof ok[n - 1].top_cost, "%s", largest(&p));
+              consider(t, m, &x, c, micro, gpus);
             }
       }
-  qsort(ok, (size_t)n, sizeof *ok, by_throughput);
-  if (json) {
-    dt_print0("{\"gpus\": %lld, \"fit\": %d, \"top\": [", (long long)gpus, n);
-    for (int i = 0; i < n && i < top; i++)
-      dt_print0("%s{\"dp\": %lld, \"pp\": %lld, \"cp\": %lld, \"tp\": %lld, \"zero\": %d, "
-                "\"micro\": %lld, "
-                "\"recompute\": %s, \"tokens_per_s\": %.6g, \"mfu\": %.4f, \"memory_gb\": %.4g}",
-                i ? ", " : "", (long long)ok[i].x.n[DP], (long long)ok[i].x.n[PP],
-                (long long)ok[i].x.n[CP], (long long)ok[i].x.n[TP], ok[i].x.zero,
-                (long long)ok[i].micro, ok[i].x.recompute ? "true" : "false", ok[i].tps, ok[i].mfu,
-                ok[i].gb);
-    dt_print0("]}\n");
-  } else {
-    dt_print0("\nsearch: %s on %lld devices of %s: %d shapes fit, ranked by predicted tokens/s\n"
-              "   #     dp   pp   cp   tp  zero  micro  M     recompute   step s    tokens/s    "
-              "MFU   memory GB  largest part\n",
-              m->name, (long long)gpus, c->name, n);
-    for (int i = 0; i < n && i < top; i++)
-      dt_print0("  %3d  %5lld %4lld %4lld %4lld  %4d  %5lld  %-5lld %-9s %9.4g %11.4g  %5.1f%%  "
-                "%9.2f  %s\n",
-                i + 1, (long long)ok[i].x.n[DP], (long long)ok[i].x.n[PP], (long long)ok[i].x.n[CP],
-                (long long)ok[i].x.n[TP], ok[i].x.zero, (long long)ok[i].micro,
-                (long long)ok[i].x.M, ok[i].x.recompute ? "full" : "none", ok[i].step, ok[i].tps,
-                100 * ok[i].mfu, ok[i].gb, ok[i].top_cost);
-    dt_print0("rejected:\n");
-    for (int r = 0; r < REASONS; r++)
-      if (rejected[r])
-        dt_print0("  %6d  %s; %s %s\n", rejected[r], reason_name[r],
-                  r == 3 ? "the nearest:" : "e.g.", example[r]);
-    if (n) { /* the first in full: where its time goes, what it holds */
-      prediction p;
-      predict(m, &ok[0].x, c, &p);
-      dt_print0("\n#1 in full:");
-      report_table(m, &ok[0].x, c, &p);
-    }
+}
+
+static void print_json(const tally *t, int64_t gpus, int top) {
+  const shape *ok = t->ok;
+  dt_print0("{\"gpus\": %lld, \"fit\": %d, \"top\": [", (long long)gpus, t->n);
+  for (int i = 0; i < t->n && i < top; i++)
+    dt_print0("%s{\"dp\": %lld, \"pp\": %lld, \"cp\": %lld, \"tp\": %lld, \"zero\": %d, "
+              "\"micro\": %lld, "
+              "\"recompute\": %s, \"tokens_per_s\": %.6g, \"mfu\": %.4f, \"memory_gb\": %.4g}",
+              i ? ", " : "", (long long)ok[i].x.n[DP], (long long)ok[i].x.n[PP],
+              (long long)ok[i].x.n[CP], (long long)ok[i].x.n[TP], ok[i].x.zero,
+              (long long)ok[i].micro, ok[i].x.recompute ? "true" : "false", ok[i].tps, ok[i].mfu,
+              ok[i].gb);
+  dt_print0("]}\n");
+}
+
+static void print_table(const tally *t, const model *m, const machine *c, int64_t gpus, int top) {
+  const shape *ok = t->ok;
+  dt_print0("\nsearch: %s on %lld devices of %s: %d shapes fit, ranked by predicted tokens/s\n"
+            "   #     dp   pp   cp   tp  zero  micro  M     recompute   step s    tokens/s    "
+            "MFU   memory GB  largest part\n",
+            m->name, (long long)gpus, c->name, t->n);
+  for (int i = 0; i < t->n && i < top; i++)
+    dt_print0("  %3d  %5lld %4lld %4lld %4lld  %4d  %5lld  %-5lld %-9s %9.4g %11.4g  %5.1f%%  "
+              "%9.2f  %s\n",
+              i + 1, (long long)ok[i].x.n[DP], (long long)ok[i].x.n[PP], (long long)ok[i].x.n[CP],
+              (long long)ok[i].x.n[TP], ok[i].x.zero, (long long)ok[i].micro, (long long)ok[i].x.M,
+              ok[i].x.recompute ? "full" : "none", ok[i].step, ok[i].tps, 100 * ok[i].mfu, ok[i].gb,
+              ok[i].top_cost);
+  dt_print0("rejected:\n");
+  for (int g = 0; g < GROUPS; g++)
+    if (t->rejected[g])
+      dt_print0("  %6d  %s; %s %s\n", t->rejected[g], group_name[g],
+                g == MEMORY ? "the nearest:" : "e.g.", t->example[g]);
+  if (t->n) { /* the first in full: where its time goes, what it holds */
+    prediction p;
+    predict(m, &ok[0].x, c, &p);
+    dt_print0("\n#1 in full:");
+    report_table(m, &ok[0].x, c, &p);
   }
-  free(ok);
-  return n;
+}
+
+int search(const model *m, const mesh *base, const machine *c, int64_t gpus, int top, int json) {
+  tally t = {.cap = 1 << 16, .nearest = 1e300};
+  t.ok = dt_host_alloc((size_t)t.cap, sizeof *t.ok);
+  every_shape(&t, m, base, c, gpus);
+  qsort(t.ok, (size_t)t.n, sizeof *t.ok, by_throughput);
+  if (json)
+    print_json(&t, gpus, top);
+  else
+    print_table(&t, m, c, gpus, top);
+  free(t.ok);
+  return t.n;
 }

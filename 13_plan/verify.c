@@ -25,7 +25,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plan.h"
+#include "dt.h"
+#include "formulas.h"
+#include "stats.h"
+#include "verify.h"
 
 extern char **environ;
 static char **kept;

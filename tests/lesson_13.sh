@@ -1,7 +1,7 @@
 # Lesson 13_plan: the cost model. Sourced by tests/run_tests.sh (check() comes
 # from tests/lib.sh).
 #
-# A unit test per formula (formulas.c, compute.c, plan.c), each against the
+# A unit test per formula (formulas.c, compute.c, cost.c), each against the
 # figure the lesson prints (its own tests assert the same numbers) or a value
 # worked out by hand below; ZeRO's published example; the presets, a user's
 # cluster file, the machine file; --search; bad input; and --verify, which

@@ -1,0 +1,158 @@
+/* cost.c: lesson 13, the cost model. A training step is compute +
+ * communication + bubble, and each part is predictable from what lessons
+ * 01-12 measured:
+ *   compute        every operation of the step (the lessons' products,
+ *                  attention blocks, elementwise passes, the optimizer) at
+ *                  the rate this machine measured for it, or by the roofline
+ *                  of a datasheet: FLOPs at the large-GEMM rate, bytes at the
+ *                  memory bandwidth (compute.c);
+ *   communication  every collective of every axis at alpha + bytes x beta per
+ *                  message, with the algorithm the lessons use: the ring
+ *                  all-reduce 2(n-1) messages carrying 2(n-1)/n of the buffer
+ *                  (03), all-gather and reduce-scatter (n-1) and (n-1)/n (06),
+ *                  the pipeline's sendrecv (09), the ring attention's hops
+ *                  (11), overlapped where the lessons overlap them;
+ *   bubble         (pp-1) microbatch slots of the slowest stage: 09's
+ *                  (N-1)/(M+N-1) of the step.
+ * Bytes and memory per rank are the formulas the lessons print
+ * (formulas.c). The program around the model (plan.c) measures alpha, beta
+ * and the rates here (--measure), reads a cluster's datasheet (--cluster),
+ * sets the lessons' measured figures beside the prediction (--verify) and
+ * ranks every mesh (--search); the model needs none of it. */
+#include <math.h>
+#include <string.h>
+
+#include "compute.h"
+#include "cost.h"
+#include "formulas.h"
+
+/* The alpha-beta cost of one collective over n ranks on channel k, with
+ * `bytes` the buffer each rank holds (the whole vector; for a sendrecv, the
+ * message): every step of the algorithm is a message (alpha), and the
+ * bytes each rank sends cross its channel (beta). */
+double collective_seconds(int coll, int64_t n, double bytes, const channel *k) {
+  if (n <= 1 && coll != P2P) return 0;
+  double N = (double)n;
+  switch (coll) {
+  case AR:
+    /* exercise: the alpha-beta cost of the ring all-reduce */
+    return 2 * (N - 1) * k->alpha + 2 * (N - 1) / N * bytes * k->beta;
+    /* end of exercise */
+  case AG:
+  case RS: return (N - 1) * k->alpha + (N - 1) / N * bytes * k->beta;
+  default: return k->alpha + bytes * k->beta;
+  }
+}
+
+/* The channel an axis's group crosses: inside one node when the ranks it
+ * spans (tp fastest, then cp, pp, dp) fit in a node. On a measured
+ * machine the collectives take the library all-reduce's own fit. */
+static channel axis_link(const machine *c, const mesh *x, int a, int coll, int *intra) {
+  int64_t span = x->n[TP];
+  for (int b = CP; a != TP && b >= (a == DC ? DP : a); b--) span *= x->n[b];
+  if (a == DC && x->n[DP] == 1) span = x->n[TP] * x->n[CP];
+  *intra = span <= c->gpus_per_node;
+  const channel *own = coll == AR ? &c->ar : coll == RS ? &c->rs : &c->ag;
+  if (c->measured && coll != P2P && *intra && own->beta > 0) return *own;
+  channel k = *intra ? c->intra : c->inter;
+  if (coll == P2P) /* 09's and 11's messages, both ways at once between computations */
+    k.alpha = fmax(k.alpha, c->swap[!*intra]);
+  return k;
+}
+
+/* One axis's traffic of a step in seconds: each call's buffer from the
+ * bytes it sent (the ring model's inverse), then its alpha-beta cost. */
+static double axis_seconds(const traffic t[NCOLL], int64_t n, const machine *m, const mesh *x,
+                           int a) {
+  double s = 0;
+  int intra;
+  for (int c = 0; c < NCOLL; c++) {
+    if (!t[c].calls) continue;
+    channel k = axis_link(m, x, a, c, &intra);
+    double per = (double)t[c].bytes / (double)t[c].calls, N = (double)n;
+    double buf = c == AR ? per * N / (2 * (N - 1)) : c == P2P ? per : per * N / (N - 1);
+    s += (double)t[c].calls * collective_seconds(c, n, n > 1 ? buf : 0, &k);
+  }
+  return s;
+}
+
+/* What one microbatch costs stage s on cp rank r: its compute, and the
+ * blocking communication inside it: tp's all-reduces; cp's hops, forward
+ * hidden behind the attention blocks as 11's ring does, backward's dK|dV
+ * blocking. */
+typedef struct {
+  double fwd, bwd, once, tp, cp, pp, dc, last_bwd;
+} stage_cost;
+
+static stage_cost cost_stage(const model *m, const mesh *x, const machine *c, int64_t s,
+                             int64_t r) {
+  static op o[MAXOPS];
+  traffic t[NCOMM][NCOLL];
+  stage_cost k = {0};
+  int n = ops_of(m, x, s, r, o, MAXOPS);
+  for (int i = 0; i < n; i++) {
+    double sec = o[i].count * op_seconds(&o[i], c);
+    *(o[i].per_micro ? (o[i].backward ? &k.bwd : &k.fwd) : &k.once) += sec;
+  }
+  traffic_of(m, x, s, t);
+  double M = (double)x->M, L = (double)stage_layers(m, x, s), C = (double)x->n[CP];
+  k.tp = axis_seconds(t[TP], x->n[TP], c, x, TP);
+  if (t[CP][P2P].calls) {
+    int intra;
+    channel k2 = axis_link(c, x, CP, P2P, &intra);
+    double hop =
+        collective_seconds(P2P, x->n[CP], (double)t[CP][P2P].bytes / (double)t[CP][P2P].calls, &k2);
+    double f = attention_seconds(m, x, s, r, c, 0), b = attention_seconds(m, x, s, r, c, 1);
+    double hidden_f = (C - 1) * hop - f, hidden_b = (C - 1) * hop - b;
+    k.cp = M * L * ((hidden_f > 0 ? hidden_f : 0) + C * hop + (hidden_b > 0 ? hidden_b : 0));
+  }
+  k.pp = axis_seconds(t[PP], x->n[PP], c, x, PP);
+  k.dc = axis_seconds(t[DC], x->n[DP] * x->n[CP], c, x, DC);
+  k.last_bwd = k.bwd / M;
+  return k;
+}
+
+/* The step: M microbatches of the slowest stage and cp rank, (pp-1) more
+ * of them idle (the bubble), the pipeline's exchanges, the data and the
+ * optimizer, and the gradients' sync over dp x cp. */
+void predict(const model *m, const mesh *x, const machine *c, prediction *p) {
+  memset(p, 0, sizeof *p);
+  p->parameters = parameters_of(m);
+  p->tokens = (double)m->B * (double)(m->S ? m->S : 1);
+  p->model_flops = model_flops(m);
+  p->hardware_flops = hardware_flops(m, x);
+  int64_t P = x->n[PP], C = x->zigzag ? 1 : x->n[CP]; /* zigzag: every cp rank alike */
+  /* the lessons' stages each; the planner's first, one middle and the last (the middle ones are
+   * alike: the embeddings live on the first, the output layer on the last) */
+  int planner = m->kind == GPT || m->kind == STATES;
+  int64_t few[3] = {0, P > 2 ? 1 : P - 1, P - 1}, nstages = planner ? 3 : P;
+  for (int64_t i = 1; planner && i < 3; i++) /* the fullest stage */
+    if (memory_of(m, x, few[i]).total > memory_of(m, x, p->stage).total) p->stage = few[i];
+  p->mem = memory_of(m, x, p->stage); /* the lessons print rank 0's */
+  traffic_of(m, x, p->stage, p->t);
+  if (m->kind == STATES) return;
+  for (int a = 0; a < NCOMM; a++) axis_link(c, x, a, P2P, &p->intra[a]);
+  stage_cost w = {0}, k;
+  double worst = -1, pp = 0, once = 0, dc = 0;
+  for (int64_t i = 0; i < nstages; i++)
+    for (int64_t r = 0; r < C; r++) {
+      k = cost_stage(m, x, c, planner ? few[i] : i, r);
+      double mb = (k.fwd + k.bwd + k.tp + k.cp) / (double)x->M;
+      if (mb > worst) {
+        worst = mb;
+        w = k;
+      }
+      pp = k.pp > pp ? k.pp : pp;
+      once = k.once > once ? k.once : once;
+      dc = k.dc > dc ? k.dc : dc;
+    }
+  double exposed = x->overlap ? dc - w.last_bwd : dc; /* 05's --overlap: behind the last backward */
+  p->compute_s = w.fwd + w.bwd + once;
+  p->once_s = once;
+  p->comm_s[TP] = w.tp;
+  p->comm_s[CP] = w.cp;
+  p->comm_s[PP] = pp;
+  p->comm_s[DC] = exposed > 0 ? exposed : 0;
+  p->bubble_s = (double)(P - 1) * worst; /* 09: (pp-1) slots of the slowest stage */
+  p->step_s = p->compute_s + w.tp + w.cp + pp + p->comm_s[DC] + p->bubble_s;
+}

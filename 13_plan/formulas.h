@@ -1,0 +1,25 @@
+/* formulas.h: bytes, memory and FLOPs per rank per step, each cited in
+ * formulas.c to the lesson that prints it. */
+#ifndef PLAN_FORMULAS_H
+#define PLAN_FORMULAS_H
+
+#include "inputs.h"
+
+/* One collective kind on one axis: calls and bytes per rank per step. */
+typedef struct {
+  int64_t calls, bytes;
+} traffic;
+
+typedef struct {
+  int64_t params, grads, optim, activ, comm, data, total;
+} memory;
+
+void traffic_of(const model *m, const mesh *x, int64_t stage, traffic t[NCOMM][NCOLL]);
+memory memory_of(const model *m, const mesh *x, int64_t stage);
+double parameters_of(const model *m);
+double model_flops(const model *m);                   /* per step: 6 x P x tokens + attention */
+double hardware_flops(const model *m, const mesh *x); /* with recomputation */
+int64_t stage_layers(const model *m, const mesh *x, int64_t stage);
+int64_t rows_per_micro(const model *m, const mesh *x); /* R, a microbatch's rows on a rank */
+
+#endif

@@ -1,0 +1,78 @@
+/* options.h: 13_plan's command line: its flags, and the model, mesh and
+ * machine they make (options.c). */
+#ifndef PLAN_OPTIONS_H
+#define PLAN_OPTIONS_H
+
+#include "inputs.h"
+
+/* The command line (plan_setup makes a model, a mesh and a machine of
+ * it). Model sizes left at 0 are the model's (--model). */
+typedef struct {
+  const char *model, *cluster, *machine, *recompute, *precision, *schedule, *attention, *split,
+      *opt, *shapes;
+  int64_t layers, dim, heads, ffn, vocab, seq, batch, micro, gpus, top, zero, axis[AXES];
+  double params, eff;
+  int measure, predict, search, verify, json, quick, overlap;
+} flags;
+#define PLAN_DEFAULTS                                                                              \
+  {                                                                                                \
+    .model = "mesh12", .machine = "build/plan/machine.json", .recompute = "none",                  \
+    .precision = "fp32", .schedule = "1f1b", .attention = "flash", .opt = "adamw", .top = 10       \
+  }
+#define PLAN_OPTIONS(f)                                                                            \
+  DT_FLAG("--measure", &(f)->measure, "measure alpha, beta and every op's time here (mpirun)"),    \
+      DT_FLAG("--predict", &(f)->predict, "predict the mesh's step time, bytes and memory"),       \
+      DT_FLAG("--search", &(f)->search, "every mesh that fits --gpus, ranked by throughput"),      \
+      DT_FLAG("--verify", &(f)->verify,                                                            \
+              "run lessons 12 (05, 06, 09, 11) here, predicted vs measured; not under mpirun"),    \
+      DT_FLAG("--quick", &(f)->quick, "with --verify: the shapes of at most 2 ranks only"),        \
+      DT_STRING("--shapes", &(f)->shapes, NULL,                                                    \
+                "--verify only the shapes whose lesson and flags hold TEXT (e.g. 09_pp)"),         \
+      DT_FLAG("--json", &(f)->json, "one JSON object in place of the table"),                      \
+      DT_STRING(                                                                                   \
+          "--model", &(f)->model, NULL,                                                            \
+          "mesh12 cp11 dp05 fsdp06 pp09 (the lessons' models), gpt, gpt3-small ... gpt3-175b"),    \
+      DT_INT("--layers", &(f)->layers, 0, 1 << 20, "layers L (0: the model's)"),                   \
+      DT_INT("--dim", &(f)->dim, 0, 1 << 20, "width D"),                                           \
+      DT_INT("--heads", &(f)->heads, 0, 1 << 20, "attention heads"),                               \
+      DT_INT("--ffn", &(f)->ffn, 0, 1 << 22, "the MLP's width (0: 4 x D)"),                        \
+      DT_INT("--vocab", &(f)->vocab, 0, 1 << 24, "vocabulary (gpt)"),                              \
+      DT_INT("--seq", &(f)->seq, 0, 1 << 24, "tokens a sequence"),                                 \
+      DT_INT("--batch", &(f)->batch, 0, 1 << 24, "sequences per step, all ranks"),                 \
+      DT_INT("--micro", &(f)->micro, 0, 1 << 24, "sequences per microbatch (0: the lesson's M)"),  \
+      DT_DOUBLE("--params", &(f)->params, 0, 1e16, "a model by its parameter count: states only"), \
+      DT_INT("--dp", &(f)->axis[DP], 0, 1 << 24, "data-parallel ranks (0: from the ranks left)"),  \
+      DT_INT("--pp", &(f)->axis[PP], 0, 1 << 24, "pipeline stages (0: from the ranks left)"),      \
+      DT_INT("--cp", &(f)->axis[CP], 0, 1 << 24,                                                   \
+             "context-parallel ranks (0: from the ranks left)"),                                   \
+      DT_INT("--tp", &(f)->axis[TP], 0, 1 << 24,                                                   \
+             "tensor-parallel ranks (0: from the ranks left)"),                                    \
+      DT_INT("--zero", &(f)->zero, 0, 3, "ZeRO stage over dp x cp"),                               \
+      DT_STRING("--recompute", &(f)->recompute, "none|full",                                       \
+                "activation recomputation (e.g. with --model gpt3-xl --cluster dgx-a100-80g)"),    \
+      DT_STRING("--precision", &(f)->precision, "fp32|bf16",                                       \
+                "bf16: ZeRO's mixed precision (e.g. with --params 7.5e9 --dp 64 --gpus 64 "        \
+                "--cluster dgx-a100-80g)"),                                                        \
+      DT_STRING("--schedule", &(f)->schedule, "gpipe|1f1b", "the pipeline's schedule (09)"),       \
+      DT_STRING(                                                                                   \
+          "--attention", &(f)->attention, "flash|materialised",                                    \
+          "scores fused, or S x S in memory (e.g. with --model gpt3-xl --cluster dgx-a100-80g)"),  \
+      DT_STRING("--split", &(f)->split, "contiguous|zigzag",                                       \
+                "cp's split (default: contiguous; gpt: zigzag)"),                                  \
+      DT_STRING("--opt", &(f)->opt, "adamw|sgd", "the optimizer whose state is counted"),          \
+      DT_FLAG("--overlap", &(f)->overlap, "the gradients' sync behind the last backward (05)"),    \
+      DT_STRING("--cluster", &(f)->cluster, NULL,                                                  \
+                "dgx-a100-80g, dgx-h100-80g or a cluster file (e.g. dgx-a100-80g)"),               \
+      DT_INT("--gpus", &(f)->gpus, 0, 1 << 24, "devices to plan for (0: the mesh's)"),             \
+      DT_DOUBLE("--eff", &(f)->eff, 0, 1, "large-GEMM fraction of peak (0: the cluster's)"),       \
+      DT_STRING("--machine", &(f)->machine, NULL, "the machine file --measure writes"),            \
+      DT_INT("--top", &(f)->top, 1, 1000, "with --search: shapes shown")
+
+/* The model and mesh the flags name, and the machine: --cluster's, the
+ * one about to be measured, or --machine's file. Returns the ranks to plan
+ * for: --gpus, the ranks measuring, or the axes' product. */
+int64_t plan_setup(const flags *f, int measuring, int64_t ranks, model *m, mesh *x, machine *c);
+/* The axes left at 0 from the N ranks, and M from --micro (0: the lesson's) */
+void plan_mesh(const model *m, mesh *x, int64_t N, int64_t micro);
+
+#endif
