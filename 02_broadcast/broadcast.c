@@ -214,6 +214,7 @@ int main(int argc, char **argv) {
   int64_t all[3] = {wrong, bytes_bad, differ};
   dt_host_all_reduce(w, all, 3, DT_I64, DT_SUM);
   int ok = all[0] == 0 && all[1] == 0 && all[2] == 0 && equal;
+  dt_report_string(NULL, "verdict", ok ? "PASSED" : "FAILED");
   dt_print0("CHECK %s: linear, tree and library broadcast from root %d, %d sizes, every result "
             "on %d ranks: %lld wrong elements (exact compare); bytes vs formula: %lld "
             "mismatches; weights checksums %s on all ranks, %lld elements differ from the local "

@@ -208,6 +208,7 @@ int main(int argc, char **argv) {
     wrong += compare_hierarchical(w, &alg, (int)ranks_per_node, count, &b, seg, warmup, iters);
 
   int ok = wrong == 0 && bad_bytes == 0;
+  dt_report_string(NULL, "verdict", ok ? "PASSED" : "FAILED");
   if (no_sweep)
     dt_print0("%s: flat ring and hierarchical all-reduce, every element on every rank vs the "
               "exact sum, and bytes across nodes vs the exact predictions: %lld problem(s)\n",

@@ -102,6 +102,17 @@ void print_report(dt_comm *w, const row *rows, int nsizes, int64_t min_bytes, in
       dt_print0("%11lld %10lld %10.1f %10.1f %11.3f %11.3f %12llu", (long long)S, (long long)S / 4,
                 r->seconds * 1e6, r->median * 1e6, algbw, algbw * busbw_factor,
                 (unsigned long long)r->sent_max);
+      char key[48]; /* the row as data: "ring 1048576" */
+      snprintf(key, sizeof key, "%s %lld",
+               v == NAIVE  ? "naive"
+               : v == RING ? "ring"
+                           : "library",
+               (long long)S);
+      dt_report("all_reduce", key,
+                "{\"time_us\": %.6g, \"median_us\": %.6g, \"algbw_GBps\": %.6g, \"busbw_GBps\": "
+                "%.6g, \"sent_max\": %llu, \"formula\": %.17g, \"wrong\": %lld}",
+                r->seconds * 1e6, r->median * 1e6, algbw, algbw * busbw_factor,
+                (unsigned long long)r->sent_max, r->formula, (long long)r->wrong);
       if (r->formula == (double)(uint64_t)r->formula) /* exact when N divides the count */
         dt_print0(" %12llu %6lld\n", (unsigned long long)r->formula, (long long)r->wrong);
       else

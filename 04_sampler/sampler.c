@@ -212,6 +212,7 @@ int main(int argc, char **argv) {
   int64_t sum[2] = {problems, wrong05};
   dt_host_all_reduce(w, sum, 2, DT_I64, DT_SUM);
   int failed = sum[0] + sum[1] != 0;
+  dt_report_string(NULL, "verdict", failed ? "FAILED" : "PASSED");
   dt_print0(
       "\nCHECK %s: %lld epoch(s) all-gathered and checked by %d ranks: coverage, duplicates = "
       "padding (%lld), missing = dropped (%lld), num_samples = %lld; %lld problems, %lld "

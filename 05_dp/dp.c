@@ -139,6 +139,8 @@ static void report(model *m, dt_run *r) {
   if (!m->topk && !m->nodes) {
     int rounded;
     uint64_t ring = buckets_ring_bytes(&m->bk, N, &rounded);
+    dt_report_traffic("dp_cp", DT_ALL_REDUCE, (double)(ar.calls / steps),
+                      (double)(ar.bytes_sent / steps), (double)ring);
     dt_print0("  all-reduce calls/step  %8llu      bytes sent per rank per step %llu, formula "
               "2(N-1)/N x P x %lld%s = %llu\n",
               (unsigned long long)(ar.calls / steps), (unsigned long long)(ar.bytes_sent / steps),

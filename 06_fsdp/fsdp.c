@@ -104,10 +104,13 @@ static void report(model *m, dt_run *r) {
   snprintf(how[1], 96, zero >= 2 ? "L x (N-1) x S x %zu" : "0", es);
   snprintf(how[2], 96, zero == 1 ? "2 x L x (N-1) x S x %zu, as 05" : "0", es);
   dt_print0("  bytes sent per rank per step   calls    measured     formula\n");
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 3; i++) {
+    dt_report_traffic("dp_cp", kind[i], (double)(m->world->count[kind[i]].calls / steps),
+                      (double)(m->world->count[kind[i]].bytes_sent / steps), (double)want[i]);
     dt_print0("    %-24s %9zu %11zu %11zu   %s\n", dt_kind_name(kind[i]),
               (size_t)m->world->count[kind[i]].calls / steps,
               (size_t)m->world->count[kind[i]].bytes_sent / steps, want[i], how[i]);
+  }
   dt_print0("    %-24s %9s %11zu %11zu   %d(N-1)/N x L x N x S x %zu; DP (05): 2(N-1)/N x P x %zu "
             "= %zu\n",
             "total", "", (size_t)dt_comm_total(m->world).bytes_sent / steps,

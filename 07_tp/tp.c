@@ -103,6 +103,8 @@ static void report(model *m, dt_run *r) {
   double ring = 2.0 * (double)(N - 1) / (double)N, want = 2.0 * L * ring * (double)(R * D * es);
   int64_t DP = 2 * L * D * H, K = r->c.optimizer[0] == 'a' ? 8 : 0; /* K: AdamW's bytes */
   char f1[32], f2[32], how[4][128], dp_activ[32] = "n/a"; /* DP: 05 runs B/N rows per rank */
+  dt_report_traffic("tp", DT_ALL_REDUCE, (double)(ar.calls / steps),
+                    (double)(ar.bytes_sent / steps), want);
   dt_print0("  bytes sent per rank per step    calls    measured     formula\n");
   dt_print0("    %-26s %6llu %11llu %11s   2L x 2(N-1)/N x B x D x %lld: x_l+1 forward, dx_l "
             "backward\n",

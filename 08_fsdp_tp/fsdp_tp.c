@@ -130,6 +130,12 @@ static void report(model *m, dt_run *r) {
   for (int t = DT_PARAMS; t <= DT_ACTIV; t++) have[4 + t] = dt_mem_peak((dt_tag)t);
   have[8] = have[4] + have[5] + have[6];
   have[9] = dt_mem_peak(DT_COMMBUF);
+  dt_kind kind[3] = {DT_ALL_REDUCE, DT_ALL_GATHER, DT_REDUCE_SCATTER};
+  for (int i = 0; i < 3; i++) /* the rows printed below, as data */
+    dt_report_traffic(i ? "dp_cp" : "tp", kind[i], -1, (double)have[i], k[0][i]);
+  for (int t = DT_PARAMS; t <= DT_ACTIV; t++)
+    dt_report_figure("memory", dt_tag_name((dt_tag)t), (double)have[4 + t], k[0][4 + t]);
+  if (m->wire.type != DT_F32) dt_report_figure("memory", "comm", (double)have[9], k[0][9]);
   char how[3][64];
   snprintf(how[0], 64, "2L x 2(T-1)/T x (B/F) x D x %lld: inside a row", (long long)E);
   snprintf(how[1], 64, "2 x L x (F-1) x S x %lld: forward, backward, along a column", (long long)E);

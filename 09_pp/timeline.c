@@ -109,10 +109,11 @@ void timeline_report(const timeline *t, dt_comm *world, int64_t M) {
             (long long)t->steps);
   dt_print_ranks("stage %d | busy %.3f ms idle %.3f ms per step (%.1f%% idle)\n", s,
                  t->busy_sum / steps * 1e3, idle / steps * 1e3, 100 * idle / t->span_sum);
+  double bubble = all_idle / (N * t->span_sum), formula = (N - 1) / (double)(M + N - 1);
   dt_print0("bubble over all steps: measured idle / (N x step) = %.1f%%; formula (N-1)/(M+N-1) = "
             "%d/%lld = %.1f%%\n",
-            100 * all_idle / (N * t->span_sum), N - 1, (long long)(M + N - 1),
-            100.0 * (N - 1) / (double)(M + N - 1));
+            100 * bubble, N - 1, (long long)(M + N - 1), 100 * formula);
+  dt_report_figure(NULL, "bubble", bubble, formula);
   double *all = s == 0 ? dt_host_alloc((size_t)(4 * t->n * N), sizeof(double)) : NULL;
   dt_host_gather(world, t->best, all, (size_t)(4 * t->n), DT_F64, 0);
   if (s == 0) draw(all, N, t->n, t->best_T);

@@ -63,18 +63,24 @@ static void bytes(model *m, uint64_t steps) {
   for (int p = 0; p < 5; p++) bad |= m->bytes[p] != want[p];
   dt_print0("  all-to-all bytes sent per rank per step (rank 0), each beside its formula from the "
             "tokens it counted:\n");
-  for (int p = 0; p < 5; p++)
+  for (int p = 0; p < 5; p++) {
     dt_print0("    %-20s %12.1f   formula %s = %.1f\n", name[p],
               (double)m->bytes[p] / (double)steps, how[p], (double)want[p] / (double)steps);
+    dt_report_figure("ep all_to_all bytes", name[p], (double)m->bytes[p] / (double)steps,
+                     (double)want[p] / (double)steps);
+  }
   dt_host_all_reduce(m->world, &bad, 1, DT_I32, DT_MAX);
   dt_print0("    every rank's bytes equal its formulas: %s (%lld ranks)\n", bad ? "NO" : "yes",
             (long long)N);
   dt_counter ar = m->world->count[DT_ALL_REDUCE];
   uint64_t router = L * D * E * 4, counts = L * E * 4;
+  uint64_t ar_want = N > 1 ? 2 * (N - 1) * router / N + 2 * (N - 1) * counts / N : 0;
+  dt_report_traffic("ep", DT_ALL_REDUCE, (double)(ar.calls / steps),
+                    (double)(ar.bytes_sent / steps), (double)ar_want);
   dt_print0("  all-reduce calls/step  %8llu      bytes sent per rank per step %llu, formula "
             "2(N-1)/N x (L D E router gradients + L E counts) x 4 = %llu\n",
             (unsigned long long)(ar.calls / steps), (unsigned long long)(ar.bytes_sent / steps),
-            (unsigned long long)(N > 1 ? 2 * (N - 1) * router / N + 2 * (N - 1) * counts / N : 0));
+            (unsigned long long)ar_want);
 }
 
 void report(model *m, dt_run *r) {

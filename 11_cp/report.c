@@ -82,11 +82,17 @@ static void bytes(model *m, dt_run *r, uint64_t steps) {
   for (int p = 0; p < 2; p++)
     dt_print0("    %-8s %14.1f   formula %s = %.1f\n", name[p], (double)m->bytes[p] / (double)steps,
               how[p], (double)want[p]);
+  dt_report_traffic("cp", m->ulysses ? DT_ALL_TO_ALL : DT_SENDRECV, -1,
+                    (double)(m->bytes[0] + m->bytes[1]) / (double)steps,
+                    (double)(want[0] + want[1]));
   dt_host_all_reduce(m->world, &bad, 1, DT_I32, DT_MAX);
   dt_print0("    every rank's bytes equal its formulas: %s (%lld ranks)\n", bad ? "NO" : "yes",
             (long long)N);
   dt_counter ar = m->world->count[DT_ALL_REDUCE];
   double P = (double)(m->L * dt_params_per_layer(&r->c));
+  dt_report_traffic("dp_cp", DT_ALL_REDUCE, (double)(ar.calls / steps),
+                    (double)ar.bytes_sent / (double)steps,
+                    2.0 * (double)(N - 1) / (double)N * P * (double)E);
   dt_print0("  all-reduce calls/step  %8llu      bytes sent per rank per step %.1f, formula "
             "2(N-1)/N x P x E = %.1f (the gradients, averaged as in 05)\n",
             (unsigned long long)(ar.calls / steps), (double)ar.bytes_sent / (double)steps,

@@ -51,6 +51,12 @@ void mesh_table(const mesh *m) {
 static void row(const char *axis, const char *what, dt_counter got, uint64_t steps, uint64_t calls,
                 uint64_t bytes, const char *how, int *bad) {
   *bad += got.calls != calls * steps || got.bytes_sent != bytes * steps;
+  char key[48]; /* as data: "dp_cp all_reduce" */
+  snprintf(key, sizeof key, "%s %.*s", strcmp(axis, "dp x cp") ? axis : "dp_cp",
+           (int)strcspn(what, " "), what);
+  dt_report("traffic", key, "{\"calls\": %llu, \"bytes\": %llu, \"formula\": %llu}",
+            (unsigned long long)(got.calls / steps), (unsigned long long)(got.bytes_sent / steps),
+            (unsigned long long)bytes);
   dt_print0("    %-8s %-22s %7llu %7llu %11llu %11llu   %s\n", axis, what,
             (unsigned long long)(got.calls / steps), (unsigned long long)calls,
             (unsigned long long)(got.bytes_sent / steps), (unsigned long long)bytes, how);

@@ -92,54 +92,50 @@ static int sh(const char *cmd, const char *log) {
   return system(full);
 }
 
-static void parse_lesson(const char *log, figures *f) {
-  FILE *in = fopen(log, "r");
-  char line[1024], ax[16], kind[32], paren[64];
-  long long a, b, c2, d;
-  double v;
-  double steps[256];
-  int nsteps = 0;
+/* The number after "key": in text, or NAN; within [text, end) when end. */
+static double number_in(const char *text, const char *end, const char *key) {
+  char k[96];
+  snprintf(k, sizeof k, "\"%s\": ", key);
+  const char *at = text ? strstr(text, k) : NULL;
+  return at && (!end || at < end) ? strtod(at + strlen(k), NULL) : NAN;
+}
+
+/* A lesson's figures from its --report-json (rank 0's, the numbers it
+ * prints, common/comm/report.c), never from its printed columns; -1 where
+ * it records none. The step time: the lower quartile of its steps after the
+ * first, as --measure takes of the collectives. */
+static void parse_lesson(const char *json, figures *f) {
+  static char text[1 << 20];
+  FILE *in = fopen(json, "r");
+  size_t n = in ? fread(text, 1, sizeof text - 1, in) : 0;
+  text[n] = 0;
+  if (in) fclose(in);
   memset(f, 0xff, sizeof *f); /* -1 everywhere */
   f->step_ms = 1e30;
-  for (int i = 0; in && fgets(line, sizeof line, in); i++) {
-    int step;
-    char *at = strstr(line, ")  ");
-    if (sscanf(line, "step %d/", &step) == 1 && step > 1 && at && sscanf(at + 3, "%lf ms", &v) == 1)
-      if (nsteps < 256) steps[nsteps++] = v;
-    int axis = -1;
-    const char *rest = line;
-    if (!strncmp(line, "    dp x cp  ", 13)) { /* 12's bytes table */
-      axis = DC;
-      rest = line + 13;
-    } else if (sscanf(line, "    %15[a-z] ", ax) == 1)
-      for (int k = PP; k < DC; k++) axis = !strcmp(ax, axis_name[k]) && strlen(ax) == 2 ? k : axis;
-    if (axis >= 0 && axis != DC) rest = line + 4 + strlen(ax);
-    if (axis >= 0 &&
-        sscanf(rest, " %31[a-z_] (%63[^)]) %lld %lld %lld %lld", kind, paren, &a, &b, &c2, &d) == 6)
-      for (int k = 0; k < NCOLL; k++)
-        if (!strcmp(kind, coll_name[k])) f->t[axis][k] = (traffic){a, c2};
-    if (sscanf(line, "    %31[a-z_] %lld %lld %lld", kind, &a, &c2, &b) == 4) /* 06's */
-      for (int k = 0; k < RS + 1; k++)
-        if (!strcmp(kind, coll_name[k])) f->t[DC][k] = (traffic){a, c2};
-    if (sscanf(line, "  all-reduce calls/step %lld bytes sent per rank per step %lf", &a, &v) == 2)
-      f->t[DC][AR] = (traffic){a, (int64_t)v}; /* 05's and 11's */
-    if (sscanf(line, "    forward %lf formula", &v) == 1) f->t[CP][P2P] = (traffic){-1, (int64_t)v};
-    if (sscanf(line, "    backward %lf formula", &v) == 1) f->t[CP][P2P].bytes += (int64_t)v;
-    if (sscanf(line, "[rank 0] stage 0 | sendrecv bytes per step %lld", &a) == 1)
-      f->t[PP][P2P] = (traffic){-1, a};
-    if (sscanf(line, "[rank 0] stage 0 params %lld B grads %lld B optim %lld", &a, &b, &c2) == 3) {
-      f->mem[0] = a;
-      f->mem[1] = b;
-      f->mem[2] = c2;
+  const char *sent = strstr(text, "\"traffic\": {"), *memory = strstr(text, "\"memory\": {");
+  for (int a = PP; a < NCOMM && sent; a++)
+    for (int k = 0; k < NCOLL; k++) {
+      char key[64];
+      snprintf(key, sizeof key, "\"%s %s\": {", a == DC ? "dp_cp" : axis_name[a], coll_name[k]);
+      const char *at = strstr(sent, key), *end = at ? strchr(at, '}') : NULL;
+      double calls = number_in(at, end, "calls"), bytes = number_in(at, end, "bytes");
+      if (at) f->t[a][k] = (traffic){isnan(calls) ? -1 : (int64_t)calls, (int64_t)bytes};
     }
-    if ((at = strstr(line, "[rank 0] stage 0 peak in-flight")) &&
-        (at = strstr(line, "activ peak ")) && sscanf(at, "activ peak %lld", &a) == 1)
-      f->mem[3] = a;
-    if (sscanf(line, "    %15[a-z] %lld %lld", ax, &a, &b) == 3)
-      for (int k = 0; k < 6; k++)
-        if (!strcmp(ax, mem_name[k])) f->mem[k] = a;
+  for (int k = 0; k < 6 && memory; k++) {
+    char key[32];
+    snprintf(key, sizeof key, "\"%s\": {", mem_name[k]);
+    const char *at = strstr(memory, key), *end = at ? strchr(at, '}') : NULL;
+    if (at) f->mem[k] = (int64_t)number_in(at, end, "measured");
   }
-  if (in) fclose(in);
+  double steps[4096];
+  int nsteps = 0;
+  const char *at = strstr(text, "\"step_ms\": [");
+  for (char *p = at ? strchr(at, '[') + 1 : NULL, *next; p && nsteps < 4096; p = next + 1) {
+    double v = strtod(p, &next);
+    if (next == p) break;
+    if (p != strchr(at, '[') + 1) steps[nsteps++] = v; /* after the first */
+    if (*next != ',') break;
+  }
   if (nsteps) f->step_ms = quartile(steps, nsteps);
 }
 
@@ -238,10 +234,14 @@ static int attempt(const char *self, const char *mpirun, int i, int timed, int t
     snprintf(log[k], sizeof log[k], "build/plan/verify-%d-%c.log", i, "mlp"[k]);
   figures got, want, after;
   int rc = measure_predict(self, mpirun, flags, i, "", &want);
-  snprintf(cmd, sizeof cmd, "%s%s -np %d ./%s --steps 200 --no-check --timeout 120 %s", mpirun,
-           flags, s->np, s->lesson, s->flags);
+  char report[256];
+  snprintf(report, sizeof report, "build/plan/verify-%d-l.json", i);
+  remove(report); /* a run that fails writes none: no figure of an earlier one is read */
+  snprintf(cmd, sizeof cmd,
+           "%s%s -np %d ./%s --steps 200 --no-check --timeout 120 --report-json %s %s", mpirun,
+           flags, s->np, s->lesson, report, s->flags);
   rc |= sh(cmd, log[1]);
-  parse_lesson(log[1], &got);
+  parse_lesson(report, &got);
   int printed = 0, differ = 0;
   compare(&got, &want, &printed, &differ, why, sizeof why);
   double ratio = want.step_ms / got.step_ms, ratio_after = 0;
@@ -308,12 +308,13 @@ int verify(const char *self, int quick, const char *only) {
   if (!any) dt_fail("--shapes '%s': no shape of --verify holds it; its lessons: %s", only, names);
   drop_new_env();
   if (sh("mkdir -p build/plan", "/dev/null") != 0) dt_fail("--verify: cannot make build/plan");
-  dt_print0("verify: each shape measured here (plan --measure at its ranks), run (--steps 200 "
-            "--no-check) and predicted (plan --predict --json); bytes and memory must equal, the "
-            "step time (the lower quartile of the printed steps after the first) be within 20%% "
-            "where ranks <= cores (%lld)\n  shape                                np  figures "
-            "equal   step ms: predicted  measured  ratio  verdict\n",
-            (long long)cores);
+  dt_print0(
+      "verify: each shape measured here (plan --measure at its ranks), run (--steps 200 "
+      "--no-check --report-json) and predicted (plan --predict --json); bytes and memory must "
+      "equal, the step time (the lower quartile of the steps after the first) be within 20%% "
+      "where ranks <= cores (%lld)\n  shape                                np  figures "
+      "equal   step ms: predicted  measured  ratio  verdict\n",
+      (long long)cores);
   for (int pass = 0; pass < ATTEMPTS; pass++) {
     int again = 0;
     for (int i = 0; i < n; i++) {

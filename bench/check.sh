@@ -37,7 +37,8 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 : >"$OUT/commands.txt"
 
-# lesson binary | its bench model | its default optimizer
+# lesson binary | its bench model | its default optimizer | flags of its SGD runs
+# (the mesh's 8 layers diverge at SGD's default rate, 0.2)
 BENCH_MLP="--layers 4 --dim 256 --hidden 1024 --batch 64 --steps 10"
 MODELS=(
   "05_dp/dp|$BENCH_MLP|sgd"
@@ -47,7 +48,7 @@ MODELS=(
   "09_pp/pp|$BENCH_MLP|sgd"
   "10_ep/ep|--dim 256 --hidden 1024 --batch 256 --steps 10|adamw"
   "11_cp/cp|--layers 1 --dim 32 --heads 4 --batch 1 --samples 8 --seq 1024 --steps 3|adamw"
-  "12_mesh/mesh|--layers 8 --dim 64 --hidden 256 --heads 8 --seq 64 --batch 16 --steps 10|adamw"
+  "12_mesh/mesh|--layers 8 --dim 64 --hidden 256 --heads 8 --seq 64 --batch 16 --steps 10|adamw|--lr 0.1"
 )
 if [ -n "${CHECK_LESSONS:-}" ]; then
   kept=()
@@ -88,7 +89,7 @@ ROWS=$OUT/rows.csv
 : >"$ROWS"
 t_start=$(date +%s)
 for m in "${MODELS[@]}"; do
-  IFS='|' read -r bin model opt <<<"$m"
+  IFS='|' read -r bin model opt sgd_flags <<<"$m"
   [ -x "$BIN_DIR/$bin" ] || die "$BIN_DIR/$bin is missing: run 'make all' first"
   other=$([ "$opt" = sgd ] && echo adamw || echo sgd)
   for k in "${ran[@]}"; do
@@ -101,8 +102,10 @@ for m in "${MODELS[@]}"; do
         [ "$np" -gt "$CORES" ] && np_flags+=(--oversubscribe)
         name="$(basename "$bin")_${k}_np${np}_${o}_s$seed"
         log=$OUT/$name.log
+        extra=""
+        [ "$o" = sgd ] && extra=$sgd_flags
         # shellcheck disable=SC2086 # the model's words
-        cmd=("$MPIRUN" "${np_flags[@]}" -np "$np" "$BIN_DIR/$bin" $model --optimizer "$o" --seed "$seed")
+        cmd=("$MPIRUN" "${np_flags[@]}" -np "$np" "$BIN_DIR/$bin" $model $extra --optimizer "$o" --seed "$seed")
         echo "OPENBLAS_CORETYPE=$k ${cmd[*]}" >>"$OUT/commands.txt"
         rc=0
         OPENBLAS_CORETYPE=$k timeout -k 5 "$TIMEOUT" "${cmd[@]}" >"$log" 2>&1 || rc=$?
@@ -140,7 +143,8 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ 
   echo "| lesson | model | kernel | runs | runs with a ReLU decision apart | decisions apart (replayed) | worst tensor, SGD | worst tensor, AdamW |"
   echo "|---|---|---|--:|--:|--:|--:|--:|"
   for m in "${MODELS[@]}"; do
-    IFS='|' read -r bin model _ <<<"$m"
+    IFS='|' read -r bin model _ sgd_flags <<<"$m"
+    [ -n "$sgd_flags" ] && model="$model (SGD: $sgd_flags)"
     awk -F, -v l="$(dirname "$bin")" -v model="\`$model\`" '$1 == l {
       printf "| %s | %s | %s | %d | %d | %d | %s | %s |\n", $1, model, $2, $3, $4, $5, $6, $7; model = "" }' "$ROWS"
   done

@@ -17,8 +17,11 @@
 
 static const char *comm_choice_value = "auto";
 static int help_asked = 0;
-static double timeout_seconds = 300; /* handed to the watchdog by dt_init */
+static double timeout_seconds = 300;   /* handed to the watchdog by dt_init */
+static const char *report_json = NULL; /* handed to report.c by dt_init */
 static dt_option common_options[] = {
+    DT_STRING("--report-json", &report_json, NULL,
+              "write the figures the run prints (bytes, memory, steps, verdict) as JSON here"),
     DT_DOUBLE("--timeout", &timeout_seconds, 0.01, 1e7,
               "seconds a communication call may block before the watchdog aborts the job"),
     DT_STRING("--comm", &comm_choice_value, "auto|nccl|mpi",
@@ -214,7 +217,7 @@ static void set_value(dt_option *o, const char *text) {
 }
 
 int dt_cli_parse(int argc, char **argv, const dt_lesson *lesson, dt_option *options,
-                 const char **comm_choice, double *timeout) {
+                 const char **comm_choice, double *timeout, const char **report) {
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
     if (strcmp(arg, "-h") == 0) arg = "--help";
@@ -236,6 +239,7 @@ int dt_cli_parse(int argc, char **argv, const dt_lesson *lesson, dt_option *opti
   }
   *comm_choice = comm_choice_value;
   *timeout = timeout_seconds;
+  *report = report_json;
   if (help_asked && dt_rank() == 0) print_usage(lesson, argv[0], options);
   return help_asked;
 }

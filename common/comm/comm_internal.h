@@ -30,7 +30,11 @@ extern dt_process dt_rt;
  * when --help was asked for (the usage has been printed on rank 0). Bad input
  * ends the program through dt_fail. */
 int dt_cli_parse(int argc, char **argv, const dt_lesson *lesson, dt_option *options,
-                 const char **comm_choice, double *timeout);
+                 const char **comm_choice, double *timeout, const char **report);
+/* report.c: --report-json's path checked at start-up (collective), and the
+ * file written by rank 0 when the run ends */
+void dt_report_open(const char *path, const dt_lesson *lesson);
+void dt_report_write(void);
 
 /* nodes.c: "node0: 0-1, node1: 2-3" on rank 0 (collective over the world;
  * node is this rank's shared-memory communicator) */
@@ -77,6 +81,13 @@ void dt_out_close(dt_out *o);
 /* "a regular file", "a FIFO", ...; dir and base of path ("out.st" -> ".", "out.st") */
 const char *dt_file_kind(mode_t m);
 void dt_split_path(const char *path, char *dir, size_t dn, char *base, size_t bn);
+/* Checked at start-up, before a run's work: can `path` take the file that
+ * `flag` writes (in_place: a device or FIFO may be written into)? 0, or
+ * the message in err. Removes the temporaries interrupted saves left
+ * beside it (NAME.tmp.PID of a PID no longer running; prefix "": any). */
+int dt_check_output_file(const char *flag, const char *path, int in_place, char *err, size_t n);
+int dt_probe_dir(const char *dir, char *why, size_t n); /* can this process create files there? */
+void dt_clean_stale(const char *dir, const char *prefix);
 
 /* memory.c: where dt_memory_available's figure came from, for messages */
 const char *dt_memory_source(void);

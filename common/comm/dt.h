@@ -159,8 +159,22 @@ struct dt_comm {
 
 size_t dt_dtype_size(dt_dtype t);
 const char *dt_kind_name(dt_kind k);
+
 dt_counter dt_comm_total(const dt_comm *c); /* summed over kinds */
 void dt_comm_reset(dt_comm *c);             /* zero the counters */
+
+/* --report-json FILE (report.c): the figures a run prints, recorded as data
+ * beside the print and written by rank 0 at dt_finalize. Only rank 0's
+ * records count (others' calls do nothing); a key recorded again replaces
+ * the first. Axes as 13_plan names them: dp, pp, cp, tp, dp_cp (the ranks
+ * that hold the same weights), ep. calls < 0: the lesson prints none. */
+void dt_report_traffic(const char *axis, dt_kind kind, double calls, double bytes, double formula);
+void dt_report_figure(const char *section, const char *key, double measured, double formula);
+void dt_report_string(const char *section, const char *key, const char *text);
+void dt_report_array(const char *key, const double *v, int64_t n);
+void dt_report(const char *section, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4))); /* the value as JSON text */
+const char *dt_report_path(void);          /* NULL: not asked for */
 
 /* Split into sub-communicators (MPI_Comm_split, and ncclCommSplit on NCCL):
  * ranks with the same color form one, ordered by key. Collective. */
@@ -335,7 +349,7 @@ double dt_now(void); /* MPI_Wtime, seconds */
 /* this thread's CPU time, seconds: what the rank itself computed, whatever
  * else shares its core (ranks oversubscribed on a small machine) */
 double dt_cpu_now(void);
-void dt_sync(void);  /* wait for this rank's queued GPU work; no-op on cpu */
+void dt_sync(void); /* wait for this rank's queued GPU work; no-op on cpu */
 /* Elapsed time of the work queued between start and stop: CUDA events on the
  * GPU (so a kernel's time is measured, not its launch), MPI_Wtime on cpu. */
 typedef struct {

@@ -8,10 +8,12 @@
  * into a regular file, so those are refused (--trace alone writes into a
  * device or FIFO in place, replacing nothing). Every write, flush, sync and
  * close is checked, and a failure leaves the previous file untouched. */
-#define _XOPEN_SOURCE 700 /* realpath */
+#define _XOPEN_SOURCE 700 /* realpath, kill */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +46,67 @@ void dt_split_path(const char *path, char *dir, size_t dn, char *base, size_t bn
     snprintf(dir, dn, "%.*s", (int)(slash - path), path);
     snprintf(base, bn, "%s", slash + 1);
   }
+}
+
+/* Temporaries of interrupted saves: NAME.tmp.PID, PID no longer running
+ * (this host's pids: a save in progress elsewhere on a shared file system
+ * under the same name is a clash of its own). prefix "" means any name. */
+void dt_clean_stale(const char *dir, const char *prefix) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  size_t pn = strlen(prefix);
+  for (struct dirent *e; (e = readdir(d));) {
+    const char *t = pn ? e->d_name + pn : strstr(e->d_name, ".tmp.");
+    if (strncmp(e->d_name, prefix, pn) != 0 || !t || strncmp(t, ".tmp.", 5) != 0) continue;
+    char *end;
+    long pid = strtol(t + 5, &end, 10);
+    if (*end || pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive */
+    char path[PATH_MAX + 256];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (unlink(path) == 0) printf("removed %s, left by an interrupted save\n", path);
+  }
+  closedir(d);
+}
+
+/* Can this process create a file in dir? Try it: permissions, a read-only
+ * or full file system and a missing folder all show. */
+int dt_probe_dir(const char *dir, char *why, size_t n) {
+  struct stat st;
+  if (stat(dir, &st) != 0) return snprintf(why, n, "its folder %s: %s", dir, strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    return snprintf(why, n, "%s is %s, not a folder", dir, dt_file_kind(st.st_mode));
+  char probe[PATH_MAX + 64];
+  snprintf(probe, sizeof probe, "%s/.dt-probe.tmp.%ld", dir, (long)getpid());
+  int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) return snprintf(why, n, "cannot create files in %s: %s", dir, strerror(errno));
+  close(fd);
+  unlink(probe);
+  return 0;
+}
+
+/* in_place: --trace may write into a device or FIFO; the others replace. */
+int dt_check_output_file(const char *flag, const char *path, int in_place, char *err, size_t n) {
+  char dir[PATH_MAX], base[NAME_MAX + 1], why[PATH_MAX + 128] = "";
+  struct stat st;
+  if (strlen(path) >= PATH_MAX - 64) {
+    snprintf(why, sizeof why, "the path is too long");
+  } else if (path[strlen(path) - 1] == '/') {
+    snprintf(why, sizeof why, "names a folder; name a file");
+  } else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+    snprintf(why, sizeof why, "is a folder; name a file in it");
+  } else if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !in_place) {
+    snprintf(why, sizeof why,
+             "is %s, not a regular file: %s writes a new file and renames it over the old one, "
+             "which would replace it",
+             dt_file_kind(st.st_mode), flag);
+  } else if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) {
+    char real[PATH_MAX];
+    dt_split_path(realpath(path, real) ? real : path, dir, sizeof dir, base, sizeof base);
+    dt_probe_dir(dir, why, sizeof why);
+    if (!why[0]) dt_clean_stale(dir, base);
+  }
+  if (why[0]) return snprintf(err, n, "%s %s: %s", flag, path, why);
+  return 0;
 }
 
 static void give_up(dt_out *o, int err) {

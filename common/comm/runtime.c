@@ -110,9 +110,9 @@ dt_comm *dt_init(int *argc, char ***argv, const dt_lesson *lesson, dt_option *op
   MPI_Comm_rank(MPI_COMM_WORLD, &dt_rt.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &dt_rt.size);
 
-  const char *comm_choice = "auto";
+  const char *comm_choice = "auto", *report = NULL;
   double timeout = 0;
-  if (dt_cli_parse(*argc, *argv, lesson, options, &comm_choice, &timeout)) {
+  if (dt_cli_parse(*argc, *argv, lesson, options, &comm_choice, &timeout, &report)) {
     MPI_Finalize();
     exit(0);
   }
@@ -153,10 +153,12 @@ dt_comm *dt_init(int *argc, char ***argv, const dt_lesson *lesson, dt_option *op
             dt_backend(), dt_rt.comm_lib, dt_rt.size, dt_rt.size == 1 ? "" : "s", rt.nodes,
             rt.nodes == 1 ? "" : "s", on_nodes, devices);
   dt_print0("%s\n%s", lesson->summary, rt.notice);
+  dt_report_open(report, lesson);
   return rt.world;
 }
 
 void dt_finalize(void) {
+  dt_report_write();
   dt_comm_free(rt.world);
   dt_comm_release_staging();
   dt_mem_release_cache();

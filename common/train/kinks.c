@@ -34,7 +34,6 @@ dt_kinks *dt_kinks_new(const dt_train_config *c, int replay) {
   dt_kinks *k = dt_host_alloc(1, sizeof *k);
   k->replay = replay;
   k->tol = (float)((double)dt_check_longest_sum(c) * U32);
-  k->first = c->start_step;
   return k;
 }
 

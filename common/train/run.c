@@ -21,6 +21,7 @@ dt_comm *dt_run_init(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson
   dt_train_resolve(&r->c);
   dt_trace_enable(r->c.trace != NULL);
   r->losses = dt_host_alloc((size_t)r->c.steps, sizeof(double));
+  r->step_ms = dt_host_alloc((size_t)r->c.steps, sizeof(double));
   r->skipped = dt_host_alloc((size_t)r->c.steps, 1);
   /* ReLU's decisions near 0 are replayed where the check holds the runs to
    * fp32's rounding; 16 bits round each value by far more (CHECKING.md) */
@@ -247,6 +248,7 @@ void dt_step_end(dt_run *r, int64_t step, double loss) {
   if (part) r->parts[step] = sum[1] / r->loss_ranks;
   dt_sync();
   double dt = dt_now() - r->t_step;
+  r->step_ms[step] = dt * 1e3;
   r->compute += dt - (comm_seconds(r) - r->comm_step);
   if (r->steps_timed++ == 0)
     r->first_step = dt;
@@ -259,9 +261,14 @@ void dt_step_end(dt_run *r, int64_t step, double loss) {
 void dt_run_summary(dt_run *r) {
   double steps = (double)(r->c.steps - r->c.start_step), ms = 1e3 / steps;
   dt_print0("\nsummary (rank 0):\n");
+  double step = (dt_now() - r->t_start) * ms, compute = r->compute * ms,
+         comm = comm_seconds(r) * ms;
   dt_print0(
       "  time per step          %8.2f ms   compute %.2f ms   communication %.2f ms (blocked)\n",
-      (dt_now() - r->t_start) * ms, r->compute * ms, comm_seconds(r) * ms);
+      step, compute, comm);
+  dt_report(NULL, "time_per_step_ms", "%.6g", step);
+  dt_report(NULL, "compute_ms", "%.6g", compute);
+  dt_report(NULL, "comm_ms", "%.6g", comm);
 #ifdef DT_CUDA
   /* The first step loads cuBLAS's and the lessons' kernels (~0.1 s on an
    * H200), which the mean above spreads over every step; PyTorch's timings
@@ -286,6 +293,9 @@ void dt_run_summary(dt_run *r) {
 }
 
 void dt_print_memory(const dt_row *rows, int n, const char *other) {
+  for (const dt_row *w = rows; w < rows + n; w++) /* rank 0's, as printed */
+    dt_report_figure("memory", dt_tag_name(w->tag), (double)dt_mem_peak(w->tag),
+                     (double)w->formula);
   if (!other) {
     dt_print0("  memory per rank (peak bytes)   measured      formula\n");
     for (const dt_row *w = rows; w < rows + n; w++)
@@ -319,8 +329,11 @@ static dt_routing *gather_routing(dt_run *r, dt_routing *rt) {
 /* What the run decided, for one process to replay: the routing, ReLU's
  * decisions near 0 (every rank's, on rank 0), fp16's skips. */
 static dt_decisions decisions(dt_run *r, dt_routing *routing, dt_skips *skips) {
-  if (r->kinks) dt_kinks_gather(r->kinks, r->world);
-  if (r->kinks) r->kinks->replay = 1;
+  if (r->kinks) {
+    dt_kinks_gather(r->kinks, r->world);
+    r->kinks->replay = 1;
+    r->kinks->first = r->c.start_step; /* set by --resume after the record began */
+  }
   *skips = (dt_skips){.skipped = r->skipped};
   return (dt_decisions){.routing = gather_routing(r, routing),
                         .kinks = r->kinks,
@@ -342,6 +355,10 @@ int dt_run_finish(dt_run *r) {
     dt_decisions replay = decisions(r, &routing, &skips);
     failed = dt_check_against_reference(c, r->losses, r->parts, r->host, r->replicated, &replay);
   }
+  int64_t from = c->start_step, n = c->steps - from;
+  dt_report_array("loss", r->losses + from, n);
+  dt_report_array("step_ms", r->step_ms + from, n);
+  dt_report_string(NULL, "verdict", c->no_check ? "not checked" : failed ? "FAILED" : "PASSED");
   for (int k = 0; k < r->nseg; k++) {
     dt_free(r->seg[k].m);
     dt_free(r->seg[k].v);
@@ -349,6 +366,7 @@ int dt_run_finish(dt_run *r) {
   dt_free(r->scalar);
   free(r->host);
   free(r->losses);
+  free(r->step_ms);
   free(r->parts);
   free(r->place);
   free(r->routing);

@@ -529,6 +529,7 @@ struct dt_run {
   dt_place *place;
   dt_loss_scaler scaler;
   double *losses, *parts; /* per step, means over ranks; parts where dt_loss_part names one */
+  double *step_ms;        /* per step: this rank's wall time (rank 0's goes to --report-json) */
   double t_start, t_step, comm_step, compute;
   double first_step, later_steps; /* wall seconds: the first step timed, and the rest */
   int64_t steps_timed;

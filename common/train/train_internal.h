@@ -53,7 +53,7 @@ struct dt_kinks {
   int replay;     /* 0: a run records; 1: one process replays */
   float tol;      /* K u */
   int64_t step;   /* the step now trained */
-  int64_t first;  /* the first step recorded (a resumed run's) */
+  int64_t first;  /* the first step recorded: a resumed run's, set before the replay */
   dt_rows *calls; /* the run: this step's block calls, until their hits get keys */
   int64_t ncalls, callcap;
   dt_kink *k; /* recorded: a rank's, then on rank 0 every rank's, sorted */
