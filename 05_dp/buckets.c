@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "buckets.h"
+#include "formulas.h"
 
 void buckets_make(buckets *k, float *g, int64_t L, int64_t DH, double cap, dt_comm *comm,
                   const dt_train_config *c) {
@@ -46,13 +47,10 @@ void buckets_describe(const buckets *k, const char *kind, int bucketed, int over
 }
 
 uint64_t buckets_ring_bytes(const buckets *k, uint64_t n, int *rounded) {
-  uint64_t sum = 0, es = dt_dtype_size(k->wire.type);
-  *rounded = 0;
-  for (const bucket *b = k->b; n > 1 && b < k->b + k->n; b++) {
-    uint64_t twice = 2 * (n - 1) * b->count * es;
-    sum += twice / n;
-    *rounded |= twice % n != 0;
-  }
+  size_t *counts = dt_host_alloc((size_t)k->n, sizeof *counts);
+  for (int i = 0; i < k->n; i++) counts[i] = k->b[i].count;
+  uint64_t sum = dp_ring_bytes(counts, k->n, n, dt_dtype_size(k->wire.type), rounded);
+  free(counts);
   return sum;
 }
 

@@ -33,8 +33,7 @@ void buckets_ready(buckets *k, int64_t l);
  * "hierarchical " */
 void buckets_describe(const buckets *k, const char *kind, int bucketed, int overlap);
 /* What common's counters add up for one ring all-reduce of every bucket over
- * n ranks: 2(n-1)/n x its bytes, in whole bytes per call (dt_ring_bytes), so
- * the sum can fall short of 2(n-1)/n x P x es; *rounded says whether it did. */
+ * n ranks (formulas.h's dp_ring_bytes of the buckets' sizes). */
 uint64_t buckets_ring_bytes(const buckets *k, uint64_t n, int *rounded);
 void buckets_free(buckets *k);
 

@@ -21,6 +21,7 @@
 
 #include "buckets.h"
 #include "compress.h"
+#include "formulas.h"
 #include "hierarchical.h"
 #include "train.h"
 
@@ -146,13 +147,13 @@ static void report(model *m, dt_run *r) {
               (unsigned long long)(ar.calls / steps), (unsigned long long)(ar.bytes_sent / steps),
               (long long)es, rounded ? ", rounded down per call" : "", (unsigned long long)ring);
   }
-  dt_row rows[] = {{DT_PARAMS, m->P * 4, "P x 4", 0},
-                   {DT_GRADS, m->P * 4 * (m->topk ? 2 : 1),
-                    m->topk ? "P x 4, and as much for the residual" : "P x 4", 0},
-                   {DT_OPTIM, r->c.optimizer[0] == 'a' ? 2 * m->P * 4 : 0,
-                    "AdamW m and v: 2 x P x 4 (sgd: 0)", 0},
-                   {DT_ACTIV, dt_acts_bytes(L, R, D, H),
-                    "((L+1)bD + 2LbH + 2bD + bH) x 4, b = B/(N x accum)", 0}};
+  int64_t mem[DT_NTAGS];
+  dp_memory(L, D, H, R, r->c.optimizer[0] == 'a', m->topk != NULL, mem);
+  dt_row rows[] = {
+      {DT_PARAMS, mem[DT_PARAMS], "P x 4", 0},
+      {DT_GRADS, mem[DT_GRADS], m->topk ? "P x 4, and as much for the residual" : "P x 4", 0},
+      {DT_OPTIM, mem[DT_OPTIM], "AdamW m and v: 2 x P x 4 (sgd: 0)", 0},
+      {DT_ACTIV, mem[DT_ACTIV], "((L+1)bD + 2LbH + 2bD + bH) x 4, b = B/(N x accum)", 0}};
   dt_print_memory(rows, 4, NULL);
   dt_print_memory_uncounted();
 }

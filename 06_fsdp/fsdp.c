@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formulas.h"
 #include "shard.h"
 #include "train.h"
 
@@ -92,10 +93,11 @@ static void report(model *m, dt_run *r) {
   size_t steps = (size_t)(r->c.steps - r->c.start_step), es = dt_dtype_size(f->wire.type);
   /* Ring model (dt.h): gathering or scattering every layer sends L(N-1)S x E
    * bytes per rank, E = 4 in fp32, 2 in 16 bits */
-  size_t ring = (size_t)(L * (N - 1) * S) * es, took = (size_t)(r->scaler.taken - r->c.start_step);
+  size_t took = (size_t)(r->scaler.taken - r->c.start_step);
   dt_kind kind[3] = {DT_ALL_GATHER, DT_REDUCE_SCATTER, DT_ALL_REDUCE};
-  size_t want[3] = {zero == 3 ? 2 * ring : ring * took / steps, zero >= 2 ? ring : 0,
-                    zero == 1 ? 2 * ring : 0}; /* stages 1-2 gather after each step taken */
+  int64_t calls[FSDP_KINDS], bytes[FSDP_KINDS]; /* formulas.c */
+  fsdp_traffic(L, N, S, (int64_t)es, zero, (int64_t)took, (int64_t)steps, calls, bytes);
+  size_t want[3] = {(size_t)bytes[0], (size_t)bytes[1], (size_t)bytes[2]};
   char how[3][96];
   snprintf(how[0], 96,
            zero == 3 ? "2 x L x (N-1) x S x %zu: forward, backward" : "L x (N-1) x S x %zu", es);
@@ -117,20 +119,20 @@ static void report(model *m, dt_run *r) {
             want[0] + want[1] + want[2], zero == 2 ? 2 : 3, es, es,
             2 * (size_t)(N - 1) * (size_t)P * es / (size_t)N);
   /* Memory per rank: the shards, plus what is full-size at the worst moment. */
-  int64_t K = r->c.optimizer[0] == 'a' ? 8 : 0, LS = L * S, NS = N > 1 ? f->NS : 0; /* 1: none */
+  int64_t K = r->c.optimizer[0] == 'a' ? 8 : 0, mem[DT_NTAGS];
   int two = zero == 3 && f->prefetch && L > 1;
+  fsdp_memory(L, N, S, m->D, m->H, m->R, zero, f->prefetch, K > 0, f->wire.type != DT_F32, mem);
   dt_row rows[] = {
-      {DT_PARAMS, 4 * (zero == 3 ? LS + (1 + two) * NS : L * NS),
+      {DT_PARAMS, mem[DT_PARAMS],
        zero < 3 ? "4 x L x NS: every layer"
        : two    ? "4 x (LS + 2NS): shards, 2 gathered layers"
                 : "4 x (LS + NS): shards, 1 gathered layer",
        4 * P},
-      {DT_GRADS, 4 * (zero == 1 ? L * NS : LS + NS),
+      {DT_GRADS, mem[DT_GRADS],
        zero == 1 ? "4 x L x NS: every layer" : "4 x (LS + NS): shards, 1 layer's transient", 4 * P},
-      {DT_OPTIM, K * LS, "K x LS: shards (K = 8 for AdamW's m and v, 0 for sgd)", K * P},
-      {DT_ACTIV, dt_acts_bytes(L, m->R, m->D, m->H), "as 05, b = B/N",
-       dt_acts_bytes(L, m->R, m->D, m->H)},
-      {DT_COMMBUF, 2 * ((zero < 3 && f->prefetch ? L : 1) * NS + NS + (zero >= 2 ? S : 0)),
+      {DT_OPTIM, mem[DT_OPTIM], "K x LS: shards (K = 8 for AdamW's m and v, 0 for sgd)", K * P},
+      {DT_ACTIV, mem[DT_ACTIV], "as 05, b = B/N", mem[DT_ACTIV]},
+      {DT_COMMBUF, mem[DT_COMMBUF],
        "2 x (gathers in flight x NS + NS + S when grads are sharded): 16 bits", 2 * P}};
   dt_print_memory(rows, f->wire.type == DT_F32 ? 4 : 5, "DP (05)");
   static const char *paper[4] = {"", "(4 + 4 + K/N) P", "(4 + (4+K)/N) P", "(8+K)/N x P"};

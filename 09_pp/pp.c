@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "formulas.h"
 #include "schedule.h"
 #include "stash.h"
 #include "timeline.h"
@@ -138,13 +139,13 @@ static void report(model *m, dt_run *r) {
   uint64_t steps = (uint64_t)(r->c.steps - r->c.start_step);
   long long R = m->R, D = m->D, H = m->H, L = m->L, M = m->M, s = m->s, N = m->N;
   long long fwd = (s < N - 1), bwd = (s > 0), es = (long long)dt_dtype_size(m->wire.type);
-  long long k = N - s < M ? N - s : M, live = m->gpipe ? M : k, other = m->gpipe ? k : M;
-  long long slot = ((L + 1) * R * D + 2 * L * R * H) * 4, scratch = (2 * R * D + R * H) * 4;
+  long long live = pp_live(m->N, m->s, M, m->gpipe), other = pp_live(m->N, m->s, M, !m->gpipe);
+  long long slot = pp_slot_bytes(L, R, D, H), scratch = pp_scratch_bytes(R, D, H);
+  long long bytes = pp_bytes(m->N, m->s, r->c.batch, D, es);
+  int64_t want[DT_NTAGS]; /* formulas.c */
+  pp_memory(m->N, m->s, L, M, R, r->c.batch, D, H, m->gpipe, r->c.optimizer[0] == 'a', want);
   uint64_t sent = m->world->count[DT_SENDRECV].bytes_sent / steps;
-  dt_report_traffic("pp", DT_SENDRECV, -1, (double)sent,
-                    (double)((fwd + bwd) * r->c.batch * D * es));
-  long long states = L * 2 * D * H * 4, K = r->c.optimizer[0] == 'a' ? 8 : 0;
-  long long want[4] = {states, states, K * L * 2 * D * H, live * slot + scratch};
+  dt_report_traffic("pp", DT_SENDRECV, -1, (double)sent, (double)bytes);
   for (int t = DT_PARAMS; t <= DT_ACTIV; t++) /* rank 0's stage, as printed below */
     dt_report_figure("memory", dt_tag_name((dt_tag)t), (double)dt_mem_peak((dt_tag)t),
                      (double)want[t]);
@@ -152,16 +153,17 @@ static void report(model *m, dt_run *r) {
   dt_print_ranks(
       "stage %lld | sendrecv bytes per step %llu (formula %lld fwd + %lld bwd x B*D*%lld "
       "= %lld)\n",
-      s, (unsigned long long)sent, fwd, bwd, es, (fwd + bwd) * r->c.batch * D * es);
+      s, (unsigned long long)sent, fwd, bwd, es, bytes);
   dt_print_ranks("stage %lld peak in-flight microbatches %d (formula %lld) | activ peak %zu B "
                  "(formula %lld x %lld + scratch %lld = %lld; %s would hold %lld: %lld B)\n",
                  s, m->st.peak, live, dt_mem_peak(DT_ACTIV), live, slot, scratch,
-                 live * slot + scratch, m->gpipe ? "1f1b" : "gpipe", other, other * slot + scratch);
+                 (long long)want[DT_ACTIV], m->gpipe ? "1f1b" : "gpipe", other,
+                 other * slot + scratch);
   dt_print_ranks("stage %lld params %zu B grads %zu B (formula %lld layers x 2DH x 4 = %lld each) "
                  "optim %zu B (formula K x %lld x 2DH = %lld, K 8 for AdamW's m and v, 0 for "
                  "sgd)\n",
-                 s, dt_mem_peak(DT_PARAMS), dt_mem_peak(DT_GRADS), L, states, dt_mem_peak(DT_OPTIM),
-                 L, want[DT_OPTIM]);
+                 s, dt_mem_peak(DT_PARAMS), dt_mem_peak(DT_GRADS), L, (long long)want[DT_PARAMS],
+                 dt_mem_peak(DT_OPTIM), L, (long long)want[DT_OPTIM]);
   dt_print_memory_uncounted();
   timeline_report(m->tl, m->world, m->M);
 }

@@ -1,4 +1,6 @@
 /* schedule.c: a pipeline stage's plan and exchanges (schedule.h). */
+#include <stdlib.h>
+
 #include "schedule.h"
 
 int pp_plan(int N, int s, int64_t M, int gpipe, action *p) {
@@ -42,4 +44,17 @@ int pp_exchange(dt_comm *pp, const dt_wire *wire, const action *done, const acti
               src, wire->type);
   if (in) dt_wire_unpack(wire, in, n, n);
   return in != NULL && in == bwd_in;
+}
+
+int64_t pp_exchanges(int N, int s, int64_t M, int gpipe) {
+  action *plan = dt_host_alloc((size_t)(2 * M), sizeof *plan);
+  int n = pp_plan(N, s, M, gpipe, plan), last = N - 1;
+  int64_t k = 0;
+  for (int i = 0; i <= n; i++) { /* between actions, and after the last: pp_exchange's moments */
+    const action *done = i ? &plan[i - 1] : NULL, *next = i < n ? &plan[i] : NULL;
+    k += (done && done->type == 'F' && s < last) || (done && done->type == 'B' && s > 0) ||
+         (next && next->type == 'F' && s > 0) || (next && next->type == 'B' && s < last);
+  }
+  free(plan);
+  return k;
 }

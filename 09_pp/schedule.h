@@ -26,4 +26,8 @@ int pp_plan(int N, int s, int64_t M, int gpipe, action *p);
 int pp_exchange(dt_comm *pp, const dt_wire *wire, const action *done, const action *next,
                 float *fwd_out, float *bwd_out, float *fwd_in, float *bwd_in, size_t n);
 
+/* Stage s of N's exchanges per step that have a neighbour to talk to: the
+ * sendrecv calls its plan (schedule.c, M microbatches) makes. */
+int64_t pp_exchanges(int N, int s, int64_t M, int gpipe);
+
 #endif

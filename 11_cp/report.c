@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "cp.h"
+#include "formulas.h"
 
 /* q.k scores x heads rank r computes per layer per sequence, forward (backward
  * recomputes as many): the pairs on or below the diagonal of its chunks. */
@@ -64,17 +65,16 @@ static void balance(model *m, uint64_t steps) {
 }
 
 static void bytes(model *m, dt_run *r, uint64_t steps) {
-  uint64_t N = (uint64_t)m->N, L = (uint64_t)m->L, E = dt_dtype_size(m->grads.type);
-  uint64_t RDE = (uint64_t)(m->R * m->D) * E;
-  uint64_t want[2] = {L * (N - 1) * 2 * RDE, N > 1 ? L * (2 * N - 1) * 2 * RDE : 0};
+  uint64_t N = (uint64_t)m->N, E = dt_dtype_size(m->grads.type);
+  int64_t want[2]; /* formulas.c */
+  cp_attention_bytes(m->L, m->N, m->R, m->D, (int64_t)E, m->ulysses, want);
   const char *how[2] = {"L x (N-1) hops x [K|V] 2RD x E", /* E: bytes an element travels in */
                         "L x ((N-1) hops of [K|V] + N of [dK|dV]) x 2RD x E"};
   if (m->ulysses) {
-    want[0] = want[1] = L * 4 * (N - 1) * RDE / N;
     how[0] = "L x 4 all-to-alls (q, k, v; o back) x (N-1)/N x RD x E";
     how[1] = "L x 4 all-to-alls (do; dq, dk, dv back) x (N-1)/N x RD x E";
   }
-  int bad = m->bytes[0] != want[0] * steps || m->bytes[1] != want[1] * steps;
+  int bad = m->bytes[0] != (uint64_t)want[0] * steps || m->bytes[1] != (uint64_t)want[1] * steps;
   dt_print0("  attention bytes sent per rank per step (rank 0), beside the formulas (R = B S/N "
             "rows, E = %llu bytes an element, %s%s):\n",
             (unsigned long long)E, r->c.precision, E == 2 ? ": half of fp32's" : "");
@@ -89,24 +89,22 @@ static void bytes(model *m, dt_run *r, uint64_t steps) {
   dt_print0("    every rank's bytes equal its formulas: %s (%lld ranks)\n", bad ? "NO" : "yes",
             (long long)N);
   dt_counter ar = m->world->count[DT_ALL_REDUCE];
-  double P = (double)(m->L * dt_params_per_layer(&r->c));
+  double grads = (double)cp_gradient_bytes(m->N, m->L * dt_params_per_layer(&r->c), (int64_t)E);
   dt_report_traffic("dp_cp", DT_ALL_REDUCE, (double)(ar.calls / steps),
-                    (double)ar.bytes_sent / (double)steps,
-                    2.0 * (double)(N - 1) / (double)N * P * (double)E);
+                    (double)ar.bytes_sent / (double)steps, grads);
   dt_print0("  all-reduce calls/step  %8llu      bytes sent per rank per step %.1f, formula "
             "2(N-1)/N x P x E = %.1f (the gradients, averaged as in 05)\n",
-            (unsigned long long)(ar.calls / steps), (double)ar.bytes_sent / (double)steps,
-            2.0 * (double)(N - 1) / (double)N * P * (double)E);
+            (unsigned long long)(ar.calls / steps), (double)ar.bytes_sent / (double)steps, grads);
 }
 
 /* What attention keeps and moves per rank, beside its formula: fp32 keeps
  * the travelling blocks in floats, 16 bits keeps one float copy of each (the
  * one computed on) and the wire's two 16-bit ones: the same bytes. */
 static void memory(model *m, dt_run *r) {
-  int64_t L = m->L, D = m->D, H = m->H, A = m->A, R = m->R, C = m->C, S = m->S, RD = R * D;
-  int64_t P = L * dt_params_per_layer(&r->c), half = m->grads.type != DT_F32;
-  int64_t attn = 4 * L * RD + (L + 1) * R * A + C * (D + A) +
-                 (m->ulysses ? L * (4 * RD + R * A) + 6 * RD + half * RD : 8 * RD);
+  int64_t L = m->L, D = m->D, H = m->H, A = m->A, R = m->R, C = m->C, S = m->S;
+  int half = m->grads.type != DT_F32;
+  int64_t attn = cp_attention_floats(L, R, D, A, C, m->ulysses, half), mem[DT_NTAGS];
+  cp_memory(L, R, D, H, A, C, m->ulysses, half, r->c.optimizer[0] == 'a', mem); /* formulas.c */
   const char *how[2][2] = {
       {"(4LRD + (L+1)RA + C(D+A) + 8RD) x 4", "(4LRD + (L+1)RA + C(D+A) + 4RD) x 4 + 8RD x 2"},
       {"(4LRD + (L+1)RA + C(D+A) + L(4RD+RA) + 6RD) x 4",
@@ -131,19 +129,13 @@ static void memory(model *m, dt_run *r) {
                                                "two each (sent, received); the gradients"},
       {"2RD x 4: all-to-all send, receive",
        "2RD x 4 + (2RD + P) x 2: all-to-all send, receive, both in 16 bits; the gradients"}};
-  int64_t comm_bytes =
-      m->ulysses ? 2 * RD * 4 + half * (2 * RD + P) * 2 : (half ? (8 * RD + P) * 2 : 8 * RD * 4);
   dt_row rows[] = {
-      {DT_PARAMS, P * 4, "L x (4D^2 + 2DH) x 4: the whole model on every rank", 0},
-      {DT_GRADS, P * 4, "the same", 0},
-      {DT_OPTIM, r->c.optimizer[0] == 'a' ? 2 * P * 4 : 0, "AdamW m and v: 2 x P x 4 (sgd: 0)", 0},
-      {DT_ACTIV,
-       ((6 * L + 8) * RD + (L + 1) * R * A + (2 * L + 1) * R * H + C * (D + A) +
-        (m->ulysses ? L * (4 * RD + R * A) + 4 * RD : half * 4 * RD)) *
-           4,
-       activ[m->ulysses][half], 0},
-      {DT_COMMBUF, comm_bytes, comm[m->ulysses][half], 0},
-      {DT_DATA, RD * 4, "RD x 4: the targets", 0}};
+      {DT_PARAMS, mem[DT_PARAMS], "L x (4D^2 + 2DH) x 4: the whole model on every rank", 0},
+      {DT_GRADS, mem[DT_GRADS], "the same", 0},
+      {DT_OPTIM, mem[DT_OPTIM], "AdamW m and v: 2 x P x 4 (sgd: 0)", 0},
+      {DT_ACTIV, mem[DT_ACTIV], activ[m->ulysses][half], 0},
+      {DT_COMMBUF, mem[DT_COMMBUF], comm[m->ulysses][half], 0},
+      {DT_DATA, mem[DT_DATA], "RD x 4: the targets", 0}};
   dt_print_memory(rows, 6, NULL);
   dt_print_memory_uncounted();
 }

@@ -1,9 +1,9 @@
 /* formulas.c: bytes, memory and FLOPs per rank per step, in one place.
  *
  * For the lessons' models each formula is the one that lesson prints beside
- * what it measured (cited at each), in the same integer arithmetic, so that
- * --verify can ask for equality: 12_mesh/report.c (the transformer on a
- * mesh), 11_cp/report.c, 05_dp/dp.c, 06_fsdp/fsdp.c, 09_pp/pp.c. For a GPT
+ * what it measured: called from the lesson's own formulas file (05_dp,
+ * 06_fsdp, 09_pp, 11_cp's formulas.c) or, for 12, written as its report.c
+ * computes it, so that --verify can ask for equality. For a GPT
  * block (two layer norms, attention, an MLP, the embeddings and the output
  * layer) the planner's own, each with its source: the ZeRO paper
  * (Rajbhandari et al. 2020) for the model states, Korthikanti et al. 2022
@@ -12,7 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "05_dp/formulas.h"
+#include "06_fsdp/formulas.h"
+#include "09_pp/formulas.h"
 #include "09_pp/schedule.h"
+#include "11_cp/formulas.h"
 #include "dt.h"
 #include "formulas.h"
 
@@ -32,17 +36,9 @@ int64_t rows_per_micro(const model *m, const mesh *x) {
   return m->S ? Bm * (m->S / x->n[CP]) : Bm;
 }
 
-/* The stage's exchanges that have a neighbour: 12's plan_exchanges, on 09's plan. */
+/* The stage's exchanges that have a neighbour, on 09's plan (09_pp/formulas.c) */
 static int64_t exchanges(const mesh *x, int64_t s) {
-  action *plan = dt_host_alloc((size_t)(2 * x->M), sizeof *plan);
-  int P = (int)x->n[PP], n = pp_plan(P, (int)s, x->M, x->gpipe, plan), last = P - 1, k = 0;
-  for (int i = 0; i <= n; i++) {
-    const action *done = i ? &plan[i - 1] : NULL, *next = i < n ? &plan[i] : NULL;
-    k += (done && done->type == 'F' && s < last) || (done && done->type == 'B' && s > 0) ||
-         (next && next->type == 'F' && s > 0) || (next && next->type == 'B' && s < last);
-  }
-  free(plan);
-  return k;
+  return pp_exchanges((int)x->n[PP], (int)s, x->M, x->gpipe);
 }
 
 /* A GPT stage's parameters on one tp rank: per layer the column-parallel
@@ -105,22 +101,31 @@ void traffic_of(const model *m, const mesh *x, int64_t s, traffic t[NCOMM][NCOLL
     }
     break;
   }
-  case CP11: /* 11_cp/report.c: L x ((N-1) + (N-1) + N) hops x 2RD x 4; 2(N-1)/N x P x 4 */
-    set(&t[CP][P2P], C > 1 ? L * (3 * C - 2) : 0, C > 1 ? L * (3 * C - 2) * 2 * R * D * 4 : 0);
-    set(&t[DC][AR], 1, 2 * (C - 1) * L * (4 * D * D + 2 * D * H) * 4 / C);
-    break;
-  case DP05: /* 05_dp/buckets.c: one all-reduce per tensor, 2(N-1)/N x DH x 4 each, rounded down */
-    set(&t[DC][AR], 2 * L, G > 1 ? 2 * L * (2 * (G - 1) * D * H * es / G) : 0);
-    break;
-  case FSDP06: { /* 06_fsdp/fsdp.c: ring = L(N-1)S x 4 */
-    int64_t Sf = up(2 * D * H, G), ring = L * (G - 1) * Sf * es;
-    set(&t[DC][AG], x->zero == 3 ? 2 * L : L, x->zero == 3 ? 2 * ring : ring);
-    if (x->zero >= 2) set(&t[DC][RS], L, ring);
-    if (x->zero == 1) set(&t[DC][AR], L, 2 * ring);
+  case CP11: { /* the ring's hops and the gradients' all-reduce (11_cp/formulas.c) */
+    int64_t want[2], hops = cp_attention_bytes(L, C, R, D, 4, 0, want);
+    set(&t[CP][P2P], hops, want[0] + want[1]);
+    set(&t[DC][AR], 1, cp_gradient_bytes(C, L * (4 * D * D + 2 * D * H), 4));
     break;
   }
-  case PP09: /* 09_pp/pp.c: (fwd + bwd) x B x D x 4 per stage */
-    set(&t[PP][P2P], exchanges(x, s), ((s < P - 1) + (s > 0)) * m->B * D * es);
+  case DP05: { /* one all-reduce per tensor, each rounded down (05_dp/formulas.c) */
+    size_t *counts = dt_host_alloc((size_t)(2 * L), sizeof *counts);
+    for (int64_t i = 0; i < 2 * L; i++) counts[i] = (size_t)(D * H);
+    int rounded;
+    set(&t[DC][AR], 2 * L,
+        (int64_t)dp_ring_bytes(counts, (int)(2 * L), (uint64_t)G, (uint64_t)es, &rounded));
+    free(counts);
+    break;
+  }
+  case FSDP06: { /* 06_fsdp/formulas.c: the gathers and scatters of shards of S = 2DH/N */
+    int64_t calls[FSDP_KINDS], bytes[FSDP_KINDS];
+    fsdp_traffic(L, G, up(2 * D * H, G), es, x->zero, 1, 1, calls, bytes);
+    set(&t[DC][AG], calls[FSDP_GATHER], bytes[FSDP_GATHER]);
+    set(&t[DC][RS], calls[FSDP_SCATTER], bytes[FSDP_SCATTER]);
+    set(&t[DC][AR], calls[FSDP_REDUCE], bytes[FSDP_REDUCE]);
+    break;
+  }
+  case PP09: /* a stage's activations forward, gradients back (09_pp/formulas.c) */
+    set(&t[PP][P2P], exchanges(x, s), pp_bytes((int)P, (int)s, m->B, D, es));
     break;
   case GPT: { /* Megatron: 2 all-reduces of [b s, D] in forward, 2 in backward, per layer */
     int64_t tok = R, per = 2 * (T - 1) * tok * D * es / T, k = (4 + 2 * x->recompute) * L * M;
@@ -162,6 +167,7 @@ static double gpt_layer_activ(const model *m, const mesh *x) {
 
 memory memory_of(const model *m, const mesh *x, int64_t s) {
   memory y = {0};
+  int64_t mem[DT_NTAGS] = {0}; /* a lesson's formulas by dt.h's tags */
   int64_t T = x->n[TP], C = x->n[CP], P = x->n[PP], G = x->n[DP] * x->n[CP], M = x->M;
   int64_t L = stage_layers(m, x, s), D = m->D, H = m->H, A = m->A, R = rows_per_micro(m, x);
   int64_t W = D / T, Ar = A / T, Hs = H / T, K = x->adamw ? 8 : 0;
@@ -178,34 +184,15 @@ memory memory_of(const model *m, const mesh *x, int64_t s) {
     y.data = ends * 2 * M * R * D * 4;
     break;
   }
-  case CP11: { /* 11_cp/report.c */
-    int64_t Pm = L * (4 * D * D + 2 * D * H), Ck = m->S / (C * (x->zigzag ? 2 : 1));
-    y.params = y.grads = Pm * 4;
-    y.optim = K * Pm;
-    y.activ = ((6 * L + 8) * R * D + (L + 1) * R * A + (2 * L + 1) * R * H + Ck * (D + A)) * 4;
-    y.comm = 8 * R * D * 4;
-    y.data = R * D * 4;
+  case CP11: /* 11_cp/formulas.c: C here the tokens of a chunk */
+    cp_memory(L, R, D, H, A, m->S / (C * (x->zigzag ? 2 : 1)), 0, 0, x->adamw, mem);
     break;
-  }
-  case DP05: /* 05_dp/dp.c: P x 4 each; activ ((L+1)bD + 2LbH + 2bD + bH) x 4 */
-  case FSDP06: {
-    int64_t Pm = L * 2 * D * H, Sf = up(2 * D * H, G), NS = G > 1 ? G * Sf : 0, LS = L * Sf;
-    y.activ = ((L + 1) * R * D + 2 * L * R * H + 2 * R * D + R * H) * 4;
-    if (m->kind == DP05) {
-      y.params = y.grads = Pm * 4;
-      y.optim = K * Pm;
-    } else { /* 06_fsdp/fsdp.c: the shards, and what is whole at the worst moment */
-      y.params = 4 * (x->zero == 3 ? LS + NS : L * NS);
-      y.grads = 4 * (x->zero == 1 ? L * NS : LS + NS);
-      y.optim = K * LS;
-    }
+  case DP05: /* 05_dp/formulas.c */ dp_memory(L, D, H, R, x->adamw, 0, mem); break;
+  case FSDP06: /* 06_fsdp/formulas.c: the shards, and what is whole at the worst moment */
+    fsdp_memory(L, G, up(2 * D * H, G), D, H, R, x->zero, 0, x->adamw, 0, mem);
     break;
-  }
-  case PP09: /* 09_pp/pp.c: live x ((L+1)RD + 2LRH) x 4 + (2RD + RH) x 4 */
-    y.params = y.grads = L * 2 * D * H * 4;
-    y.optim = K * L * 2 * D * H;
-    y.activ = live * ((L + 1) * R * D + 2 * L * R * H) * 4 + (2 * R * D + R * H) * 4;
-    y.data = ends * 2 * m->B * D * 4;
+  case PP09: /* 09_pp/formulas.c */
+    pp_memory((int)P, (int)s, L, M, R, m->B, D, H, x->gpipe, x->adamw, mem);
     break;
   case GPT:
   case STATES: { /* ZeRO's model states: 16-bit params and grads, fp32 master, m, v (K = 12) */
@@ -223,6 +210,14 @@ memory memory_of(const model *m, const mesh *x, int64_t s) {
     break;
   }
   default: break;
+  }
+  if (m->kind == CP11 || m->kind == DP05 || m->kind == FSDP06 || m->kind == PP09) {
+    y.params = mem[DT_PARAMS];
+    y.grads = mem[DT_GRADS];
+    y.optim = mem[DT_OPTIM];
+    y.activ = mem[DT_ACTIV];
+    y.comm = mem[DT_COMMBUF];
+    y.data = mem[DT_DATA];
   }
   y.total = y.params + y.grads + y.optim + y.activ + y.comm + y.data;
   return y;

@@ -1,0 +1,25 @@
+/* formulas.c: 09_pp's printed formulas, pure (formulas.h). */
+#include "formulas.h"
+
+#include "train.h"
+
+int64_t pp_bytes(int N, int s, int64_t B, int64_t D, int64_t es) {
+  return ((s < N - 1) + (s > 0)) * B * D * es;
+}
+
+int64_t pp_live(int N, int s, int64_t M, int gpipe) { return gpipe || N - s > M ? M : N - s; }
+
+int64_t pp_slot_bytes(int64_t L, int64_t R, int64_t D, int64_t H) {
+  return ((L + 1) * R * D + 2 * L * R * H) * 4;
+}
+
+int64_t pp_scratch_bytes(int64_t R, int64_t D, int64_t H) { return (2 * R * D + R * H) * 4; }
+
+void pp_memory(int N, int s, int64_t L, int64_t M, int64_t R, int64_t B, int64_t D, int64_t H,
+               int gpipe, int adamw, int64_t *mem) {
+  int64_t weights = L * 2 * D * H;
+  mem[DT_PARAMS] = mem[DT_GRADS] = weights * 4;
+  mem[DT_OPTIM] = adamw ? 2 * weights * 4 : 0;
+  mem[DT_ACTIV] = pp_live(N, s, M, gpipe) * pp_slot_bytes(L, R, D, H) + pp_scratch_bytes(R, D, H);
+  mem[DT_DATA] = (s == 0 || s == N - 1) * 2 * B * D * 4;
+}

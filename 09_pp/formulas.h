@@ -1,0 +1,27 @@
+/* formulas.h: 09_pp's bytes and memory per stage as formulas of the sizes
+ * alone (formulas.c): what pp.c prints beside its counters, and what
+ * 13_plan predicts 09 and 12's pipeline with. The counters are the other
+ * side of the check. */
+#ifndef PP_FORMULAS_H
+#define PP_FORMULAS_H
+
+#include <stdint.h>
+
+/* Bytes stage s sends per step: each of the B rows' activations forward
+ * (s < N-1) and their gradients back (s > 0), D elements of es bytes. */
+int64_t pp_bytes(int N, int s, int64_t B, int64_t D, int64_t es);
+/* The microbatches stage s holds at once: GPipe all M, 1F1B min(N - s, M). */
+int64_t pp_live(int N, int s, int64_t M, int gpipe);
+/* A microbatch's stash, x_0 .. x_L [R,D] and a, h [R,H] of L layers, and
+ * backward's scratch (dx, dnext [R,D], dh [R,H]), in bytes */
+int64_t pp_slot_bytes(int64_t L, int64_t R, int64_t D, int64_t H);
+int64_t pp_scratch_bytes(int64_t R, int64_t D, int64_t H);
+/* Memory of stage s by kind, indexed by dt.h's tags (DT_PARAMS .. DT_DATA):
+ * its L layers' weights (2DH floats a layer), gradients, AdamW's m and v,
+ * the live microbatches' stashes of R rows ((L+1) x RD + 2L x RH floats)
+ * and backward's scratch (2RD + RH), the whole batch's x (first stage) and
+ * y (last: B rows). */
+void pp_memory(int N, int s, int64_t L, int64_t M, int64_t R, int64_t B, int64_t D, int64_t H,
+               int gpipe, int adamw, int64_t *mem);
+
+#endif
