@@ -444,6 +444,10 @@ int dt_check_against_reference(const dt_train_config *c, const double *losses, c
     if (replay->kinks &&
         dt_kinks_verdict(replay->kinks, c->optimizer[0] != 'a', kinks, sizeof kinks))
       snprintf(other, sizeof other, "%s", kinks);
+    if (c->clip > 0) /* a kink of the factor, not a jump: nothing to replay */
+      printf("gradient clipping: one process clipped %lld of %lld steps; min(1, clip / |g|) is "
+             "continuous in |g|, so rounding moves it by rounding, within the figures' bounds\n",
+             (long long)ref.clipped, (long long)c->steps);
     if (replay->skips && !skips_agree(c, replay->skips))
       snprintf(other, sizeof other,
                "the run skipped or took %lld step%s that one process decides otherwise, not near "

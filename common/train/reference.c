@@ -76,6 +76,7 @@ void dt_reference_update(const dt_train_config *c, dt_reference_run *out, dt_los
   /* the reach needs the norm even without --clip; the lessons skip it */
   double raw = dt_sum_squares(g, n), sq = raw / (used * used); /* of the unscaled gradients */
   float clip = dt_clip_factor(c, sq);
+  out->clipped += clip < 1.0f;
   dt_optimizer_step(c, w, g, m, v, n, scaler->taken, dt_grad_scale(c, used, raw));
   out->reach +=
       c->optimizer[0] == 'a'

@@ -402,6 +402,7 @@ typedef struct {
   float *weights, *initial;
   double reach;
   dt_decisions replay; /* the run's decisions to replay (none: all NULL), counted there */
+  int64_t clipped;     /* steps whose gradients --clip scaled down (continuous: not replayed) */
   double *parts;       /* with experts (optional): each step's balance loss, within losses */
 } dt_reference_run;
 void dt_reference_train(const dt_train_config *c, dt_reference_run *out);
