@@ -10,12 +10,8 @@
 #include "09_pp/stash.h"
 #include "09_pp/timeline.h"
 #include "11_cp/ring.h"
+#include "topology.h"
 #include "train.h"
-
-/* The axes, slowest first: rank = ((dp x PP + pp) x CP + cp) x TP + tp. */
-enum { DP, PP, CP, TP, AXES };
-extern const char *const mesh_axis[AXES];           /* "dp", "pp", "cp", "tp" */
-extern const char *const mesh_group_name[AXES + 1]; /* "data" ... "tensor", "dp x cp" */
 
 typedef struct {
   dt_comm *world, *axis[AXES];   /* axis[a]: the ranks that differ from this one in a alone */
@@ -64,10 +60,9 @@ float *mesh_out(const mesh *m, float *slot);                 /* the stage's outp
 void mesh_shape(mesh *m, const int64_t *want, int64_t N);
 void mesh_check(const mesh *m, const dt_train_config *c);
 void mesh_verify(const mesh *m);
-/* The ranks that share rank r's group along axis a (AXES: dp x cp), as the
- * coordinates define it, appended to buf as "{4, 5}"; and r's place in it. */
+/* The ranks that share rank r's group along axis a (DC: dp x cp), as the
+ * coordinates define it, appended to buf as "{4, 5}". */
 void mesh_group(const mesh *m, int64_t r, int a, char *buf, size_t len);
-int64_t mesh_place(const mesh *m, int64_t r, int a);
 /* report.c: the mesh as a table, bytes per axis, time per axis, memory */
 void mesh_table(const mesh *m);
 void mesh_report(mesh *m, dt_run *r);

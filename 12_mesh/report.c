@@ -28,19 +28,17 @@ void mesh_table(const mesh *m) {
     dt_print0("  %6lld %4lld %4lld %4lld %4lld   %s\n", (long long)r, (long long)all[r * AXES + DP],
               (long long)all[r * AXES + PP], (long long)all[r * AXES + CP],
               (long long)all[r * AXES + TP], hosts + r * HOST);
-  static const int order[AXES + 1] = {TP, CP, PP, DP, AXES};
-  for (int k = 0; k <= AXES && m->world->rank == 0; k++) {
+  static const int order[NCOMM] = {TP, CP, PP, DP, DC};
+  for (int k = 0; k < NCOMM && m->world->rank == 0; k++) {
     int a = order[k];
     char line[1024] = "";
     for (int64_t r = 0; r < N && strlen(line) < 900; r++)
-      if (mesh_place(m, r, a) == 0) { /* each group once, from its first rank */
+      if (topo_place(m->n, r, a) == 0) { /* each group once, from its first rank */
         if (line[0]) strcat(line, " ");
         mesh_group(m, r, a, line, sizeof line);
       }
-    dt_print0("  %-8s groups (%s = %lld): %s%s\n", mesh_group_name[a],
-              a == AXES ? "dp x cp" : mesh_axis[a],
-              (long long)(a == AXES ? m->n[DP] * m->n[CP] : m->n[a]), line,
-              strlen(line) >= 900 ? " ..." : "");
+    dt_print0("  %-8s groups (%s = %lld): %s%s\n", axis_group[a], axis_name[a],
+              (long long)topo_size(m->n, a), line, strlen(line) >= 900 ? " ..." : "");
   }
   free(all);
   free(hosts);

@@ -14,32 +14,18 @@
 
 #include "mesh.h"
 
-const char *const mesh_axis[AXES] = {"dp", "pp", "cp", "tp"};
-const char *const mesh_group_name[AXES + 1] = {"data", "pipeline", "context", "tensor", "dp x cp"};
-
-/* The axes the flags leave free (0) take the ranks left over, a prime
- * factor at a time, round-robin from the fastest: tp, cp, pp, dp. */
+/* The axes the flags leave free (0) take the ranks left over (topology.c);
+ * a wrong mesh is refused with the flags given. */
 void mesh_shape(mesh *m, const int64_t *want, int64_t N) {
-  static const int order[AXES] = {TP, CP, PP, DP};
-  int free_axes[AXES], nfree = 0;
-  int64_t given = 1, all = 1;
   char flags[128] = "";
-  for (int a = 0; a < AXES; a++) {
-    m->n[a] = want[a] ? want[a] : 1;
-    given *= m->n[a];
+  for (int a = 0; a < AXES; a++)
     if (want[a]) /* for the messages: the axes given */
       snprintf(flags + strlen(flags), sizeof flags - strlen(flags), "%s--%s %lld",
-               flags[0] ? " " : "", mesh_axis[a], (long long)want[a]);
-  }
-  for (int k = 0; k < AXES; k++)
-    if (!want[order[k]]) free_axes[nfree++] = order[k];
+               flags[0] ? " " : "", axis_name[a], (long long)want[a]);
+  int64_t given = topo_fill(want, N, m->n), all = topo_ranks(m->n);
   if (N % given != 0)
     dt_fail("%s: %lld ranks along the axes given do not divide the job's %lld ranks", flags,
             (long long)given, (long long)N);
-  int64_t left = N / given, turn = 0;
-  for (int64_t p = 2; nfree && left > 1; p++)
-    for (; left % p == 0; left /= p) m->n[free_axes[turn++ % nfree]] *= p;
-  for (int a = 0; a < AXES; a++) all *= m->n[a];
   if (all != N)
     dt_fail("%s: a mesh of %lld ranks, but the job has %lld: the axes' product must be N (leave an "
             "axis out, or 0, and it takes the ranks left)",
@@ -77,40 +63,13 @@ void mesh_check(const mesh *m, const dt_train_config *c) {
             (long long)(m->n[DP] * m->M));
 }
 
-/* Rank r's coordinates as the mesh defines them: tp fastest, then cp, pp, dp. */
-static void coords_of(const mesh *m, int64_t r, int64_t *at) {
-  for (int a = AXES - 1; a >= 0; a--) {
-    at[a] = r % m->n[a];
-    r /= m->n[a];
-  }
-}
-
-/* Whether coordinate b is one that axis a runs along (AXES: dp x cp). */
-static int along(int a, int b) { return b == a || (a == AXES && (b == DP || b == CP)); }
-
-/* Whether ranks r and s differ along axis a alone, and so belong together. */
-static int together(const mesh *m, int64_t r, int64_t s, int a) {
-  int64_t x[AXES], y[AXES];
-  coords_of(m, r, x);
-  coords_of(m, s, y);
-  for (int b = 0; b < AXES; b++)
-    if (x[b] != y[b] && !along(a, b)) return 0;
-  return 1;
-}
-
-int64_t mesh_place(const mesh *m, int64_t r, int a) {
-  int64_t x[AXES];
-  coords_of(m, r, x);
-  return a == AXES ? x[DP] * m->n[CP] + x[CP] : x[a];
-}
-
 /* Append "{4, 5}": the ranks s with id[s] == id[of] (id NULL: those together with of). */
 static void members(const mesh *m, const int64_t *id, int64_t of, int a, char *buf, size_t len) {
   size_t n = strlen(buf);
   int first = 1;
   n += (size_t)snprintf(buf + n, len - n, "{");
   for (int64_t s = 0; s < m->world->size && n < len; s++)
-    if (id ? id[s] == id[of] : together(m, of, s, a)) {
+    if (id ? id[s] == id[of] : topo_together(m->n, of, s, a)) {
       n += (size_t)snprintf(buf + n, len - n, "%s%lld", first ? "" : ", ", (long long)s);
       first = 0;
     }
@@ -121,17 +80,17 @@ static void members(const mesh *m, const int64_t *id, int64_t of, int a, char *b
  * rank in it. Writes what is wrong into why, or leaves it empty. */
 static void judge(const mesh *m, const int64_t *id, int64_t pos, int64_t r, int a, char *why,
                   size_t len) {
-  int64_t N = m->world->size, size = a == AXES ? m->n[DP] * m->n[CP] : m->n[a];
+  int64_t N = m->world->size, size = topo_size(m->n, a);
   int mixed[AXES] = {0}, apart = 0, wrong = 0;
   char have[256] = "", right[512] = "", mix[64] = "";
   for (int64_t s = 0; s < N; s++) {
-    int same = id[s] == id[r], should = together(m, r, s, a);
+    int same = id[s] == id[r], should = topo_together(m->n, r, s, a);
     for (int b = 0; same && !should && b < AXES; b++)
-      mixed[b] |= mesh_place(m, s, b) != mesh_place(m, r, b) && !along(a, b);
+      mixed[b] |= topo_place(m->n, s, b) != topo_place(m->n, r, b) && !topo_along(a, b);
     apart |= should && !same;
     wrong |= same != should;
   }
-  if (!wrong && pos == mesh_place(m, r, a)) return;
+  if (!wrong && pos == topo_place(m->n, r, a)) return;
   members(m, id, r, a, have, sizeof have);
   for (int64_t s = 0; s < N; s++) { /* the right groups of the ranks it holds */
     char one[256] = "";
@@ -141,21 +100,20 @@ static void judge(const mesh *m, const int64_t *id, int64_t pos, int64_t r, int 
                one);
   }
   for (int b = 0; b < AXES; b++)
-    if (mixed[b]) snprintf(mix + strlen(mix), sizeof mix - strlen(mix), " with %s", mesh_axis[b]);
+    if (mixed[b]) snprintf(mix + strlen(mix), sizeof mix - strlen(mix), " with %s", axis_name[b]);
   if (!wrong)
     snprintf(why, len,
              "rank %lld is rank %lld of its %s group %s; it should be rank %lld, its place along "
              "the axis: the split's key orders the group",
-             (long long)r, (long long)pos, mesh_group_name[a], have,
-             (long long)mesh_place(m, r, a));
+             (long long)r, (long long)pos, axis_group[a], have, (long long)topo_place(m->n, r, a));
   else
     snprintf(why, len, "rank %lld is in %s group %s; with %s = %lld the %s groups %s %s: %s%s",
-             (long long)r, mesh_group_name[a], have, a == AXES ? "dp x cp" : mesh_axis[a],
-             (long long)size, mesh_group_name[a], apart ? "of its ranks are" : "are", right,
+             (long long)r, axis_group[a], have, axis_name[a], (long long)size, axis_group[a],
+             apart ? "of its ranks are" : "are", right,
              mix[0] ? "the split's color mixes "
                     : "the split's color keeps apart ranks that differ "
                       "along it alone",
-             mix[0] ? (a == AXES ? "dp x cp" : mesh_axis[a]) : "");
+             mix[0] ? axis_name[a] : "");
   if (wrong && mix[0]) snprintf(why + strlen(why), len - strlen(why), "%s", mix);
 }
 
@@ -164,21 +122,21 @@ void mesh_group(const mesh *m, int64_t r, int a, char *buf, size_t len) {
 }
 
 void mesh_verify(const mesh *m) {
-  enum { K = 2 * (AXES + 1) + AXES }; /* per rank: per group its id and rank; the coordinates */
+  enum { K = 2 * NCOMM + AXES }; /* per rank: per group its id and rank; the coordinates */
   int64_t N = m->world->size, me = m->world->rank, mine[K];
-  for (int a = 0; a <= AXES; a++) { /* each group's smallest world rank names it */
+  for (int a = 0; a < NCOMM; a++) { /* each group's smallest world rank names it */
     dt_comm *c = a < AXES ? m->axis[a] : m->dc;
     mine[2 * a] = me;
     dt_host_all_reduce(c, &mine[2 * a], 1, DT_I64, DT_MIN);
     mine[2 * a + 1] = c->rank;
   }
-  memcpy(mine + 2 * (AXES + 1), m->at, sizeof m->at);
+  memcpy(mine + 2 * NCOMM, m->at, sizeof m->at);
   int64_t *all = dt_host_alloc((size_t)(N * K), sizeof *all), *id = dt_host_alloc((size_t)N, 8);
   dt_host_gather(m->world, mine, all, K, DT_I64, 0);
   char why[1024] = "";
   for (int64_t r = 0; me == 0 && r < N && !why[0]; r++) {
-    int64_t want[AXES], *got = all + r * K + 2 * (AXES + 1);
-    coords_of(m, r, want);
+    int64_t want[AXES], *got = all + r * K + 2 * NCOMM;
+    topo_coords(m->n, r, want);
     if (memcmp(want, got, sizeof want) != 0)
       snprintf(why, sizeof why,
                "rank %lld has the coordinates dp %lld, pp %lld, cp %lld, tp %lld; on the mesh dp "
@@ -189,7 +147,7 @@ void mesh_verify(const mesh *m) {
                (long long)m->n[TP], (long long)want[DP], (long long)want[PP], (long long)want[CP],
                (long long)want[TP]);
   }
-  for (int a = 0; me == 0 && a <= AXES; a++)
+  for (int a = 0; me == 0 && a < NCOMM; a++)
     for (int64_t r = 0; r < N && !why[0]; r++) {
       for (int64_t s = 0; s < N; s++) id[s] = all[s * K + 2 * a];
       judge(m, id, all[r * K + 2 * a + 1], r, a, why, sizeof why);
@@ -200,6 +158,6 @@ void mesh_verify(const mesh *m) {
   free(id);
   if (bad) dt_fail("the mesh's communicators are not its groups: %s", why);
   for (int a = 0; a < AXES; a++) /* the watchdog names a stuck call's communicator */
-    snprintf(m->axis[a]->name, sizeof m->axis[a]->name, "%s", mesh_axis[a]);
-  snprintf(m->dc->name, sizeof m->dc->name, "dp x cp");
+    snprintf(m->axis[a]->name, sizeof m->axis[a]->name, "%s", axis_name[a]);
+  snprintf(m->dc->name, sizeof m->dc->name, "%s", axis_name[DC]);
 }

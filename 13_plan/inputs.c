@@ -1,14 +1,14 @@
-/* inputs.c: the names of the axes, collectives and models; a mesh's size;
- * and what stops a model on a mesh, with each refusal's sentence. */
+/* inputs.c: the names of the collectives and models (the axes' are
+ * 12_mesh/topology.c's); a mesh's size; and what stops a model on a mesh,
+ * with each refusal's sentence. */
 #include <stdio.h>
 
 #include "inputs.h"
 
-const char *const axis_name[NCOMM] = {"dp", "pp", "cp", "tp", "dp x cp"};
 const char *const coll_name[NCOLL] = {"all_reduce", "all_gather", "reduce_scatter", "sendrecv"};
 const char *const kind_name[NKINDS] = {"mesh12", "cp11", "dp05", "fsdp06", "pp09", "gpt", "states"};
 
-int64_t mesh_size(const mesh *x) { return x->n[DP] * x->n[PP] * x->n[CP] * x->n[TP]; }
+int64_t mesh_size(const mesh *x) { return topo_ranks(x->n); }
 
 /* The axis a one-axis lesson runs on (11: cp; 05, 06: dp; 09: pp). */
 static int one_axis(model_kind k) { return k == CP11 ? CP : k == PP09 ? PP : DP; }

@@ -7,10 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { DP, PP, CP, TP, AXES };             /* 12's axes, slowest first: tp fastest */
-enum { DC = AXES, NCOMM };                 /* DC: dp x cp, where the gradients meet */
-enum { AR, AG, RS, P2P, NCOLL };           /* all-reduce, all-gather, reduce-scatter, sendrecv */
-extern const char *const axis_name[NCOMM]; /* "dp", "pp", "cp", "tp", "dp x cp" */
+#include "12_mesh/topology.h" /* 12's axes (DP ... TP, DC = dp x cp) and their names */
+
+enum { AR, AG, RS, P2P, NCOLL }; /* all-reduce, all-gather, reduce-scatter, sendrecv */
 extern const char *const coll_name[NCOLL];
 
 /* Which code the formulas are: a lesson's, exactly as it prints them, or

@@ -3,6 +3,7 @@
  * for (cluster.c reads the presets and files). */
 #include <string.h>
 
+#include "12_mesh/topology.h"
 #include "cluster.h"
 #include "dt.h"
 #include "options.h"
@@ -80,22 +81,12 @@ int64_t plan_setup(const flags *f, int measuring, int64_t ranks, model *m, mesh 
   return f->gpus ? f->gpus : measuring ? ranks : product;
 }
 
-/* The axes left at 0 take the ranks left over, a prime factor at a time,
- * round-robin from tp, cp, pp, dp: 12_mesh/shape.c's rule, so that a mesh
- * planned for N ranks is the one 12 builds. */
+/* The axes left at 0 take the ranks left over: 12's rule (12_mesh/topology.c),
+ * so that a mesh planned for N ranks is the one 12 builds. */
 static void fill(mesh *x, int64_t N) {
-  static const int order[AXES] = {TP, CP, PP, DP};
-  int64_t given = 1, left, turn = 0;
-  int free_axes[AXES], nfree = 0;
-  for (int a = 0; a < AXES; a++) given *= x->n[a] ? x->n[a] : 1;
-  for (int k = 0; k < AXES; k++)
-    if (!x->n[order[k]]) free_axes[nfree++] = order[k];
-  for (int a = 0; a < AXES; a++) x->n[a] = x->n[a] ? x->n[a] : 1;
+  int64_t given = topo_fill(x->n, N, x->n);
   if (N % given)
     dt_fail("the axes given (%lld ranks) do not divide %lld ranks", (long long)given, (long long)N);
-  left = N / given;
-  for (int64_t p = 2; nfree && left > 1; p++)
-    for (; left % p == 0; left /= p) x->n[free_axes[turn++ % nfree]] *= p;
   if (mesh_size(x) != N)
     dt_fail("a mesh of %lld ranks for %lld: the axes' product must be the ranks (or --gpus)",
             (long long)mesh_size(x), (long long)N);
