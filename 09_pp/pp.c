@@ -15,9 +15,7 @@
 #include <stdlib.h>
 
 #include "formulas.h"
-#include "schedule.h"
-#include "stash.h"
-#include "timeline.h"
+#include "stage.h"
 #include "train.h"
 
 typedef struct {
@@ -87,47 +85,47 @@ static void backward(model *m) {
   }
 }
 
-/* Between two actions: what `done` produced leaves, what `next` needs
- * arrives (schedule.c). A forward's input lands in its microbatch's stash; a
- * backward's output gradient in act.dnext, as act.dx may be on its way out. */
-static void exchange(model *m, const action *done, const action *next) {
-  float *fwd_in = next && next->type == 'F' ? stash_open(&m->st, next->mb) : NULL; /* its x_0 */
-  if (pp_exchange(m->world, &m->wire, done, next, dt_acts_x(&m->act, m->L), m->act.dx, fwd_in,
-                  m->act.dnext, (size_t)(m->R * m->D))) {
-    float *in = m->act.dnext; /* the next backward starts from it */
-    m->act.dnext = m->act.dx;
-    m->act.dx = in;
+/* One action of the plan (stage.c walks it): microbatch a->mb forward,
+ * from the batch on the first stage, or backward, from the loss on the last. */
+static double microbatch(void *lesson, dt_run *r, const action *a) {
+  model *m = lesson;
+  int64_t D = m->D, R = m->R;
+  double loss = 0;
+  stash_acts(&m->st, &m->act, a->mb, m->by);
+  if (a->type == 'F') {
+    if (m->s == 0) dt_copy(m->act.x, m->bx + a->mb * R * D, (size_t)(R * D) * 4);
+    m->act.rows = (dt_rows){r->kinks, m->samples + a->mb * R, m->l0, 0}; /* for the check */
+    forward(m);
+  } else { /* the last stage starts from the loss, its share of the mean over B*D */
+    if (m->s == m->N - 1)
+      loss = dt_run_loss(r, dt_acts_x(&m->act, m->L), m->act.y, m->act.dx, (size_t)(R * D),
+                         1.0 / ((double)r->c.batch * D));
+    backward(m);
+    stash_close(&m->st, a->mb);
   }
+  return loss;
 }
 
 /* One step: this stage's plan, exchanging with the neighbours before each
- * action and after the last. */
+ * action and after the last (stage.c). */
 static double train_step(model *m, dt_run *r, int64_t step) {
-  int64_t D = m->D, R = m->R;
-  double loss = 0;
+  int64_t RD = m->R * m->D;
+  pp_stage stage = {.pp = m->world,
+                    .wire = &m->wire,
+                    .n = (size_t)RD,
+                    .out = (size_t)(m->L * RD), /* x_L */
+                    .st = &m->st,
+                    .plan = m->plan,
+                    .nplan = m->n,
+                    .tl = m->tl,
+                    .dx = &m->act.dx,
+                    .dnext = &m->act.dnext,
+                    .compute = microbatch,
+                    .lesson = m};
   dt_step_samples(&r->c, 1, 0, step, m->samples);
   if (m->bx) dt_make_batch(&r->c, m->samples, r->c.batch, m->bx, m->by);
   dt_zero(m->g, (size_t)m->P * 4);
-  timeline_start(m->tl, m->world);
-  for (const action *a = m->plan; a < m->plan + m->n; a++) {
-    exchange(m, a > m->plan ? a - 1 : NULL, a);
-    double t0 = dt_span_begin();
-    stash_acts(&m->st, &m->act, a->mb, m->by);
-    if (a->type == 'F') {
-      if (m->s == 0) dt_copy(m->act.x, m->bx + a->mb * R * D, (size_t)(R * D) * 4);
-      m->act.rows = (dt_rows){r->kinks, m->samples + a->mb * R, m->l0, 0}; /* for the check */
-      forward(m);
-    } else { /* the last stage starts from the loss, its share of the mean over B*D */
-      if (m->s == m->N - 1)
-        loss += dt_run_loss(r, dt_acts_x(&m->act, m->L), m->act.y, m->act.dx, (size_t)(R * D),
-                            1.0 / ((double)r->c.batch * D));
-      backward(m);
-      stash_close(&m->st, a->mb);
-    }
-    timeline_record(m->tl, (int)(a - m->plan), a, t0);
-  }
-  exchange(m, &m->plan[m->n - 1], NULL);
-  timeline_step_end(m->tl, m->world);
+  double loss = pp_step(&stage, r);
   /* held in 16 bits as the reference holds them: an fp16 one beyond 65504
    * becomes inf here, and the run skips the step on every stage */
   if (m->wire.type != DT_F32) dt_round_half(m->g, (size_t)m->P, m->wire.type);

@@ -1,0 +1,34 @@
+/* stage.h: one step of a pipeline stage (stage.c), whatever it computes:
+ * lesson 09 runs its MLP's stages over the world, lesson 12 its
+ * transformer blocks' over its pipeline axis. */
+#ifndef PP_STAGE_H
+#define PP_STAGE_H
+
+#include "schedule.h"
+#include "stash.h"
+#include "timeline.h"
+
+/* The lesson's part of action a: microbatch a->mb's forward through the
+ * stage's layers ('F'), or its backward ('B') from *dx, leaving its input's
+ * gradient in *dx. Returns the action's part of the step's loss. */
+typedef double pp_compute(void *lesson, dt_run *r, const action *a);
+
+typedef struct {
+  dt_comm *pp;         /* the stages in order: this one is pp->rank */
+  const dt_wire *wire; /* what activations travel in (--precision) */
+  size_t n, out;       /* floats of an activation; where a slot holds the stage's output */
+  stashes *st;         /* a slot per microbatch in flight, its input x_0 first */
+  const action *plan;  /* this stage's (pp_plan), nplan actions */
+  int nplan;
+  timeline *tl;        /* the actions, timed */
+  float **dx, **dnext; /* backward's: the gradient that leaves, room for the one that arrives */
+  pp_compute *compute;
+  void *lesson;
+} pp_stage;
+
+/* One step: the plan's actions in order, each computed by the lesson and
+ * timed, and before each one and after the last the exchange with the
+ * neighbouring stages (pp_exchange). Returns the sum of the actions' loss. */
+double pp_step(const pp_stage *s, dt_run *r);
+
+#endif
