@@ -110,18 +110,9 @@ static double microbatch(void *lesson, dt_run *r, const action *a) {
  * action and after the last (stage.c). */
 static double train_step(model *m, dt_run *r, int64_t step) {
   int64_t RD = m->R * m->D;
-  pp_stage stage = {.pp = m->world,
-                    .wire = &m->wire,
-                    .n = (size_t)RD,
-                    .out = (size_t)(m->L * RD), /* x_L */
-                    .st = &m->st,
-                    .plan = m->plan,
-                    .nplan = m->n,
-                    .tl = m->tl,
-                    .dx = &m->act.dx,
-                    .dnext = &m->act.dnext,
-                    .compute = microbatch,
-                    .lesson = m};
+  pp_stage stage = {m->world,   &m->wire,      (size_t)RD, (size_t)(m->L * RD), /* out: x_L */
+                    &m->st,     m->plan,       m->n,       m->tl,
+                    &m->act.dx, &m->act.dnext, microbatch, m};
   dt_step_samples(&r->c, 1, 0, step, m->samples);
   if (m->bx) dt_make_batch(&r->c, m->samples, r->c.batch, m->bx, m->by);
   dt_zero(m->g, (size_t)m->P * 4);

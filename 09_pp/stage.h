@@ -13,6 +13,8 @@
  * gradient in *dx. Returns the action's part of the step's loss. */
 typedef double pp_compute(void *lesson, dt_run *r, const action *a);
 
+/* What the walk needs, in three rows of four: where activations travel,
+ * the stage's own (09's stashes, plan and timeline), the lesson's. */
 typedef struct {
   dt_comm *pp;         /* the stages in order: this one is pp->rank */
   const dt_wire *wire; /* what activations travel in (--precision) */
@@ -22,7 +24,7 @@ typedef struct {
   int nplan;
   timeline *tl;        /* the actions, timed */
   float **dx, **dnext; /* backward's: the gradient that leaves, room for the one that arrives */
-  pp_compute *compute;
+  pp_compute *compute; /* the lesson's part of an action, on the lesson's state */
   void *lesson;
 } pp_stage;
 

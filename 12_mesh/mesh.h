@@ -1,6 +1,7 @@
-/* mesh.h: what the files of 12_mesh share: the mesh (sizes, this rank's
- * coordinates, one communicator per axis), this rank's piece of the model,
- * and what a pipeline stage keeps per microbatch in flight. */
+/* mesh.h: what the files of 12_mesh share: the rank's state, as 05-11 call
+ * it the model (the mesh's sizes, this rank's coordinates and communicators,
+ * its piece of the model, the pieces it composes), and the views of a layer's
+ * weights and of what a pipeline stage keeps per microbatch in flight. */
 #ifndef MESH_H
 #define MESH_H
 
@@ -14,29 +15,40 @@
 #include "train.h"
 
 typedef struct {
-  dt_comm *world, *axis[AXES];   /* axis[a]: the ranks that differ from this one in a alone */
-  dt_comm *dc;                   /* data x context: the ranks that hold the same weights */
-  int64_t n[AXES], at[AXES];     /* the mesh's sizes, this rank's coordinates */
+  /* the mesh: its sizes, this rank's place and communicators (shape.c) */
+  dt_comm *world, *axis[AXES]; /* axis[a]: the ranks that differ from this one in a alone */
+  dt_comm *dc;                 /* data x context: the ranks that hold the same weights */
+  int64_t n[AXES], at[AXES];   /* the mesh's sizes, this rank's coordinates */
+  int64_t zero;                /* --zero 1: the optimizer state sharded over dp x cp */
+  int gpipe, zigzag;
+  /* the sizes of this rank's share */
   int64_t L, l0, D, H, A, W, Hs; /* L layers from l0 here; this tp rank's A heads, W = D/tp
                                   * columns of Wq, Wk, Wv (rows of Wo) and Hs = H/tp units */
   int64_t M, Bm, R;              /* M microbatches of Bm sequences: R rows here each */
   int64_t n_layer, ld;           /* a layer's floats here, 4DW + 2DHs; w's layer stride */
-  int zero, gpipe, zigzag;
-  float *w, *g; /* layer l's [Wq | Wk | Wv | Wo | W1 | W2] shards at l x ld */
+  /* the weights, and the earlier lessons' pieces, each on its axis */
+  float *w, *g; /* layer l's [Wq | Wk | Wv | Wo | W1 | W2] shards at l x ld (mesh_weights) */
   fsdp f;       /* --zero 1: the optimizer's shards along dc (06) */
   cp_attn cr;   /* the ring along cp, on this tp rank's heads (11) */
-  stashes st;   /* per microbatch in flight: x_0, then each layer's (buffers.c) */
+  stashes st;   /* per microbatch in flight: x_0, then each layer's (mesh_acts) */
   action *plan; /* this stage's schedule (09) */
   int nplan;
-  timeline *tl;                         /* its actions, timed: the bubble (09) */
-  float *dx, *dnext, *dh, *dout, *dqkv; /* backward's scratch: [R,D] x 2, [R,Hs], [R,W], 3[R,W] */
+  timeline *tl; /* its actions, timed: the bubble (09) */
+  dt_wire wire; /* what activations travel in: fp32 */
+  /* backward's scratch, the step's data (buffers.c) */
+  float *dx, *dnext, *dh, *dout, *dqkv; /* [R,D] x 2, [R,Hs], [R,W], 3[R,W] */
   float *bx, *by;   /* the step's inputs (first stage) and targets (last), M x [R,D] */
   int64_t *samples; /* this data rank's sequences of the step */
   int64_t *keys;    /* M x [R]: each row's key, and where the forward's sit (the check's) */
-  dt_rows rows;
-  dt_wire wire; /* what activations travel in: fp32 */
-  size_t slot_bytes, scratch_bytes;
-} mesh;
+  dt_rows rows;     /* the microbatch's keys, for the check's record of ReLU's decisions */
+} model;
+
+/* Layer l's weights on this rank, its tp shard: Wq, Wk, Wv [D,W] (its
+ * heads' columns), Wo [W,D] (their rows), W1 [D,Hs], W2 [Hs,D]; of m->w, or
+ * their gradients of m->g. */
+typedef struct {
+  float *wq, *wk, *wv, *wo, *w1, *w2;
+} layer_weights;
 
 /* One layer's activations of a microbatch, in its slot: the input x, q, k,
  * v, o [R,W], lse [R,A], u = x + attention [R,D], right after it the
@@ -47,24 +59,30 @@ typedef struct {
 } layer_acts;
 
 /* buffers.c: the slots, the scratch and the data (report.c's formulas) */
-void mesh_buffers(mesh *m, const dt_train_config *c);
-layer_acts mesh_acts(const mesh *m, float *slot, int64_t l); /* layer l of a slot */
-float *mesh_out(const mesh *m, float *slot);                 /* the stage's output x_L */
-/* shape.c: the sizes (want[a]: the flags, 0 for free axes, which take the
- * ranks left over, a prime factor at a time, round-robin from tp); what the
- * mesh cannot split (heads, hidden units, layers, the
- * sequence, the batch): dt_fail says which; and every communicator holds
- * the ranks the coordinates say, in their order, or dt_fail names the first
- * group that does not, beside the right ones; then names each communicator
- * by its axis ("tp", ..., "dp x cp"), as the watchdog reports a stuck call */
-void mesh_shape(mesh *m, const int64_t *want, int64_t N);
-void mesh_check(const mesh *m, const dt_train_config *c);
-void mesh_verify(const mesh *m);
+void mesh_buffers(model *m, const dt_train_config *c);
+/* Layer lg of the model as this rank holds it, [Wq | Wk | Wv | Wo | W1 | W2]
+ * of its tp shard (07), [lo, hi) of it at off of the run's segment seg */
+void mesh_place_layer(const model *m, dt_run *r, int seg, int64_t off, int64_t lg, int64_t lo,
+                      int64_t hi);
+layer_weights mesh_weights(const model *m, float *w, int64_t l); /* layer l of m->w or m->g */
+layer_acts mesh_acts(const model *m, float *slot, int64_t l);    /* layer l of a slot */
+dt_acts mesh_mlp(const model *m, layer_acts p, int64_t l);       /* its MLP, for 07's pieces */
+size_t mesh_out(const model *m); /* where a slot holds the stage's output x_L */
+/* shape.c: the sizes (m->n holds the flags, 0 for the free axes, which take
+ * the ranks left over: topology.c's rule); what the mesh cannot split
+ * (heads, hidden units, layers, the sequence, the batch): dt_fail says
+ * which; and every communicator holds the ranks the coordinates say, in
+ * their order, or dt_fail names the first group that does not, beside the
+ * right ones; then names each communicator by its axis ("tp", ..., "dp x
+ * cp"), as the watchdog reports a stuck call */
+void mesh_shape(model *m, int64_t N);
+void mesh_check(const model *m, const dt_train_config *c);
+void mesh_verify(const model *m);
 /* The ranks that share rank r's group along axis a (DC: dp x cp), as the
  * coordinates define it, appended to buf as "{4, 5}". */
-void mesh_group(const mesh *m, int64_t r, int a, char *buf, size_t len);
+void mesh_group(const model *m, int64_t r, int a, char *buf, size_t len);
 /* report.c: the mesh as a table, bytes per axis, time per axis, memory */
-void mesh_table(const mesh *m);
-void mesh_report(mesh *m, dt_run *r);
+void mesh_table(const model *m);
+void mesh_report(model *m, dt_run *r);
 
 #endif

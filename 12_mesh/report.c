@@ -11,7 +11,7 @@
 #include "mesh.h"
 
 /* Every rank's coordinates and host on rank 0; the groups of each axis. */
-void mesh_table(const mesh *m) {
+void mesh_table(const model *m) {
   enum { HOST = 32 };
   int64_t N = m->world->size, mine[AXES];
   char host[HOST] = "", *hosts = dt_host_alloc((size_t)(N * HOST), 1);
@@ -61,7 +61,7 @@ static void row(const char *axis, const char *what, dt_counter got, uint64_t ste
 }
 
 /* The exchanges of this stage's plan that have a neighbour to talk to. */
-static uint64_t plan_exchanges(const mesh *m) {
+static uint64_t plan_exchanges(const model *m) {
   uint64_t n = 0;
   int s = (int)m->at[PP], last = (int)m->n[PP] - 1;
   for (int i = 0; i <= m->nplan; i++) {
@@ -72,7 +72,7 @@ static uint64_t plan_exchanges(const mesh *m) {
   return n;
 }
 
-static void bytes(const mesh *m, uint64_t steps, int *bad) {
+static void bytes(const model *m, uint64_t steps, int *bad) {
   uint64_t T = (uint64_t)m->n[TP], C = (uint64_t)m->n[CP], P = (uint64_t)m->n[PP];
   uint64_t G = (uint64_t)(m->n[DP] * m->n[CP]), L = (uint64_t)m->L, M = (uint64_t)m->M;
   uint64_t RD4 = (uint64_t)(m->R * m->D) * 4, RW4 = (uint64_t)(m->R * m->W) * 4, s = m->at[PP];
@@ -100,7 +100,7 @@ static void bytes(const mesh *m, uint64_t steps, int *bad) {
 }
 
 /* Seconds blocked per step in each axis's calls, rank 0's. */
-static void times(const mesh *m, uint64_t steps) {
+static void times(const model *m, uint64_t steps) {
   double ms = 1e3 / (double)steps;
   dt_print0("  time blocked per step (rank 0): tp %.2f ms, cp %.2f ms, pp %.2f ms, dp x cp %.2f ms "
             "(the rest of the step is compute, above)\n",
@@ -108,7 +108,7 @@ static void times(const mesh *m, uint64_t steps) {
             dt_comm_total(m->axis[PP]).seconds * ms, dt_comm_total(m->dc).seconds * ms);
 }
 
-static void memory(const mesh *m, const dt_run *r, int *bad) {
+static void memory(const model *m, const dt_run *r, int *bad) {
   int64_t L = m->L, M = m->M, R = m->R, D = m->D, W = m->W, A = m->A, Hs = m->Hs, C = m->cr.C;
   int64_t s = m->at[PP], P = m->n[PP], live = m->gpipe ? M : (P - s < M ? P - s : M);
   int64_t n = m->zero ? m->f.NS : m->n_layer, kept = m->zero ? m->f.S : m->n_layer;
@@ -143,7 +143,7 @@ static void memory(const mesh *m, const dt_run *r, int *bad) {
 }
 
 /* The copies of each dp x cp group, element for element (bookkeeping). */
-static int replicas_differ(const mesh *m) {
+static int replicas_differ(const model *m) {
   size_t n = (size_t)(m->L * m->ld);
   float *mine = dt_host_alloc(n, 4), *root = dt_host_alloc(n, 4);
   dt_copy_to_host(mine, m->w, n * 4);
@@ -156,7 +156,7 @@ static int replicas_differ(const mesh *m) {
   return differ;
 }
 
-void mesh_report(mesh *m, dt_run *r) {
+void mesh_report(model *m, dt_run *r) {
   uint64_t steps = (uint64_t)(r->c.steps - r->c.start_step);
   int bad = 0, worst;
   bytes(m, steps, &bad);

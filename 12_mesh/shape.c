@@ -16,13 +16,13 @@
 
 /* The axes the flags leave free (0) take the ranks left over (topology.c);
  * a wrong mesh is refused with the flags given. */
-void mesh_shape(mesh *m, const int64_t *want, int64_t N) {
+void mesh_shape(model *m, int64_t N) {
   char flags[128] = "";
   for (int a = 0; a < AXES; a++)
-    if (want[a]) /* for the messages: the axes given */
+    if (m->n[a]) /* for the messages: the axes given */
       snprintf(flags + strlen(flags), sizeof flags - strlen(flags), "%s--%s %lld",
-               flags[0] ? " " : "", axis_name[a], (long long)want[a]);
-  int64_t given = topo_fill(want, N, m->n), all = topo_ranks(m->n);
+               flags[0] ? " " : "", axis_name[a], (long long)m->n[a]);
+  int64_t given = topo_fill(m->n, N, m->n), all = topo_ranks(m->n);
   if (N % given != 0)
     dt_fail("%s: %lld ranks along the axes given do not divide the job's %lld ranks", flags,
             (long long)given, (long long)N);
@@ -32,7 +32,7 @@ void mesh_shape(mesh *m, const int64_t *want, int64_t N) {
             flags, (long long)all, (long long)N);
 }
 
-void mesh_check(const mesh *m, const dt_train_config *c) {
+void mesh_check(const model *m, const dt_train_config *c) {
   int64_t T = m->n[TP], P = m->n[PP], parts = m->n[CP] * (m->zigzag ? 2 : 1);
   if (strcmp(dt_backend(), "cpu") != 0)
     dt_fail("12_mesh runs on the cpu backend only for now: its attention is host loops, as 11's "
@@ -64,7 +64,7 @@ void mesh_check(const mesh *m, const dt_train_config *c) {
 }
 
 /* Append "{4, 5}": the ranks s with id[s] == id[of] (id NULL: those together with of). */
-static void members(const mesh *m, const int64_t *id, int64_t of, int a, char *buf, size_t len) {
+static void members(const model *m, const int64_t *id, int64_t of, int a, char *buf, size_t len) {
   size_t n = strlen(buf);
   int first = 1;
   n += (size_t)snprintf(buf + n, len - n, "{");
@@ -78,7 +78,7 @@ static void members(const mesh *m, const int64_t *id, int64_t of, int a, char *b
 
 /* Rank r's group along a as built: id[s] names s's group, pos[r] is r's
  * rank in it. Writes what is wrong into why, or leaves it empty. */
-static void judge(const mesh *m, const int64_t *id, int64_t pos, int64_t r, int a, char *why,
+static void judge(const model *m, const int64_t *id, int64_t pos, int64_t r, int a, char *why,
                   size_t len) {
   int64_t N = m->world->size, size = topo_size(m->n, a);
   int mixed[AXES] = {0}, apart = 0, wrong = 0;
@@ -117,11 +117,11 @@ static void judge(const mesh *m, const int64_t *id, int64_t pos, int64_t r, int 
   if (wrong && mix[0]) snprintf(why + strlen(why), len - strlen(why), "%s", mix);
 }
 
-void mesh_group(const mesh *m, int64_t r, int a, char *buf, size_t len) {
+void mesh_group(const model *m, int64_t r, int a, char *buf, size_t len) {
   members(m, NULL, r, a, buf, len);
 }
 
-void mesh_verify(const mesh *m) {
+void mesh_verify(const model *m) {
   enum { K = 2 * NCOMM + AXES }; /* per rank: per group its id and rank; the coordinates */
   int64_t N = m->world->size, me = m->world->rank, mine[K];
   for (int a = 0; a < NCOMM; a++) { /* each group's smallest world rank names it */
