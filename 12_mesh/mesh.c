@@ -99,7 +99,8 @@ static void forward(model *m, float *slot, int64_t l) {
 static void backward(model *m, float *slot, int64_t l) {
   int64_t R = m->R, D = m->D, W = m->W, RW = R * W;
   layer_acts p = mesh_acts(m, slot, l);
-  layer_weights w = mesh_weights(m, m->w, l), g = mesh_weights(m, m->g, l);
+  layer_weights w = mesh_weights(m, m->w, l);
+  layer_weights g = mesh_weights(m, m->g, l); /* the gradients, laid out as the weights */
   dt_acts mlp = mesh_mlp(m, p, l);
   tp_backward(&mlp, 0, w.w1, w.w2, g.w1, g.w2, m->axis[TP], &m->wire);
   float *du = mlp.dx, *dx = mlp.dnext;            /* dL/du, whole; room for dL/dx */

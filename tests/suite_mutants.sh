@@ -206,7 +206,7 @@ else
   # one that deadlocks: the watchdog names the call and its communicator
   hang12='^watchdog: rank [0-9]+ stuck for 5 s in sendrecv #[0-9]+ on the world communicator'
   MUT_NPS="4 8" MUT_WANT=$hang12 MUT_RC=3 mutant 12-pp-world 12_mesh 12_mesh/mesh.c \
-    's/pp_exchange\(m->axis\[PP\],/pp_exchange(m->world,/' \
+    's/pp_stage stage = \{m->axis\[PP\],/pp_stage stage = {m->world,/' \
     "a pipeline send to the next rank of the world, not the same (dp, cp, tp) on the next stage" \
     -- --pp 2 --timeout 5
   MUT_ALSO="every rank's calls and bytes equal their formulas: NO" mutant 12-wo 12_mesh 12_mesh/mesh.c \
@@ -216,7 +216,7 @@ else
     's/cp_attn_init\(&m->cr, m->axis\[CP\],/cp_attn_init(\&m->cr, m->world,/' \
     "the ring over the world, not the cp ranks (tp and dp ranks given other chunks)" -- --cp 2 --pp 1
   mutant 12-overwrite 12_mesh 12_mesh/mesh.c \
-    's/(    \} else \{ \/\* the last stage starts from the loss[^\n]*\n)/$1      dt_zero(m->g, (size_t)(m->L * m->ld) * 4);\n/' \
+    's/(  \} else \{ \/\* the last stage starts from the loss[^\n]*\n)/$1    dt_zero(m->g, (size_t)(m->L * m->ld) * 4);\n/' \
     "each microbatch's gradients overwrite the last's, not added to them" -- --micro 2
   mutant 11-tile 11_cp common/train/attention.c \
     's/ot\[i \* W \+ d\] = j0 \? ot\[i \* W \+ d\] \* old\[i\] : 0;/ot[i * W + d] = j0 ? ot[i * W + d] : 0;/' \
