@@ -10,7 +10,9 @@
 
 /* The lesson's part of action a: microbatch a->mb's forward through the
  * stage's layers ('F'), or its backward ('B') from *dx, leaving its input's
- * gradient in *dx. Returns the action's part of the step's loss. */
+ * gradient in *dx. Its slot is the lesson's to open (stash_open: the input
+ * may be in it already) and to close after the backward. Returns the
+ * action's part of the step's loss. */
 typedef double pp_compute(void *lesson, dt_run *r, const action *a);
 
 /* What the walk needs, in three rows of four: where activations travel,

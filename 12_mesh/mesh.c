@@ -19,7 +19,8 @@
 #include "mesh.h"
 
 /* This rank's coordinates, and one communicator per axis: the ranks whose
- * other three coordinates are this one's, ordered along the axis. */
+ * other three coordinates are this one's, ordered along the axis (layout's
+ * mesh_verify holds them against topology.c's arithmetic). */
 static void coordinates(model *m) {
   int64_t r = m->world->rank;
   /* exercise: the mesh: a rank's coordinates and one communicator per axis */
