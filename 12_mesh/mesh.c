@@ -18,9 +18,8 @@
 #include "11_cp/ring.h"
 #include "mesh.h"
 
-/* This rank's coordinates, and one communicator per axis: the ranks whose
- * other three coordinates are this one's, ordered along the axis (layout's
- * mesh_verify holds them against topology.c's arithmetic). */
+/* This rank's coordinates, and one communicator per axis: the ranks whose other
+ * three coordinates are this one's, ordered along it (mesh_verify checks both). */
 static void coordinates(model *m) {
   int64_t r = m->world->rank;
   /* exercise: the mesh: a rank's coordinates and one communicator per axis */
