@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "09_pp/formulas.h"
+#include "formulas.h"
 #include "mesh.h"
 
 /* Every rank's coordinates and host on rank 0; the groups of each axis. */
@@ -60,43 +62,45 @@ static void row(const char *axis, const char *what, dt_counter got, uint64_t ste
             (unsigned long long)(got.bytes_sent / steps), (unsigned long long)bytes, how);
 }
 
-/* The exchanges of this stage's plan that have a neighbour to talk to. */
-static uint64_t plan_exchanges(const model *m) {
-  uint64_t n = 0;
-  int s = (int)m->at[PP], last = (int)m->n[PP] - 1;
-  for (int i = 0; i <= m->nplan; i++) {
-    const action *done = i ? &m->plan[i - 1] : NULL, *next = i < m->nplan ? &m->plan[i] : NULL;
-    n += (done && done->type == 'F' && s < last) || (done && done->type == 'B' && s > 0) ||
-         (next && next->type == 'F' && s > 0) || (next && next->type == 'B' && s < last);
-  }
-  return n;
+/* This rank's share, as the formulas take it (formulas.c) */
+static mesh_share share_of(const model *m, const dt_run *r) {
+  return (mesh_share){.n = m->n,
+                      .s = m->at[PP],
+                      .L = m->L,
+                      .M = m->M,
+                      .R = m->R,
+                      .D = m->D,
+                      .W = m->W,
+                      .A = m->A,
+                      .Hs = m->Hs,
+                      .C = m->cr.C,
+                      .n_layer = m->n_layer,
+                      .shard = m->zero ? m->f.S : 0,
+                      .gpipe = m->gpipe,
+                      .adamw = r->c.optimizer[0] == 'a'};
 }
 
-static void bytes(const model *m, uint64_t steps, int *bad) {
-  uint64_t T = (uint64_t)m->n[TP], C = (uint64_t)m->n[CP], P = (uint64_t)m->n[PP];
-  uint64_t G = (uint64_t)(m->n[DP] * m->n[CP]), L = (uint64_t)m->L, M = (uint64_t)m->M;
-  uint64_t RD4 = (uint64_t)(m->R * m->D) * 4, RW4 = (uint64_t)(m->R * m->W) * 4, s = m->at[PP];
-  uint64_t tp = T > 1 ? 4 * L * M : 0, cp = C > 1 ? L * M * (3 * C - 2) : 0;
+static void bytes(const model *m, const dt_run *r, uint64_t steps, int *bad) {
+  mesh_share x = share_of(m, r);
+  mesh_traffic t = mesh_traffic_of(&x);
   dt_print0("  per rank per step (rank 0)          calls formula  bytes sent     formula\n");
-  row("tp", "all_reduce (activ)", m->axis[TP]->count[DT_ALL_REDUCE], steps, tp,
-      tp * (2 * (T - 1) * RD4 / T),
-      "4LM x 2(tp-1)/tp x RD x 4: after Wo and W2, their mirrors in backward", bad);
-  row("cp", "sendrecv (K|V, dK|dV)", m->axis[CP]->count[DT_SENDRECV], steps, cp, cp * 2 * RW4,
-      "LM(3cp-2) x 2RW x 4: (cp-1) hops forward, (cp-1) + cp backward", bad);
-  row("pp", "sendrecv (activ)", m->axis[PP]->count[DT_SENDRECV], steps, plan_exchanges(m),
-      M * ((s + 1 < P) + (s > 0)) * RD4,
+  row("tp", "all_reduce (activ)", m->axis[TP]->count[DT_ALL_REDUCE], steps, (uint64_t)t.tp.calls,
+      (uint64_t)t.tp.bytes, "4LM x 2(tp-1)/tp x RD x 4: after Wo and W2, their mirrors in backward",
+      bad);
+  row("cp", "sendrecv (K|V, dK|dV)", m->axis[CP]->count[DT_SENDRECV], steps, (uint64_t)t.cp.calls,
+      (uint64_t)t.cp.bytes, "LM(3cp-2) x 2RW x 4: (cp-1) hops forward, (cp-1) + cp backward", bad);
+  row("pp", "sendrecv (activ)", m->axis[PP]->count[DT_SENDRECV], steps, (uint64_t)t.pp.calls,
+      (uint64_t)t.pp.bytes,
       "M x (s < pp-1: forward out + s > 0: gradient back) x RD x 4; calls: the plan's", bad);
-  if (!m->zero)
-    row("dp x cp", "all_reduce (grads)", m->dc->count[DT_ALL_REDUCE], steps, G > 1,
-        G > 1 ? 2 * (G - 1) * L * (uint64_t)m->n_layer * 4 / G : 0,
-        "2(G-1)/G x L x (4DW + 2DHs) x 4, G = dp x cp", bad);
-  else {
-    uint64_t S4 = (uint64_t)m->f.S * 4;
-    row("dp x cp", "all_reduce (grads)", m->dc->count[DT_ALL_REDUCE], steps, L,
-        2 * L * (G - 1) * S4, "2 x L x (G-1) x S x 4, as 06 --zero 1", bad);
-    row("dp x cp", "all_gather (params)", m->dc->count[DT_ALL_GATHER], steps, L, L * (G - 1) * S4,
+  row("dp x cp", "all_reduce (grads)", m->dc->count[DT_ALL_REDUCE], steps, (uint64_t)t.grads.calls,
+      (uint64_t)t.grads.bytes,
+      m->zero ? "2 x L x (G-1) x S x 4, as 06 --zero 1"
+              : "2(G-1)/G x L x (4DW + 2DHs) x 4, G = dp x cp",
+      bad);
+  if (m->zero)
+    row("dp x cp", "all_gather (params)", m->dc->count[DT_ALL_GATHER], steps,
+        (uint64_t)t.params.calls, (uint64_t)t.params.bytes,
         "L x (G-1) x S x 4: the stepped shards back to every rank", bad);
-  }
 }
 
 /* Seconds blocked per step in each axis's calls, rank 0's. */
@@ -109,30 +113,28 @@ static void times(const model *m, uint64_t steps) {
 }
 
 static void memory(const model *m, const dt_run *r, int *bad) {
-  int64_t L = m->L, M = m->M, R = m->R, D = m->D, W = m->W, A = m->A, Hs = m->Hs, C = m->cr.C;
-  int64_t s = m->at[PP], P = m->n[PP], live = m->gpipe ? M : (P - s < M ? P - s : M);
-  int64_t n = m->zero ? m->f.NS : m->n_layer, kept = m->zero ? m->f.S : m->n_layer;
-  int64_t K = r->c.optimizer[0] == 'a' ? 8 : 0, ends = s == 0 || s == P - 1;
-  int64_t slot = R * D + L * (4 * R * W + R * A + 2 * R * D + 2 * R * Hs);
-  int64_t scratch = 2 * R * D + R * Hs + 4 * R * W + C * W + C * A + R * A;
+  int64_t R = m->R, W = m->W, A = m->A, Hs = m->Hs, C = m->cr.C, L = m->L;
+  int64_t live = pp_live((int)m->n[PP], (int)m->at[PP], m->M, m->gpipe), mem[DT_NTAGS];
+  mesh_share x = share_of(m, r);
+  mesh_memory(&x, mem); /* formulas.c */
   char act[160];
   snprintf(
       act, sizeof act,
       "(live x (RD + L(4RW + RA + 2RD + 2RHs)) + 2RD + RHs + 4RW + C(W+A) + RA) x 4, live %lld",
       (long long)live);
   dt_row rows[] = {
-      {DT_PARAMS, 4 * L * n,
+      {DT_PARAMS, mem[DT_PARAMS],
        m->zero ? "4 x L x G S: the stage's layers, tp shards, padded"
                : "4 x L x (4DW + 2DHs): the stage's layers, tp shards",
        0},
-      {DT_GRADS, 4 * L * n, "the same", 0},
-      {DT_OPTIM, K * L * kept,
+      {DT_GRADS, mem[DT_GRADS], "the same", 0},
+      {DT_OPTIM, mem[DT_OPTIM],
        m->zero ? "AdamW m, v: 8 x L x S, its shard along dp x cp (sgd: 0)"
                : "AdamW m, v: 8 x L x (4DW + 2DHs) (sgd: 0)",
        0},
-      {DT_ACTIV, 4 * (live * slot + scratch), act, 0},
-      {DT_COMMBUF, 8 * R * W * 4, "8RW x 4: the ring's [K|V] and [dK|dV], two each", 0},
-      {DT_DATA, ends * 2 * M * R * D * 4, "first or last stage: 2 x M x RD x 4, x and y", 0}};
+      {DT_ACTIV, mem[DT_ACTIV], act, 0},
+      {DT_COMMBUF, mem[DT_COMMBUF], "8RW x 4: the ring's [K|V] and [dK|dV], two each", 0},
+      {DT_DATA, mem[DT_DATA], "first or last stage: 2 x M x RD x 4, x and y", 0}};
   dt_print_memory(rows, 6, NULL);
   dt_print_memory_uncounted();
   for (int i = 0; i < 6; i++) *bad += (int64_t)dt_mem_peak(rows[i].tag) != rows[i].formula;
@@ -159,7 +161,7 @@ static int replicas_differ(const model *m) {
 void mesh_report(model *m, dt_run *r) {
   uint64_t steps = (uint64_t)(r->c.steps - r->c.start_step);
   int bad = 0, worst;
-  bytes(m, steps, &bad);
+  bytes(m, r, steps, &bad);
   worst = bad;
   dt_host_all_reduce(m->world, &worst, 1, DT_I32, DT_MAX);
   dt_print0("    every rank's calls and bytes equal their formulas: %s (%d ranks)\n",

@@ -17,6 +17,7 @@
 #include "09_pp/formulas.h"
 #include "09_pp/schedule.h"
 #include "11_cp/formulas.h"
+#include "12_mesh/formulas.h"
 #include "dt.h"
 #include "formulas.h"
 
@@ -82,23 +83,40 @@ double hardware_flops(const model *m, const mesh *x) {
 
 static void set(traffic *t, int64_t calls, int64_t bytes) { *t = (traffic){calls, bytes}; }
 
+/* Stage s of a mesh12 model as 12's formulas take a rank's share (12_mesh/buffers.c's sizes) */
+static mesh_share mesh_share_of(const model *m, const mesh *x, int64_t s) {
+  int64_t T = x->n[TP], C = x->n[CP], G = x->n[DP] * x->n[CP], D = m->D, W = D / T;
+  int64_t n = 4 * D * W + 2 * D * (m->H / T);
+  return (mesh_share){.n = x->n,
+                      .s = s,
+                      .L = stage_layers(m, x, s),
+                      .M = x->M,
+                      .R = rows_per_micro(m, x),
+                      .D = D,
+                      .W = W,
+                      .A = m->A / T,
+                      .Hs = m->H / T,
+                      .C = m->S / (C * (x->zigzag ? 2 : 1)),
+                      .n_layer = n,
+                      .shard = x->zero ? up(n, G) : 0,
+                      .gpipe = x->gpipe,
+                      .adamw = x->adamw};
+}
+
 void traffic_of(const model *m, const mesh *x, int64_t s, traffic t[NCOMM][NCOLL]) {
   memset(t, 0, sizeof(traffic) * NCOMM * NCOLL);
   int64_t T = x->n[TP], C = x->n[CP], P = x->n[PP], G = x->n[DP] * x->n[CP], M = x->M;
   int64_t L = stage_layers(m, x, s), D = m->D, R = rows_per_micro(m, x), W = D / T, H = m->H;
-  int64_t es = x->bf16 ? 2 : 4, n = 4 * D * W + 2 * D * (H / T), S = up(n, G);
+  int64_t es = x->bf16 ? 2 : 4;
   switch (m->kind) {
-  case MESH12: { /* 12_mesh/report.c, bytes() */
-    int64_t tp = T > 1 ? 4 * L * M : 0, cp = C > 1 ? L * M * (3 * C - 2) : 0, RD4 = R * D * 4;
-    set(&t[TP][AR], tp, tp * (2 * (T - 1) * RD4 / T)); /* 4LM x 2(tp-1)/tp x RD x 4 */
-    set(&t[CP][P2P], cp, cp * 2 * R * W * 4);          /* LM(3cp-2) x 2RW x 4 */
-    set(&t[PP][P2P], exchanges(x, s), M * ((s + 1 < P) + (s > 0)) * RD4);
-    if (!x->zero) /* 2(G-1)/G x L x (4DW + 2DHs) x 4 */
-      set(&t[DC][AR], G > 1, G > 1 ? 2 * (G - 1) * L * n * 4 / G : 0);
-    else { /* as 06 --zero 1, over dp x cp: 2L(G-1)S x 4, then L(G-1)S x 4 */
-      set(&t[DC][AR], L, 2 * L * (G - 1) * S * 4);
-      set(&t[DC][AG], L, L * (G - 1) * S * 4);
-    }
+  case MESH12: { /* 12_mesh/formulas.c */
+    mesh_share sh = mesh_share_of(m, x, s);
+    mesh_traffic f = mesh_traffic_of(&sh);
+    set(&t[TP][AR], f.tp.calls, f.tp.bytes);
+    set(&t[CP][P2P], f.cp.calls, f.cp.bytes);
+    set(&t[PP][P2P], f.pp.calls, f.pp.bytes);
+    set(&t[DC][AR], f.grads.calls, f.grads.bytes);
+    if (x->zero) set(&t[DC][AG], f.params.calls, f.params.bytes);
     break;
   }
   case CP11: { /* the ring's hops and the gradients' all-reduce (11_cp/formulas.c) */
@@ -170,18 +188,11 @@ memory memory_of(const model *m, const mesh *x, int64_t s) {
   int64_t mem[DT_NTAGS] = {0}; /* a lesson's formulas by dt.h's tags */
   int64_t T = x->n[TP], C = x->n[CP], P = x->n[PP], G = x->n[DP] * x->n[CP], M = x->M;
   int64_t L = stage_layers(m, x, s), D = m->D, H = m->H, A = m->A, R = rows_per_micro(m, x);
-  int64_t W = D / T, Ar = A / T, Hs = H / T, K = x->adamw ? 8 : 0;
-  int64_t live = x->gpipe ? M : min64(P - s, M), ends = s == 0 || s == P - 1;
+  int64_t live = x->gpipe ? M : min64(P - s, M);
   switch (m->kind) {
-  case MESH12: { /* 12_mesh/report.c, memory(); C: the tokens of a chunk */
-    int64_t n = 4 * D * W + 2 * D * Hs, Sh = up(n, G), Ck = m->S / (C * (x->zigzag ? 2 : 1));
-    int64_t slot = R * D + L * (4 * R * W + R * Ar + 2 * R * D + 2 * R * Hs);
-    int64_t scratch = 2 * R * D + R * Hs + 4 * R * W + Ck * W + Ck * Ar + R * Ar;
-    y.params = y.grads = 4 * L * (x->zero ? G * Sh : n);
-    y.optim = K * L * (x->zero ? Sh : n);
-    y.activ = 4 * (live * slot + scratch);
-    y.comm = 8 * R * W * 4;
-    y.data = ends * 2 * M * R * D * 4;
+  case MESH12: { /* 12_mesh/formulas.c */
+    mesh_share sh = mesh_share_of(m, x, s);
+    mesh_memory(&sh, mem);
     break;
   }
   case CP11: /* 11_cp/formulas.c: C here the tokens of a chunk */
@@ -211,7 +222,8 @@ memory memory_of(const model *m, const mesh *x, int64_t s) {
   }
   default: break;
   }
-  if (m->kind == CP11 || m->kind == DP05 || m->kind == FSDP06 || m->kind == PP09) {
+  if (m->kind == MESH12 || m->kind == CP11 || m->kind == DP05 || m->kind == FSDP06 ||
+      m->kind == PP09) {
     y.params = mem[DT_PARAMS];
     y.grads = mem[DT_GRADS];
     y.optim = mem[DT_OPTIM];

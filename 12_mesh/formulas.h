@@ -1,0 +1,39 @@
+/* formulas.h: 12_mesh's calls, bytes and memory per rank as formulas of the
+ * sizes alone (formulas.c): what report.c prints beside its counters, and
+ * what 13_plan predicts 12 with. The counters are the other side of the
+ * check. */
+#ifndef MESH_FORMULAS_H
+#define MESH_FORMULAS_H
+
+#include <stdint.h>
+
+#include "topology.h"
+
+/* One axis's collective of a step: its calls and the bytes one rank sends */
+typedef struct {
+  int64_t calls, bytes;
+} mesh_flow;
+typedef struct {
+  mesh_flow tp, cp, pp, grads, params; /* tp's all-reduces, cp's ring, pp's sendrecvs, dp x cp's
+                                        * gradient all-reduce and (--zero 1) parameter gather */
+} mesh_traffic;
+
+/* The shape of one rank's share of the mesh n (topology.h): stage s of
+ * n[PP], L layers there, M microbatches of R rows D wide, W = D/tp columns
+ * of the attention's projections and A heads, Hs = H/tp hidden units, C
+ * tokens a chunk of the ring, a layer's n_layer = 4DW + 2DHs floats, shard
+ * its part of them along dp x cp with --zero 1 (0 without). */
+typedef struct {
+  const int64_t *n;
+  int64_t s, L, M, R, D, W, A, Hs, C, n_layer, shard;
+  int gpipe, adamw;
+} mesh_share;
+
+mesh_traffic mesh_traffic_of(const mesh_share *x);
+/* Memory by kind, indexed by dt.h's tags (DT_PARAMS .. DT_DATA): the
+ * stage's layers of its tp shard (padded shards with --zero 1), AdamW's m
+ * and v, the live microbatches' slots and backward's scratch, the ring's
+ * buffers, the first or last stage's data. */
+void mesh_memory(const mesh_share *x, int64_t *mem);
+
+#endif
