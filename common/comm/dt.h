@@ -374,6 +374,8 @@ void dt_trace_write(const char *path);                          /* collective; r
  * the others, and the cpu and cuda backends produce the same bits. */
 uint64_t dt_rng_u64(uint64_t seed, uint64_t stream, uint64_t index);
 float dt_rng_uniform(uint64_t seed, uint64_t stream, uint64_t index); /* [0, 1), 24 bits */
+/* normal(0, 1) by Box-Muller from indices 2 index and 2 index + 1 (host) */
+float dt_rng_normal(uint64_t seed, uint64_t stream, uint64_t index);
 
 /* --------------------------------------------------------------- kernels */
 /* On the backend's memory: host loops on cpu, CUDA kernels on cuda. */

@@ -9,3 +9,7 @@ uint64_t dt_rng_u64(uint64_t seed, uint64_t stream, uint64_t index) {
 float dt_rng_uniform(uint64_t seed, uint64_t stream, uint64_t index) {
   return dt_rng_core_uniform(seed, stream, index);
 }
+
+float dt_rng_normal(uint64_t seed, uint64_t stream, uint64_t index) {
+  return dt_rng_core_normal(seed, stream, index);
+}
