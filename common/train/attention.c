@@ -3,7 +3,8 @@
  * tile of TILE queries against a tile of TILE keys at a time. A tile's scores
  * and its products (forward: S = Q K^T, O += P V; backward five more) are
  * GEMMs (dt_host_gemm: OpenBLAS on the cpu backend); its exponentials are one
- * loop the compiler vectorizes; and each key tile is merged into the rows'
+ * loop the compiler vectorizes (gpt_core.h's polynomial: no branch, no call,
+ * within 2 ulp of expf); and each key tile is merged into the rows'
  * running result by the running max (online softmax: cp.c's merge, inside a
  * block). A block never stores its n x nk scores, only one tile of them; what
  * it keeps is each row's log-sum-exp, from which backward recomputes every
@@ -12,7 +13,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "half_core.h"
+#include "gpt_core.h"
 #include "train_internal.h"
 
 /* 128 x 128 scores (64 KiB) and backward's dP beside them stay in a core's L2
@@ -70,27 +71,6 @@ static void round_tile(float *p, int64_t rows, int64_t cols) {
     for (int64_t j = 0; j < cols; j++) p[i * TILE + j] = round16(p[i * TILE + j], t);
 }
 
-/* e^x without libm, in a form the compiler vectorizes (no branch, no call):
- * x = n ln2 + r with n = round(x / ln2) (the 1.5 x 2^23 trick), e^r by
- * Cephes' polynomial for |r| <= ln2 / 2, 2^n from n's bits. Within 2 ulp of
- * expf. Arguments below -87 give 2^-126 x e^r instead of less (a weight of
- * e^-87 next to the row's max of e^0 adds nothing a float can hold). */
-static inline float exp_fast(float x) {
-  x = x < -87.0f ? -87.0f : x;
-  x = x > 88.0f ? 88.0f : x;
-  float t = x * 1.44269504f + 12582912.0f, n = t - 12582912.0f;
-  float r = x - n * 0.693359375f + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  int32_t e = (int32_t)(dt_bits(t) - 0x4b400000u) + 127; /* t's low bits hold n */
-  return p * dt_float((uint32_t)e << 23);
-}
-
 /* Sums and maxima in 8 lanes: one running sum in a loop is a chain the
  * compiler must keep in order; 8 independent ones are a vector. */
 static inline __attribute__((always_inline)) float lanes_sum(const float *s, int64_t n) {
@@ -127,7 +107,7 @@ softmax_tile_body(float *restrict s, int64_t rows, int64_t cols, int diagonal, i
     float *si = s + i * TILE, m = first ? -INFINITY : mx[i];
     int64_t see = visible(diagonal, i, cols);
     float m2 = fmaxf(m, lanes_max(si, see));
-    for (int64_t j = 0; j < see; j++) si[j] = exp_fast(si[j] - m2);
+    for (int64_t j = 0; j < see; j++) si[j] = dt_exp_core(si[j] - m2);
     for (int64_t j = see; j < cols; j++) si[j] = 0;
     old[i] = expf(m - m2); /* 0 on the first tile */
     sum[i] = (first ? 0 : sum[i] * old[i]) + lanes_sum(si, see);
@@ -144,7 +124,7 @@ grad_tile_body(float *restrict s, float *restrict dp, int64_t rows, int64_t cols
     float *si = s + i * TILE, *di = dp + i * TILE, l = lse[i * heads], dl = delta[i * heads];
     int64_t see = visible(diagonal, i, cols);
     for (int64_t j = 0; j < see; j++) {
-      float p = exp_fast(si[j] - l);
+      float p = dt_exp_core(si[j] - l);
       si[j] = p;
       di[j] = p * (di[j] - dl) * scale;
     }
