@@ -62,7 +62,9 @@ static void run_op(const op *o, scratch *b, const dt_train_config *cfg, const in
     break;
   }
   case DATA05: dt_make_batch(cfg, samples, s[0], p[0], p[1]); break;
-  case ADAMW: dt_adamw_step(p[0], p[1], p[2], p[3], (size_t)s[0], 0.001f, 0.01f, 10, 1.0f); break;
+  case ADAMW:
+    dt_adamw_step(p[0], p[1], p[2], p[3], (size_t)s[0], 0.001f, 0.01f, 10, 1.0f, 0.999f);
+    break;
   case SGD: dt_sgd_step(p[0], p[1], (size_t)s[0], 0.1f, 1.0f); break;
   case ALLOC: { /* 06's transient layer: fresh pages, written (faulted in) by its collective */
     float *fresh = dt_alloc_f32((size_t)s[0], DT_OTHER);

@@ -118,7 +118,7 @@ static void test_adamw(void) {
   float *dm = on_device(&m, 1), *dv = on_device(&v, 1);
   double pw = 0.5, pm = 0, pv = 0, lr = 0.1, wd = 0.01;
   for (int t = 1; t <= 3; t++) { /* torch.optim.AdamW, written out */
-    dt_adamw_step(dw, dg, dm, dv, 1, (float)lr, (float)wd, t, 1.0f);
+    dt_adamw_step(dw, dg, dm, dv, 1, (float)lr, (float)wd, t, 1.0f, 0.999f);
     pw *= 1 - lr * wd;
     pm = 0.9 * pm + 0.1 * 0.2f;
     pv = 0.999 * pv + 0.001 * 0.2f * 0.2f;
@@ -130,12 +130,12 @@ static void test_adamw(void) {
 }
 
 /* The check's per-element bound: no AdamW step moves a weight by more than
- * lr x dt_adamw_max_update(t), whatever the gradients, and the gradients
+ * lr x dt_adamw_max_update(t, 0.999), whatever the gradients, and the gradients
  * that make Cauchy-Schwarz an equality (g_k proportional to a_k / b_k, from
  * step 1 on) come within eps of it: the bound is tight. */
 static void test_adamw_max_update(void) {
-  EXPECT(fabs(dt_adamw_max_update(1) - 1) < 1e-12, "one step moves by lr: %g",
-         dt_adamw_max_update(1));
+  EXPECT(fabs(dt_adamw_max_update(1, 0.999) - 1) < 1e-12, "one step moves by lr: %g",
+         dt_adamw_max_update(1, 0.999));
   for (int trial = 0; trial < 3; trial++) {
     int T = 40;
     double m = 0, v = 0, worst = 0, tight = 0;
@@ -146,8 +146,8 @@ static void test_adamw_max_update(void) {
                               : pow(0.9 / 0.999, T - t);
       m = 0.9 * m + 0.1 * g, v = 0.999 * v + 0.001 * g * g;
       double step = (m / (1 - pow(0.9, t))) / (sqrt(v / (1 - pow(0.999, t))) + 1e-8);
-      worst = fmax(worst, fabs(step) / dt_adamw_max_update(t));
-      if (t == T) tight = fabs(step) / dt_adamw_max_update(t);
+      worst = fmax(worst, fabs(step) / dt_adamw_max_update(t, 0.999));
+      if (t == T) tight = fabs(step) / dt_adamw_max_update(t, 0.999);
     }
     EXPECT(worst <= 1 + 1e-9, "an AdamW step beyond the bound: %g of it", worst);
     if (trial == 2) EXPECT(tight > 0.999, "the bound is tight at t=%d: %g of it", T, tight);

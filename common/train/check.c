@@ -169,12 +169,13 @@ static void list_off(const dt_train_config *c, const float *w, const float *ref,
            (long long)never);
 }
 
-/* The yardstick of this config: the dense trainer, the mixture's or the
- * transformer's. */
+/* The yardstick of this config: the dense trainer, the mixture's, the
+ * transformer's or the GPT's. */
 static void reference_train(const dt_train_config *c, dt_reference_run *out) {
   switch (c->model) {
   case DT_MOE: dt_reference_train_moe(c, out); break;
   case DT_TRANSFORMER: dt_reference_train_attn(c, out); break;
+  case DT_GPT: dt_reference_train_gpt(c, out); break;
   default: dt_reference_train(c, out);
   }
 }
@@ -200,7 +201,10 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
     snprintf(why, sizeof why, "AdamW's drift after a rounding flip");
   else
     snprintf(why, sizeof why, "S x K x u (S %lld, K = max(B%s,D,H) = %lld)", (long long)S,
-             c->model == DT_TRANSFORMER ? " x seq" : "", (long long)K);
+             c->model == DT_TRANSFORMER ? " x seq"
+             : c->model == DT_GPT       ? " x seq,V"
+                                        : "",
+             (long long)K);
   printf("compare with one process (fp32, %s; the criterion: CHECKING.md)\n", c->optimizer);
   printf("       figure                                    measured     bound\n");
   printf("  %-4s %-41s %-12.2e %-9.1e %s\n", MARK(ok_loss),
@@ -263,7 +267,7 @@ static int check_16bit(const dt_train_config *c, const double *losses, const dou
     loss_rel = fmax(loss_rel, fabs((losses[s] - p) - (ref_loss[s] - q)) / fabs(ref_loss[s] - q));
     part_rel = fmax(part_rel, rel_to(fabs(p - q), q));
   }
-  size_t n = (size_t)(c->layers * dt_params_per_layer(c));
+  size_t n = (size_t)dt_model_size(c);
   for (size_t i = 0; i < n; i++) {
     double d = (double)w[i] - ref_w[i];
     diff2 += d * d;
@@ -304,7 +308,7 @@ static void stop_diverged(const dt_train_config *c, int64_t step, double loss, d
       one.start_step = 0;
       one.save = one.ckpt = one.trace = NULL;
       double *losses = malloc((size_t)one.steps * sizeof *losses);
-      float *w = malloc((size_t)(c->layers * dt_params_per_layer(c)) * sizeof *w);
+      float *w = malloc((size_t)dt_model_size(c) * sizeof *w);
       CHECK_ALLOC(losses);
       CHECK_ALLOC(w);
       dt_reference_run run = {.losses = losses, .weights = w};
@@ -412,7 +416,7 @@ int dt_check_against_reference(const dt_train_config *c, const double *losses, c
   if (!replay) replay = &none;
   dt_routing *routing = replay->routing;
   int failed = 0;
-  size_t n = (size_t)(c->layers * dt_params_per_layer(c)), steps = (size_t)c->steps;
+  size_t n = (size_t)dt_model_size(c), steps = (size_t)c->steps;
   int replicas_ok = replicated && dt_size() > 1 ? replicas_agree(final_weights, n) : 1;
   if (dt_rank() == 0) {
     double *ref_loss = malloc(steps * sizeof(double));
@@ -474,7 +478,7 @@ int dt_check_convergence(const dt_train_config *c, const double *losses, double 
   int failed = 0;
   if (dt_rank() == 0) {
     double *ref = malloc((size_t)c->steps * sizeof *ref);
-    float *w = malloc((size_t)(c->layers * dt_params_per_layer(c)) * 4);
+    float *w = malloc((size_t)dt_model_size(c) * 4);
     CHECK_ALLOC(ref);
     CHECK_ALLOC(w);
     dt_reference_run run = {.losses = ref, .weights = w};

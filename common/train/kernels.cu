@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "dt_cuda.h"
+#include "gpt_core.h"
 #include "half_core.h"
 #include "rng_core.h"
 #include "train_internal.h"
@@ -104,13 +105,13 @@ __global__ static void sgd_kernel(float *w, const float *g, size_t n, float lr, 
 }
 __global__ static void adamw_kernel(float *w, const float *g, float *m, float *v, size_t n,
                                     float lr, float decay, float step_size, float bias2_sqrt,
-                                    float grad_scale) {
+                                    float grad_scale, float beta2) {
   size_t i = INDEX;
   if (i >= n) return;
   float gi = g[i] * grad_scale;
   w[i] *= decay;
   m[i] += (gi - m[i]) * (1.0f - 0.9f);
-  v[i] = v[i] * 0.999f + (1.0f - 0.999f) * gi * gi;
+  v[i] = v[i] * beta2 + (1.0f - beta2) * gi * gi;
   w[i] -= step_size * m[i] / (sqrtf(v[i]) / bias2_sqrt + 1e-8f);
 }
 
@@ -352,11 +353,187 @@ extern "C" void dt_sgd_step(float *w, const float *g, size_t n, float lr, float 
   }
 }
 extern "C" void dt_adamw_step(float *w, const float *g, float *m, float *v, size_t n, float lr,
-                              float weight_decay, int64_t t, float grad_scale) {
-  float bias1 = 1.0f - powf(0.9f, (float)t), bias2_sqrt = sqrtf(1.0f - powf(0.999f, (float)t));
+                              float weight_decay, int64_t t, float grad_scale, float beta2) {
+  float bias1 = 1.0f - powf(0.9f, (float)t), bias2_sqrt = sqrtf(1.0f - powf(beta2, (float)t));
   if (n) {
     adamw_kernel<<<GRID(n)>>>(w, g, m, v, n, lr, 1.0f - lr * weight_decay, lr / bias1, bias2_sqrt,
-                              grad_scale);
+                              grad_scale, beta2);
     LAUNCHED();
   }
+}
+
+/* The GPT's kernels: one thread per row, column or element, each running
+ * gpt_core.h's body as the cpu loop does, so the bits are the cpu's. A
+ * row's sums run in the row's thread, in order: slower than a tree across a
+ * block, and the same bits as the cpu. Token ids and the embedding's
+ * buckets come from the host, staged in device buffers kept between calls
+ * (from pageable memory a copy returns once the host's bytes are taken). */
+static void *staged_buf[3];
+static size_t staged_size[3];
+static const void *staged(int slot, const void *host, size_t bytes) {
+  if (staged_size[slot] < bytes) {
+    dt_free(staged_buf[slot]);
+    staged_buf[slot] = dt_alloc(bytes, DT_OTHER);
+    staged_size[slot] = bytes;
+  }
+  if (bytes)
+    CHECK_CUDA(cudaMemcpyAsync(staged_buf[slot], host, bytes, cudaMemcpyHostToDevice, dt_stream()));
+  return staged_buf[slot];
+}
+
+__global__ static void ln_forward_kernel(const float *x, const float *g, float *y, float *mean,
+                                         float *rstd, int64_t R, int64_t D) {
+  size_t r = INDEX;
+  if (r < (size_t)R) dt_ln_row_forward(x + r * D, g, y + r * D, &mean[r], &rstd[r], D);
+}
+__global__ static void ln_gain_kernel(const float *x, const float *dy, const float *mean,
+                                      const float *rstd, float *dg, int64_t R, int64_t D) {
+  size_t j = INDEX;
+  if (j < (size_t)D) dg[j] = dt_ln_gain_col(x, dy, mean, rstd, R, D, (int64_t)j, dg[j]);
+}
+__global__ static void ln_backward_kernel(const float *x, const float *g, const float *dy,
+                                          const float *mean, const float *rstd, float *dx,
+                                          int64_t R, int64_t D, int accumulate) {
+  size_t r = INDEX;
+  if (r < (size_t)R)
+    dt_ln_row_backward(x + r * D, g, dy + r * D, mean[r], rstd[r], dx + r * D, D, accumulate);
+}
+__global__ static void gelu_forward_kernel(const float *a, float *u, size_t n) {
+  size_t i = INDEX;
+  if (i < n) u[i] = dt_gelu_core(a[i]);
+}
+__global__ static void gelu_backward_kernel(const float *a, const float *du, float *da, size_t n) {
+  size_t i = INDEX;
+  if (i < n) da[i] = dt_rn_mul(du[i], dt_gelu_grad_core(a[i]));
+}
+__global__ static void embed_forward_kernel(const int32_t *tokens, int64_t R, const float *wte,
+                                            int64_t v0, int64_t Vs, int64_t D, float *out) {
+  size_t e = INDEX;
+  if (e < (size_t)(R * D)) out[e] = dt_embed_core(wte, tokens[e / D], v0, Vs, D, (int64_t)(e % D));
+}
+__global__ static void embed_backward_kernel(const int64_t *offsets, const int32_t *rows,
+                                             const float *dout, int64_t Vs, int64_t D,
+                                             float *dwte) {
+  size_t e = INDEX;
+  if (e >= (size_t)(Vs * D)) return;
+  int64_t v = (int64_t)e / D, d = (int64_t)e % D;
+  if (offsets[v + 1] > offsets[v])
+    dwte[e] = dt_rows_sum_core(dout, rows, offsets[v], offsets[v + 1], D, d, dwte[e]);
+}
+__global__ static void positions_forward_kernel(const float *wpe, int64_t len, int64_t count,
+                                                int64_t D, float *out) {
+  size_t e = INDEX;
+  if (e < (size_t)(count * len * D)) out[e] = dt_rn_add(out[e], wpe[e % (size_t)(len * D)]);
+}
+__global__ static void positions_backward_kernel(const float *dout, int64_t len, int64_t count,
+                                                 int64_t D, float *dwpe) {
+  size_t e = INDEX;
+  if (e < (size_t)(len * D))
+    dwpe[e] = dt_positions_sum_core(dout, count, len, D, (int64_t)e / D, (int64_t)e % D, dwpe[e]);
+}
+__global__ static void ce_rows_kernel(const float *logits, int64_t R, int64_t Vs, int64_t v0,
+                                      const int32_t *targets, const float *mx, float *out,
+                                      int piece) {
+  size_t r = INDEX;
+  if (r >= (size_t)R) return;
+  const float *l = logits + r * Vs;
+  out[r] = piece == 0   ? dt_ce_row_max(l, Vs)
+           : piece == 1 ? dt_ce_row_sumexp(l, Vs, mx[r])
+                        : dt_ce_row_target(l, v0, Vs, targets[r]);
+}
+__global__ static void ce_backward_kernel(const float *logits, int64_t R, int64_t Vs, int64_t v0,
+                                          const int32_t *targets, const float *mx, const float *sum,
+                                          float scale, float *dlogits) {
+  size_t e = INDEX;
+  if (e >= (size_t)(R * Vs)) return;
+  int64_t r = (int64_t)e / Vs, j = (int64_t)e % Vs;
+  dlogits[e] = dt_ce_grad_core(logits[e], targets[r] == v0 + j, mx[r], sum[r], scale);
+}
+
+extern "C" void dt_layernorm_forward(const float *x, const float *g, float *y, float *mean,
+                                     float *rstd, int64_t R, int64_t D) {
+  if (R <= 0) return;
+  ln_forward_kernel<<<GRID((size_t)R)>>>(x, g, y, mean, rstd, R, D);
+  LAUNCHED();
+}
+extern "C" void dt_layernorm_backward(const float *x, const float *g, const float *dy,
+                                      const float *mean, const float *rstd, float *dx, float *dg,
+                                      int64_t R, int64_t D, int accumulate) {
+  if (R <= 0 || D <= 0) return;
+  ln_gain_kernel<<<GRID((size_t)D)>>>(x, dy, mean, rstd, dg, R, D);
+  LAUNCHED();
+  ln_backward_kernel<<<GRID((size_t)R)>>>(x, g, dy, mean, rstd, dx, R, D, accumulate);
+  LAUNCHED();
+}
+extern "C" void dt_gelu_forward(const float *a, float *u, size_t n) {
+  if (!n) return;
+  gelu_forward_kernel<<<GRID(n)>>>(a, u, n);
+  LAUNCHED();
+}
+extern "C" void dt_gelu_backward(const float *a, const float *du, float *da, size_t n) {
+  if (!n) return;
+  gelu_backward_kernel<<<GRID(n)>>>(a, du, da, n);
+  LAUNCHED();
+}
+extern "C" void dt_embed_forward(const int32_t *tokens, int64_t R, const float *wte, int64_t v0,
+                                 int64_t Vs, int64_t D, float *out) {
+  if (R <= 0 || D <= 0) return;
+  const int32_t *t = (const int32_t *)staged(0, tokens, (size_t)R * sizeof *tokens);
+  embed_forward_kernel<<<GRID((size_t)(R * D))>>>(t, R, wte, v0, Vs, D, out);
+  LAUNCHED();
+}
+/* Sorted, not atomic: the rows of each token are summed in row order by one
+ * thread per (token, column), the cpu's order; atomicAdd would add them in
+ * whatever order the threads arrive, other bits on every run. */
+extern "C" void dt_embed_backward(const int32_t *tokens, int64_t R, const float *dout, int64_t v0,
+                                  int64_t Vs, int64_t D, float *dwte) {
+  if (R <= 0 || Vs <= 0 || D <= 0) return;
+  int64_t *offsets = (int64_t *)dt_host_alloc((size_t)Vs + 1, sizeof *offsets);
+  int32_t *rows = (int32_t *)dt_host_alloc((size_t)R, sizeof *rows);
+  dt_token_buckets(tokens, R, v0, Vs, offsets, rows);
+  const int64_t *o = (const int64_t *)staged(1, offsets, (size_t)(Vs + 1) * sizeof *offsets);
+  const int32_t *w = (const int32_t *)staged(2, rows, (size_t)R * sizeof *rows);
+  free(offsets);
+  free(rows);
+  embed_backward_kernel<<<GRID((size_t)(Vs * D))>>>(o, w, dout, Vs, D, dwte);
+  LAUNCHED();
+}
+extern "C" void dt_positions_forward(const float *wpe, int64_t t0, int64_t len, int64_t count,
+                                     int64_t D, float *out) {
+  if (len <= 0 || count <= 0 || D <= 0) return;
+  positions_forward_kernel<<<GRID((size_t)(count * len * D))>>>(wpe + t0 * D, len, count, D, out);
+  LAUNCHED();
+}
+extern "C" void dt_positions_backward(const float *dout, int64_t t0, int64_t len, int64_t count,
+                                      int64_t D, float *dwpe) {
+  if (len <= 0 || D <= 0) return;
+  positions_backward_kernel<<<GRID((size_t)(len * D))>>>(dout, len, count, D, dwpe + t0 * D);
+  LAUNCHED();
+}
+static void ce_rows(const float *logits, int64_t R, int64_t Vs, int64_t v0, const int32_t *targets,
+                    const float *mx, float *out, int piece) {
+  if (R <= 0) return;
+  const int32_t *t =
+      targets ? (const int32_t *)staged(0, targets, (size_t)R * sizeof *targets) : NULL;
+  ce_rows_kernel<<<GRID((size_t)R)>>>(logits, R, Vs, v0, t, mx, out, piece);
+  LAUNCHED();
+}
+extern "C" void dt_ce_max(const float *logits, int64_t R, int64_t Vs, float *mx) {
+  ce_rows(logits, R, Vs, 0, NULL, NULL, mx, 0);
+}
+extern "C" void dt_ce_sumexp(const float *logits, int64_t R, int64_t Vs, const float *mx,
+                             float *sum) {
+  ce_rows(logits, R, Vs, 0, NULL, mx, sum, 1);
+}
+extern "C" void dt_ce_target(const float *logits, int64_t R, int64_t Vs, int64_t v0,
+                             const int32_t *targets, float *tl) {
+  ce_rows(logits, R, Vs, v0, targets, NULL, tl, 2);
+}
+extern "C" void dt_ce_backward(const float *logits, int64_t R, int64_t Vs, int64_t v0,
+                               const int32_t *targets, const float *mx, const float *sum,
+                               float scale, float *dlogits) {
+  if (R <= 0 || Vs <= 0) return;
+  const int32_t *t = (const int32_t *)staged(0, targets, (size_t)R * sizeof *targets);
+  ce_backward_kernel<<<GRID((size_t)(R * Vs))>>>(logits, R, Vs, v0, t, mx, sum, scale, dlogits);
+  LAUNCHED();
 }

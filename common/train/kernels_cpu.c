@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "gpt_core.h"
 #include "train_internal.h"
 
 /* DT_GEMM_TIME=1: each rank prints at exit the wall time it spent in
@@ -178,8 +179,9 @@ void dt_sgd_step(float *restrict w, const float *restrict g, size_t n, float lr,
  * as in dt_sgd_step). */
 static inline __attribute__((always_inline)) void
 adamw_loop(float *restrict w, const float *restrict g, float *restrict m, float *restrict v,
-           size_t n, float grad_scale, float step_size, float decay, float bias2_sqrt) {
-  const float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+           size_t n, float grad_scale, float step_size, float decay, float bias2_sqrt,
+           float beta2) {
+  const float beta1 = 0.9f, eps = 1e-8f;
   for (size_t i = 0; i < n; i++) {
     float gi = g[i] * grad_scale;
     w[i] *= decay;
@@ -196,21 +198,101 @@ adamw_loop(float *restrict w, const float *restrict g, float *restrict m, float 
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("avx2"))) static void
 adamw_loop_avx2(float *restrict w, const float *restrict g, float *restrict m, float *restrict v,
-                size_t n, float grad_scale, float step_size, float decay, float bias2_sqrt) {
-  adamw_loop(w, g, m, v, n, grad_scale, step_size, decay, bias2_sqrt);
+                size_t n, float grad_scale, float step_size, float decay, float bias2_sqrt,
+                float beta2) {
+  adamw_loop(w, g, m, v, n, grad_scale, step_size, decay, bias2_sqrt, beta2);
 }
 #endif
 
 void dt_adamw_step(float *restrict w, const float *restrict g, float *restrict m, float *restrict v,
-                   size_t n, float lr, float weight_decay, int64_t t, float grad_scale) {
-  const float beta1 = 0.9f, beta2 = 0.999f;
+                   size_t n, float lr, float weight_decay, int64_t t, float grad_scale,
+                   float beta2) {
+  const float beta1 = 0.9f;
   float bias1 = 1.0f - powf(beta1, (float)t), bias2_sqrt = sqrtf(1.0f - powf(beta2, (float)t));
   float step_size = lr / bias1, decay = 1.0f - lr * weight_decay;
 #if defined(__x86_64__) && defined(__GNUC__)
   if (__builtin_cpu_supports("avx2")) {
-    adamw_loop_avx2(w, g, m, v, n, grad_scale, step_size, decay, bias2_sqrt);
+    adamw_loop_avx2(w, g, m, v, n, grad_scale, step_size, decay, bias2_sqrt, beta2);
     return;
   }
 #endif
-  adamw_loop(w, g, m, v, n, grad_scale, step_size, decay, bias2_sqrt);
+  adamw_loop(w, g, m, v, n, grad_scale, step_size, decay, bias2_sqrt, beta2);
+}
+
+/* The GPT's kernels: loops over gpt_core.h's bodies, whose arithmetic the
+ * CUDA kernels share. */
+void dt_layernorm_forward(const float *x, const float *g, float *y, float *mean, float *rstd,
+                          int64_t R, int64_t D) {
+  for (int64_t r = 0; r < R; r++) dt_ln_row_forward(x + r * D, g, y + r * D, &mean[r], &rstd[r], D);
+}
+
+void dt_layernorm_backward(const float *x, const float *g, const float *dy, const float *mean,
+                           const float *rstd, float *dx, float *dg, int64_t R, int64_t D,
+                           int accumulate) {
+  for (int64_t j = 0; j < D; j++) dg[j] = dt_ln_gain_col(x, dy, mean, rstd, R, D, j, dg[j]);
+  for (int64_t r = 0; r < R; r++)
+    dt_ln_row_backward(x + r * D, g, dy + r * D, mean[r], rstd[r], dx + r * D, D, accumulate);
+}
+
+void dt_gelu_forward(const float *a, float *u, size_t n) {
+  for (size_t i = 0; i < n; i++) u[i] = dt_gelu_core(a[i]);
+}
+
+void dt_gelu_backward(const float *a, const float *du, float *da, size_t n) {
+  for (size_t i = 0; i < n; i++) da[i] = dt_rn_mul(du[i], dt_gelu_grad_core(a[i]));
+}
+
+void dt_embed_forward(const int32_t *tokens, int64_t R, const float *wte, int64_t v0, int64_t Vs,
+                      int64_t D, float *out) {
+  for (int64_t r = 0; r < R; r++)
+    for (int64_t d = 0; d < D; d++) out[r * D + d] = dt_embed_core(wte, tokens[r], v0, Vs, D, d);
+}
+
+void dt_embed_backward(const int32_t *tokens, int64_t R, const float *dout, int64_t v0, int64_t Vs,
+                       int64_t D, float *dwte) {
+  int64_t *offsets = dt_host_alloc((size_t)Vs + 1, sizeof *offsets);
+  int32_t *rows = dt_host_alloc((size_t)R + 1, sizeof *rows);
+  dt_token_buckets(tokens, R, v0, Vs, offsets, rows);
+  for (int64_t v = 0; v < Vs; v++)
+    for (int64_t d = 0; offsets[v + 1] > offsets[v] && d < D; d++)
+      dwte[v * D + d] =
+          dt_rows_sum_core(dout, rows, offsets[v], offsets[v + 1], D, d, dwte[v * D + d]);
+  free(offsets);
+  free(rows);
+}
+
+void dt_positions_forward(const float *wpe, int64_t t0, int64_t len, int64_t count, int64_t D,
+                          float *out) {
+  for (int64_t k = 0; k < count; k++)
+    for (int64_t i = 0; i < len * D; i++)
+      out[k * len * D + i] = dt_rn_add(out[k * len * D + i], wpe[t0 * D + i]);
+}
+
+void dt_positions_backward(const float *dout, int64_t t0, int64_t len, int64_t count, int64_t D,
+                           float *dwpe) {
+  for (int64_t i = 0; i < len; i++)
+    for (int64_t d = 0; d < D; d++)
+      dwpe[(t0 + i) * D + d] =
+          dt_positions_sum_core(dout, count, len, D, i, d, dwpe[(t0 + i) * D + d]);
+}
+
+void dt_ce_max(const float *logits, int64_t R, int64_t Vs, float *mx) {
+  for (int64_t r = 0; r < R; r++) mx[r] = dt_ce_row_max(logits + r * Vs, Vs);
+}
+
+void dt_ce_sumexp(const float *logits, int64_t R, int64_t Vs, const float *mx, float *sum) {
+  for (int64_t r = 0; r < R; r++) sum[r] = dt_ce_row_sumexp(logits + r * Vs, Vs, mx[r]);
+}
+
+void dt_ce_target(const float *logits, int64_t R, int64_t Vs, int64_t v0, const int32_t *targets,
+                  float *tl) {
+  for (int64_t r = 0; r < R; r++) tl[r] = dt_ce_row_target(logits + r * Vs, v0, Vs, targets[r]);
+}
+
+void dt_ce_backward(const float *logits, int64_t R, int64_t Vs, int64_t v0, const int32_t *targets,
+                    const float *mx, const float *sum, float scale, float *dlogits) {
+  for (int64_t r = 0; r < R; r++)
+    for (int64_t j = 0; j < Vs; j++)
+      dlogits[r * Vs + j] =
+          dt_ce_grad_core(logits[r * Vs + j], targets[r] == v0 + j, mx[r], sum[r], scale);
 }

@@ -25,8 +25,11 @@
 int64_t dt_check_longest_sum(const dt_train_config *c) {
   int64_t K = c->batch > c->dim ? c->batch : c->dim;
   if (c->hidden > K) K = c->hidden;
-  if (c->model == DT_TRANSFORMER && c->batch * c->seq > K) /* a gradient sums B x seq rows */
+  int seqs = c->model == DT_TRANSFORMER || c->model == DT_GPT;
+  if (seqs && c->batch * c->seq > K) /* a gradient sums B x seq rows */
     K = c->batch * c->seq;
+  if (c->model == DT_GPT && c->vocab > K) /* and the head's, V logits */
+    K = c->vocab;
   return K;
 }
 

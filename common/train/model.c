@@ -2,9 +2,12 @@
  * backward, on whatever slice of the weights a lesson holds. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "train_internal.h"
+
+static void gpt_resolve(dt_train_config *c);
 
 static double adamw_lr(const dt_train_config *c) { return c->adamw_lr > 0 ? c->adamw_lr : 0.003; }
 
@@ -18,6 +21,7 @@ void dt_train_resolve(dt_train_config *c) {
   if (c->hidden == 0) c->hidden = 4 * c->dim;
   if (c->samples == 0) c->samples = 8 * c->batch;
   if (c->lr == 0) c->lr = c->optimizer[0] == 'a' ? adamw_lr(c) : 0.2;
+  if (c->beta2 == 0) c->beta2 = 0.999;
   if (c->samples % c->batch != 0)
     dt_fail("--samples %lld is not a multiple of --batch %lld: every epoch must split into whole "
             "global batches, so that every world size sees the same batches",
@@ -33,14 +37,15 @@ void dt_train_resolve(dt_train_config *c) {
     dt_fail("--topk %lld is more than --experts %lld: a token cannot choose more experts than "
             "there are",
             (long long)c->topk, (long long)c->experts);
-  if (c->model == DT_TRANSFORMER && c->dim % c->heads != 0)
+  if ((c->model == DT_TRANSFORMER || c->model == DT_GPT) && c->dim % c->heads != 0)
     dt_fail("--heads %lld: the width D = %lld does not split into %lld heads; choose --heads "
             "dividing --dim",
             (long long)c->heads, (long long)c->dim, (long long)c->heads);
+  if (c->model == DT_GPT) gpt_resolve(c);
   dt_check_outputs(c); /* before any training, not after it */
   /* Every lesson holds the whole model somewhere (rank 0 checks it), so a
    * model larger than the memory left is refused before anything runs. */
-  double bytes = 4.0 * (double)c->layers * (double)dt_params_per_layer(c);
+  double bytes = 4.0 * (double)dt_model_size(c);
   double available = dt_memory_available();
   if (bytes > available)
     dt_fail("the model needs %.2f GiB for its weights alone (%s x 4 bytes); only %.2f GiB are "
@@ -48,9 +53,47 @@ void dt_train_resolve(dt_train_config *c) {
             bytes / 1073741824.0,
             c->model == DT_MOE           ? "L x (DE + 2EDH)"
             : c->model == DT_TRANSFORMER ? "L x (4D^2 + 2DH)"
+            : c->model == DT_GPT         ? "(V + S + 1) D + L x (2D + 4D^2 + 2DH)"
                                          : "L x 2 x D x H",
             available / 1073741824.0, dt_memory_source(),
             c->model == DT_MOE ? " or --experts" : "");
+}
+
+void dt_gpt_defaults(dt_train_config *c) {
+  c->model = DT_GPT;
+  c->optimizer = "adamw";
+  c->adamw_lr = 1e-3;
+  c->beta2 = 0.99;
+  c->weight_decay = 0.1;
+  c->clip = 1.0;
+  c->warmup = -1;
+  c->text = "README.md";
+  c->tokens = "char";
+  c->seq = 64;
+  c->heads = 4;
+  c->batch = 8;
+  c->eval_batches = 4;
+  c->temperature = 1.0;
+}
+
+/* The GPT's text (its vocabulary sets the model's V), once per process;
+ * the schedule's warm-up. */
+static void gpt_resolve(dt_train_config *c) {
+  static dt_text text;
+  static char loaded[4096];
+  int bytes = c->tokens && strcmp(c->tokens, "byte") == 0;
+  char key[4096];
+  if (!c->text) dt_fail("--text FILE: a GPT trains on a text; name one (e.g. --text README.md)");
+  snprintf(key, sizeof key, "%d %lld %lld %s", bytes, (long long)c->vocab_multiple,
+           (long long)c->seq, c->text);
+  if (strcmp(key, loaded) != 0) { /* a test may load another */
+    dt_text_free(&text);
+    dt_text_load(&text, c->text, bytes, c->vocab_multiple, c->seq + 1);
+    snprintf(loaded, sizeof loaded, "%s", key);
+  }
+  c->corpus = &text;
+  c->vocab = text.vocab.size;
+  if (c->warmup < 0) c->warmup = c->steps / 10;
 }
 
 /* What the tables of the lessons do not show, said where it exists. */
@@ -72,21 +115,71 @@ int64_t dt_params_per_layer(const dt_train_config *c) {
   switch (c->model) {
   case DT_MOE: return D * E + 2 * E * D * H;
   case DT_TRANSFORMER: return 4 * D * D + 2 * D * H;
+  case DT_GPT: return 2 * D + 4 * D * D + 2 * D * H;
   default: return 2 * D * H;
   }
+}
+
+/* A GPT's embeddings come before its layers and its final gain after them. */
+static int64_t layers_start(const dt_train_config *c) {
+  return c->model == DT_GPT ? (c->vocab + c->seq) * c->dim : 0;
+}
+
+int64_t dt_model_size(const dt_train_config *c) {
+  int64_t layers = c->layers * dt_params_per_layer(c);
+  return c->model == DT_GPT ? layers_start(c) + layers + c->dim : layers;
 }
 
 static int64_t tensors_per_layer(const dt_train_config *c) {
   switch (c->model) {
   case DT_MOE: return 1 + 2 * c->experts;
   case DT_TRANSFORMER: return 6;
+  case DT_GPT: return 8;
   default: return 2;
   }
 }
 
-int64_t dt_model_tensors(const dt_train_config *c) { return c->layers * tensors_per_layer(c); }
+int64_t dt_model_tensors(const dt_train_config *c) {
+  return c->layers * tensors_per_layer(c) + (c->model == DT_GPT ? 3 : 0);
+}
+
+/* nanoGPT's initialisation: normal(0, 0.02) for every matrix and both
+ * embeddings, 0.02 / sqrt(2L) for the two projections into the residual
+ * stream (Wo and W2), gains 1; only the gains take no weight decay. */
+static dt_tensor gpt_tensor(const dt_train_config *c, int64_t t) {
+  int64_t D = c->dim, H = c->hidden, L = c->layers, last = 2 + 8 * L;
+  dt_tensor x = {.rows = D, .cols = D, .bound = 0.02f, .init = DT_INIT_NORMAL};
+  if (t < 2 || t == last) { /* wte, wpe, ln_f */
+    x.at = t == 0 ? 0 : t == 1 ? c->vocab * D : layers_start(c) + L * dt_params_per_layer(c);
+    x.rows = t == 0 ? c->vocab : t == 1 ? c->seq : 1;
+    snprintf(x.name, sizeof x.name, "%s", t == 0 ? "wte" : t == 1 ? "wpe" : "ln_f");
+  } else {
+    int64_t l = (t - 2) / 8, j = (t - 2) % 8;
+    /* each tensor's offset in the layer: ln1, wq, wk, wv, wo, ln2, w1, w2 */
+    int64_t at[8] = {0,
+                     D,
+                     D + D * D,
+                     D + 2 * D * D,
+                     D + 3 * D * D,
+                     D + 4 * D * D,
+                     2 * D + 4 * D * D,
+                     2 * D + 4 * D * D + D * H};
+    static const char *names[8] = {"ln1", "wq", "wk", "wv", "wo", "ln2", "w1", "w2"};
+    x.at = layers_start(c) + l * dt_params_per_layer(c) + at[j];
+    x.rows = j == 0 || j == 5 ? 1 : j == 7 ? H : D;
+    x.cols = j == 6 ? H : D;
+    if (j == 4 || j == 7) x.bound = 0.02f / sqrtf((float)(2 * L));
+    snprintf(x.name, sizeof x.name, "layers.%lld.%s", (long long)l, names[j]);
+  }
+  if (x.rows == 1) { /* the gains */
+    x.init = DT_INIT_ONES;
+    x.vector = x.plain = 1;
+  }
+  return x;
+}
 
 dt_tensor dt_model_tensor(const dt_train_config *c, int64_t t) {
+  if (c->model == DT_GPT) return gpt_tensor(c, t);
   int64_t D = c->dim, H = c->hidden, E = c->model == DT_MOE ? c->experts : 0,
           per = tensors_per_layer(c), l = t / per, j = t % per;
   int attn = c->model == DT_TRANSFORMER;
@@ -119,12 +212,25 @@ dt_tensor dt_model_tensor(const dt_train_config *c, int64_t t) {
   return x;
 }
 
-/* The layer's tensors in order, from dt_model_tensor: one description of the layout. */
+/* The tensors in order, from dt_model_tensor: one description of the
+ * layout. A start in the right layer, then a walk. */
 int64_t dt_tensor_at(const dt_train_config *c, int64_t at) {
-  int64_t t = at / dt_params_per_layer(c) * tensors_per_layer(c);
+  int64_t start = layers_start(c), head = c->model == DT_GPT ? 2 : 0;
+  int64_t layer = at < start ? 0 : (at - start) / dt_params_per_layer(c);
+  int64_t t =
+      at < start ? 0 : head + (layer < c->layers ? layer : c->layers) * tensors_per_layer(c);
   for (dt_tensor x = dt_model_tensor(c, t); at >= x.at + x.rows * x.cols; x = dt_model_tensor(c, t))
     t++;
   return t;
+}
+
+static float initial_value(const dt_train_config *c, const dt_tensor *x, int64_t t, int64_t i) {
+  switch (x->init) {
+  case DT_INIT_NORMAL: return x->bound * dt_rng_normal((uint64_t)c->seed, (uint64_t)t, (uint64_t)i);
+  case DT_INIT_ONES: return 1.0f;
+  default:
+    return -x->bound + 2 * x->bound * dt_rng_uniform((uint64_t)c->seed, (uint64_t)t, (uint64_t)i);
+  }
 }
 
 void dt_initial_weights(const dt_train_config *c, float *dst, int64_t at, int64_t n) {
@@ -132,21 +238,32 @@ void dt_initial_weights(const dt_train_config *c, float *dst, int64_t at, int64_
     int64_t t = dt_tensor_at(c, at + i);
     dt_tensor x = dt_model_tensor(c, t);
     int64_t end = x.at + x.rows * x.cols, m = end - (at + i) < n - i ? end - (at + i) : n - i;
-    for (int64_t k = 0; k < m; k++)
-      dst[i + k] = -x.bound + 2 * x.bound *
-                                  dt_rng_uniform((uint64_t)c->seed, (uint64_t)t,
-                                                 (uint64_t)(at + i + k - x.at));
+    for (int64_t k = 0; k < m; k++) dst[i + k] = initial_value(c, &x, t, at + i + k - x.at);
     i += m;
   }
 }
 
 void dt_train_print(const dt_train_config *c) {
+  if (c->model == DT_GPT) {
+    const dt_text *t = c->corpus;
+    dt_print0("model: GPT L=%lld D=%lld H=%lld A=%lld S=%lld V=%lld (%lld parameters, %.2f MiB "
+              "fp32) | text %s: %lld %s tokens, %lld train, %lld validation | batch B=%lld "
+              "windows | %lld steps of %s, lr %g (warm-up %lld, cosine to %g), weight decay %g, "
+              "betas (0.9, %g)%s | precision %s\n",
+              (long long)c->layers, (long long)c->dim, (long long)c->hidden, (long long)c->heads,
+              (long long)c->seq, (long long)c->vocab, (long long)dt_model_size(c),
+              4.0 * (double)dt_model_size(c) / (1 << 20), c->text, (long long)t->n,
+              t->vocab.bytes ? "byte" : "character", (long long)t->train,
+              (long long)(t->n - t->train), (long long)c->batch, (long long)c->steps, c->optimizer,
+              c->lr, (long long)c->warmup, c->lr / 10, c->weight_decay, c->beta2,
+              c->clip > 0 ? ", clipped" : "", c->precision);
+    return;
+  }
   dt_print0("model: L=%lld D=%lld H=%lld (%lld parameters, %.2f MiB fp32) | batch B=%lld, "
             "%lld samples | %lld steps of %s, lr %g%s | precision %s\n",
             (long long)c->layers, (long long)c->dim, (long long)c->hidden,
-            (long long)(c->layers * dt_params_per_layer(c)),
-            4.0 * (double)(c->layers * dt_params_per_layer(c)) / (1 << 20), (long long)c->batch,
-            (long long)c->samples, (long long)c->steps, c->optimizer, c->lr,
+            (long long)dt_model_size(c), 4.0 * (double)dt_model_size(c) / (1 << 20),
+            (long long)c->batch, (long long)c->samples, (long long)c->steps, c->optimizer, c->lr,
             c->clip > 0 ? ", clipped" : "", c->precision);
 }
 
@@ -184,11 +301,53 @@ void dt_block_backward(const float *x, const float *a, const float *h, const flo
 }
 
 void dt_optimizer_step(const dt_train_config *c, float *w, const float *g, float *m, float *v,
-                       size_t n, int64_t t, float grad_scale) {
-  if (c->optimizer[0] == 'a')
-    dt_adamw_step(w, g, m, v, n, (float)c->lr, (float)c->weight_decay, t, grad_scale);
-  else
-    dt_sgd_step(w, g, n, (float)c->lr, grad_scale);
+                       size_t n, const dt_spans *plain, dt_step_scalars k) {
+  if (c->optimizer[0] != 'a') {
+    dt_sgd_step(w, g, n, k.lr, k.grad_scale);
+    return;
+  }
+  /* AdamW in runs: decayed, then a plain span without decay, and so on */
+  float decay = (float)c->weight_decay, beta2 = (float)c->beta2;
+  size_t at = 0;
+  for (int i = 0; plain && i <= plain->n; i++) {
+    size_t lo = i < plain->n ? (size_t)plain->at[2 * i] : n;
+    size_t hi = i < plain->n ? (size_t)plain->at[2 * i + 1] : n;
+    if (lo > at)
+      dt_adamw_step(w + at, g + at, m + at, v + at, lo - at, k.lr, decay, k.t, k.grad_scale, beta2);
+    if (hi > lo)
+      dt_adamw_step(w + lo, g + lo, m + lo, v + lo, hi - lo, k.lr, 0, k.t, k.grad_scale, beta2);
+    at = hi;
+  }
+  if (!plain) dt_adamw_step(w, g, m, v, n, k.lr, decay, k.t, k.grad_scale, beta2);
+}
+
+/* nanoGPT's get_lr: (it + 1) / (warm-up + 1) of the rate while warming up,
+ * then a cosine from the rate at the warm-up's end to a tenth of it at the
+ * last step. Every other model keeps its rate. */
+double dt_lr_at(const dt_train_config *c, int64_t step) {
+  if (c->model != DT_GPT) return c->lr;
+  if (step < c->warmup) return c->lr * (double)(step + 1) / (double)(c->warmup + 1);
+  double ratio = (double)(step - c->warmup) / (double)(c->steps - c->warmup);
+  double least = c->lr / 10, coeff = 0.5 * (1.0 + cos(3.14159265358979323846 * ratio));
+  return least + coeff * (c->lr - least);
+}
+
+dt_spans dt_model_plain(const dt_train_config *c) {
+  dt_spans s = {0};
+  for (int64_t t = 0; t < dt_model_tensors(c); t++) {
+    dt_tensor x = dt_model_tensor(c, t);
+    if (!x.plain) continue;
+    if (s.n && s.at[2 * s.n - 1] == x.at) { /* adjacent: one span */
+      s.at[2 * s.n - 1] += x.rows * x.cols;
+      continue;
+    }
+    s.at = realloc(s.at, (size_t)(2 * (s.n + 1)) * sizeof *s.at);
+    CHECK_ALLOC(s.at);
+    s.at[2 * s.n] = x.at;
+    s.at[2 * s.n + 1] = x.at + x.rows * x.cols;
+    s.n++;
+  }
+  return s;
 }
 
 float dt_clip_factor(const dt_train_config *c, double global_sq_norm) {

@@ -15,8 +15,8 @@ void dt_load_weights_host(const char *path, const dt_train_config *c, float *wei
  * is m_hat / (sqrt(v_hat) + eps), and by Cauchy-Schwarz |m_hat| <=
  * sqrt(sum_k a_k^2 / b_k) sqrt(v_hat), with a_k and b_k the weights step k's
  * gradient has in m_hat and v_hat at step t (CHECKING.md). 1 at t = 1. */
-double dt_adamw_max_update(int64_t t) {
-  const double b1 = 0.9, b2 = 0.999;
+double dt_adamw_max_update(int64_t t, double b2) {
+  const double b1 = 0.9;
   double sum = 0;
   for (int64_t j = 0; j < t; j++) { /* j = t - k: how many steps ago */
     double a = (1 - b1) * pow(b1, (double)j) / (1 - pow(b1, (double)t));
@@ -77,11 +77,14 @@ void dt_reference_update(const dt_train_config *c, dt_reference_run *out, dt_los
   double raw = dt_sum_squares(g, n), sq = raw / (used * used); /* of the unscaled gradients */
   float clip = dt_clip_factor(c, sq);
   out->clipped += clip < 1.0f;
-  dt_optimizer_step(c, w, g, m, v, n, scaler->taken, dt_grad_scale(c, used, raw));
-  out->reach +=
-      c->optimizer[0] == 'a'
-          ? c->lr * (dt_adamw_max_update(scaler->taken) + c->weight_decay * (w0_max + out->reach))
-          : c->lr * clip * sqrt(sq);
+  double lr = dt_lr_at(c, step);
+  dt_spans plain = dt_model_plain(c);
+  dt_step_scalars k = {scaler->taken, dt_grad_scale(c, used, raw), (float)lr};
+  dt_optimizer_step(c, w, g, m, v, n, &plain, k);
+  free(plain.at);
+  out->reach += c->optimizer[0] == 'a' ? lr * (dt_adamw_max_update(scaler->taken, c->beta2) +
+                                               c->weight_decay * (w0_max + out->reach))
+                                       : lr * clip * sqrt(sq);
 }
 
 double dt_reference_begin(const dt_train_config *c, float *w, int64_t n, dt_loss_scaler *scaler,

@@ -11,10 +11,19 @@
 
 #include "train_internal.h"
 
-typedef struct {
-  int64_t S, D, heads, dh;
-  float *qh, *kh, *vh, *oh, *dp; /* one head of one sequence: [S,dh]; dp [S,S] */
-} heads_scratch;
+typedef dt_heads_scratch heads_scratch;
+
+void dt_heads_scratch_init(heads_scratch *s, int64_t S, int64_t D, int64_t heads) {
+  *s = (heads_scratch){.S = S, .D = D, .heads = heads, .dh = D / heads};
+  float **sc[] = {&s->qh, &s->kh, &s->vh, &s->oh};
+  for (int i = 0; i < 4; i++) *sc[i] = dt_host_alloc((size_t)(S * s->dh), 4);
+  s->dp = dt_host_alloc((size_t)(S * S), 4);
+}
+
+void dt_heads_scratch_free(heads_scratch *s) {
+  float *sc[] = {s->qh, s->kh, s->vh, s->oh, s->dp};
+  for (int i = 0; i < 5; i++) free(sc[i]);
+}
 
 /* Columns h dh .. of rows [S, D] to a contiguous [S, dh] and back. */
 static void take(const heads_scratch *s, const float *x, int64_t h, float *xh) {
@@ -25,8 +34,8 @@ static void put(const heads_scratch *s, const float *xh, int64_t h, float *x) {
 }
 
 /* One sequence: p [heads][S,S] the probabilities, o [S,D]. */
-static void attend(heads_scratch *s, const float *q, const float *k, const float *v, float *p,
-                   float *o) {
+void dt_attend_materialised(heads_scratch *s, const float *q, const float *k, const float *v,
+                            float *p, float *o) {
   int64_t S = s->S;
   float scale = 1.0f / sqrtf((float)s->dh);
   for (int64_t h = 0; h < s->heads; h++) {
@@ -47,8 +56,9 @@ static void attend(heads_scratch *s, const float *q, const float *k, const float
 }
 
 /* Back from do [S,D]: dq, dk, dv [S,D] written. */
-static void attend_backward(heads_scratch *s, const float *q, const float *k, const float *v,
-                            const float *p, const float *dout, float *dq, float *dk, float *dv) {
+void dt_attend_materialised_backward(heads_scratch *s, const float *q, const float *k,
+                                     const float *v, const float *p, const float *dout, float *dq,
+                                     float *dk, float *dv) {
   int64_t S = s->S, dh = s->dh;
   float scale = 1.0f / sqrtf((float)dh);
   for (int64_t h = 0; h < s->heads; h++) {
@@ -74,7 +84,7 @@ static void attend_backward(heads_scratch *s, const float *q, const float *k, co
 
 void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
   int64_t L = c->layers, D = c->dim, H = c->hidden, B = c->batch, S = c->seq, A = c->heads;
-  int64_t PL = dt_params_per_layer(c), n = L * PL, T = B * S, DD = D * D;
+  int64_t PL = dt_params_per_layer(c), n = dt_model_size(c), T = B * S, DD = D * D;
   int adamw = c->optimizer[0] == 'a';
   float *w = dt_alloc_f32((size_t)n, DT_PARAMS), *g = dt_alloc_f32((size_t)n, DT_GRADS);
   float *m = adamw ? dt_alloc_f32((size_t)n, DT_OPTIM) : NULL;
@@ -89,10 +99,8 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
   int64_t *samples = dt_host_alloc((size_t)B, sizeof *samples);
   int64_t *keys = dt_host_alloc((size_t)T, sizeof *keys); /* token b, t: samples[b] x S + t */
   dt_kinks *kinks = out->replay.kinks;                    /* the run's ReLU decisions near 0 */
-  heads_scratch s = {.S = S, .D = D, .heads = A, .dh = D / A};
-  float **sc[] = {&s.qh, &s.kh, &s.vh, &s.oh};
-  for (int i = 0; i < 4; i++) *sc[i] = dt_host_alloc((size_t)(S * s.dh), 4);
-  s.dp = dt_host_alloc((size_t)(S * S), 4);
+  heads_scratch s;
+  dt_heads_scratch_init(&s, S, D, A);
   dt_loss_scaler scaler;
   double w0_max = dt_reference_begin(c, w, n, &scaler, out);
 #define Q(l)  (qkvou + (5 * (l) + 0) * T * D)
@@ -111,8 +119,8 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
       dt_matmul(0, 0, T, D, D, xl, wl + DD, K(l), 0);
       dt_matmul(0, 0, T, D, D, xl, wl + 2 * DD, V(l), 0);
       for (int64_t b = 0; b < B; b++)
-        attend(&s, Q(l) + b * S * D, K(l) + b * S * D, V(l) + b * S * D, PR(l) + b * A * S * S,
-               O(l) + b * S * D);
+        dt_attend_materialised(&s, Q(l) + b * S * D, K(l) + b * S * D, V(l) + b * S * D,
+                               PR(l) + b * A * S * S, O(l) + b * S * D);
       memcpy(U(l), xl, (size_t)(T * D) * 4);
       dt_matmul(0, 0, T, D, D, O(l), wl + 3 * DD, U(l), 1);
       dt_block_forward(U(l), wl + 4 * DD, wl + 4 * DD + D * H, a + l * T * H, hh + l * T * H,
@@ -130,9 +138,9 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
       dt_matmul(1, 0, D, D, T, O(l), du, gl + 3 * DD, 1); /* dWo += o^T du */
       dt_matmul(0, 1, T, D, D, du, wl + 3 * DD, dout, 0); /* do = du Wo^T */
       for (int64_t b = 0; b < B; b++)
-        attend_backward(&s, Q(l) + b * S * D, K(l) + b * S * D, V(l) + b * S * D,
-                        PR(l) + b * A * S * S, dout + b * S * D, dq + b * S * D, dk + b * S * D,
-                        dv + b * S * D);
+        dt_attend_materialised_backward(&s, Q(l) + b * S * D, K(l) + b * S * D, V(l) + b * S * D,
+                                        PR(l) + b * A * S * S, dout + b * S * D, dq + b * S * D,
+                                        dk + b * S * D, dv + b * S * D);
       const float *d3[] = {dq, dk, dv};
       memcpy(dx, du, (size_t)(T * D) * 4); /* the residual path */
       for (int i = 0; i < 3; i++) {
@@ -143,8 +151,8 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
     dt_reference_update(c, out, &scaler, step, w, g, m, v, (size_t)n, w0_max, 1);
   }
   memcpy(out->weights, w, (size_t)n * 4);
-  void *host[] = {x,  y,       qkvou, a,    hh,   p,    dx,   du,  dqkv,
-                  dh, samples, keys,  s.qh, s.kh, s.vh, s.oh, s.dp};
+  dt_heads_scratch_free(&s);
+  void *host[] = {x, y, qkvou, a, hh, p, dx, du, dqkv, dh, samples, keys};
   for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
   float *dev[] = {w, g, m, v};
   for (size_t i = 0; i < 4; i++) dt_free(dev[i]);

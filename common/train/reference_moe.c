@@ -60,7 +60,7 @@ void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out) {
   dt_routing *rt = out->replay.routing;
   dt_kinks *kinks = out->replay.kinks; /* the run's ReLU decisions near 0 */
   int64_t G = rt ? rt->groups : dt_size(), R = B / G, C = dt_moe_capacity(c, R), cap = G * C;
-  int64_t PL = dt_params_per_layer(c), n = L * PL;
+  int64_t PL = dt_params_per_layer(c), n = dt_model_size(c);
   if (rt) /* SGD in fp32 stays within rounding; AdamW and bf16 drift after a flip (CHECKING.md) */
     rt->tie = dt_precision_type(c) == DT_F32 && c->optimizer[0] != 'a' ? DT_ROUTING_TIE
                                                                        : DT_ROUTING_TIE_DRIFT;

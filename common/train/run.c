@@ -13,8 +13,6 @@
 
 #include "train_internal.h"
 
-static int64_t model_size(const dt_train_config *c) { return c->layers * dt_params_per_layer(c); }
-
 dt_comm *dt_run_init(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson,
                      dt_option *options) {
   r->world = dt_init(argc, argv, lesson, options);
@@ -25,7 +23,8 @@ dt_comm *dt_run_init(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson
   r->skipped = dt_host_alloc((size_t)r->c.steps, 1);
   /* ReLU's decisions near 0 are replayed where the check holds the runs to
    * fp32's rounding; 16 bits round each value by far more (CHECKING.md) */
-  if (!r->c.no_check && dt_precision_type(&r->c) == DT_F32) r->kinks = dt_kinks_new(&r->c, 0);
+  if (!r->c.no_check && dt_precision_type(&r->c) == DT_F32 && r->c.model != DT_GPT)
+    r->kinks = dt_kinks_new(&r->c, 0); /* the GPT has no ReLU: GELU decides nothing */
   return r->world;
 }
 
@@ -93,7 +92,7 @@ static void scatter(dt_run *r, int which, const float *model) {
 
 /* This rank's elements in their places, 0 elsewhere. */
 static void gather_own(dt_run *r, int which, float *model) {
-  memset(model, 0, (size_t)model_size(&r->c) * 4);
+  memset(model, 0, (size_t)dt_model_size(&r->c) * 4);
   for (int k = 0; k < r->nseg; k++) {
     if (!seg_buf(&r->seg[k], which)) continue;
     if (r->seg[k].copy && !r->replicated) continue; /* another rank's counts */
@@ -109,13 +108,46 @@ static void gather_own(dt_run *r, int which, float *model) {
 void dt_run_gather(dt_run *r, int which, float *model) {
   gather_own(r, which, model);
   /* Every element has one owner and 0 elsewhere: the sum is the model. */
-  if (!r->replicated) dt_host_reduce(r->world, model, (size_t)model_size(&r->c), DT_F32, DT_SUM, 0);
+  if (!r->replicated)
+    dt_host_reduce(r->world, model, (size_t)dt_model_size(&r->c), DT_F32, DT_SUM, 0);
+}
+
+static int by_start(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Segment k's elements that AdamW leaves undecayed (the plain tensors: a
+ * GPT's gains), from its places, walked tensor by tensor. */
+static void plain_spans(dt_run *r, int k) {
+  dt_spans *s = &r->seg[k].plain;
+  int cap = 0;
+  for (const dt_place *p = r->place; p < r->place + r->nplace; p++)
+    for (int64_t i = 0; p->seg == k && i < p->rows; i++)
+      for (int64_t at = p->at + i * p->ld, off = p->off + i * p->cols, end = at + p->cols;
+           at < end;) {
+        dt_tensor x = dt_model_tensor(&r->c, dt_tensor_at(&r->c, at));
+        int64_t stop = x.at + x.rows * x.cols < end ? x.at + x.rows * x.cols : end;
+        if (x.plain && s->n == cap) {
+          cap = cap ? 2 * cap : 8;
+          s->at = realloc(s->at, (size_t)(2 * cap) * sizeof *s->at);
+          CHECK_ALLOC(s->at);
+        }
+        if (x.plain) {
+          s->at[2 * s->n] = off;
+          s->at[2 * s->n + 1] = off + stop - at;
+          s->n++;
+        }
+        off += stop - at;
+        at = stop;
+      }
+  qsort(s->at, (size_t)s->n, 2 * sizeof *s->at, by_start);
 }
 
 void dt_run_begin(dt_run *r) {
   dt_train_config *c = &r->c;
   if (c->dump_data) dt_dump_data(c->dump_data, c); /* after the lesson's checks: no file on error */
-  size_t P = (size_t)model_size(c);
+  size_t P = (size_t)dt_model_size(c);
   int adamw = c->optimizer[0] == 'a';
   float *w = dt_host_alloc(P, 4), *m = adamw ? dt_host_alloc(P, 4) : NULL,
         *v = adamw ? dt_host_alloc(P, 4) : NULL, *e = c->rank_state ? dt_host_alloc(P, 4) : NULL;
@@ -127,6 +159,9 @@ void dt_run_begin(dt_run *r) {
     for (int64_t i = 0; i < p->rows; i++)
       dt_initial_weights(c, w + p->at + i * p->ld, p->at + i * p->ld, p->cols);
   scatter(r, 0, w);
+  dt_spans plain = dt_model_plain(c);
+  for (int k = 0; plain.n && adamw && k < r->nseg; k++) plain_spans(r, k);
+  free(plain.at);
   if (c->resume && adamw) {
     scatter(r, 1, m);
     scatter(r, 2, v);
@@ -199,10 +234,11 @@ int dt_step_update(dt_run *r) {
       if (!r->seg[k].copy) sq += dt_sum_squares(r->seg[k].g, r->seg[k].n);
     sq = all_reduce_scalar(r, sq, DT_SUM);
   }
-  float scale = dt_grad_scale(c, used, sq); /* unscale and clip ride in the optimizer's pass */
+  /* unscale and clip ride in the optimizer's pass */
+  dt_step_scalars step = {r->scaler.taken, dt_grad_scale(c, used, sq), (float)dt_lr_at(c, r->step)};
   for (int k = 0; k < r->nseg; k++) {
     dt_segment *s = &r->seg[k];
-    dt_optimizer_step(c, s->w, s->g, s->m, s->v, s->n, r->scaler.taken, scale);
+    dt_optimizer_step(c, s->w, s->g, s->m, s->v, s->n, &s->plain, step);
   }
   return 1;
 }
@@ -210,7 +246,7 @@ int dt_step_update(dt_run *r) {
 /* Rank 0 writes what it gathered; the m and v arrays exist only for this,
  * and the per-rank state, each rank's own array side by side on rank 0. */
 static void checkpoint(dt_run *r, int64_t steps_done) {
-  size_t P = (size_t)model_size(&r->c);
+  size_t P = (size_t)dt_model_size(&r->c);
   float *m = NULL, *v = NULL, *own = NULL, *e = NULL;
   dt_run_gather(r, 0, r->host);
   if (r->seg[0].m) {
@@ -362,6 +398,7 @@ int dt_run_finish(dt_run *r) {
   for (int k = 0; k < r->nseg; k++) {
     dt_free(r->seg[k].m);
     dt_free(r->seg[k].v);
+    free(r->seg[k].plain.at);
   }
   dt_free(r->scalar);
   free(r->host);

@@ -1,14 +1,15 @@
 /* train.h: the training layer, what every training lesson includes (above
  * dt.h, the communication layer, and sampler.h).
  *
- * Three models, each a kind the lesson names (dt_model_kind). The first is
+ * Four models, each a kind the lesson names (dt_model_kind). The first is
  * L residual MLP blocks, width D, hidden H, float32, row-major, no biases:
  *   a = x W1;  h = relu(a);  x' = x + h W2;   loss = mean((x_L - y)^2)
  * W1 is [D, H], W2 is [H, D]. The functions take whatever slice of W1 (some
  * columns) and W2 (the matching rows) they are given, so tensor parallelism
  * reuses them unchanged. The mixture of experts puts E such MLPs behind a
  * router in each block; the transformer puts causal attention before the
- * block's MLP. */
+ * block's MLP. The GPT is nanoGPT's (bias=False) on tokens of a real text,
+ * its pieces on any slice of heads, hidden units or vocabulary ("gpt"). */
 #ifndef DT_TRAIN_H
 #define DT_TRAIN_H
 
@@ -26,10 +27,13 @@ extern "C" {
  * dt_run_init): its tensors, its forward pass and its yardstick are this
  * layer's. */
 typedef enum {
-  DT_MLP,        /* L residual ReLU MLP blocks */
-  DT_MOE,        /* each block's MLP a mixture of E experts behind a router */
-  DT_TRANSFORMER /* each block causal attention, then the MLP */
+  DT_MLP,         /* L residual ReLU MLP blocks */
+  DT_MOE,         /* each block's MLP a mixture of E experts behind a router */
+  DT_TRANSFORMER, /* each block causal attention, then the MLP */
+  DT_GPT          /* nanoGPT's GPT on a text: embeddings, pre-norm blocks, a tied head */
 } dt_model_kind;
+
+typedef struct dt_text dt_text; /* a text as tokens (text.c; below, "text") */
 
 typedef struct {
   dt_model_kind model;
@@ -50,8 +54,21 @@ typedef struct {
   /* DT_MOE: E experts a block, each token sent to the k best */
   int64_t experts, topk;
   double capacity_factor, aux_coef;
-  /* DT_TRANSFORMER: sequences of `seq` tokens, `heads` heads */
+  /* DT_TRANSFORMER and DT_GPT: sequences of `seq` tokens, `heads` heads */
   int64_t seq, heads;
+  /* DT_GPT: the text and its tokens ("char" or "byte"); the vocabulary V,
+   * set by dt_train_resolve from the text, padded to a multiple of
+   * vocab_multiple (the lesson's: its tensor-parallel ranks; 0: 1) */
+  const char *text, *tokens;
+  const dt_text *corpus; /* the text, loaded by dt_train_resolve */
+  int64_t vocab, vocab_multiple;
+  double beta2;   /* AdamW's second beta (0: 0.999; the GPT's 0.99) */
+  int64_t warmup; /* DT_GPT: steps of linear warm-up before the cosine decay (-1: steps / 10) */
+  int64_t eval_every, eval_batches; /* DT_GPT: evaluate every K steps on M fixed batches */
+  /* DT_GPT: after training, print `sample` tokens after the prompt */
+  int64_t sample, top_k;
+  const char *prompt;
+  double temperature;
 } dt_train_config;
 
 /* Defaults finish in seconds on a laptop CPU. hidden 0 means 4*dim, samples
@@ -110,19 +127,31 @@ const char *dt_lr_help(const dt_train_config *c);
 /* Fill derived defaults and reject what no lesson can run; dt_fail on error. */
 void dt_train_resolve(dt_train_config *c);
 void dt_train_print(const dt_train_config *c); /* rank 0: one line of config */
-/* 2DH; a mixture DE + 2EDH; a transformer 4D^2 + 2DH */
+/* 2DH; a mixture DE + 2EDH; a transformer 4D^2 + 2DH; a GPT 2D + 4D^2 + 2DH */
 int64_t dt_params_per_layer(const dt_train_config *c);
+/* The floats of the whole model: L x dt_params_per_layer, and a GPT's
+ * tensors outside its layers, VD + SD before them and D after */
+int64_t dt_model_size(const dt_train_config *c);
 
-/* The tensors of the whole model, in the order of its layer-major array
- * (files, checkpoints, the check): per layer W1 [D,H] and W2 [H,D]; a
- * mixture's, the router [D,E] and then W1 and W2 of each expert; a
- * transformer's, Wq, Wk, Wv, Wo [D,D] and then W1 and W2. Tensor t's
- * initial values are uniform(-bound, bound), keyed by (seed, t, element
- * index), so any rank makes any shard and every world size starts alike. */
+/* The tensors of the whole model, in the order of its array (files,
+ * checkpoints, the check): per layer W1 [D,H] and W2 [H,D]; a mixture's,
+ * the router [D,E] and then W1 and W2 of each expert; a transformer's, Wq,
+ * Wk, Wv, Wo [D,D] and then W1 and W2. A GPT's: wte [V,D] and wpe [S,D];
+ * per layer the gain ln1 [D], Wq, Wk, Wv, Wo [D,D], the gain ln2 [D], W1
+ * [D,H] and W2 [H,D], each matrix as the math multiplies it (x W); then the
+ * gain ln_f [D] (files map them to nanoGPT's names and layouts). Tensor t's
+ * initial values are keyed by (seed, t, element index), so any rank makes
+ * any shard and every world size starts alike. */
+enum { DT_INIT_UNIFORM, DT_INIT_NORMAL, DT_INIT_ONES };
 typedef struct {
-  char name[96]; /* "layers.0.w1", "layers.0.router", "layers.0.experts.3.w2", "layers.0.wq" */
+  char name[96]; /* "layers.0.w1", "layers.0.router", "layers.0.experts.3.w2", "layers.0.wq", "wte"
+                  */
   int64_t at, rows, cols;
-  float bound; /* 1/sqrt(fan in), as PyTorch's nn.Linear */
+  float
+      bound;  /* uniform(-bound, bound), 1/sqrt(fan in) as nn.Linear; with DT_INIT_NORMAL the std */
+  int init;   /* DT_INIT_UNIFORM (0), DT_INIT_NORMAL (nanoGPT's), DT_INIT_ONES (a gain) */
+  int vector; /* one row that files store 1-D, [cols] (a gain) */
+  int plain;  /* AdamW leaves it undecayed (a gain, as nanoGPT's optimizer groups) */
 } dt_tensor;
 int64_t dt_model_tensors(const dt_train_config *c); /* how many */
 dt_tensor dt_model_tensor(const dt_train_config *c, int64_t t);
@@ -143,9 +172,9 @@ double dt_sum_squares(const float *x, size_t n);
 /* The optimizers read the gradient as g x grad_scale (1: as it is), so that
  * unscaling and clipping cost no pass of their own. */
 void dt_sgd_step(float *w, const float *g, size_t n, float lr, float grad_scale);
-/* PyTorch AdamW (betas 0.9/0.999, eps 1e-8, decoupled decay), step t >= 1 */
+/* PyTorch AdamW (betas 0.9/beta2, eps 1e-8, decoupled decay), step t >= 1 */
 void dt_adamw_step(float *w, const float *g, float *m, float *v, size_t n, float lr,
-                   float weight_decay, int64_t t, float grad_scale);
+                   float weight_decay, int64_t t, float grad_scale, float beta2);
 /* Fill a rows x cols block of a tensor whose full rows have full_cols
  * columns, starting at (row0, col0), with uniform(-bound, bound) values
  * keyed by the element's index in the full tensor. */
@@ -181,11 +210,31 @@ void dt_scaler_init(dt_loss_scaler *s, const dt_train_config *c);
 int dt_scaler_update(dt_loss_scaler *s, const dt_train_config *c, int found_nonfinite,
                      double *scale_used);
 
+/* What one optimizer step takes beside the config: AdamW's step count t
+ * (from 1), the factor it reads the gradients with (dt_grad_scale's: fp16's
+ * unscale and the clip), and this step's learning rate (dt_lr_at). */
+typedef struct {
+  int64_t t;
+  float grad_scale, lr;
+} dt_step_scalars;
+/* Spans [at[2i], at[2i+1]) of a buffer, i < n, ascending: where AdamW takes
+ * no weight decay (the gains: dt_tensor.plain). n 0: decay everywhere. */
+typedef struct {
+  int64_t *at;
+  int n;
+} dt_spans;
 /* The optimizer the config names, on any contiguous slice (a shard is fine);
- * m and v are AdamW's state (NULL for sgd); step t counts from 1. It steps
- * with g x grad_scale, without changing g: pass dt_grad_scale's factor. */
+ * m and v are AdamW's state (NULL for sgd); plain (NULL: none) its spans
+ * without weight decay. It steps with g x k.grad_scale, without changing g. */
 void dt_optimizer_step(const dt_train_config *c, float *w, const float *g, float *m, float *v,
-                       size_t n, int64_t t, float grad_scale);
+                       size_t n, const dt_spans *plain, dt_step_scalars k);
+/* The learning rate of step `step` (0-based): c->lr, or a GPT's schedule as
+ * nanoGPT's: linear warm-up over c->warmup steps to c->lr, then a cosine
+ * down to c->lr / 10 at c->steps. */
+double dt_lr_at(const dt_train_config *c, int64_t step);
+/* The whole model's spans without weight decay (its plain tensors, merged);
+ * free at->at. */
+dt_spans dt_model_plain(const dt_train_config *c);
 /* torch.nn.utils.clip_grad_norm_: the factor to scale every gradient by,
  * given the squared global norm (1 when clipping is off or not needed). */
 float dt_clip_factor(const dt_train_config *c, double global_sq_norm);
@@ -344,6 +393,194 @@ double dt_attn_gemm_rate(int64_t dh);
  * the rate's operands); the same at any S, 0 before the first block */
 size_t dt_attn_scratch_bytes(void);
 
+/* ------------------------------------------------------------------- text */
+/* A text as tokens (text.c): its characters (the vocabulary is the sorted
+ * set of its Unicode code points, as nanoGPT's shakespeare_char prepares
+ * it) or its bytes (V = 256). The first 90% of the tokens train, the last
+ * 10% validate. V is padded to a multiple (the vocabulary's slices). */
+typedef struct {
+  int64_t size;    /* V: token ids 0 .. V-1, the last size - used of them padding */
+  int64_t used;    /* the tokens the text has (characters), or 256 (bytes) */
+  int bytes;       /* 1: each byte a token */
+  uint32_t *chars; /* characters: the code point of each id, ascending */
+} dt_vocab;
+struct dt_text {
+  dt_vocab vocab;
+  int32_t *ids;     /* the text's tokens */
+  int64_t n, train; /* how many; the first `train` of them train */
+};
+/* Read and tokenize path (dt_fail with one clear message on a missing,
+ * empty or non-UTF-8 file, or one whose splits are shorter than a window of
+ * `window` tokens). Rank 0 says when V was padded. */
+void dt_text_load(dt_text *t, const char *path, int bytes, int64_t multiple, int64_t window);
+void dt_text_free(dt_text *t);
+/* The training windows of `step`: samples [b0, b0 + count) of the step's B,
+ * each S + 1 tokens from a start keyed by (data seed, step, sample), so any
+ * rank draws its own without talking: out [count, S + 1] */
+void dt_text_batch(const dt_train_config *c, int64_t step, int64_t b0, int64_t count, int32_t *out);
+/* Evaluation batch j of a split (0 training, 1 validation): B windows, the
+ * same at every evaluation and on every mesh */
+void dt_text_eval_batch(const dt_train_config *c, int split, int64_t j, int32_t *out);
+/* UTF-8 text to ids (-1 and err: a character not in the vocabulary) */
+int64_t dt_vocab_encode(const dt_vocab *v, const char *s, int32_t *ids, int64_t cap, char *err,
+                        size_t errlen);
+char *dt_vocab_decode(const dt_vocab *v, const int32_t *ids, int64_t n); /* malloc'ed text */
+/* The vocabulary as a JSON string's body, each character escaped where JSON
+ * needs it (malloc'ed); and back (0, or -1 with err on a malformed one). */
+char *dt_vocab_json(const dt_vocab *v);
+int dt_vocab_parse(dt_vocab *v, const char *json, size_t len, char *err, size_t errlen);
+
+/* -------------------------------------------------------------------- gpt */
+/* DT_GPT, nanoGPT's GPT with bias=False (gpt.c), on R rows of tokens:
+ *   x = wte[token] + wpe[position]
+ *   per layer:  x += Attn(LN1(x)) Wo;  x += gelu(LN2(x) W1) W2
+ *   logits = LN_f(x) wte^T (the head tied to the embedding);  loss = mean
+ *   cross-entropy of each row's next token
+ * LayerNorm has a gain and no bias (eps 1e-5), GELU is the tanh form, H =
+ * 4D unless --hidden. The pieces below take whatever slice they are given:
+ * some heads (Wq, Wk, Wv's columns, Wo's rows), some hidden units (W1's
+ * columns, W2's rows), some rows of the vocabulary (wte's), so a lesson
+ * composes tensor, vocabulary, pipeline and data parallelism from them.
+ * Elementwise and row pieces run on the backend's memory (their arithmetic
+ * is gpt_core.h's on both); attention's blocks are host rows (attention.c),
+ * and so are the whole-model functions further down (the cpu backend). */
+
+/* nanoGPT's settings for a GPT run, over DT_TRAIN_DEFAULTS' (a lesson calls
+ * it before dt_run_init): AdamW at 1e-3 with betas (0.9, 0.99), weight
+ * decay 0.1 on matrices and embeddings (none on gains), the warm-up and
+ * cosine schedule, clipping at 1.0, characters of README.md */
+void dt_gpt_defaults(dt_train_config *c);
+
+/* LayerNorm over R rows of D: y = (x - mean) rstd g; mean and rstd [R] kept */
+void dt_layernorm_forward(const float *x, const float *g, float *y, float *mean, float *rstd,
+                          int64_t R, int64_t D);
+/* From dy: dx written (accumulate: added to it, a residual's gradient
+ * there already), dg += sum over the rows of dy xhat */
+void dt_layernorm_backward(const float *x, const float *g, const float *dy, const float *mean,
+                           const float *rstd, float *dx, float *dg, int64_t R, int64_t D,
+                           int accumulate);
+void dt_gelu_forward(const float *a, float *u, size_t n);
+void dt_gelu_backward(const float *a, const float *du, float *da, size_t n); /* da = du gelu'(a) */
+/* The embedding over a slice of the vocabulary, rows [v0, v0 + Vs) of wte
+ * (wte here: that slice, [Vs, D]): out[r] = wte[tokens[r] - v0], zeros for
+ * a token of another slice, so the slices' outputs sum to the lookup.
+ * tokens [R] on the host. Backward adds dout[r] into the slice's rows only. */
+void dt_embed_forward(const int32_t *tokens, int64_t R, const float *wte, int64_t v0, int64_t Vs,
+                      int64_t D, float *out);
+void dt_embed_backward(const int32_t *tokens, int64_t R, const float *dout, int64_t v0, int64_t Vs,
+                       int64_t D, float *dwte);
+/* count sequences of len rows, positions t0 .. t0 + len - 1 (a context-
+ * parallel rank's share): out[k len + i] += wpe[t0 + i]; backward adds each
+ * position's gradient, summed over the sequences, into dwpe's rows t0.. */
+void dt_positions_forward(const float *wpe, int64_t t0, int64_t len, int64_t count, int64_t D,
+                          float *out);
+void dt_positions_backward(const float *dout, int64_t t0, int64_t len, int64_t count, int64_t D,
+                           float *dwpe);
+/* The cross-entropy in pieces, never gathering the logits: logits [R, Vs]
+ * of the vocabulary [v0, v0 + Vs), targets [R] on the host, the pieces [R]
+ * on the backend. (a) each row's max; all-reduce them (max) over the slices;
+ * (b) given the global max, the sum of e^(l - max); (c) the target's logit
+ * where the target is in this slice, else 0; all-reduce (b) and (c) (sum).
+ * dt_ce_loss: the sum over the rows of log(sum) + max - target logit (the
+ * caller divides by the rows of the mean). Backward: dlogits = (softmax -
+ * onehot) x scale (scale: 1 / the rows of the mean, times fp16's scale). */
+void dt_ce_max(const float *logits, int64_t R, int64_t Vs, float *mx);
+void dt_ce_sumexp(const float *logits, int64_t R, int64_t Vs, const float *mx, float *sum);
+void dt_ce_target(const float *logits, int64_t R, int64_t Vs, int64_t v0, const int32_t *targets,
+                  float *tl);
+double dt_ce_loss(const float *mx, const float *sum, const float *tl, int64_t R);
+void dt_ce_backward(const float *logits, int64_t R, int64_t Vs, int64_t v0, const int32_t *targets,
+                    const float *mx, const float *sum, float scale, float *dlogits);
+/* All the pieces over the whole vocabulary (one slice, v0 = 0): the mean
+ * loss of the R rows, and dlogits with scale / R (NULL: none). */
+double dt_ce_whole(const float *logits, int64_t R, int64_t V, const int32_t *targets, float scale,
+                   float *dlogits);
+
+/* One block's weights (or gradients) on a slice: ln1, ln2 [D]; Wq, Wk, Wv
+ * [D, Ws] (Ws = heads x dh columns of this slice's heads), Wo [Ws, D]; W1
+ * [D, Hs], W2 [Hs, D]. dt_gpt_block_at points them into a whole model. */
+typedef struct {
+  float *ln1, *wq, *wk, *wv, *wo, *ln2, *w1, *w2;
+} dt_gpt_block;
+dt_gpt_block dt_gpt_block_at(const dt_train_config *c, float *model, int64_t layer);
+/* A slice's shape: seqs whole sequences of S rows (R = seqs x S), width D,
+ * `heads` heads of dh columns, Hs hidden units. */
+typedef struct {
+  int64_t seqs, S, D, heads, dh, Hs;
+} dt_gpt_shape;
+/* Attention on the slice's heads: qkv [3][R, Ws] and o [R, Ws] kept, lse
+ * [R, heads]; out = (x ? x : 0) + o Wo, a partial sum over the heads that
+ * tensor parallelism all-reduces (pass x on one rank, or after the sum). */
+void dt_gpt_attn_forward(const dt_gpt_shape *s, const dt_gpt_block *w, const float *h, float *qkv,
+                         float *o, float *lse, const float *x, float *out);
+/* Back from dout [R, D]: adds to g's wq, wk, wv, wo; dh = the input's
+ * gradient (partial over the heads). scratch: 4 R Ws + R heads floats. */
+void dt_gpt_attn_backward(const dt_gpt_shape *s, const dt_gpt_block *w, dt_gpt_block *g,
+                          const float *h, const float *qkv, const float *o, const float *lse,
+                          const float *dout, float *scratch, float *dh);
+/* The MLP on the slice's hidden units: a = h W1, u = gelu(a) [R, Hs] kept;
+ * out = (x ? x : 0) + u W2 (partial over the units) */
+void dt_gpt_mlp_forward(const dt_gpt_shape *s, const dt_gpt_block *w, const float *h, float *a,
+                        float *u, const float *x, float *out);
+/* adds to g's w1, w2; dh = the input's gradient (partial); du: [R, Hs] scratch */
+void dt_gpt_mlp_backward(const dt_gpt_shape *s, const dt_gpt_block *w, dt_gpt_block *g,
+                         const float *h, const float *a, const float *u, const float *dout,
+                         float *du, float *dh);
+
+/* The whole model in one process (host rows, the cpu backend): forward over
+ * seqs sequences of len <= S positions, inputs and targets [seqs x len]
+ * (targets NULL: no loss), returning the mean loss; backward adds the
+ * gradient of the loss x scale to g (the whole model's layout). Attention
+ * is attention.c's tiled blocks, or with `materialised` the S x S scores
+ * (the yardstick's). */
+typedef struct dt_gpt_acts dt_gpt_acts;
+dt_gpt_acts *dt_gpt_acts_new(const dt_train_config *c, int64_t seqs, int materialised);
+void dt_gpt_acts_free(dt_gpt_acts *a);
+double dt_gpt_forward(const dt_train_config *c, const float *w, const int32_t *inputs,
+                      const int32_t *targets, int64_t len, dt_gpt_acts *a);
+void dt_gpt_backward(const dt_train_config *c, const float *w, dt_gpt_acts *a, double scale,
+                     float *g);
+const float *dt_gpt_logits(const dt_gpt_acts *a); /* [seqs x len, V] of the last forward */
+/* Windows [seqs, S + 1] (text.c's) to inputs and targets [seqs, S] */
+void dt_gpt_split_windows(const int32_t *windows, int64_t seqs, int64_t S, int32_t *inputs,
+                          int32_t *targets);
+
+/* Evaluation, the same on every mesh: the mean loss over --eval-batches
+ * fixed batches of B windows of each split (text.c), loss[0] training,
+ * loss[1] validation; one process, the whole model w (host). */
+void dt_gpt_evaluate(const dt_train_config *c, const float *w, double loss[2]);
+/* Whether to evaluate after step `step` (0-based): every --eval-every
+ * steps, and after the last */
+int dt_gpt_eval_due(const dt_train_config *c, int64_t step);
+/* n tokens after the prompt from the whole model w (host), each drawn from
+ * softmax(logits / temperature) over the top_k most likely (0: all; never
+ * the padding), keyed by (seed, token): the prompt (empty: the vocabulary's
+ * first token) and what follows, as text (malloc'ed). A bad prompt: dt_fail. */
+char *dt_gpt_sample(const dt_train_config *c, const dt_vocab *vocab, const float *w,
+                    const char *prompt, int64_t n, double temperature, int64_t top_k,
+                    uint64_t seed);
+
+/* The GPT's flags, after DT_TRAIN_OPTIONS and DT_ATTN_OPTIONS (--seq is the
+ * context, --heads the heads). */
+#define DT_GPT_OPTIONS(c)                                                                          \
+  DT_STRING("--text", &(c)->text, NULL, "train on this UTF-8 text (e.g. README.md)"),              \
+      DT_STRING("--tokens", &(c)->tokens, "char|byte",                                             \
+                "tokens: the text's characters, or its bytes (V = 256)"),                          \
+      DT_INT("--warmup", &(c)->warmup, -1, 1 << 30,                                                \
+             "steps of linear learning-rate warm-up, then cosine to lr/10 (-1: steps/10)"),        \
+      DT_INT("--eval-every", &(c)->eval_every, 0, 1 << 30,                                         \
+             "evaluate train and validation loss every K steps (0: never)"),                       \
+      DT_INT("--eval-batches", &(c)->eval_batches, 1, 1 << 20,                                     \
+             "with --eval-every: fixed batches per evaluation"),                                   \
+      DT_INT("--sample", &(c)->sample, 0, 1 << 20,                                                 \
+             "print this many sampled tokens after training"),                                     \
+      DT_STRING("--prompt", &(c)->prompt, NULL,                                                    \
+                "with --sample: the text to continue (e.g. ROMEO:)"),                              \
+      DT_DOUBLE("--temperature", &(c)->temperature, 1e-3, 100,                                     \
+                "with --sample: divide the logits"),                                               \
+      DT_INT("--top-k", &(c)->top_k, 0, 1 << 30,                                                   \
+             "with --sample: draw among the k likeliest (0: all)")
+
 /* ------------------------------------------------------------------- data */
 /* Sample i: x_i from the RNG keyed by (data seed, i), uniform in [-1, 1);
  * y_i = teacher(x_i), one fixed random block (data.c). Rows k = 0..count-1 of
@@ -410,7 +647,12 @@ void dt_reference_train(const dt_train_config *c, dt_reference_run *out);
 void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out);
 /* the transformer's (reference_attn.c): whole sequences, scores materialised */
 void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out);
-double dt_adamw_max_update(int64_t t); /* |m_hat / (sqrt(v_hat) + eps)| <= this at step t */
+/* the GPT's (reference_gpt.c): the whole model, the scores materialised, the
+ * cross-entropy over the whole vocabulary; the same text windows, schedule
+ * and optimizer as the run */
+void dt_reference_train_gpt(const dt_train_config *c, dt_reference_run *out);
+/* |m_hat / (sqrt(v_hat) + eps)| <= this at step t, with AdamW's second beta beta2 */
+double dt_adamw_max_update(int64_t t, double beta2);
 
 /* ------------------------------------------------------------ checkpoints */
 /* safetensors, F32, "layers.{l}.w1" [D,H] and "layers.{l}.w2" [H,D], written
@@ -501,6 +743,7 @@ typedef struct {
   float *w, *g, *m, *v; /* m, v: AdamW's state, allocated by dt_run_segment (NULL for sgd) */
   float *e;             /* this rank's own state (dt_run_rank_state), or NULL */
   size_t n;
+  dt_spans plain; /* set by dt_run_begin from the places: its elements without weight decay */
   /* set by the lesson: another rank holds the same elements and counts them (a
    * router every rank keeps alike; a data replica in a mesh), so the gather,
    * --save and the clip norm leave this copy out */

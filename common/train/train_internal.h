@@ -42,6 +42,24 @@ void dt_reference_update(const dt_train_config *c, dt_reference_run *out, dt_los
                          int64_t step, float *w, float *g, float *m, float *v, size_t n,
                          double w0_max, int round16);
 
+/* reference_attn.c: causal attention the plainest way, one sequence of S
+ * rows of width D (heads x dh columns) at a time, each head's S x S
+ * probabilities materialised (p [heads][S, S], kept for backward), through
+ * dt_matmul on host rows (the cpu backend). The transformer's and the GPT's
+ * yardsticks. */
+typedef struct {
+  int64_t S, D, heads, dh;
+  float *qh, *kh, *vh, *oh, *dp; /* one head of one sequence: [S,dh]; dp [S,S] */
+} dt_heads_scratch;
+void dt_heads_scratch_init(dt_heads_scratch *s, int64_t S, int64_t D, int64_t heads);
+void dt_heads_scratch_free(dt_heads_scratch *s);
+void dt_attend_materialised(dt_heads_scratch *s, const float *q, const float *k, const float *v,
+                            float *p, float *o);
+/* back from dout [S,D]: dq, dk, dv [S,D] written */
+void dt_attend_materialised_backward(dt_heads_scratch *s, const float *q, const float *k,
+                                     const float *v, const float *p, const float *dout, float *dq,
+                                     float *dk, float *dv);
+
 /* kinks.c: ReLU's decisions near 0 (train.h, "decisions"). A run records
  * them; one process, given the run's (gathered to rank 0, sorted by step,
  * layer, row and unit), replays them and counts what it met. */
@@ -81,7 +99,7 @@ int dt_kinks_verdict(const dt_kinks *k, int strict, char *why, size_t len);
 void dt_kinks_scan(int64_t call, const float *x, const float *w1, const float *a, int64_t rows,
                    int64_t D, int64_t Hs, float tol);
 int64_t dt_kinks_fetch(const dt_kink_hit **hits, int64_t *lost);
-/* the check's longest sum, K = max(B, D, H, B x seq): SGD's bound is S K u */
+/* the check's longest sum, K = max(B, D, H, B x seq, a GPT's V): SGD's bound is S K u */
 int64_t dt_check_longest_sum(const dt_train_config *c);
 
 /* outputs.c: check the output paths at start-up (collective: rank 0 looks,
