@@ -20,7 +20,8 @@ typedef struct {
   char name[160];
   int ndim;
   int64_t shape[4];
-  const float *data; /* host */
+  const void *data;  /* host, 4 bytes an element */
+  const char *dtype; /* NULL: "F32" */
 } tensor;
 
 static int64_t elements(const tensor *t) {
@@ -35,7 +36,8 @@ static size_t header_json(char *out, size_t cap, const tensor *t, int n, const c
   for (int i = 0; i < n; i++) {
     uint64_t bytes = (uint64_t)elements(&t[i]) * 4;
     len += (size_t)snprintf(out + len, len < cap ? cap - len : 0,
-                            ",\"%s\":{\"dtype\":\"F32\",\"shape\":[", t[i].name);
+                            ",\"%s\":{\"dtype\":\"%s\",\"shape\":[", t[i].name,
+                            t[i].dtype ? t[i].dtype : "F32");
     for (int d = 0; d < t[i].ndim; d++)
       len += (size_t)snprintf(out + len, len < cap ? cap - len : 0, "%s%lld", d ? "," : "",
                               (long long)t[i].shape[d]);
@@ -86,8 +88,13 @@ static void write_atomically(const char *path, const char *flag, const tensor *t
 }
 
 /* The run's configuration: a resumed run must be the same training, and
- * compare_config holds it to that. */
-static void meta_of(const dt_train_config *c, int64_t step, char *out, size_t cap) {
+ * compare_config holds it to that. A GPT's adds nanoGPT's GPTConfig (so a
+ * file samples with no text and loads into nanoGPT's module) and its
+ * vocabulary, the characters as one JSON string. Malloc'ed. */
+static char *meta_of(const dt_train_config *c, int64_t step) {
+  char *vocab = c->model == DT_GPT ? dt_vocab_json(&c->corpus->vocab) : NULL;
+  size_t cap = 2048 + (vocab ? strlen(vocab) : 0);
+  char *out = dt_host_alloc(cap, 1);
   snprintf(out, cap,
            "\"format\":\"pt\",\"step\":\"%lld\",\"steps\":\"%lld\",\"layers\":\"%lld\","
            "\"dim\":\"%lld\",\"hidden\":\"%lld\",\"batch\":\"%lld\",\"samples\":\"%lld\","
@@ -103,9 +110,21 @@ static void meta_of(const dt_train_config *c, int64_t step, char *out, size_t ca
              "\"aux_coef\":\"%.17g\",\"groups\":\"%d\"",
              (long long)c->experts, (long long)c->topk, c->capacity_factor, c->aux_coef, dt_size());
   len = strlen(out);
-  if (c->model == DT_TRANSFORMER) /* and the transformer's */
+  if (c->model == DT_TRANSFORMER || c->model == DT_GPT) /* and the transformer's */
     snprintf(out + len, cap - len, ",\"seq\":\"%lld\",\"heads\":\"%lld\"", (long long)c->seq,
              (long long)c->heads);
+  len = strlen(out);
+  if (vocab)
+    snprintf(out + len, cap - len,
+             ",\"model\":\"gpt\",\"beta2\":\"%.17g\",\"warmup\":\"%lld\",\"tokens\":\"%s\","
+             "\"vocab_used\":\"%lld\",\"text_tokens\":\"%lld\",\"n_layer\":\"%lld\","
+             "\"n_head\":\"%lld\",\"n_embd\":\"%lld\",\"block_size\":\"%lld\","
+             "\"vocab_size\":\"%lld\",\"bias\":\"False\",\"vocab\":\"%s\"",
+             c->beta2, (long long)c->warmup, c->corpus->vocab.bytes ? "byte" : "char",
+             (long long)c->corpus->vocab.used, (long long)c->corpus->n, (long long)c->layers,
+             (long long)c->heads, (long long)c->dim, (long long)c->seq, (long long)c->vocab, vocab);
+  free(vocab);
+  return out;
 }
 
 /* The metadata's string value of key, or NULL (out holds at most n-1). */
@@ -137,6 +156,37 @@ static int64_t meta_int(const char *header, const char *key);
 static int drops(const dt_train_config *c, int64_t ranks) {
   int64_t R = c->batch / ranks;
   return dt_moe_capacity(c, R) < R;
+}
+
+/* A GPT's own settings: the schedule, the second beta and the text's
+ * tokens (its vocabulary and length stand for the text itself). */
+static void gpt_config(const char *header, const char *path, const dt_train_config *c, char *err,
+                       size_t errlen) {
+  char mine[4][64], theirs[64];
+  const char *keys[4] = {"warmup", "beta2", "tokens", "text_tokens"};
+  const char *flags[4] = {"--warmup", "AdamW's beta2", "--tokens", "a text of"};
+  snprintf(mine[0], 64, "%lld", (long long)c->warmup);
+  shortest(c->beta2, mine[1], 64);
+  snprintf(mine[2], 64, "%s", c->corpus->vocab.bytes ? "byte" : "char");
+  snprintf(mine[3], 64, "%lld", (long long)c->corpus->n);
+  for (int i = 0; i < 4 && !err[0]; i++) {
+    if (!meta_value(header, keys[i], theirs, sizeof theirs)) snprintf(theirs, 64, "(none)");
+    if (i == 1) shortest(strtod(theirs, NULL), theirs, sizeof theirs);
+    if (strcmp(theirs, mine[i]) != 0)
+      snprintf(err, errlen,
+               "--resume: the checkpoint was trained with %s %s, this run has %s %s: a resumed "
+               "run must continue the same training; start afresh with another --ckpt folder",
+               flags[i], theirs, flags[i], mine[i]);
+  }
+  char *vocab = dt_vocab_json(&c->corpus->vocab);
+  const char *at = strstr(header, "\"vocab\":\"");
+  if (!err[0] &&
+      (!at || strncmp(at + 9, vocab, strlen(vocab)) != 0 || at[9 + strlen(vocab)] != '"'))
+    snprintf(err, errlen,
+             "--resume: %s was trained on another vocabulary than this text's: start afresh with "
+             "another --ckpt folder",
+             path);
+  free(vocab);
 }
 
 /* One line on the first setting that differs, and how to go on. */
@@ -177,7 +227,7 @@ static void compare_config(const char *header, const char *path, const dt_train_
   for (int i = 0; i < 2; i++) shortest(reals[3 + i], mine[16 + i], 64);
   for (int i = 0; i < KEYS && !err[0]; i++) {
     /* the transformer's sequences and heads with a transformer, the mixture's settings with one */
-    if ((i == 12 || i == 13) && c->model != DT_TRANSFORMER) continue;
+    if ((i == 12 || i == 13) && c->model != DT_TRANSFORMER && c->model != DT_GPT) continue;
     if (i >= 14 && c->model != DT_MOE) continue;
     int found = meta_value(header, keys[i], theirs, sizeof theirs) != NULL;
     int real = (i >= 8 && i <= 10) || i >= 16;
@@ -214,6 +264,7 @@ static void compare_config(const char *header, const char *path, const dt_train_
              "at any number of ranks)",
              (long long)groups, (long long)N, (long long)N, (long long)groups,
              (double)c->experts / (double)c->topk);
+  if (!err[0] && c->model == DT_GPT) gpt_config(header, path, c, err, errlen);
   /* per-rank state (top-k's residual): the same kind, and the same ranks */
   char state[256] = "", ranks[32] = "";
   meta_value(header, "rank_state", state, sizeof state);
@@ -300,6 +351,8 @@ static void model_tensors(tensor *t, const dt_train_config *c, const char *prefi
   for (int64_t i = 0; i < dt_model_tensors(c); i++) {
     dt_tensor x = dt_model_tensor(c, i);
     t[i] = (tensor){.ndim = 2, .shape = {x.rows, x.cols}, .data = flat + x.at};
+    if (x.vector) /* a gain: 1-D, as nn.LayerNorm's weight */
+      t[i] = (tensor){.ndim = 1, .shape = {x.cols}, .data = flat + x.at};
     snprintf(t[i].name, sizeof t->name, "%s%s", prefix, x.name);
   }
 }
@@ -309,7 +362,7 @@ static void model_tensors(tensor *t, const dt_train_config *c, const char *prefi
  * how many ranks. */
 void dt_save_state(const char *path, const dt_train_config *c, int64_t step, const float *w,
                    const float *m, const float *v, const float *e) {
-  int64_t n = dt_model_tensors(c), P = c->layers * dt_params_per_layer(c), N = e ? dt_size() : 0;
+  int64_t n = dt_model_tensors(c), P = dt_model_size(c), N = e ? dt_size() : 0;
   tensor *t = calloc((size_t)((3 + N) * n), sizeof *t);
   CHECK_ALLOC(t);
   int used = 0;
@@ -325,58 +378,190 @@ void dt_save_state(const char *path, const dt_train_config *c, int64_t step, con
     snprintf(prefix, sizeof prefix, "rank_state.%lld.", (long long)r);
     model_tensors(t + used, c, prefix, e + r * P);
   }
-  char meta[1024];
-  meta_of(c, step, meta, sizeof meta);
+  char *meta = meta_of(c, step);
   if (e) {
-    size_t len = strlen(meta);
-    snprintf(meta + len, sizeof meta - len, ",\"rank_state\":\"%.200s\",\"ranks\":\"%lld\"",
-             c->rank_state, (long long)N);
+    size_t len = strlen(meta), cap = len + 256;
+    meta = realloc(meta, cap);
+    CHECK_ALLOC(meta);
+    snprintf(meta + len, cap - len, ",\"rank_state\":\"%.200s\",\"ranks\":\"%lld\"", c->rank_state,
+             (long long)N);
   }
   write_atomically(path, "--ckpt", t, used, meta);
+  free(meta);
   free(t);
+}
+
+/* A GPT's file: nanoGPT's names and layouts (gpt_names.c), each tensor
+ * copied into its layout. */
+static int gpt_file(tensor *t, const dt_train_config *c, const float *weights, float *buf) {
+  int64_t n = dt_gpt_file_tensors(c);
+  for (int64_t i = 0; i < n; i++) {
+    dt_file_tensor f = dt_gpt_file_tensor(c, i);
+    t[i] = (tensor){.ndim = f.ndim, .shape = {f.shape[0], f.shape[1]}, .data = buf};
+    snprintf(t[i].name, sizeof t->name, "%s", f.name);
+    dt_gpt_file_pack(c, &f, weights, buf);
+    buf += f.shape[0] * f.shape[1];
+  }
+  return (int)n;
 }
 
 void dt_save_model(const char *path, const dt_train_config *c, int64_t step, const float *weights) {
-  tensor *t = calloc((size_t)dt_model_tensors(c), sizeof *t);
+  int gpt = c->model == DT_GPT;
+  int64_t n = gpt ? dt_gpt_file_tensors(c) : dt_model_tensors(c);
+  tensor *t = calloc((size_t)n, sizeof *t);
+  float *buf = gpt ? dt_host_alloc((size_t)dt_model_size(c), 4) : NULL;
   CHECK_ALLOC(t);
-  model_tensors(t, c, "", weights);
-  char meta[512];
-  meta_of(c, step, meta, sizeof meta);
-  write_atomically(path, "--save", t, (int)dt_model_tensors(c), meta);
+  if (gpt)
+    gpt_file(t, c, weights, buf);
+  else
+    model_tensors(t, c, "", weights);
+  char *meta = meta_of(c, step);
+  write_atomically(path, "--save", t, (int)n, meta);
+  free(meta);
+  free(buf);
   free(t);
 }
 
+static const char *spaces(const char *p) {
+  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+  return p;
+}
+
+#define NOT_AN_ENTRY "is not F32 [rows, cols] with data_offsets [begin, end]"
+static const char *number(const char **p, uint64_t *out) {
+  if (**p < '0' || **p > '9') return NOT_AN_ENTRY;
+  return read_u64(p, INT64_MAX, out) ? NULL : "holds a number past 2^63-1";
+}
+
 /* One tensor's entry after its quoted name, as the writer lays it out:
- * : {"dtype":"F32","shape":[r,k],"data_offsets":[begin,end]} (any spaces).
- * NULL when it parses, else what is wrong with it. */
-static const char *parse_entry(const char *p, uint64_t shape[2], uint64_t off[2]) {
-  const char *parts[] = {":", "{", "\"dtype\"", ":", "\"F32\"", ",", "\"shape\"",        ":",
-                         "[", "#", ",",         "#", "]",       ",", "\"data_offsets\"", ":",
-                         "[", "#", ",",         "#", "]",       "}"};
+ * : {"dtype":"F32","shape":[r,k],"data_offsets":[begin,end]} (any spaces),
+ * or a 1-D shape [n] (a gain). NULL when it parses (*ndim: 1 or 2), else
+ * what is wrong with it. */
+static const char *parse_entry(const char *p, uint64_t shape[2], int *ndim, uint64_t off[2]) {
+  const char *parts[] = {":", "{", "\"dtype\"", ":", "\"F32\"", ",", "\"shape\"",
+                         ":", "[", "#",         "~", "]",       ",", "\"data_offsets\"",
+                         ":", "[", "#",         ",", "#",       "]", "}"};
   uint64_t *nums[4] = {&shape[0], &shape[1], &off[0], &off[1]};
+  const char *why = NULL;
   int n = 0;
-  for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
-    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
-    if (parts[i][0] == '#') {
-      if (*p < '0' || *p > '9') return "is not F32 [rows, cols] with data_offsets [begin, end]";
-      if (!read_u64(&p, INT64_MAX, nums[n++])) return "holds a number past 2^63-1";
+  for (size_t i = 0; i < sizeof parts / sizeof *parts && !why; i++) {
+    p = spaces(p);
+    if (parts[i][0] == '~') { /* a second dimension, if there is one; its slot either way */
+      *ndim = *p == ',' ? 2 : 1;
+      if (*ndim == 2) p = spaces(p + 1);
+      why = *ndim == 2 ? number(&p, nums[n]) : NULL;
+      n++;
+    } else if (parts[i][0] == '#') {
+      why = number(&p, nums[n++]);
     } else if (strncmp(p, parts[i], strlen(parts[i])) == 0) {
       p += strlen(parts[i]);
     } else {
-      return "is not F32 [rows, cols] with data_offsets [begin, end]";
+      why = NOT_AN_ENTRY;
     }
   }
-  return NULL;
+  return why;
+}
+
+/* "[a, b]", or "[a]" for a 1-D shape */
+static void shape_text(int ndim, const uint64_t shape[2], char *out, size_t n) {
+  if (ndim == 1)
+    snprintf(out, n, "[%llu]", (unsigned long long)shape[0]);
+  else
+    snprintf(out, n, "[%llu, %llu]", (unsigned long long)shape[0], (unsigned long long)shape[1]);
+}
+
+/* The header and where the data starts, for reading tensors out of f */
+typedef struct {
+  FILE *f;
+  const char *header, *path;
+  uint64_t len, data_size;
+} source;
+
+/* Tensor `name` into dst: its entry checked against the shape the config
+ * wants (ndim 1: want[0] alone), its byte range against the data's size. */
+static void read_tensor(const source *in, const char *name, int ndim, const uint64_t want[2],
+                        float *dst, char *err, size_t errlen) {
+  char key[200], has[64], needs[64];
+  uint64_t shape[2], off[2];
+  int dims = 0;
+  snprintf(key, sizeof key, "\"%s\"", name);
+  const char *at = strstr(in->header, key), *why = NULL;
+  uint64_t count = ndim == 1 ? want[0] : want[0] * want[1];
+  uint64_t bytes = count * 4; /* the config's, bounded by the CLI's limits */
+  if (!at)
+    snprintf(err, errlen, "%s: tensor %s is missing", in->path, key);
+  else if ((why = parse_entry(at + strlen(key), shape, &dims, off)))
+    snprintf(err, errlen, "%s: tensor %s %s", in->path, key, why);
+  if (err[0]) return;
+  shape_text(dims, shape, has, sizeof has);
+  shape_text(ndim, want, needs, sizeof needs);
+  if (dims != ndim || shape[0] != want[0] || (ndim == 2 && shape[1] != want[1]))
+    snprintf(err, errlen, "%s: %s has shape %s, the config needs %s", in->path, key, has, needs);
+  else if (off[0] > off[1] || off[1] > in->data_size || off[1] - off[0] != bytes)
+    snprintf(err, errlen,
+             "%s: %s's data range [%llu, %llu) is wrong or past the end (truncated file?): the "
+             "file holds %llu bytes of data",
+             in->path, key, (unsigned long long)off[0], (unsigned long long)off[1],
+             (unsigned long long)in->data_size);
+  else if (fseeko(in->f, (off_t)(8 + in->len + off[0]), SEEK_SET) != 0 ||
+           fread(dst, 4, count, in->f) != count)
+    snprintf(err, errlen, "%s: cannot read %s", in->path, key);
+}
+
+/* A GPT model file (--load): nanoGPT's tensors (gpt_names.c) into the
+ * model's array; an lm_head.weight, where there is one, must be wte (the
+ * head is tied); a vocabulary, where the file has one, must be the text's,
+ * or the ids would stand for other characters. */
+static void read_gpt(const source *in, const dt_train_config *c, float *dst, char *err,
+                     size_t errlen) {
+  float *buf = dt_host_alloc((size_t)dt_model_size(c), 4);
+  for (int64_t i = 0; i < dt_gpt_file_tensors(c) && !err[0]; i++) {
+    dt_file_tensor f = dt_gpt_file_tensor(c, i);
+    read_tensor(in, f.name, f.ndim, (uint64_t[2]){(uint64_t)f.shape[0], (uint64_t)f.shape[1]}, buf,
+                err, errlen);
+    if (!err[0]) dt_gpt_file_unpack(c, &f, buf, dst);
+  }
+  uint64_t head[2] = {(uint64_t)c->vocab, (uint64_t)c->dim};
+  if (!err[0] && strstr(in->header, "\"lm_head.weight\"")) {
+    read_tensor(in, "lm_head.weight", 2, head, buf, err, errlen);
+    if (!err[0] && memcmp(buf, dst, (size_t)(head[0] * head[1]) * 4) != 0)
+      snprintf(err, errlen,
+               "%s: lm_head.weight is not transformer.wte.weight: this GPT's head is tied to its "
+               "embedding, as nanoGPT's is",
+               in->path);
+  }
+  free(buf);
+  const char *at = strstr(in->header, "\"vocab\":\"");
+  dt_vocab file = {0};
+  const dt_vocab *own = c->corpus ? &c->corpus->vocab : NULL;
+  char tokens[16] = "";
+  meta_value(in->header, "tokens", tokens, sizeof tokens);
+  int bytes = strcmp(tokens, "byte") == 0;
+  char why[160];
+  if (!err[0] && at && own && !bytes &&
+      dt_vocab_parse(&file, at + 9, strlen(at + 9), why, sizeof why) != 0)
+    snprintf(err, errlen, "%s: %s", in->path, why);
+  else if (!err[0] && at && own &&
+           (bytes != own->bytes ||
+            (!bytes && (file.used != own->used ||
+                        memcmp(file.chars, own->chars, (size_t)own->used * 4) != 0))))
+    snprintf(err, errlen,
+             "%s was trained on another vocabulary (%s), this text's is %lld %s: its token ids "
+             "would stand for other characters; train on its text, or start without --load",
+             in->path, bytes ? "bytes" : "characters", (long long)own->used,
+             own->bytes ? "bytes" : "characters");
+  free(file.chars);
 }
 
 /* Reads the model's tensors, each named prefix + its dt_model_tensor name
- * ("layers.{l}.w1", "layers.{l}.wq", ...), from f (size
- * bytes; path only names it in messages) and checks each one's dtype, shape
- * and byte range against the config; the metadata's step goes to *step. On
- * any mismatch, err says what and where. Every number the file gives is
- * checked before any arithmetic on it: the header's length against the file
- * and 64 MiB, each shape against the config, each range as begin <= end <=
- * the data's size with end - begin = rows * cols * 4 (no sum can overflow). */
+ * ("layers.{l}.w1", "layers.{l}.wq", ...; a GPT's model file, --load:
+ * nanoGPT's names), from f (size bytes; path only names it in messages) and
+ * checks each one's dtype, shape and byte range against the config; the
+ * metadata's step goes to *step. On any mismatch, err says what and where.
+ * Every number the file gives is checked before any arithmetic on it: the
+ * header's length against the file and 64 MiB, each shape against the
+ * config, each range as begin <= end <= the data's size with end - begin =
+ * rows * cols * 4 (no sum can overflow). */
 void dt_read_tensors(FILE *f, uint64_t size, const char *path, const dt_train_config *c,
                      const char *prefix, float *dst, int64_t *step, char *err, size_t errlen) {
   uint64_t len;
@@ -388,7 +573,7 @@ void dt_read_tensors(FILE *f, uint64_t size, const char *path, const dt_train_co
              path, (unsigned long long)len, (unsigned long long)size, HEADER_MAX >> 20);
     return;
   }
-  uint64_t data_size = size - 8 - len; /* read_header checked len <= size - 8 */
+  source in = {f, header, path, len, size - 8 - len}; /* read_header checked len <= size - 8 */
   int64_t meta_step = meta_int(header, "step");
   char text[64];
   if (step && meta_step < 0 && meta_value(header, "step", text, sizeof text))
@@ -397,31 +582,14 @@ void dt_read_tensors(FILE *f, uint64_t size, const char *path, const dt_train_co
     snprintf(err, errlen, "%s: the metadata has no step", path);
   if (step) *step = meta_step;
   if (step && !err[0]) compare_config(header, path, c, err, errlen);
-  for (int64_t i = 0; i < dt_model_tensors(c) && !err[0]; i++) {
+  int named = c->model == DT_GPT && !step && !prefix[0]; /* a GPT's model file: nanoGPT's */
+  if (named) read_gpt(&in, c, dst, err, errlen);
+  for (int64_t i = 0; i < (named ? 0 : dt_model_tensors(c)) && !err[0]; i++) {
     dt_tensor x = dt_model_tensor(c, i);
-    char key[160];
-    uint64_t shape[2], off[2];
-    snprintf(key, sizeof key, "\"%s%s\"", prefix, x.name);
-    const char *at = strstr(header, key), *why = NULL;
-    uint64_t want_r = (uint64_t)x.rows, want_c = (uint64_t)x.cols;
-    uint64_t bytes = want_r * want_c * 4; /* the config's, bounded by the CLI's limits */
-    if (!at)
-      snprintf(err, errlen, "%s: tensor %s is missing", path, key);
-    else if ((why = parse_entry(at + strlen(key), shape, off)))
-      snprintf(err, errlen, "%s: tensor %s %s", path, key, why);
-    else if (shape[0] != want_r || shape[1] != want_c)
-      snprintf(err, errlen, "%s: %s has shape [%llu, %llu], the config needs [%llu, %llu]", path,
-               key, (unsigned long long)shape[0], (unsigned long long)shape[1],
-               (unsigned long long)want_r, (unsigned long long)want_c);
-    else if (off[0] > off[1] || off[1] > data_size || off[1] - off[0] != bytes)
-      snprintf(err, errlen,
-               "%s: %s's data range [%llu, %llu) is wrong or past the end (truncated file?): the "
-               "file holds %llu bytes of data",
-               path, key, (unsigned long long)off[0], (unsigned long long)off[1],
-               (unsigned long long)data_size);
-    else if (fseeko(f, (off_t)(8 + len + off[0]), SEEK_SET) != 0 ||
-             fread(dst + x.at, 4, want_r * want_c, f) != want_r * want_c)
-      snprintf(err, errlen, "%s: cannot read %s", path, key);
+    char name[160];
+    uint64_t want[2] = {(uint64_t)(x.vector ? x.cols : x.rows), (uint64_t)x.cols};
+    snprintf(name, sizeof name, "%s%s", prefix, x.name);
+    read_tensor(&in, name, x.vector ? 1 : 2, want, dst + x.at, err, errlen);
   }
   /* The checksum covers the whole data section: checked once, with the
    * weights. Files from elsewhere (--load) may have none; checkpoints must. */
@@ -447,12 +615,17 @@ void dt_read_tensors(FILE *f, uint64_t size, const char *path, const dt_train_co
              path);
   }
   int64_t PL = dt_params_per_layer(c);
-  for (int64_t j = 0; !err[0] && j < c->layers * PL; j++)
-    if (!isfinite(dst[j]))
-      snprintf(err, errlen,
-               "%s: %slayers.%lld holds %s: saved from a diverged run; use another checkpoint or "
-               "start afresh",
-               path, prefix, (long long)(j / PL), isnan(dst[j]) ? "NaN" : "inf");
+  for (int64_t j = 0; !err[0] && j < dt_model_size(c); j++) {
+    if (isfinite(dst[j])) continue;
+    char where[120]; /* a layer (a GPT's: the tensor) */
+    if (c->model == DT_GPT)
+      snprintf(where, sizeof where, "%s", dt_model_tensor(c, dt_tensor_at(c, j)).name);
+    else
+      snprintf(where, sizeof where, "layers.%lld", (long long)(j / PL));
+    snprintf(err, errlen,
+             "%s: %s%s holds %s: saved from a diverged run; use another checkpoint or start afresh",
+             path, prefix, where, isnan(dst[j]) ? "NaN" : "inf");
+  }
   free(header);
 }
 
@@ -495,7 +668,28 @@ void dt_load_model(const char *path, const dt_train_config *c, float *weights) {
 
 /* The global batches in the order one process trains on them: [steps, B, D]
  * of samples, or with sequences [steps, B, S, D], x with positions added. */
+/* A GPT's: "tokens", int32 [steps, B, S + 1], every step's windows in the
+ * global order (dt_text_batch's), and the metadata to retrain on them. */
+static void dump_tokens(const char *path, const dt_train_config *c) {
+  int64_t steps = c->steps, B = c->batch, W = c->seq + 1;
+  if ((double)steps * B * W * 4 > 2e9)
+    dt_fail("--dump-data: %lld steps of [%lld, %lld] tokens exceed 2 GB", (long long)steps,
+            (long long)B, (long long)W);
+  if (dt_rank() != 0) return; /* every rank would write the same file */
+  int32_t *tokens = dt_host_alloc((size_t)(steps * B * W), sizeof *tokens);
+  for (int64_t s = 0; s < steps; s++) dt_text_batch(c, s, 0, B, tokens + s * B * W);
+  tensor t = {"tokens", 3, {steps, B, W}, tokens, "I32"};
+  char *meta = meta_of(c, steps);
+  write_atomically(path, "--dump-data", &t, 1, meta);
+  free(meta);
+  free(tokens);
+}
+
 void dt_dump_data(const char *path, const dt_train_config *c) {
+  if (c->model == DT_GPT) {
+    dump_tokens(path, c);
+    return;
+  }
   int seq = c->model == DT_TRANSFORMER;
   int64_t S = c->steps, B = c->batch, D = c->dim, T = seq ? c->seq : 1, BT = B * T;
   char dims[80]; /* a step's [B, D], or [B, S, D] */
@@ -527,15 +721,15 @@ void dt_dump_data(const char *path, const dt_train_config *c) {
     dt_copy_to_host(x + s * B * D, xd, (size_t)(B * D) * 4);
     dt_copy_to_host(y + s * B * D, yd, (size_t)(B * D) * 4);
   }
-  tensor t[2] = {{"x", 3, {S, B, D}, x}, {"y", 3, {S, B, D}, y}};
+  tensor t[2] = {{"x", 3, {S, B, D}, x, "F32"}, {"y", 3, {S, B, D}, y, "F32"}};
   for (int i = 0; i < 2 && seq; i++) {
     t[i].ndim = 4;
     t[i].shape[2] = T;
     t[i].shape[3] = D;
   }
-  char meta[512];
-  meta_of(c, S, meta, sizeof meta);
+  char *meta = meta_of(c, S);
   write_atomically(path, "--dump-data", t, 2, meta);
+  free(meta);
   dt_free(xd);
   dt_free(yd);
   free(x);

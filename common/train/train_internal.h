@@ -60,6 +60,25 @@ void dt_attend_materialised_backward(dt_heads_scratch *s, const float *q, const 
                                      const float *v, const float *p, const float *dout, float *dq,
                                      float *dk, float *dv);
 
+/* gpt_names.c: a GPT file tensor under nanoGPT's name and layout, made of
+ * `parts` tensors of the model's array (c_attn: Wq, Wk, Wv) stacked along
+ * its rows, each transposed where nn.Linear stores [out, in]. */
+typedef struct {
+  char name[96];
+  int ndim;
+  int64_t shape[2]; /* [shape[0]] when 1-D (a gain) */
+  int parts, transpose;
+  int64_t part[3]; /* their indices in dt_model_tensor's order */
+} dt_file_tensor;
+int64_t dt_gpt_file_tensors(const dt_train_config *c);
+dt_file_tensor dt_gpt_file_tensor(const dt_train_config *c, int64_t i);
+/* the model's array to the file tensor's layout (out: shape[0] x shape[1]
+ * floats), and back */
+void dt_gpt_file_pack(const dt_train_config *c, const dt_file_tensor *f, const float *model,
+                      float *out);
+void dt_gpt_file_unpack(const dt_train_config *c, const dt_file_tensor *f, const float *in,
+                        float *model);
+
 /* kinks.c: ReLU's decisions near 0 (train.h, "decisions"). A run records
  * them; one process, given the run's (gathered to rank 0, sorted by step,
  * layer, row and unit), replays them and counts what it met. */
