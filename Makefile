@@ -155,6 +155,9 @@ lesson_bin   = $(BIN_DIR)/$(1)/$(patsubst $(firstword $(subst _, ,$(1)))_%,%,$(1
 lesson_num   = $(patsubst 0%,%,$(firstword $(subst _, ,$(1))))
 LESSON_BINS := $(foreach d,$(LESSON_DIRS),$(call lesson_bin,$(d)))
 TEST_BINS   := $(patsubst %.c,$(BIN_DIR)/%,$(wildcard tests/test_*.c))
+# tests/gpt_run.c: the GPT of common/train through dt_run in one process, a
+# harness (tests/suite_gpt.sh, bench/torch_gpt.py), not a unit test
+TOOL_BINS   := $(BIN_DIR)/tests/gpt_run
 
 # A binary remembers nothing about its backend, so switching BACKEND must
 # relink: every binary depends on this file, rewritten only on a switch.
@@ -167,7 +170,7 @@ mpirun_flags = $(if $(filter 0,$(shell id -u)),--allow-run-as-root) $(if $(shell
 
 .PHONY: all banner setup clean test tour help sanitize bench-matmul $(foreach d,$(LESSON_DIRS),lesson-$(call lesson_num,$(d)) run-$(call lesson_num,$(d)))
 
-all: banner $(LESSON_BINS) $(TEST_BINS)
+all: banner $(LESSON_BINS) $(TEST_BINS) $(TOOL_BINS)
 
 banner:
 	@echo "make: backend=$(BACKEND) mpicc=$(or $(MPICC),none) nvcc=$(or $(NVCC),none) nccl=$(or $(NCCL_VERSION),none) gpus=$(GPUS) cores=$(CORES)"
@@ -197,6 +200,9 @@ endef
 $(foreach d,$(LESSON_DIRS),$(eval $(call lesson_rules,$(d))))
 
 $(BIN_DIR)/tests/test_%: $(BUILD)/tests/test_%.o $(LIBS) $(STAMP)
+	@mkdir -p $(@D)
+	$(MPICC) $(LDFLAGS) $(filter %.o %.a,$^) -o $@ $(LDLIBS)
+$(TOOL_BINS): $(BIN_DIR)/tests/%: $(BUILD)/tests/%.o $(LIBS) $(STAMP)
 	@mkdir -p $(@D)
 	$(MPICC) $(LDFLAGS) $(filter %.o %.a,$^) -o $@ $(LDLIBS)
 
@@ -405,7 +411,7 @@ setup:
 	fi
 
 clean:
-	rm -rf build $(foreach d,$(LESSON_DIRS),$(call lesson_bin,$(d))) $(patsubst tests/%.c,tests/%,$(wildcard tests/test_*.c))
+	rm -rf build $(foreach d,$(LESSON_DIRS),$(call lesson_bin,$(d))) $(patsubst tests/%.c,tests/%,$(wildcard tests/test_*.c)) tests/gpt_run
 
 help:
 	@sed -n '2,9p' Makefile | sed 's/^# \{0,1\}//'

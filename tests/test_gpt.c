@@ -443,6 +443,7 @@ static void test_init(void) {
 static void test_schedule_and_decay(void) {
   dt_train_config c = tiny(1, 8, 2, 6, 2);
   c.steps = 100;
+  c.decay_steps = 100;
   c.warmup = 10;
   c.lr = 1e-3;
   EXPECT(fabs(dt_lr_at(&c, 0) - 1e-3 / 11) < 1e-12 && fabs(dt_lr_at(&c, 9) - 1e-2 / 11) < 1e-12 &&
@@ -523,6 +524,7 @@ static void test_text(void) {
 static void test_reference_file_sample(void) {
   dt_train_config c = tiny(2, 32, 4, 32, 8);
   c.steps = 60;
+  c.decay_steps = 60;
   c.lr = 1e-2;
   c.warmup = 4;
   int64_t n = dt_model_size(&c);

@@ -93,7 +93,20 @@ static void gpt_resolve(dt_train_config *c) {
   }
   c->corpus = &text;
   c->vocab = text.vocab.size;
-  if (c->warmup < 0) c->warmup = c->steps / 10;
+  if (c->sample && c->prompt) { /* a prompt the vocabulary cannot spell fails now, not at the end */
+    size_t n = strlen(c->prompt) + 1;
+    int32_t *ids = dt_host_alloc(n, sizeof *ids);
+    char err[160];
+    int64_t k = dt_vocab_encode(&text.vocab, c->prompt, ids, (int64_t)n, err, sizeof err);
+    free(ids);
+    if (k < 0) dt_fail("--prompt: %s", err);
+  }
+  if (c->decay_steps == 0) c->decay_steps = c->steps;
+  if (c->warmup < 0) c->warmup = c->decay_steps / 10;
+  if (c->warmup >= c->decay_steps)
+    dt_fail("--warmup %lld: the warm-up must end before the decay does, at step %lld "
+            "(--lr-decay-steps, or --steps)",
+            (long long)c->warmup, (long long)c->decay_steps);
 }
 
 /* What the tables of the lessons do not show, said where it exists. */
@@ -248,15 +261,15 @@ void dt_train_print(const dt_train_config *c) {
     const dt_text *t = c->corpus;
     dt_print0("model: GPT L=%lld D=%lld H=%lld A=%lld S=%lld V=%lld (%lld parameters, %.2f MiB "
               "fp32) | text %s: %lld %s tokens, %lld train, %lld validation | batch B=%lld "
-              "windows | %lld steps of %s, lr %g (warm-up %lld, cosine to %g), weight decay %g, "
-              "betas (0.9, %g)%s | precision %s\n",
+              "windows | %lld steps of %s, lr %g (warm-up %lld, cosine to %g at step %lld), "
+              "weight decay %g, betas (0.9, %g)%s | precision %s\n",
               (long long)c->layers, (long long)c->dim, (long long)c->hidden, (long long)c->heads,
               (long long)c->seq, (long long)c->vocab, (long long)dt_model_size(c),
               4.0 * (double)dt_model_size(c) / (1 << 20), c->text, (long long)t->n,
               t->vocab.bytes ? "byte" : "character", (long long)t->train,
               (long long)(t->n - t->train), (long long)c->batch, (long long)c->steps, c->optimizer,
-              c->lr, (long long)c->warmup, c->lr / 10, c->weight_decay, c->beta2,
-              c->clip > 0 ? ", clipped" : "", c->precision);
+              c->lr, (long long)c->warmup, c->lr / 10, (long long)c->decay_steps, c->weight_decay,
+              c->beta2, c->clip > 0 ? ", clipped" : "", c->precision);
     return;
   }
   dt_print0("model: L=%lld D=%lld H=%lld (%lld parameters, %.2f MiB fp32) | batch B=%lld, "
@@ -322,12 +335,14 @@ void dt_optimizer_step(const dt_train_config *c, float *w, const float *g, float
 }
 
 /* nanoGPT's get_lr: (it + 1) / (warm-up + 1) of the rate while warming up,
- * then a cosine from the rate at the warm-up's end to a tenth of it at the
- * last step. Every other model keeps its rate. */
+ * then a cosine from the rate at the warm-up's end to a tenth of it at
+ * lr_decay_iters (decay_steps), a tenth after. Every other model keeps its
+ * rate. */
 double dt_lr_at(const dt_train_config *c, int64_t step) {
   if (c->model != DT_GPT) return c->lr;
   if (step < c->warmup) return c->lr * (double)(step + 1) / (double)(c->warmup + 1);
-  double ratio = (double)(step - c->warmup) / (double)(c->steps - c->warmup);
+  if (step > c->decay_steps) return c->lr / 10;
+  double ratio = (double)(step - c->warmup) / (double)(c->decay_steps - c->warmup);
   double least = c->lr / 10, coeff = 0.5 * (1.0 + cos(3.14159265358979323846 * ratio));
   return least + coeff * (c->lr - least);
 }

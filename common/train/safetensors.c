@@ -115,14 +115,17 @@ static char *meta_of(const dt_train_config *c, int64_t step) {
              (long long)c->heads);
   len = strlen(out);
   if (vocab)
-    snprintf(out + len, cap - len,
-             ",\"model\":\"gpt\",\"beta2\":\"%.17g\",\"warmup\":\"%lld\",\"tokens\":\"%s\","
-             "\"vocab_used\":\"%lld\",\"text_tokens\":\"%lld\",\"n_layer\":\"%lld\","
-             "\"n_head\":\"%lld\",\"n_embd\":\"%lld\",\"block_size\":\"%lld\","
-             "\"vocab_size\":\"%lld\",\"bias\":\"False\",\"vocab\":\"%s\"",
-             c->beta2, (long long)c->warmup, c->corpus->vocab.bytes ? "byte" : "char",
-             (long long)c->corpus->vocab.used, (long long)c->corpus->n, (long long)c->layers,
-             (long long)c->heads, (long long)c->dim, (long long)c->seq, (long long)c->vocab, vocab);
+    snprintf(
+        out + len, cap - len,
+        ",\"model\":\"gpt\",\"beta2\":\"%.17g\",\"warmup\":\"%lld\",\"lr_decay_steps\":\"%lld\","
+        "\"tokens\":\"%s\","
+        "\"vocab_used\":\"%lld\",\"text_tokens\":\"%lld\",\"n_layer\":\"%lld\","
+        "\"n_head\":\"%lld\",\"n_embd\":\"%lld\",\"block_size\":\"%lld\","
+        "\"vocab_size\":\"%lld\",\"bias\":\"False\",\"vocab\":\"%s\"",
+        c->beta2, (long long)c->warmup, (long long)c->decay_steps,
+        c->corpus->vocab.bytes ? "byte" : "char", (long long)c->corpus->vocab.used,
+        (long long)c->corpus->n, (long long)c->layers, (long long)c->heads, (long long)c->dim,
+        (long long)c->seq, (long long)c->vocab, vocab);
   free(vocab);
   return out;
 }
@@ -162,21 +165,26 @@ static int drops(const dt_train_config *c, int64_t ranks) {
  * tokens (its vocabulary and length stand for the text itself). */
 static void gpt_config(const char *header, const char *path, const dt_train_config *c, char *err,
                        size_t errlen) {
-  char mine[4][64], theirs[64];
-  const char *keys[4] = {"warmup", "beta2", "tokens", "text_tokens"};
-  const char *flags[4] = {"--warmup", "AdamW's beta2", "--tokens", "a text of"};
+  enum { KEYS = 5 };
+  char mine[KEYS][64], theirs[64];
+  const char *keys[KEYS] = {"warmup", "lr_decay_steps", "beta2", "tokens", "text_tokens"};
+  const char *flags[KEYS] = {"--warmup", "--lr-decay-steps", "AdamW's beta2", "--tokens",
+                             "a --text of"};
+  const char *unit[KEYS] = {"", "", "", "", " tokens"};
   snprintf(mine[0], 64, "%lld", (long long)c->warmup);
-  shortest(c->beta2, mine[1], 64);
-  snprintf(mine[2], 64, "%s", c->corpus->vocab.bytes ? "byte" : "char");
-  snprintf(mine[3], 64, "%lld", (long long)c->corpus->n);
-  for (int i = 0; i < 4 && !err[0]; i++) {
+  snprintf(mine[1], 64, "%lld", (long long)c->decay_steps);
+  shortest(c->beta2, mine[2], 64);
+  snprintf(mine[3], 64, "%s", c->corpus->vocab.bytes ? "byte" : "char");
+  snprintf(mine[4], 64, "%lld", (long long)c->corpus->n);
+  for (int i = 0; i < KEYS && !err[0]; i++) {
     if (!meta_value(header, keys[i], theirs, sizeof theirs)) snprintf(theirs, 64, "(none)");
-    if (i == 1) shortest(strtod(theirs, NULL), theirs, sizeof theirs);
+    if (i == 2) shortest(strtod(theirs, NULL), theirs, sizeof theirs);
     if (strcmp(theirs, mine[i]) != 0)
       snprintf(err, errlen,
-               "--resume: the checkpoint was trained with %s %s, this run has %s %s: a resumed "
-               "run must continue the same training; start afresh with another --ckpt folder",
-               flags[i], theirs, flags[i], mine[i]);
+               "--resume: the checkpoint was trained with %s %s%s, this run has %s %s%s: a "
+               "resumed run must continue the same training; start afresh with another --ckpt "
+               "folder",
+               flags[i], theirs, unit[i], flags[i], mine[i], unit[i]);
   }
   char *vocab = dt_vocab_json(&c->corpus->vocab);
   const char *at = strstr(header, "\"vocab\":\"");
@@ -546,10 +554,10 @@ static void read_gpt(const source *in, const dt_train_config *c, float *dst, cha
             (!bytes && (file.used != own->used ||
                         memcmp(file.chars, own->chars, (size_t)own->used * 4) != 0))))
     snprintf(err, errlen,
-             "%s was trained on another vocabulary (%s), this text's is %lld %s: its token ids "
-             "would stand for other characters; train on its text, or start without --load",
-             in->path, bytes ? "bytes" : "characters", (long long)own->used,
-             own->bytes ? "bytes" : "characters");
+             "%s was trained on another vocabulary (%lld %s), this text's is %lld %s: its token "
+             "ids would stand for other characters; train on its text, or start without --load",
+             in->path, (long long)(bytes ? 256 : file.used), bytes ? "bytes" : "characters",
+             (long long)own->used, own->bytes ? "bytes" : "characters");
   free(file.chars);
 }
 

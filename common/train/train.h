@@ -62,8 +62,10 @@ typedef struct {
   const char *text, *tokens;
   const dt_text *corpus; /* the text, loaded by dt_train_resolve */
   int64_t vocab, vocab_multiple;
-  double beta2;   /* AdamW's second beta (0: 0.999; the GPT's 0.99) */
-  int64_t warmup; /* DT_GPT: steps of linear warm-up before the cosine decay (-1: steps / 10) */
+  double beta2; /* AdamW's second beta (0: 0.999; the GPT's 0.99) */
+  /* DT_GPT: steps of linear warm-up (-1: a tenth of the decay's), then a cosine decay to lr/10
+   * at step decay_steps (0: --steps; fixed, a resumed run may train to more steps) */
+  int64_t warmup, decay_steps;
   int64_t eval_every, eval_batches; /* DT_GPT: evaluate every K steps on M fixed batches */
   /* DT_GPT: after training, print `sample` tokens after the prompt */
   int64_t sample, top_k;
@@ -230,7 +232,7 @@ void dt_optimizer_step(const dt_train_config *c, float *w, const float *g, float
                        size_t n, const dt_spans *plain, dt_step_scalars k);
 /* The learning rate of step `step` (0-based): c->lr, or a GPT's schedule as
  * nanoGPT's: linear warm-up over c->warmup steps to c->lr, then a cosine
- * down to c->lr / 10 at c->steps. */
+ * down to c->lr / 10 at c->decay_steps, and c->lr / 10 after it. */
 double dt_lr_at(const dt_train_config *c, int64_t step);
 /* The whole model's spans without weight decay (its plain tensors, merged);
  * free at->at. */
@@ -567,7 +569,9 @@ char *dt_gpt_sample(const dt_train_config *c, const dt_vocab *vocab, const float
       DT_STRING("--tokens", &(c)->tokens, "char|byte",                                             \
                 "tokens: the text's characters, or its bytes (V = 256)"),                          \
       DT_INT("--warmup", &(c)->warmup, -1, 1 << 30,                                                \
-             "steps of linear learning-rate warm-up, then cosine to lr/10 (-1: steps/10)"),        \
+             "steps of linear learning-rate warm-up (-1: a tenth of the decay's)"),                \
+      DT_INT("--lr-decay-steps", &(c)->decay_steps, 0, 1 << 30,                                    \
+             "the cosine decay reaches lr/10 at this step (0: --steps)"),                          \
       DT_INT("--eval-every", &(c)->eval_every, 0, 1 << 30,                                         \
              "evaluate train and validation loss every K steps (0: never)"),                       \
       DT_INT("--eval-batches", &(c)->eval_batches, 1, 1 << 20,                                     \
