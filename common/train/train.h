@@ -616,8 +616,8 @@ void dt_step_samples(const dt_train_config *c, int replicas, int rank, int64_t s
 /* -------------------------------------------------------------- reference */
 /* Train the same config in one process on rank 0 and compare (check.c, the
  * criterion in CHECKING.md): per-step loss (with parts, the per-step balance
- * loss of a mixture, each of the loss's two terms on its own) and final weights (full W1/W2 of
- * every layer, host copies, layer-major: W1_0, W2_0, W1_1, ...; on rank 0).
+ * loss of a mixture, each of the loss's two terms on its own) and final weights (the whole
+ * model's array of dt_model_size floats, host copies: W1_0, W2_0, W1_1, ...; on rank 0).
  * replicated: every rank holds the whole model in final_weights, and all
  * copies must be bit-identical. Prints each figure beside its bound and CHECK
  * PASSED or CHECK FAILED on rank 0; returns 0 or 1 on every rank (collective). */
@@ -659,17 +659,23 @@ void dt_reference_train_gpt(const dt_train_config *c, dt_reference_run *out);
 double dt_adamw_max_update(int64_t t, double beta2);
 
 /* ------------------------------------------------------------ checkpoints */
-/* safetensors, F32, "layers.{l}.w1" [D,H] and "layers.{l}.w2" [H,D], written
- * atomically (temp file, fsync, rename). weights as above, on the host. */
+/* safetensors, F32, "layers.{l}.w1" [D,H] and "layers.{l}.w2" [H,D] (each
+ * tensor by its dt_model_tensor name; a GPT's by nanoGPT's state_dict names
+ * and layouts, with nanoGPT's GPTConfig and the vocabulary in the metadata,
+ * lm_head.weight left out as tied), written atomically (temp file, fsync,
+ * rename). weights as above, on the host. A GPT's --dump-data is its token
+ * windows, "tokens" I32 [steps, B, S + 1] in the global order. */
 void dt_save_model(const char *path, const dt_train_config *c, int64_t step, const float *weights);
 /* Reads into weights (host); dt_fail with a clear message on a missing
- * file, a corrupt header or shapes that do not match the config. Collective:
- * call on every rank. */
+ * file, a corrupt header or shapes that do not match the config (a GPT's:
+ * an lm_head.weight that is not wte, another text's vocabulary).
+ * Collective: call on every rank. */
 void dt_load_model(const char *path, const dt_train_config *c, float *weights);
 void dt_dump_data(const char *path, const dt_train_config *c);
 
 /* Checkpoints for resuming (checkpoint.c): weights and AdamW state (m, v:
- * NULL for sgd) as whole layer-major host arrays, and the step. Save on rank
+ * NULL for sgd) as whole host arrays (each tensor by its dt_model_tensor
+ * name, a GPT's too), and the step. Save on rank
  * 0 only, after gathering; resume is collective, fills the arrays, sets
  * c->start_step and returns it. Steps start_step .. steps-1 remain. With
  * c->rank_state, e is per-rank state in the same layout: on save every
@@ -737,11 +743,14 @@ dt_op dt_wire_op(const dt_wire *w, dt_op op);
  *   dt_run_summary(&run); ... the lesson's tables ...
  *   return dt_run_finish(&run);
  *
- * The whole model, in files and in the check, is the layer-major host array
- * of dt_model_tensor's tensors (dt_params_per_layer floats a layer: W1_0,
- * W2_0, W1_1, ... for the MLP). A rank holds segments, each
- * stepped by the optimizer as one contiguous buffer, and places say where
- * their elements sit in that array: rows x cols floats, ld apart, from `at`. */
+ * The whole model, in files and in the check, is the host array of
+ * dt_model_tensor's tensors, dt_model_size floats (dt_params_per_layer a
+ * layer: W1_0, W2_0, W1_1, ... for the MLP; a GPT's embeddings before its
+ * layers and its final gain after). A rank holds segments, each stepped by
+ * the optimizer as one contiguous buffer (at the step's dt_lr_at, without
+ * weight decay on its plain spans, which dt_run_begin finds from the places),
+ * and places say where their elements sit in that array: rows x cols floats,
+ * ld apart, from `at`. */
 enum { DT_RUN_SEGMENTS = 64 };
 typedef struct {
   float *w, *g, *m, *v; /* m, v: AdamW's state, allocated by dt_run_segment (NULL for sgd) */
