@@ -12,6 +12,7 @@
  * read it first, is in 11_cp/README.md ("The idea"). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gpt_core.h"
 #include "train_internal.h"
@@ -284,4 +285,77 @@ double dt_attn_gemm_rate(int64_t dh) {
     best = fmax(best, flops * (double)reps / t / 1e9);
   }
   return best;
+}
+
+/* ------------------------------------------------ the scores materialised */
+/* The plainest form, the yardsticks' (reference_attn.c, the GPT's with
+ * `materialised`): one sequence at a time, each head's S x S scores through
+ * dt_matmul, masked, softmaxed with expf and kept; no tiles, no log-sum-exp. */
+void dt_heads_scratch_init(dt_heads_scratch *s, int64_t S, int64_t D, int64_t heads) {
+  *s = (dt_heads_scratch){.S = S, .D = D, .heads = heads, .dh = D / heads};
+  float **sc[] = {&s->qh, &s->kh, &s->vh, &s->oh};
+  for (int i = 0; i < 4; i++) *sc[i] = dt_host_alloc((size_t)(S * s->dh), 4);
+  s->dp = dt_host_alloc((size_t)(S * S), 4);
+}
+
+void dt_heads_scratch_free(dt_heads_scratch *s) {
+  float *sc[] = {s->qh, s->kh, s->vh, s->oh, s->dp};
+  for (int i = 0; i < 5; i++) free(sc[i]);
+}
+
+/* Columns h dh .. of rows [S, D] to a contiguous [S, dh] and back. */
+static void take(const dt_heads_scratch *s, const float *x, int64_t h, float *xh) {
+  for (int64_t i = 0; i < s->S; i++) memcpy(xh + i * s->dh, x + i * s->D + h * s->dh, s->dh * 4);
+}
+static void put(const dt_heads_scratch *s, const float *xh, int64_t h, float *x) {
+  for (int64_t i = 0; i < s->S; i++) memcpy(x + i * s->D + h * s->dh, xh + i * s->dh, s->dh * 4);
+}
+
+/* One sequence: p [heads][S,S] the probabilities, o [S,D]. */
+void dt_attend_materialised(dt_heads_scratch *s, const float *q, const float *k, const float *v,
+                            float *p, float *o) {
+  int64_t S = s->S;
+  float scale = 1.0f / sqrtf((float)s->dh);
+  for (int64_t h = 0; h < s->heads; h++) {
+    float *ph = p + h * S * S;
+    take(s, q, h, s->qh);
+    take(s, k, h, s->kh);
+    take(s, v, h, s->vh);
+    dt_matmul(0, 1, S, S, s->dh, s->qh, s->kh, ph, 0);
+    for (int64_t i = 0; i < S; i++) {
+      float *row = ph + i * S, mx = -INFINITY, sum = 0;
+      for (int64_t j = 0; j <= i; j++) mx = fmaxf(mx, row[j] *= scale);
+      for (int64_t j = 0; j < S; j++) sum += row[j] = j <= i ? expf(row[j] - mx) : 0;
+      for (int64_t j = 0; j <= i; j++) row[j] /= sum;
+    }
+    dt_matmul(0, 0, S, s->dh, S, ph, s->vh, s->oh, 0);
+    put(s, s->oh, h, o);
+  }
+}
+
+/* Back from do [S,D]: dq, dk, dv [S,D] written. */
+void dt_attend_materialised_backward(dt_heads_scratch *s, const float *q, const float *k,
+                                     const float *v, const float *p, const float *dout, float *dq,
+                                     float *dk, float *dv) {
+  int64_t S = s->S, dh = s->dh;
+  float scale = 1.0f / sqrtf((float)dh);
+  for (int64_t h = 0; h < s->heads; h++) {
+    const float *ph = p + h * S * S;
+    take(s, q, h, s->qh);
+    take(s, k, h, s->kh);
+    take(s, v, h, s->vh);
+    take(s, dout, h, s->oh);
+    dt_matmul(0, 1, S, S, dh, s->oh, s->vh, s->dp, 0); /* dP = dO V^T */
+    for (int64_t i = 0; i < S; i++) {                  /* dS = P (dP - rowsum(P dP)) */
+      float *row = s->dp + i * S, dot = 0;
+      for (int64_t j = 0; j < S; j++) dot += ph[i * S + j] * row[j];
+      for (int64_t j = 0; j < S; j++) row[j] = ph[i * S + j] * (row[j] - dot) * scale;
+    }
+    dt_matmul(1, 0, S, dh, S, ph, s->oh, s->vh, 0); /* dV = P^T dO */
+    put(s, s->vh, h, dv);
+    dt_matmul(0, 0, S, dh, S, s->dp, s->kh, s->oh, 0); /* dQ = dS K */
+    put(s, s->oh, h, dq);
+    dt_matmul(1, 0, S, dh, S, s->dp, s->qh, s->kh, 0); /* dK = dS^T Q */
+    put(s, s->kh, h, dk);
+  }
 }

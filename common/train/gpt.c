@@ -7,7 +7,7 @@
  * Per layer, pre-norm:  h1 = LN1(x);  x2 = x + Attn(h1) Wo;
  *                       h2 = LN2(x2); x' = x2 + gelu(h2 W1) W2
  * and logits = LN_f(x_L) wte^T. Attention runs on host rows (attention.c's
- * tiles, or the materialised scores of reference_attn.c), so the whole
+ * tiles, or its plainest form with the scores materialised), so the whole
  * model is the cpu backend's, as lessons 11 and 12 are. */
 #include <math.h>
 #include <stdlib.h>

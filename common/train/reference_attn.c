@@ -11,77 +11,6 @@
 
 #include "train_internal.h"
 
-typedef dt_heads_scratch heads_scratch;
-
-void dt_heads_scratch_init(heads_scratch *s, int64_t S, int64_t D, int64_t heads) {
-  *s = (heads_scratch){.S = S, .D = D, .heads = heads, .dh = D / heads};
-  float **sc[] = {&s->qh, &s->kh, &s->vh, &s->oh};
-  for (int i = 0; i < 4; i++) *sc[i] = dt_host_alloc((size_t)(S * s->dh), 4);
-  s->dp = dt_host_alloc((size_t)(S * S), 4);
-}
-
-void dt_heads_scratch_free(heads_scratch *s) {
-  float *sc[] = {s->qh, s->kh, s->vh, s->oh, s->dp};
-  for (int i = 0; i < 5; i++) free(sc[i]);
-}
-
-/* Columns h dh .. of rows [S, D] to a contiguous [S, dh] and back. */
-static void take(const heads_scratch *s, const float *x, int64_t h, float *xh) {
-  for (int64_t i = 0; i < s->S; i++) memcpy(xh + i * s->dh, x + i * s->D + h * s->dh, s->dh * 4);
-}
-static void put(const heads_scratch *s, const float *xh, int64_t h, float *x) {
-  for (int64_t i = 0; i < s->S; i++) memcpy(x + i * s->D + h * s->dh, xh + i * s->dh, s->dh * 4);
-}
-
-/* One sequence: p [heads][S,S] the probabilities, o [S,D]. */
-void dt_attend_materialised(heads_scratch *s, const float *q, const float *k, const float *v,
-                            float *p, float *o) {
-  int64_t S = s->S;
-  float scale = 1.0f / sqrtf((float)s->dh);
-  for (int64_t h = 0; h < s->heads; h++) {
-    float *ph = p + h * S * S;
-    take(s, q, h, s->qh);
-    take(s, k, h, s->kh);
-    take(s, v, h, s->vh);
-    dt_matmul(0, 1, S, S, s->dh, s->qh, s->kh, ph, 0);
-    for (int64_t i = 0; i < S; i++) {
-      float *row = ph + i * S, mx = -INFINITY, sum = 0;
-      for (int64_t j = 0; j <= i; j++) mx = fmaxf(mx, row[j] *= scale);
-      for (int64_t j = 0; j < S; j++) sum += row[j] = j <= i ? expf(row[j] - mx) : 0;
-      for (int64_t j = 0; j <= i; j++) row[j] /= sum;
-    }
-    dt_matmul(0, 0, S, s->dh, S, ph, s->vh, s->oh, 0);
-    put(s, s->oh, h, o);
-  }
-}
-
-/* Back from do [S,D]: dq, dk, dv [S,D] written. */
-void dt_attend_materialised_backward(heads_scratch *s, const float *q, const float *k,
-                                     const float *v, const float *p, const float *dout, float *dq,
-                                     float *dk, float *dv) {
-  int64_t S = s->S, dh = s->dh;
-  float scale = 1.0f / sqrtf((float)dh);
-  for (int64_t h = 0; h < s->heads; h++) {
-    const float *ph = p + h * S * S;
-    take(s, q, h, s->qh);
-    take(s, k, h, s->kh);
-    take(s, v, h, s->vh);
-    take(s, dout, h, s->oh);
-    dt_matmul(0, 1, S, S, dh, s->oh, s->vh, s->dp, 0); /* dP = dO V^T */
-    for (int64_t i = 0; i < S; i++) {                  /* dS = P (dP - rowsum(P dP)) */
-      float *row = s->dp + i * S, dot = 0;
-      for (int64_t j = 0; j < S; j++) dot += ph[i * S + j] * row[j];
-      for (int64_t j = 0; j < S; j++) row[j] = ph[i * S + j] * (row[j] - dot) * scale;
-    }
-    dt_matmul(1, 0, S, dh, S, ph, s->oh, s->vh, 0); /* dV = P^T dO */
-    put(s, s->vh, h, dv);
-    dt_matmul(0, 0, S, dh, S, s->dp, s->kh, s->oh, 0); /* dQ = dS K */
-    put(s, s->oh, h, dq);
-    dt_matmul(1, 0, S, dh, S, s->dp, s->qh, s->kh, 0); /* dK = dS^T Q */
-    put(s, s->kh, h, dk);
-  }
-}
-
 void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
   int64_t L = c->layers, D = c->dim, H = c->hidden, B = c->batch, S = c->seq, A = c->heads;
   int64_t PL = dt_params_per_layer(c), n = dt_model_size(c), T = B * S, DD = D * D;
@@ -99,7 +28,7 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
   int64_t *samples = dt_host_alloc((size_t)B, sizeof *samples);
   int64_t *keys = dt_host_alloc((size_t)T, sizeof *keys); /* token b, t: samples[b] x S + t */
   dt_kinks *kinks = out->replay.kinks;                    /* the run's ReLU decisions near 0 */
-  heads_scratch s;
+  dt_heads_scratch s;
   dt_heads_scratch_init(&s, S, D, A);
   dt_loss_scaler scaler;
   double w0_max = dt_reference_begin(c, w, n, &scaler, out);

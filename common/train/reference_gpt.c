@@ -1,6 +1,6 @@
 /* reference_gpt.c: the GPT's yardstick, the whole model trained in one
  * process the plainest way: every sequence whole, each head's S x S scores
- * materialised and kept for backward (reference_attn.c's), the
+ * materialised and kept for backward (attention.c's plainest form), the
  * cross-entropy over the whole vocabulary in one slice, on the same text
  * windows, schedule and optimizer (its decay groups, clipping) as the run.
  * Nothing here is a lesson's: no tiles, no log-sum-exp, no slices. */

@@ -42,10 +42,10 @@ void dt_reference_update(const dt_train_config *c, dt_reference_run *out, dt_los
                          int64_t step, float *w, float *g, float *m, float *v, size_t n,
                          double w0_max, int round16);
 
-/* reference_attn.c: causal attention the plainest way, one sequence of S
- * rows of width D (heads x dh columns) at a time, each head's S x S
+/* attention.c: causal attention the plainest way, one sequence of S rows
+ * of width D (heads x dh columns) at a time, each head's S x S
  * probabilities materialised (p [heads][S, S], kept for backward), through
- * dt_matmul on host rows (the cpu backend). The transformer's and the GPT's
+ * dt_matmul on host rows (the cpu backend): the transformer's and the GPT's
  * yardsticks. */
 typedef struct {
   int64_t S, D, heads, dh;
