@@ -496,6 +496,7 @@ static void read_tensor(const source *in, const char *name, int ndim, const uint
   const char *at = strstr(in->header, key), *why = NULL;
   uint64_t count = ndim == 1 ? want[0] : want[0] * want[1];
   uint64_t bytes = count * 4; /* the config's, bounded by the CLI's limits */
+  uint64_t len = in->len, data_size = in->data_size;
   if (!at)
     snprintf(err, errlen, "%s: tensor %s is missing", in->path, key);
   else if ((why = parse_entry(at + strlen(key), shape, &dims, off)))
@@ -505,13 +506,13 @@ static void read_tensor(const source *in, const char *name, int ndim, const uint
   shape_text(ndim, want, needs, sizeof needs);
   if (dims != ndim || shape[0] != want[0] || (ndim == 2 && shape[1] != want[1]))
     snprintf(err, errlen, "%s: %s has shape %s, the config needs %s", in->path, key, has, needs);
-  else if (off[0] > off[1] || off[1] > in->data_size || off[1] - off[0] != bytes)
+  else if (off[0] > off[1] || off[1] > data_size || off[1] - off[0] != bytes)
     snprintf(err, errlen,
              "%s: %s's data range [%llu, %llu) is wrong or past the end (truncated file?): the "
              "file holds %llu bytes of data",
              in->path, key, (unsigned long long)off[0], (unsigned long long)off[1],
-             (unsigned long long)in->data_size);
-  else if (fseeko(in->f, (off_t)(8 + in->len + off[0]), SEEK_SET) != 0 ||
+             (unsigned long long)data_size);
+  else if (fseeko(in->f, (off_t)(8 + len + off[0]), SEEK_SET) != 0 ||
            fread(dst, 4, count, in->f) != count)
     snprintf(err, errlen, "%s: cannot read %s", in->path, key);
 }
