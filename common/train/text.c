@@ -65,6 +65,7 @@ static unsigned char *read_all(const char *path, size_t *n) {
   unsigned char *s = dt_host_alloc((size_t)st.st_size + 1, 1);
   *n = fread(s, 1, (size_t)st.st_size, f);
   fclose(f);
+  if (*n == 0) free(s); /* before the exit: no leak for a sanitizer to report */
   if (*n == 0) dt_fail("--text %s is empty: a GPT needs a text to train on", path);
   return s;
 }
@@ -80,19 +81,23 @@ static int64_t id_of(const dt_vocab *v, uint32_t c) {
   return at ? at - v->chars : -1;
 }
 
-/* The text's characters as code points (dt_fail where it is not UTF-8). */
-static uint32_t *code_points(const unsigned char *s, size_t n, const char *path, int64_t *count) {
+/* The text's characters as code points (dt_fail where it is not UTF-8,
+ * the buffers freed first: a sanitizer reports no leak at the exit). */
+static uint32_t *code_points(unsigned char *s, size_t n, const char *path, int64_t *count) {
   uint32_t *cp = dt_host_alloc(n, sizeof *cp);
   int64_t k = 0;
   for (size_t i = 0; i < n; k++) {
     int len = utf8_at(s, n, i, &cp[k]);
     if (len == 0) {
       long long line, col;
+      unsigned byte = s[i];
       place_of(s, i, &line, &col);
+      free(cp);
+      free(s);
       dt_fail("--text %s is not UTF-8: byte %zu (line %lld, column %lld) is 0x%02x, which starts "
               "no character there; convert the file to UTF-8, or take its bytes as tokens with "
               "--tokens byte",
-              path, i, line, col, s[i]);
+              path, i, line, col, byte);
     }
     i += (size_t)len;
   }

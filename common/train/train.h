@@ -531,8 +531,9 @@ void dt_gpt_mlp_backward(const dt_gpt_shape *s, const dt_gpt_block *w, dt_gpt_bl
 
 /* The whole model in one process (host rows, the cpu backend): forward over
  * seqs sequences of len <= S positions, inputs and targets [seqs x len]
- * (targets NULL: no loss), returning the mean loss; backward adds the
- * gradient of the loss x scale to g (the whole model's layout). Attention
+ * (targets NULL: no loss), returning the mean loss; backward, after a
+ * forward with targets, adds the gradient of the loss x scale (fp16's loss
+ * scale, else 1) to g (the whole model's layout). Attention
  * is attention.c's tiled blocks, or with `materialised` the S x S scores
  * (the yardstick's). */
 typedef struct dt_gpt_acts dt_gpt_acts;
