@@ -157,7 +157,7 @@ LESSON_BINS := $(foreach d,$(LESSON_DIRS),$(call lesson_bin,$(d)))
 TEST_BINS   := $(patsubst %.c,$(BIN_DIR)/%,$(wildcard tests/test_*.c))
 # tests/gpt_run.c: the GPT of common/train through dt_run in one process, a
 # harness (tests/suite_gpt.sh, bench/torch_gpt.py), not a unit test
-TOOL_BINS   := $(BIN_DIR)/tests/gpt_run
+TOOL_BINS   := $(patsubst %.c,$(BIN_DIR)/%,$(wildcard tests/gpt_run.c))
 
 # A binary remembers nothing about its backend, so switching BACKEND must
 # relink: every binary depends on this file, rewritten only on a switch.
