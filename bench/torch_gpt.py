@@ -159,7 +159,7 @@ def one_step(args, optimizer, flags):
     print("%s, one step (lr %g%s): loss ours %.9f, PyTorch's %.9f, rel diff %.1e" % (
         optimizer, lr, ", clip %s" % meta["clip"] if float(meta["clip"]) > 0 else "", ours,
         loss.item(), abs(ours - loss.item()) / loss.item()))
-    worst, ok = 0.0, True
+    worst, ok, apart, apart_g, apart_lr, worst_g, read = 0.0, True, 0, 0.0, 0.0, 0.0, 0.0
     for name, w in after.items():
         t, g = theirs[name].detach(), grads[name]
         moved = (t - before[name]).abs().max().item()
@@ -172,6 +172,7 @@ def one_step(args, optimizer, flags):
             gerr = (ours_g - g.double()).abs().max().item() / g.abs().max().item()
             rel = off.max().item() / moved
             ok &= rel < args.bound and gerr < max(args.bound, 2 * resolution)
+            worst_g, read = max(worst_g, gerr), max(read, resolution)
             line += " after: %.1e of the step's largest move; gradient %.1e of its largest " \
                     "(read to %.0e)" % (rel, gerr, resolution)
         else:  # AdamW: a gradient within rounding of 0 moves its weight by what rounding says
@@ -180,6 +181,9 @@ def one_step(args, optimizer, flags):
             small = g.abs()[near0].max().item() / g.abs().max().item() if near0.any() else 0.0
             ok &= rel < args.bound and small < 1e-4 and off.max().item() <= lr
             line += " after: %.1e of the step's largest move" % rel
+            apart += int(near0.sum())
+            apart_g = max(apart_g, small)
+            apart_lr = max(apart_lr, off.max().item() / lr)
             if near0.any():
                 line += "; %d apart, by up to %.1e lr, their gradients at most %.1e of the " \
                         "largest" % (int(near0.sum()), off[near0].max().item() / lr, small)
@@ -188,8 +192,10 @@ def one_step(args, optimizer, flags):
             print(line)
     loss_rel = abs(ours - loss.item()) / loss.item()
     print("  every tensor after the step within %.1e of how far the step moved it%s" % (
-        worst, "" if optimizer == "sgd" else
-        " (but weights whose gradient is within rounding of 0, each within lr)"))
+        worst, "; each gradient within %.1e of its tensor's largest (the step reads it to %.0e)" % (
+            worst_g, read) if optimizer == "sgd" else
+        "; apart from that: %d weights, whose gradients are at most %.1e of their tensor's "
+        "largest (within rounding of 0), each by at most %.1e lr" % (apart, apart_g, apart_lr)))
     return ok and loss_rel < 1e-6
 
 
