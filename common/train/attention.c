@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpt_core.h"
+#include "attn_core.h"
 #include "train_internal.h"
 
 /* 128 x 128 scores (64 KiB) and backward's dP beside them stay in a core's L2
@@ -46,11 +46,7 @@ size_t dt_attn_scratch_bytes(void) {
   return tile.s ? (2 * TILE * TILE + 4 * TILE * (size_t)tile.dh) * sizeof(float) : 0;
 }
 
-/* --precision bf16|fp16: a GEMM's inputs rounded to 16 bits, as dt_matmul
- * rounds every matmul's (tensor cores' inputs), accumulated in fp32. */
-static float round16(float x, dt_dtype t) {
-  return t == DT_BF16 ? dt_bf16_to_f32(dt_f32_to_bf16(x)) : dt_f16_to_f32(dt_f32_to_f16(x));
-}
+static float round16(float x, dt_dtype t) { return dt_attn_round16(x, t == DT_BF16); }
 
 /* rows x dh of one head (ld apart) as a GEMM reads them: in place, or a
  * rounded copy in slot k of the scratch. */
@@ -72,69 +68,26 @@ static void round_tile(float *p, int64_t rows, int64_t cols) {
     for (int64_t j = 0; j < cols; j++) p[i * TILE + j] = round16(p[i * TILE + j], t);
 }
 
-/* Sums and maxima in 8 lanes: one running sum in a loop is a chain the
- * compiler must keep in order; 8 independent ones are a vector. */
-static inline __attribute__((always_inline)) float lanes_sum(const float *s, int64_t n) {
-  float lane[8] = {0};
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int k = 0; k < 8; k++) lane[k] += s[j + k];
-  for (; j < n; j++) lane[0] += s[j];
-  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-}
-static inline __attribute__((always_inline)) float lanes_max(const float *s, int64_t n) {
-  float lane[8];
-  for (int k = 0; k < 8; k++) lane[k] = -INFINITY;
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int k = 0; k < 8; k++) lane[k] = s[j + k] > lane[k] ? s[j + k] : lane[k];
-  for (; j < n; j++) lane[0] = s[j] > lane[0] ? s[j] : lane[0];
-  for (int k = 1; k < 8; k++) lane[0] = lane[k] > lane[0] ? lane[k] : lane[0];
-  return lane[0];
-}
-
-/* Keys query row i of a tile sees among the tile's cols, for tiles at the
- * same offset on a causal block's diagonal: i + 1; elsewhere all. */
-static int64_t visible(int diagonal, int64_t i, int64_t cols) { return diagonal ? i + 1 : cols; }
-
-/* Forward's elementwise work on a tile of scores s [rows, cols] (TILE apart):
- * each row's new max m2 (over the keys before, mx, and this tile's), p =
- * e^(s - m2) in place (0 where masked), the rows' sums rescaled to the new
- * max, and old[i] = e^(mx - m2), by which the row's output so far shrinks. */
+/* attn_core.h's row bodies over a tile's rows (TILE apart): forward's
+ * online softmax, backward's probabilities and dS. */
 static inline __attribute__((always_inline)) void
 softmax_tile_body(float *restrict s, int64_t rows, int64_t cols, int diagonal, int first,
                   float *restrict mx, float *restrict sum, float *restrict old) {
-  for (int64_t i = 0; i < rows; i++) {
-    float *si = s + i * TILE, m = first ? -INFINITY : mx[i];
-    int64_t see = visible(diagonal, i, cols);
-    float m2 = fmaxf(m, lanes_max(si, see));
-    for (int64_t j = 0; j < see; j++) si[j] = dt_exp_core(si[j] - m2);
-    for (int64_t j = see; j < cols; j++) si[j] = 0;
-    old[i] = expf(m - m2); /* 0 on the first tile */
-    sum[i] = (first ? 0 : sum[i] * old[i]) + lanes_sum(si, see);
-    mx[i] = m2;
-  }
+  for (int64_t i = 0; i < rows; i++)
+    dt_attn_softmax_row(s + i * TILE, dt_attn_visible(diagonal, i, cols), cols, first, &mx[i],
+                        &sum[i], &old[i]);
 }
 
-/* Backward's: p = e^(s - lse) in place, and dS = p (dP - delta) / sqrt(dh)
- * in dp, each 0 where masked. */
 static inline __attribute__((always_inline)) void
 grad_tile_body(float *restrict s, float *restrict dp, int64_t rows, int64_t cols, int diagonal,
                const float *lse, const float *delta, int64_t heads, float scale) {
-  for (int64_t i = 0; i < rows; i++) {
-    float *si = s + i * TILE, *di = dp + i * TILE, l = lse[i * heads], dl = delta[i * heads];
-    int64_t see = visible(diagonal, i, cols);
-    for (int64_t j = 0; j < see; j++) {
-      float p = dt_exp_core(si[j] - l);
-      si[j] = p;
-      di[j] = p * (di[j] - dl) * scale;
-    }
-    for (int64_t j = see; j < cols; j++) si[j] = di[j] = 0;
-  }
+  for (int64_t i = 0; i < rows; i++)
+    dt_attn_grad_row(s + i * TILE, dp + i * TILE, dt_attn_visible(diagonal, i, cols), cols,
+                     lse[i * heads], delta[i * heads], scale);
 }
 
 /* As dt_adamw_step does: on x86-64 a copy for AVX2 (8 floats an instruction,
- * not SSE's 4) where the CPU has it; the lanes above fix the order of every
+ * not SSE's 4) where the CPU has it; attn_core.h's lanes fix the order of every
  * sum, so both copies give the same bits. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define WIDE      __attribute__((target("avx2")))
@@ -212,10 +165,8 @@ int64_t dt_attn_block_forward(const float *q, const float *k, const float *v, in
         round_tile(tile.s, bq, t.rows);
         dt_host_gemm(0, 0, bq, dh, t.rows, 1, tile.s, TILE, t.v, t.lv, 1, ot, W); /* O += P V */
       }
-      for (int64_t i = 0; i < bq; i++) {
-        for (int64_t d = 0; d < dh; d++) ot[i * W + d] /= sum[i];
-        lse[(i0 + i) * heads + h] = mx[i] + logf(sum[i]);
-      }
+      for (int64_t i = 0; i < bq; i++)
+        lse[(i0 + i) * heads + h] = dt_attn_finish_row(ot + i * W, dh, mx[i], sum[i]);
     }
   return scores_of(n, nk, causal);
 }
@@ -224,11 +175,8 @@ void dt_attn_delta(const float *dout, const float *o, int64_t n, int64_t W, int6
                    float *delta) {
   int64_t dh = W / heads;
   for (int64_t i = 0; i < n; i++)
-    for (int64_t h = 0; h < heads; h++) {
-      float s = 0;
-      for (int64_t d = 0; d < dh; d++) s += dout[i * W + h * dh + d] * o[i * W + h * dh + d];
-      delta[i * heads + h] = s;
-    }
+    for (int64_t h = 0; h < heads; h++)
+      delta[i * heads + h] = dt_attn_delta_row(dout + i * W + h * dh, o + i * W + h * dh, dh);
 }
 
 int64_t dt_attn_block_backward(const float *q, const float *k, const float *v, const float *dout,
