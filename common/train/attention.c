@@ -17,6 +17,9 @@
 #include "attn_core.h"
 #include "train_internal.h"
 
+/* The cuda backend's tiles are attention_kernels.cu's, over the same row
+ * bodies; the materialised form below is host code on either. */
+#ifndef DT_CUDA
 /* 128 x 128 scores (64 KiB) and backward's dP beside them stay in a core's L2
  * cache, and the GEMMs on them run near the rate of larger ones (the bench's
  * sgemm line). Tiles of queries and keys start at the same rows, so a
@@ -234,6 +237,20 @@ double dt_attn_gemm_rate(int64_t dh) {
   }
   return best;
 }
+
+void dt_attn_start(float *o, float *lse, int64_t n, int64_t W, int64_t heads) {
+  memset(o, 0, (size_t)(n * W) * 4);
+  for (int64_t i = 0; i < n * heads; i++) lse[i] = -INFINITY;
+}
+
+void dt_attn_merge(float *o, float *lse, const float *ob, const float *lseb, int64_t n, int64_t W,
+                   int64_t heads) {
+  int64_t dh = W / heads;
+  for (int64_t i = 0; i < n * heads; i++) /* row i / heads, head i % heads */
+    lse[i] = dt_attn_merge_row(o + i / heads * W + i % heads * dh, lse[i],
+                               ob + i / heads * W + i % heads * dh, lseb[i], dh);
+}
+#endif
 
 /* ------------------------------------------------ the scores materialised */
 /* The plainest form, the yardsticks' (reference_attn.c, the GPT's with

@@ -107,4 +107,16 @@ DT_HOSTDEV static inline float dt_attn_delta_row(const float *dout, const float 
   return s;
 }
 
+/* Merging one block's result of a row and head (ob, lseb) into the running
+ * one (o, lse) by their log-sum-exp: each output weighed by its share of
+ * the sum of e^score over both blocks' keys, computed from the larger lse
+ * (an empty row, lse = -inf, weighs 0). Returns the new lse. */
+DT_HOSTDEV static inline float dt_attn_merge_row(float *o, float lse, const float *ob, float lseb,
+                                                 int64_t dh) {
+  float mx = fmaxf(lse, lseb), sa = expf(lse - mx), sb = expf(lseb - mx);
+  for (int64_t d = 0; d < dh; d++)
+    o[d] = dt_rn_add(dt_rn_mul(sa, o[d]), dt_rn_mul(sb, ob[d])) / dt_rn_add(sa, sb);
+  return mx + logf(dt_rn_add(sa, sb));
+}
+
 #endif

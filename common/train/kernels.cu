@@ -2,22 +2,14 @@
  * matches the one of the same name in kernels_cpu.c and runs on this rank's
  * stream; matmul goes to cuBLAS. The elementwise ones (dt_add, dt_scale, the
  * 16-bit conversions) are common/comm's. */
-#include <cublas_v2.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "dt_cuda.h"
+#include "blas_cuda.h"
 #include "gpt_core.h"
 #include "half_core.h"
 #include "rng_core.h"
 #include "train_internal.h"
-
-#define CHECK_CUBLAS(call)                                                                         \
-  do {                                                                                             \
-    cublasStatus_t st_ = (call);                                                                   \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                                              \
-      dt_fatal(__FILE__, __LINE__, #call, cublasGetStatusString(st_));                             \
-  } while (0)
 
 static cublasHandle_t blas;
 static double *reduce_slot; /* device scalar for loss and norm reductions */
@@ -48,6 +40,11 @@ extern "C" void dt_kernels_init(void) {
   if (!matmul_timed) return;
   for (int k = 0; k < 2; k++) CHECK_CUDA(cudaEventCreate(&matmul_events[k]));
   atexit(print_matmul_time);
+}
+
+cublasHandle_t dt_blas(void) {
+  dt_kernels_init();
+  return blas;
 }
 
 /* __fmul_rn/__fadd_rn forbid fusing into an FMA, so the bits match the cpu. */

@@ -364,7 +364,8 @@ typedef struct {
   DT_INT("--seq", &(c)->seq, 1, 1 << 20, "tokens S per sequence (--batch counts sequences)"),      \
       DT_INT("--heads", &(c)->heads, 1, 4096, "attention heads A (dividing D)")
 
-/* DT_TRANSFORMER's causal attention (attention.c), on host rows of width W
+/* DT_TRANSFORMER's causal attention (attention.c; on the cuda backend
+ * attention_kernels.cu, on device rows), on rows of width W
  * (heads x dh columns, head h in columns h dh .. h dh + dh - 1), scores
  * scaled by 1/sqrt(dh). One block: n query rows against nk key/value rows;
  * causal (a diagonal block, n == nk): query i sees keys 0..i, else all.
@@ -382,6 +383,13 @@ int64_t dt_attn_block_backward(const float *q, const float *k, const float *v, c
                                const float *delta, const float *lse, int64_t n, int64_t nk,
                                int64_t W, int64_t heads, int causal, float *dq, float *dk,
                                float *dv);
+/* The running result of blocks merged one by one (lessons 11, 12's ring):
+ * start empty (o = 0, lse = -inf), then merge each block's o, lse into it
+ * by their log-sum-exp (11_cp's cp_merge, its exercise, is the same
+ * formula on host rows; this one runs on the backend's memory). */
+void dt_attn_start(float *o, float *lse, int64_t n, int64_t W, int64_t heads);
+void dt_attn_merge(float *o, float *lse, const float *ob, const float *lseb, int64_t n, int64_t W,
+                   int64_t heads);
 /* Queries and keys per tile (attention.c): its GEMMs are TILE x TILE x dh
  * (scores) and TILE x dh x TILE (products) */
 #define DT_ATTN_TILE 128
