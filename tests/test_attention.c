@@ -3,12 +3,15 @@
  * double: sizes that leave partial tiles, blocks with n != nk, causal and
  * not, several head widths; forward (o, lse), delta, and backward (dq, dk,
  * dv added to what they hold); and with 16-bit GEMM inputs (--precision),
- * within their rounding. */
+ * within their rounding. The blocks run on the backend's memory (the cuda
+ * backend's kernels where built so); delta and the ring's merge beside
+ * attn_core.h's bodies, run here on the host: the same bits. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn_core.h"
 #include "train.h"
 #include "unit.h"
 
@@ -70,13 +73,45 @@ static double off(const float *got, const double *want, int64_t n) {
   return worst / size;
 }
 
+/* The backend's copy of n host floats (device memory on the cuda backend),
+ * and back into the host array, the backend's freed. */
+static float *dev(const float *host, int64_t n) {
+  float *d = dt_alloc_f32((size_t)n, DT_OTHER);
+  dt_copy_from_host(d, host, (size_t)n * 4);
+  return d;
+}
+static void back(float *host, float *d, int64_t n) {
+  dt_copy_to_host(host, d, (size_t)n * 4);
+  dt_free(d);
+}
+
+/* The blocks on the backend's memory: forward, delta, backward. */
+static void run_block(float *q, float *k, float *v, float *dout, int64_t n, int64_t nk, int64_t W,
+                      int64_t heads, int causal, float *o, float *lse, float *dq, float *dk,
+                      float *dv, int64_t fb[2]) {
+  int64_t A = n * heads;
+  float *Q = dev(q, n * W), *K = dev(k, nk * W), *V = dev(v, nk * W), *G = dev(dout, n * W);
+  float *O = dev(o, n * W), *L = dev(lse, A), *DQ = dev(dq, n * W), *DK = dev(dk, nk * W);
+  float *DV = dev(dv, nk * W), *DE = dt_alloc_f32((size_t)A, DT_OTHER);
+  fb[0] = dt_attn_block_forward(Q, K, V, n, nk, W, heads, causal, O, L);
+  dt_attn_delta(G, O, n, W, heads, DE);
+  fb[1] = dt_attn_block_backward(Q, K, V, G, DE, L, n, nk, W, heads, causal, DQ, DK, DV);
+  back(o, O, n * W);
+  back(lse, L, A);
+  back(dq, DQ, n * W);
+  back(dk, DK, nk * W);
+  back(dv, DV, nk * W);
+  float *all[] = {Q, K, V, G, DE};
+  for (int i = 0; i < 5; i++) dt_free(all[i]);
+}
+
 static void test_block(int64_t n, int64_t nk, int causal, int64_t W, int64_t heads, dt_dtype t,
                        double bound) {
   float *q = random_rows(n * W, 1, -2, 2), *k = random_rows(nk * W, 2, -2, 2);
   float *v = random_rows(nk * W, 3, -1, 1), *dout = random_rows(n * W, 4, -1, 1);
   float *dq = random_rows(n * W, 5, -1, 1), *dk = random_rows(nk * W, 6, -1, 1);
-  float *dv = random_rows(nk * W, 7, -1, 1), *o = malloc((size_t)(n * W) * 4);
-  float *lse = malloc((size_t)(n * heads) * 4), *delta = malloc((size_t)(n * heads) * 4);
+  float *dv = random_rows(nk * W, 7, -1, 1), *o = calloc((size_t)(n * W), 4);
+  float *lse = calloc((size_t)(n * heads), 4);
   double *wo = calloc((size_t)(n * W), 8), *wl = calloc((size_t)(n * heads), 8);
   double *wq = malloc((size_t)(n * W) * 8), *wk = malloc((size_t)(nk * W) * 8);
   double *wv = malloc((size_t)(nk * W) * 8);
@@ -87,10 +122,9 @@ static void test_block(int64_t n, int64_t nk, int causal, int64_t W, int64_t hea
   }
   plain(q, k, v, dout, n, nk, W, heads, causal, wo, wl, wq, wk, wv);
   dt_set_matmul_inputs(t);
-  int64_t f = dt_attn_block_forward(q, k, v, n, nk, W, heads, causal, o, lse);
-  dt_attn_delta(dout, o, n, W, heads, delta);
-  int64_t b =
-      dt_attn_block_backward(q, k, v, dout, delta, lse, n, nk, W, heads, causal, dq, dk, dv);
+  int64_t fb[2];
+  run_block(q, k, v, dout, n, nk, W, heads, causal, o, lse, dq, dk, dv, fb);
+  int64_t f = fb[0], b = fb[1];
   dt_set_matmul_inputs(DT_F32);
   int64_t scores = causal ? n * (n + 1) / 2 : n * nk;
   const char *name = t == DT_F32 ? "fp32" : t == DT_BF16 ? "bf16" : "fp16";
@@ -103,8 +137,73 @@ static void test_block(int64_t n, int64_t nk, int causal, int64_t W, int64_t hea
     EXPECT(e[i] <= bound,
            "%s n %lld nk %lld causal %d W %lld heads %lld: %s off by %.2e of its size", name,
            (long long)n, (long long)nk, causal, (long long)W, (long long)heads, what[i], e[i]);
-  void *all[] = {q, k, v, dout, dq, dk, dv, o, lse, delta, wo, wl, wq, wk, wv};
+  void *all[] = {q, k, v, dout, dq, dk, dv, o, lse, wo, wl, wq, wk, wv};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+}
+
+/* max |a - b| over max |b|, both floats */
+static double off_f(const float *a, const float *b, int64_t n) {
+  double worst = 0, size = 1e-30;
+  for (int64_t i = 0; i < n; i++) {
+    if (!isfinite(a[i])) return INFINITY;
+    worst = fmax(worst, fabs((double)a[i] - b[i]));
+    size = fmax(size, fabs((double)b[i]));
+  }
+  return worst / size;
+}
+
+/* attn_core.h's bodies against the backend's delta and merge: the same
+ * bits (delta has no libm call; the merge's expf and logf are CUDA's on a
+ * GPU, within a few ulp of glibc's). And the merge's meaning: a block of
+ * keys split in two and merged, from an empty start, is the block whole. */
+static void test_bodies(int64_t n, int64_t nk, int64_t ka, int64_t W, int64_t heads) {
+  int64_t dh = W / heads, A = n * heads, gpu = dt_device() >= 0;
+  float *q = random_rows(n * W, 11, -2, 2), *k = random_rows(nk * W, 12, -2, 2);
+  float *v = random_rows(nk * W, 13, -1, 1), *g = random_rows(n * W, 14, -1, 1);
+  float *o[3], *lse[3], *want = malloc((size_t)A * 4), *got = malloc((size_t)A * 4);
+  for (int b = 0; b < 3; b++) { /* keys [0, ka), [ka, nk), [0, nk) */
+    int64_t k0 = b == 1 ? ka : 0, kn = b == 0 ? ka : nk - k0;
+    float *Q = dev(q, n * W), *K = dev(k + k0 * W, kn * W), *V = dev(v + k0 * W, kn * W);
+    float *O = dt_alloc_f32((size_t)(n * W), DT_OTHER), *L = dt_alloc_f32((size_t)A, DT_OTHER);
+    dt_attn_block_forward(Q, K, V, n, kn, W, heads, 0, O, L);
+    o[b] = malloc((size_t)(n * W) * 4);
+    lse[b] = malloc((size_t)A * 4);
+    back(o[b], O, n * W);
+    back(lse[b], L, A);
+    float *all[] = {Q, K, V};
+    for (int i = 0; i < 3; i++) dt_free(all[i]);
+  }
+  for (int64_t i = 0; i < A; i++) want[i] = dt_attn_delta_row(g + i * dh, o[2] + i * dh, dh);
+  float *G = dev(g, n * W), *O2 = dev(o[2], n * W), *DE = dt_alloc_f32((size_t)A, DT_OTHER);
+  dt_attn_delta(G, O2, n, W, heads, DE);
+  back(got, DE, A);
+  EXPECT(!memcmp(want, got, (size_t)A * 4), "delta: the body's bits");
+  /* the merge: from empty, block 0 then block 1, beside the bodies on the host */
+  float *mo = malloc((size_t)(n * W) * 4), *ml = malloc((size_t)A * 4);
+  float *O = dt_alloc_f32((size_t)(n * W), DT_OTHER), *L = dt_alloc_f32((size_t)A, DT_OTHER);
+  dt_attn_start(O, L, n, W, heads);
+  for (int b = 0; b < 2; b++) {
+    float *OB = dev(o[b], n * W), *LB = dev(lse[b], A);
+    dt_attn_merge(O, L, OB, LB, n, W, heads);
+    dt_free(OB);
+    dt_free(LB);
+  }
+  back(mo, O, n * W);
+  back(ml, L, A);
+  memcpy(want, lse[0], (size_t)A * 4);
+  float *ho = o[0]; /* the first block merged into an empty start is itself */
+  for (int64_t i = 0; i < A; i++)
+    want[i] = dt_attn_merge_row(ho + i * dh, want[i], o[1] + i * dh, lse[1][i], dh);
+  double e = fmax(off_f(mo, ho, n * W), off_f(ml, want, A));
+  EXPECT(gpu ? e <= 1e-6 : e == 0, "merge: the body's %s (off by %.2e)", gpu ? "values" : "bits",
+         e);
+  e = fmax(off_f(mo, o[2], n * W), off_f(ml, lse[2], A));
+  EXPECT(e <= 5e-6, "two blocks merged = one block of all %lld keys: off by %.2e", (long long)nk,
+         e);
+  void *host[] = {q, k, v, g, want, got, mo, ml, o[0], o[1], o[2], lse[0], lse[1], lse[2]};
+  for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
+  dt_free(G);
+  dt_free(O2);
 }
 
 int main(int argc, char **argv) {
@@ -125,6 +224,8 @@ int main(int argc, char **argv) {
       test_block(x[0], x[1], (int)x[2], x[3], x[4], DT_F16, 3e-3);
     }
   }
+  test_bodies(T + 3, 2 * T + 5, T + 9, 32, 4);
+  test_bodies(7, 9, 1, 6, 3);
   double rate = dt_attn_gemm_rate(8);
   EXPECT(rate > 0 && isfinite(rate), "sgemm's rate at the tiles' shapes: %g GFLOP/s", rate);
   return unit_verdict();
