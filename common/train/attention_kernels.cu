@@ -137,15 +137,24 @@ static int64_t scores_of(int64_t n, int64_t nk, int causal) {
   return causal ? n * (n + 1) / 2 : n * nk;
 }
 
+/* A block's start: the scratch for its heads, and q, k, v as its GEMMs
+ * read them (rounded with 16-bit inputs); returns the rounded copies' slot. */
+static int64_t block_inputs(const float **q, const float **k, const float **v, int64_t n,
+                            int64_t nk, int64_t W, int64_t heads) {
+  int64_t slot = (n > nk ? n : nk) * W;
+  tile_ready(heads);
+  *q = operand(*q, n, W, 0, slot);
+  *k = operand(*k, nk, W, 1, slot);
+  *v = operand(*v, nk, W, 2, slot);
+  return slot;
+}
+
 extern "C" int64_t dt_attn_block_forward(const float *q, const float *k, const float *v, int64_t n,
                                          int64_t nk, int64_t W, int64_t heads, int causal, float *o,
                                          float *lse) {
-  int64_t dh = W / heads, TT = TILE * TILE, slot = (n > nk ? n : nk) * W;
+  int64_t dh = W / heads, TT = TILE * TILE;
+  block_inputs(&q, &k, &v, n, nk, W, heads);
   float scale = 1.0f / sqrtf((float)dh);
-  tile_ready(heads);
-  q = operand(q, n, W, 0, slot);
-  k = operand(k, nk, W, 1, slot);
-  v = operand(v, nk, W, 2, slot);
   for (int64_t i0 = 0; i0 < n; i0 += TILE) {
     int64_t bq = tile_rows(n, i0);
     for (int64_t j0 = 0; j0 < key_tiles_end(causal, i0, n, nk); j0 += TILE) {
@@ -195,12 +204,8 @@ extern "C" int64_t dt_attn_block_backward(const float *q, const float *k, const 
                                           const float *dout, const float *delta, const float *lse,
                                           int64_t n, int64_t nk, int64_t W, int64_t heads,
                                           int causal, float *dq, float *dk, float *dv) {
-  int64_t dh = W / heads, TT = TILE * TILE, slot = (n > nk ? n : nk) * W;
+  int64_t dh = W / heads, TT = TILE * TILE, slot = block_inputs(&q, &k, &v, n, nk, W, heads);
   float scale = 1.0f / sqrtf((float)dh);
-  tile_ready(heads);
-  q = operand(q, n, W, 0, slot);
-  k = operand(k, nk, W, 1, slot);
-  v = operand(v, nk, W, 2, slot);
   const float *g = operand(dout, n, W, 3, slot);
   for (int64_t i0 = 0; i0 < n; i0 += TILE)
     for (int64_t j0 = 0; j0 < key_tiles_end(causal, i0, n, nk); j0 += TILE) {

@@ -194,21 +194,6 @@ extern "C" void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_
     matmul_calls++;
   }
 }
-/* On host memory, a plain loop: the lessons that use it (11_cp's attention)
- * run on the cpu backend only, so this keeps the library whole, not fast. */
-extern "C" void dt_host_gemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-                             const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-                             float *C, int64_t ldc) {
-  for (int64_t i = 0; i < M; i++)
-    for (int64_t j = 0; j < N; j++) {
-      float s = 0;
-      for (int64_t k = 0; k < K; k++)
-        s += (trans_a ? A[k * lda + i] : A[i * lda + k]) *
-             (trans_b ? B[j * ldb + k] : B[k * ldb + j]);
-      C[i * ldc + j] = alpha * s + (beta != 0 ? beta * C[i * ldc + j] : 0);
-    }
-}
-
 extern "C" void dt_relu_forward(const float *a, float *h, size_t n) {
   if (n) {
     relu_forward_kernel<<<GRID(n)>>>(a, h, n);

@@ -20,10 +20,10 @@ void dt_kernels_init(void);
 size_t dt_rounding_bytes(void);
 /* what dt_matmul rounds its inputs to (dt_set_matmul_inputs; DT_F32: nothing) */
 dt_dtype dt_matmul_inputs(void);
-/* On host memory, either backend: C = alpha op(A) op(B) + beta C, row-major
- * blocks of wider arrays (lda, ldb, ldc), no rounding of the inputs (the
- * caller rounds). attention.c's tiles: OpenBLAS on cpu, a plain host loop in
- * the cuda build (lesson 11 runs on the cpu backend only). */
+/* The cpu backend's (kernels_cpu.c, OpenBLAS): C = alpha op(A) op(B) + beta C,
+ * row-major blocks of wider arrays (lda, ldb, ldc), no rounding of the
+ * inputs (the caller rounds): attention.c's tiles. The cuda backend's tiles
+ * call cuBLAS (attention_kernels.cu). */
 void dt_host_gemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                   const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                   int64_t ldc);
