@@ -31,10 +31,6 @@
 static void layout(model *m, dt_run *r) {
   dt_train_config *c = &r->c;
   int64_t N = m->world->size, parts = m->zigzag ? 2 * N : N;
-  if (strcmp(dt_backend(), "cpu") != 0 && !c->no_check) /* the step runs on the GPU */
-    dt_fail("11_cp's check runs on the cpu backend only for now: its one-process yardstick "
-            "(common/train/reference_attn.c) is host code; on the cuda backend add --no-check "
-            "(or build with BACKEND=cpu)");
   if (c->seq % parts != 0)
     dt_fail("--seq %lld does not split into %lld %s chunks of equal length: choose a multiple "
             "of %lld",

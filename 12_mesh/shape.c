@@ -34,10 +34,6 @@ void mesh_shape(model *m, int64_t N) {
 
 void mesh_check(const model *m, const dt_train_config *c) {
   int64_t T = m->n[TP], P = m->n[PP], parts = m->n[CP] * (m->zigzag ? 2 : 1);
-  if (strcmp(dt_backend(), "cpu") != 0 && !c->no_check) /* the step runs on the GPU */
-    dt_fail("12_mesh's check runs on the cpu backend only for now: its one-process yardstick "
-            "(11's, common/train/reference_attn.c) is host code; on the cuda backend add "
-            "--no-check (or build with BACKEND=cpu)");
   if (c->heads % T != 0)
     dt_fail("--heads %lld: the heads do not split over --tp %lld: each tensor-parallel rank holds "
             "whole heads "

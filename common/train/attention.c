@@ -250,30 +250,40 @@ void dt_attn_merge(float *o, float *lse, const float *ob, const float *lseb, int
     lse[i] = dt_attn_merge_row(o + i / heads * W + i % heads * dh, lse[i],
                                ob + i / heads * W + i % heads * dh, lseb[i], dh);
 }
+void dt_softmax_causal(float *p, int64_t S, float scale) {
+  for (int64_t i = 0; i < S; i++) dt_attn_causal_softmax_row(p + i * S, i, S, scale);
+}
+
+void dt_softmax_causal_backward(const float *p, float *dp, int64_t S, float scale) {
+  for (int64_t i = 0; i < S; i++) dt_attn_softmax_grad_row(p + i * S, dp + i * S, S, scale);
+}
 #endif
 
 /* ------------------------------------------------ the scores materialised */
 /* The plainest form, the yardsticks' (reference_attn.c, the GPT's with
  * `materialised`): one sequence at a time, each head's S x S scores through
- * dt_matmul, masked, softmaxed with expf and kept; no tiles, no log-sum-exp. */
+ * dt_matmul, masked, softmaxed with expf and kept; no tiles, no log-sum-exp.
+ * On the backend's memory (the softmax's rows attn_core.h's, as the tiles'). */
 void dt_heads_scratch_init(dt_heads_scratch *s, int64_t S, int64_t D, int64_t heads) {
   *s = (dt_heads_scratch){.S = S, .D = D, .heads = heads, .dh = D / heads};
   float **sc[] = {&s->qh, &s->kh, &s->vh, &s->oh};
-  for (int i = 0; i < 4; i++) *sc[i] = dt_host_alloc((size_t)(S * s->dh), 4);
-  s->dp = dt_host_alloc((size_t)(S * S), 4);
+  for (int i = 0; i < 4; i++) *sc[i] = dt_alloc_f32((size_t)(S * s->dh), DT_OTHER);
+  s->dp = dt_alloc_f32((size_t)(S * S), DT_OTHER);
 }
 
 void dt_heads_scratch_free(dt_heads_scratch *s) {
   float *sc[] = {s->qh, s->kh, s->vh, s->oh, s->dp};
-  for (int i = 0; i < 5; i++) free(sc[i]);
+  for (int i = 0; i < 5; i++) dt_free(sc[i]);
 }
 
 /* Columns h dh .. of rows [S, D] to a contiguous [S, dh] and back. */
 static void take(const dt_heads_scratch *s, const float *x, int64_t h, float *xh) {
-  for (int64_t i = 0; i < s->S; i++) memcpy(xh + i * s->dh, x + i * s->D + h * s->dh, s->dh * 4);
+  size_t row = (size_t)s->dh * 4;
+  dt_copy_2d(xh, row, x + h * s->dh, (size_t)s->D * 4, row, (size_t)s->S);
 }
 static void put(const dt_heads_scratch *s, const float *xh, int64_t h, float *x) {
-  for (int64_t i = 0; i < s->S; i++) memcpy(x + i * s->D + h * s->dh, xh + i * s->dh, s->dh * 4);
+  size_t row = (size_t)s->dh * 4;
+  dt_copy_2d(x + h * s->dh, (size_t)s->D * 4, xh, row, row, (size_t)s->S);
 }
 
 /* One sequence: p [heads][S,S] the probabilities, o [S,D]. */
@@ -287,12 +297,7 @@ void dt_attend_materialised(dt_heads_scratch *s, const float *q, const float *k,
     take(s, k, h, s->kh);
     take(s, v, h, s->vh);
     dt_matmul(0, 1, S, S, s->dh, s->qh, s->kh, ph, 0);
-    for (int64_t i = 0; i < S; i++) {
-      float *row = ph + i * S, mx = -INFINITY, sum = 0;
-      for (int64_t j = 0; j <= i; j++) mx = fmaxf(mx, row[j] *= scale);
-      for (int64_t j = 0; j < S; j++) sum += row[j] = j <= i ? expf(row[j] - mx) : 0;
-      for (int64_t j = 0; j <= i; j++) row[j] /= sum;
-    }
+    dt_softmax_causal(ph, S, scale);
     dt_matmul(0, 0, S, s->dh, S, ph, s->vh, s->oh, 0);
     put(s, s->oh, h, o);
   }
@@ -311,12 +316,8 @@ void dt_attend_materialised_backward(dt_heads_scratch *s, const float *q, const 
     take(s, v, h, s->vh);
     take(s, dout, h, s->oh);
     dt_matmul(0, 1, S, S, dh, s->oh, s->vh, s->dp, 0); /* dP = dO V^T */
-    for (int64_t i = 0; i < S; i++) {                  /* dS = P (dP - rowsum(P dP)) */
-      float *row = s->dp + i * S, dot = 0;
-      for (int64_t j = 0; j < S; j++) dot += ph[i * S + j] * row[j];
-      for (int64_t j = 0; j < S; j++) row[j] = ph[i * S + j] * (row[j] - dot) * scale;
-    }
-    dt_matmul(1, 0, S, dh, S, ph, s->oh, s->vh, 0); /* dV = P^T dO */
+    dt_softmax_causal_backward(ph, s->dp, S, scale);   /* dS */
+    dt_matmul(1, 0, S, dh, S, ph, s->oh, s->vh, 0);    /* dV = P^T dO */
     put(s, s->vh, h, dv);
     dt_matmul(0, 0, S, dh, S, s->dp, s->kh, s->oh, 0); /* dQ = dS K */
     put(s, s->oh, h, dq);

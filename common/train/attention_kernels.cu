@@ -283,3 +283,26 @@ extern "C" void dt_attn_merge(float *o, float *lse, const float *ob, const float
   merge_kernel<<<ROWS(n * heads)>>>(o, lse, ob, lseb, n, W, heads);
   LAUNCHED();
 }
+
+/* ------------------------------------------------ the scores materialised */
+__global__ static void softmax_causal_kernel(float *p, int64_t S, float scale) {
+  size_t i = INDEX;
+  if (i < (size_t)S) dt_attn_causal_softmax_row(p + i * S, (int64_t)i, S, scale);
+}
+
+__global__ static void softmax_grad_kernel(const float *p, float *dp, int64_t S, float scale) {
+  size_t i = INDEX;
+  if (i < (size_t)S) dt_attn_softmax_grad_row(p + i * S, dp + i * S, S, scale);
+}
+
+extern "C" void dt_softmax_causal(float *p, int64_t S, float scale) {
+  if (S <= 0) return;
+  softmax_causal_kernel<<<ROWS(S)>>>(p, S, scale);
+  LAUNCHED();
+}
+
+extern "C" void dt_softmax_causal_backward(const float *p, float *dp, int64_t S, float scale) {
+  if (S <= 0) return;
+  softmax_grad_kernel<<<ROWS(S)>>>(p, dp, S, scale);
+  LAUNCHED();
+}

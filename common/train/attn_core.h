@@ -119,4 +119,21 @@ DT_HOSTDEV static inline float dt_attn_merge_row(float *o, float lse, const floa
   return mx + logf(dt_rn_add(sa, sb));
 }
 
+/* The plainest form (the yardsticks', scores materialised): row i of a
+ * sequence's S x S scores scaled, masked after i, softmaxed with expf. */
+DT_HOSTDEV static inline void dt_attn_causal_softmax_row(float *row, int64_t i, int64_t S,
+                                                         float scale) {
+  float mx = -INFINITY, sum = 0;
+  for (int64_t j = 0; j <= i; j++) mx = fmaxf(mx, row[j] = dt_rn_mul(row[j], scale));
+  for (int64_t j = 0; j < S; j++) sum = dt_rn_add(sum, row[j] = j <= i ? expf(row[j] - mx) : 0);
+  for (int64_t j = 0; j <= i; j++) row[j] /= sum;
+}
+/* Its backward on a row: dS = P (dP - rowsum(P dP)) scale, in dp. */
+DT_HOSTDEV static inline void dt_attn_softmax_grad_row(const float *p, float *dp, int64_t S,
+                                                       float scale) {
+  float dot = 0;
+  for (int64_t j = 0; j < S; j++) dot = dt_rn_add(dot, dt_rn_mul(p[j], dp[j]));
+  for (int64_t j = 0; j < S; j++) dp[j] = dt_rn_mul(dt_rn_mul(p[j], dp[j] - dot), scale);
+}
+
 #endif

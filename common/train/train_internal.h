@@ -45,8 +45,13 @@ void dt_reference_update(const dt_train_config *c, dt_reference_run *out, dt_los
 /* attention.c: causal attention the plainest way, one sequence of S rows
  * of width D (heads x dh columns) at a time, each head's S x S
  * probabilities materialised (p [heads][S, S], kept for backward), through
- * dt_matmul on host rows (the cpu backend): the transformer's and the GPT's
+ * dt_matmul on the backend's rows: the transformer's and the GPT's
  * yardsticks. */
+/* the softmax of one head's S x S scores p [S,S] (scaled, masked after the
+ * diagonal), and back: dp = dS from P and dP; attn_core.h's rows, looped
+ * (attention.c) or launched (attention_kernels.cu) */
+void dt_softmax_causal(float *p, int64_t S, float scale);
+void dt_softmax_causal_backward(const float *p, float *dp, int64_t S, float scale);
 typedef struct {
   int64_t S, D, heads, dh;
   float *qh, *kh, *vh, *oh, *dp; /* one head of one sequence: [S,dh]; dp [S,S] */
