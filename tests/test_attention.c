@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "attn_core.h"
-#include "train.h"
+#include "train_internal.h"
 #include "unit.h"
 
 static float *random_rows(int64_t n, uint64_t stream, float lo, float hi) {
@@ -206,6 +206,31 @@ static void test_bodies(int64_t n, int64_t nk, int64_t ka, int64_t W, int64_t he
   dt_free(O2);
 }
 
+/* The yardsticks' softmax of a head's S x S scores and its backward (the
+ * backend's) beside attn_core.h's rows run here: the same values (libm's
+ * expf on the cpu, CUDA's on a GPU: bits on the cpu, a few ulp apart there). */
+static void test_softmax_rows(int64_t S) {
+  float *s = random_rows(S * S, 21, -4, 4), *dp = random_rows(S * S, 22, -1, 1);
+  float *p = malloc((size_t)(S * S) * 4), *ds = malloc((size_t)(S * S) * 4);
+  float *P = dev(s, S * S), *DP = dev(dp, S * S);
+  dt_softmax_causal(P, S, 0.25f);
+  dt_softmax_causal_backward(P, DP, S, 0.25f);
+  back(p, P, S * S);
+  back(ds, DP, S * S);
+  for (int64_t i = 0; i < S; i++) {
+    dt_attn_causal_softmax_row(s + i * S, i, S, 0.25f);
+    dt_attn_softmax_grad_row(s + i * S, dp + i * S, S, 0.25f);
+  }
+  double e = fmax(off_f(p, s, S * S), off_f(ds, dp, S * S));
+  int gpu = dt_device() >= 0;
+  EXPECT(gpu ? e <= 1e-6 : e == 0,
+         "the materialised softmax and its backward: the bodies' %s "
+         "(off by %.2e)",
+         gpu ? "values" : "bits", e);
+  void *host[] = {s, dp, p, ds};
+  for (int i = 0; i < 4; i++) free(host[i]);
+}
+
 int main(int argc, char **argv) {
   dt_lesson lesson = {"test_attention", "unit tests of the tiled attention", 1};
   dt_init(&argc, &argv, &lesson, NULL);
@@ -226,6 +251,7 @@ int main(int argc, char **argv) {
   }
   test_bodies(T + 3, 2 * T + 5, T + 9, 32, 4);
   test_bodies(7, 9, 1, 6, 3);
+  test_softmax_rows(37);
   double rate = dt_attn_gemm_rate(8);
   EXPECT(rate > 0 && isfinite(rate), "sgemm's rate at the tiles' shapes: %g GFLOP/s", rate);
   return unit_verdict();

@@ -15,12 +15,32 @@
 
 static float *alloc(int64_t n) { return dt_alloc_f32((size_t)n, DT_OTHER); }
 
+/* The start (dt_reference_begin's, on the host) in w on the backend. */
+static double begin(const dt_train_config *c, float *w, int64_t n, dt_loss_scaler *scaler,
+                    dt_reference_run *out) {
+  float *hw = dt_host_alloc((size_t)n, 4);
+  double w0_max = dt_reference_begin(c, hw, n, scaler, out);
+  dt_copy_from_host(w, hw, (size_t)n * 4);
+  free(hw);
+  return w0_max;
+}
+
+/* The step's batch, made on the host (hx: x then y) and copied to the
+ * backend's x and y; each row's key for the check. */
+static void batch(const dt_train_config *c, int64_t step, int64_t *samples, int64_t *keys,
+                  float *hx, float *x, float *y) {
+  int64_t S = c->seq, T = c->batch * S, TD = T * c->dim;
+  dt_sequence_batch(c, step, samples, hx, hx + TD);
+  dt_copy_from_host(x, hx, (size_t)TD * 4);
+  dt_copy_from_host(y, hx + TD, (size_t)TD * 4);
+  for (int64_t t = 0; t < T; t++) keys[t] = samples[t / S] * S + t % S;
+}
+
 void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
   int64_t L = c->layers, D = c->dim, H = c->hidden, B = c->batch, S = c->seq, A = c->heads;
   int64_t PL = dt_params_per_layer(c), n = dt_model_size(c), T = B * S, DD = D * D;
   int adamw = c->optimizer[0] == 'a';
   float *w = dt_alloc_f32((size_t)n, DT_PARAMS), *g = dt_alloc_f32((size_t)n, DT_GRADS);
-  float *hw = dt_host_alloc((size_t)n, 4); /* the start, made on the host */
   float *m = adamw ? dt_alloc_f32((size_t)n, DT_OPTIM) : NULL;
   float *v = adamw ? dt_alloc_f32((size_t)n, DT_OPTIM) : NULL;
   /* per layer: x, q, k, v, o, u [T,D]; a, h [T,H]; p [B][A][S,S] */
@@ -34,8 +54,7 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
   dt_heads_scratch s;
   dt_heads_scratch_init(&s, S, D, A);
   dt_loss_scaler scaler;
-  double w0_max = dt_reference_begin(c, hw, n, &scaler, out);
-  dt_copy_from_host(w, hw, (size_t)n * 4);
+  double w0_max = begin(c, w, n, &scaler, out);
 #define Q(l)  (qkvou + (5 * (l) + 0) * T * D)
 #define K(l)  (qkvou + (5 * (l) + 1) * T * D)
 #define V(l)  (qkvou + (5 * (l) + 2) * T * D)
@@ -43,10 +62,7 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
 #define U(l)  (qkvou + (5 * (l) + 4) * T * D)
 #define PR(l) (p + (l)*B * A * S * S)
   for (int64_t step = 0; step < c->steps; step++) {
-    dt_sequence_batch(c, step, samples, hx, hx + T * D);
-    dt_copy_from_host(x, hx, (size_t)(T * D) * 4);
-    dt_copy_from_host(y, hx + T * D, (size_t)(T * D) * 4);
-    for (int64_t t = 0; t < T; t++) keys[t] = samples[t / S] * S + t % S;
+    batch(c, step, samples, keys, hx, x, y);
     if (kinks) kinks->step = step;
     for (int64_t l = 0; l < L; l++) {
       const float *wl = w + l * PL, *xl = x + l * T * D;
@@ -87,7 +103,7 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
   }
   dt_copy_to_host(out->weights, w, (size_t)n * 4);
   dt_heads_scratch_free(&s);
-  void *host[] = {hw, hx, samples, keys};
+  void *host[] = {hx, samples, keys};
   for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
   float *dev[] = {w, g, m, v, x, y, qkvou, a, hh, p, dx, du, dqkv, dh};
   for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) dt_free(dev[i]);
