@@ -126,8 +126,8 @@ ifeq ($(BACKEND),cuda)
   LDLIBS  += -L$(NCCL_LIB) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(NCCL_LIB) \
              -Wl,-rpath,$(CUDA_HOME)/lib64 -l:libnccl.so.2 -lcublas -lcudart -lstdc++
   KERNELS := kernels.o # from kernels.cu; kernels_cpu.c is the cpu backend's
-  # attention's tiles on the GPU; on the cpu they are attention.c's
-  TRAIN_CUDA := $(BUILD)/common/train/attention_kernels.o
+  # attention's tiles and the router on the GPU; on the cpu, attention.c's and moe.c's
+  TRAIN_CUDA := $(BUILD)/common/train/attention_kernels.o $(BUILD)/common/train/moe_kernels.o
 else
   KERNELS := kernels_cpu.o
 endif

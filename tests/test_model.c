@@ -2,12 +2,14 @@
  * (odd shapes, every transpose, accumulate), a finite-difference gradient
  * check of the block and the loss, AdamW against its formula, a safetensors
  * round trip, the reference trainer's loss falling, and ReLU's decisions near
- * 0 recorded, keyed, replayed and judged (kinks.c). */
+ * 0 recorded, keyed, replayed and judged (kinks.c); the router (moe.c) beside
+ * moe_core.h's bodies. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "moe_core.h"
 #include "train_internal.h"
 #include "unit.h"
 
@@ -258,6 +260,71 @@ static void test_kinks(void) {
   dt_free(dx), dt_free(dw1), dt_free(dw2), dt_free(a), dt_free(h), dt_free(out);
 }
 
+/* a backend buffer's n bytes on the host (malloc'ed) */
+static void *to_host(const void *dev, size_t bytes) {
+  void *h = malloc(bytes);
+  dt_copy_to_host(h, dev, bytes);
+  return h;
+}
+
+/* The router (moe.c, or moe_kernels.cu on a GPU) beside moe_core.h's bodies
+ * run here on the same inputs: the gates, the balance loss and the backward
+ * to the logits give the same bits (no libm call in them); the softmax the
+ * same bits on the cpu (glibc's expf both), and a few ulp apart on a GPU
+ * (CUDA's expf), the same choices. */
+static void test_router(int64_t R, int64_t D, int64_t E, int64_t k) {
+  dt_train_config c = DT_TRAIN_DEFAULTS;
+  c.experts = E;
+  c.aux_coef = 0.01;
+  float *x = random_host((size_t)(R * D), 40), *wr = random_host((size_t)(D * E), 41);
+  float *dg = random_host((size_t)(R * k), 42), *f = random_host((size_t)E, 43);
+  float *dX = on_device(x, (size_t)(R * D)), *dW = on_device(wr, (size_t)(D * E));
+  float *dP = dt_alloc_f32((size_t)(R * E), DT_OTHER),
+        *dG = dt_alloc_f32((size_t)(R * k), DT_OTHER);
+  float *dDg = on_device(dg, (size_t)(R * k)), *dA = dt_alloc_f32((size_t)E, DT_OTHER);
+  float *dL = dt_alloc_f32((size_t)(R * E), DT_OTHER),
+        *dgw = dt_alloc_f32((size_t)(D * E), DT_OTHER);
+  float *ddx = dt_alloc_f32((size_t)(R * D), DT_OTHER);
+  int32_t *dC = dt_alloc((size_t)(R * k) * 4, DT_OTHER);
+  dt_matmul(0, 0, R, E, D, dX, dW, dP, 0); /* the logits, as the router computes them */
+  float *p = to_host(dP, (size_t)(R * E) * 4);
+  int32_t *c0 = malloc((size_t)(R * k) * 4);
+  for (int64_t t = 0; t < R; t++) dt_router_row(p + t * E, E, k, c0 + t * k);
+  dt_router_forward(dX, dW, R, D, E, k, dP, dC);
+  float *gp = to_host(dP, (size_t)(R * E) * 4);
+  int32_t *gc = to_host(dC, (size_t)(R * k) * 4);
+  double e = 0;
+  for (int64_t i = 0; i < R * E; i++) e = fmax(e, fabs((double)gp[i] - p[i]));
+  int gpu = dt_device() >= 0, same_c = !memcmp(gc, c0, (size_t)(R * k) * 4);
+  EXPECT(same_c && (gpu ? e <= 1e-6 : e == 0),
+         "router R %lld E %lld k %lld: the softmax's %s (off by %.2e), the same choices: %s",
+         (long long)R, (long long)E, (long long)k, gpu ? "values" : "bits", e,
+         same_c ? "yes" : "no");
+  float *g = malloc((size_t)(R * k) * 4), *dl = malloc((size_t)(R * E) * 4), *da = malloc(E * 4);
+  for (int64_t t = 0; t < R; t++) dt_router_gate_row(gp + t * E, gc + t * k, k, g + t * k);
+  dt_router_gates(dP, dC, R, E, k, dG);
+  float *gg = to_host(dG, (size_t)(R * k) * 4);
+  EXPECT(!memcmp(g, gg, (size_t)(R * k) * 4), "router gates: the body's bits");
+  double aux = 0;
+  for (int64_t j = 0; j < E; j++) {
+    aux += f[j] * dt_moe_prob_sum(gp, R, E, j) / (double)R;
+    da[j] = (float)(2.0 * c.aux_coef * (double)E * f[j] / (double)R);
+  }
+  aux *= c.aux_coef * (double)E;
+  double got = dt_moe_aux(&c, dP, R, f, 2.0, dA);
+  float *ga = to_host(dA, (size_t)E * 4);
+  EXPECT(got == aux && !memcmp(da, ga, (size_t)E * 4), "balance loss and d/dp: the bodies' bits");
+  for (int64_t t = 0; t < R; t++)
+    dt_router_grad_row(gp + t * E, g + t * k, dg + t * k, gc + t * k, da, E, k, dl + t * E);
+  dt_router_backward(dX, dW, dP, dC, dG, dDg, dA, R, D, E, k, dL, dgw, ddx);
+  float *gl = to_host(dL, (size_t)(R * E) * 4);
+  EXPECT(!memcmp(dl, gl, (size_t)(R * E) * 4), "router backward to the logits: the body's bits");
+  void *host[] = {x, wr, dg, f, p, c0, gp, gc, g, dl, da, gg, ga, gl};
+  for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
+  void *dev[] = {dX, dW, dP, dG, dDg, dA, dL, dgw, ddx, dC};
+  for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) dt_free(dev[i]);
+}
+
 int main(int argc, char **argv) {
   dt_lesson lesson = {"test_model", "unit tests of the model layer", 1};
   dt_init(&argc, &argv, &lesson, NULL);
@@ -270,5 +337,7 @@ int main(int argc, char **argv) {
   test_adamw_max_update();
   test_checkpoint_and_reference();
   test_kinks();
+  test_router(37, 12, 8, 2);
+  test_router(5, 3, 3, 1);
   return unit_verdict();
 }

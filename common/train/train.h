@@ -304,7 +304,9 @@ void dt_block_backward(const float *x, const float *a, const float *h, const flo
 
 /* ---------------------------------------------------------------- experts */
 /* DT_MOE, the mixture of E experts (moe.c; lesson 10 trains it), each the
- * block's D->H->D ReLU MLP, on host rows (the cpu backend). A block becomes
+ * block's D->H->D ReLU MLP, on the backend's rows (the router's kernels on
+ * the cuda backend: moe_kernels.cu; dt_moe_keep and dt_moe_aux's f are host
+ * bookkeeping). A block becomes
  *   x' = x + sum over token's kept choices j of gate_j MLP_{e_j}(x).
  * The router: probs = softmax(x Wr) [R,E]; choice [R,k] the k most probable
  * experts, best first, a tie to the lower index; gate [R,k] their
