@@ -66,4 +66,32 @@ void dt_router_backward(const float *x, const float *wr, const float *probs, con
   dt_matmul(1, 0, D, E, R, x, dlogits, dwr, 1); /* dWr += x^T dlogits */
   dt_matmul(0, 1, R, D, E, dlogits, wr, dx, 1); /* dx += dlogits Wr^T */
 }
+
+void dt_moe_dispatch_rows(const float *x, const int32_t *pos, int64_t R, int64_t k, int64_t D,
+                          float *send) {
+  for (int64_t i = 0; i < R * k; i++)
+    if (pos[i] >= 0) memcpy(send + (int64_t)pos[i] * D, x + i / k * D, (size_t)D * 4);
+}
+
+void dt_moe_combine(const float *x, const float *gate, const float *ret, const int32_t *pos,
+                    int64_t R, int64_t k, int64_t D, float *xn) {
+  for (int64_t t = 0; t < R; t++)
+    for (int64_t d = 0; d < D; d++)
+      xn[t * D + d] = dt_moe_combine_core(x, gate, ret, pos, k, D, t, d);
+}
+
+void dt_moe_gate_backward(const float *dy, const float *gate, const float *ret, const int32_t *pos,
+                          int64_t R, int64_t k, int64_t D, float *back, float *dgate) {
+  for (int64_t i = 0; i < R * k; i++)
+    dgate[i] = pos[i] < 0 ? 0.0f
+                          : dt_moe_gate_grad_core(dy + i / k * D, ret + (int64_t)pos[i] * D,
+                                                  gate[i], back + (int64_t)pos[i] * D, D);
+}
+
+void dt_moe_combine_backward(const float *dy, const float *back, const int32_t *pos, int64_t R,
+                             int64_t k, int64_t D, float *dx) {
+  for (int64_t t = 0; t < R; t++)
+    for (int64_t d = 0; d < D; d++)
+      dx[t * D + d] = dt_moe_combine_grad_core(dy, back, pos, k, D, t, d);
+}
 #endif

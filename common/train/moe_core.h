@@ -68,4 +68,37 @@ DT_HOSTDEV static inline void dt_router_grad_row(const float *p, const float *g,
   for (int64_t e = 0; e < E; e++) dl[e] = (float)(p[e] * (dl[e] - pdp));
 }
 
+/* The tokens' trip to the experts and back (lesson 10), element by element:
+ * i = t k + j is token t's j-th choice, pos[i] its row in the send order
+ * (-1: dropped). x' = x + the gate-weighted sum of the kept choices'
+ * outputs ret, added in choice order. */
+DT_HOSTDEV static inline float dt_moe_combine_core(const float *x, const float *gate,
+                                                   const float *ret, const int32_t *pos, int64_t k,
+                                                   int64_t D, int64_t t, int64_t d) {
+  float v = x[t * D + d];
+  for (int64_t i = t * k; i < t * k + k; i++)
+    if (pos[i] >= 0) v = dt_rn_add(v, dt_rn_mul(gate[i], ret[(int64_t)pos[i] * D + d]));
+  return v;
+}
+/* Back through a kept choice's gate: its row of what goes back to the
+ * expert, gate dy, and the gate's gradient, dy . ret, in double. */
+DT_HOSTDEV static inline float dt_moe_gate_grad_core(const float *dy, const float *ret, float gate,
+                                                     float *back, int64_t D) {
+  double dg = 0;
+  for (int64_t d = 0; d < D; d++) {
+    back[d] = dt_rn_mul(gate, dy[d]);
+    dg = dt_rn_dmadd((double)dy[d], (double)ret[d], dg);
+  }
+  return (float)dg;
+}
+/* dL/dx: the residual's dy plus what each kept choice brought back. */
+DT_HOSTDEV static inline float dt_moe_combine_grad_core(const float *dy, const float *back,
+                                                        const int32_t *pos, int64_t k, int64_t D,
+                                                        int64_t t, int64_t d) {
+  float v = dy[t * D + d];
+  for (int64_t i = t * k; i < t * k + k; i++)
+    if (pos[i] >= 0) v = dt_rn_add(v, back[(int64_t)pos[i] * D + d]);
+  return v;
+}
+
 #endif

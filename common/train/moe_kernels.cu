@@ -91,3 +91,61 @@ extern "C" void dt_router_backward(const float *x, const float *wr, const float 
   dt_matmul(1, 0, D, E, R, x, dlogits, dwr, 1); /* dWr += x^T dlogits */
   dt_matmul(0, 1, R, D, E, dlogits, wr, dx, 1); /* dx += dlogits Wr^T */
 }
+
+/* ------------------------------------------------------- the tokens' trip */
+__global__ static void dispatch_kernel(const float *x, const int32_t *pos, int64_t R, int64_t k,
+                                       int64_t D, float *send) {
+  size_t e = INDEX;
+  if (e >= (size_t)(R * k * D)) return;
+  int64_t i = (int64_t)e / D, d = (int64_t)e % D;
+  if (pos[i] >= 0) send[(int64_t)pos[i] * D + d] = x[i / k * D + d];
+}
+__global__ static void combine_kernel(const float *x, const float *gate, const float *ret,
+                                      const int32_t *pos, int64_t R, int64_t k, int64_t D,
+                                      float *xn) {
+  size_t e = INDEX;
+  if (e < (size_t)(R * D))
+    xn[e] = dt_moe_combine_core(x, gate, ret, pos, k, D, (int64_t)e / D, (int64_t)e % D);
+}
+__global__ static void gate_grad_kernel(const float *dy, const float *gate, const float *ret,
+                                        const int32_t *pos, int64_t R, int64_t k, int64_t D,
+                                        float *back, float *dgate) {
+  size_t i = INDEX;
+  if (i >= (size_t)(R * k)) return;
+  int64_t p = pos[i];
+  dgate[i] =
+      p < 0 ? 0.0f
+            : dt_moe_gate_grad_core(dy + (int64_t)i / k * D, ret + p * D, gate[i], back + p * D, D);
+}
+__global__ static void combine_grad_kernel(const float *dy, const float *back, const int32_t *pos,
+                                           int64_t R, int64_t k, int64_t D, float *dx) {
+  size_t e = INDEX;
+  if (e < (size_t)(R * D))
+    dx[e] = dt_moe_combine_grad_core(dy, back, pos, k, D, (int64_t)e / D, (int64_t)e % D);
+}
+
+extern "C" void dt_moe_dispatch_rows(const float *x, const int32_t *pos, int64_t R, int64_t k,
+                                     int64_t D, float *send) {
+  if (R * k * D <= 0) return;
+  dispatch_kernel<<<ROWS(R * k * D)>>>(x, pos, R, k, D, send);
+  LAUNCHED();
+}
+extern "C" void dt_moe_combine(const float *x, const float *gate, const float *ret,
+                               const int32_t *pos, int64_t R, int64_t k, int64_t D, float *xn) {
+  if (R * D <= 0) return;
+  combine_kernel<<<ROWS(R * D)>>>(x, gate, ret, pos, R, k, D, xn);
+  LAUNCHED();
+}
+extern "C" void dt_moe_gate_backward(const float *dy, const float *gate, const float *ret,
+                                     const int32_t *pos, int64_t R, int64_t k, int64_t D,
+                                     float *back, float *dgate) {
+  if (R * k <= 0) return;
+  gate_grad_kernel<<<ROWS(R * k)>>>(dy, gate, ret, pos, R, k, D, back, dgate);
+  LAUNCHED();
+}
+extern "C" void dt_moe_combine_backward(const float *dy, const float *back, const int32_t *pos,
+                                        int64_t R, int64_t k, int64_t D, float *dx) {
+  if (R * D <= 0) return;
+  combine_grad_kernel<<<ROWS(R * D)>>>(dy, back, pos, R, k, D, dx);
+  LAUNCHED();
+}

@@ -336,6 +336,20 @@ void dt_router_backward(const float *x, const float *wr, const float *probs, con
                         const float *gate, const float *dgate, const float *daux, int64_t R,
                         int64_t D, int64_t E, int64_t k, float *dlogits, float *dwr, float *dx);
 
+/* The tokens' trip (lesson 10), on the backend's rows; choice i = t k + j
+ * of token t goes to row pos[i] of the send order (-1: dropped):
+ *   dispatch: send[pos[i]] = x[t];  combine: xn = x + sum_j gate_i ret[pos[i]];
+ *   gate backward: back[pos[i]] = gate_i dy[t], dgate_i = dy[t] . ret[pos[i]]
+ *   (0 when dropped);  combine backward: dx = dy + sum_j back[pos[i]]. */
+void dt_moe_dispatch_rows(const float *x, const int32_t *pos, int64_t R, int64_t k, int64_t D,
+                          float *send);
+void dt_moe_combine(const float *x, const float *gate, const float *ret, const int32_t *pos,
+                    int64_t R, int64_t k, int64_t D, float *xn);
+void dt_moe_gate_backward(const float *dy, const float *gate, const float *ret, const int32_t *pos,
+                          int64_t R, int64_t k, int64_t D, float *back, float *dgate);
+void dt_moe_combine_backward(const float *dy, const float *back, const int32_t *pos, int64_t R,
+                             int64_t k, int64_t D, float *dx);
+
 /* The flags of the mixture, after DT_TRAIN_OPTIONS in its lesson's table. */
 #define DT_MOE_OPTIONS(c)                                                                          \
   DT_INT("--experts", &(c)->experts, 1, 256, "experts E per layer (a multiple of N)"),             \
