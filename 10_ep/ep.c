@@ -31,10 +31,6 @@ static int64_t local(const model *m, int64_t e) { return e % m->El; }
 static void layout(model *m, dt_run *r) {
   dt_train_config *c = &r->c;
   int64_t L = c->layers, D = c->dim, H = c->hidden, E = c->experts, N = m->world->size;
-  if (strcmp(dt_backend(), "cpu") != 0 && !c->no_check) /* the step runs on the GPU */
-    dt_fail("10_ep's check runs on the cpu backend only for now: its one-process yardstick "
-            "(common/train/reference_moe.c) is host code; on the cuda backend add --no-check "
-            "(or build with BACKEND=cpu)");
   if (E % N != 0)
     dt_fail("--experts %lld: %lld experts do not split over %lld ranks; choose a multiple of %lld",
             (long long)E, (long long)E, (long long)N, (long long)N);
@@ -155,7 +151,7 @@ static void backward(model *m, int64_t l) {
   }
   reorder(m, q, m->recv, dxin, 0);
   exchange(m, COMBINE_BACK, m->recv, q->rc, q->rd, m->send, q->sc, q->sd);
-  dt_moe_combine_backward(dy, m->send, q->dpos, R, k, D, m->dnext); /* + the residual path */
+  dt_moe_combine_backward(dy, m->send, q->dpos, NULL, R, k, D, m->dnext); /* + the residual */
   dt_router_backward(m->x + l * R * D, m->rw + l * D * E, q->probs, q->dchoice, q->gate, q->dgate,
                      m->daux + l * E, R, D, E, k, m->dlogits, m->rg + l * D * E, m->dnext);
   float *t = m->dx;

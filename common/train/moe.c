@@ -88,10 +88,10 @@ void dt_moe_gate_backward(const float *dy, const float *gate, const float *ret, 
                                                   gate[i], back + (int64_t)pos[i] * D, D);
 }
 
-void dt_moe_combine_backward(const float *dy, const float *back, const int32_t *pos, int64_t R,
-                             int64_t k, int64_t D, float *dx) {
+void dt_moe_combine_backward(const float *dy, const float *back, const int32_t *pos,
+                             const int32_t *expert, int64_t R, int64_t k, int64_t D, float *dx) {
   for (int64_t t = 0; t < R; t++)
     for (int64_t d = 0; d < D; d++)
-      dx[t * D + d] = dt_moe_combine_grad_core(dy, back, pos, k, D, t, d);
+      dx[t * D + d] = dt_moe_combine_grad_core(dy, back, pos, expert, k, D, t, d);
 }
 #endif

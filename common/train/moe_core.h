@@ -91,13 +91,29 @@ DT_HOSTDEV static inline float dt_moe_gate_grad_core(const float *dy, const floa
   }
   return (float)dg;
 }
+/* Token t's n-th choice to add: in choice order, or with expert (its
+ * choices' experts, distinct) in the experts' order, as the yardstick's
+ * loop over experts adds them. */
+DT_HOSTDEV static inline int64_t dt_moe_nth(const int32_t *expert, int64_t t, int64_t k,
+                                            int64_t n) {
+  if (!expert) return t * k + n;
+  for (int64_t i = t * k; i < t * k + k; i++) {
+    int64_t below = 0;
+    for (int64_t j = t * k; j < t * k + k; j++) below += expert[j] < expert[i];
+    if (below == n) return i;
+  }
+  return -1;
+}
 /* dL/dx: the residual's dy plus what each kept choice brought back. */
 DT_HOSTDEV static inline float dt_moe_combine_grad_core(const float *dy, const float *back,
-                                                        const int32_t *pos, int64_t k, int64_t D,
-                                                        int64_t t, int64_t d) {
+                                                        const int32_t *pos, const int32_t *expert,
+                                                        int64_t k, int64_t D, int64_t t,
+                                                        int64_t d) {
   float v = dy[t * D + d];
-  for (int64_t i = t * k; i < t * k + k; i++)
-    if (pos[i] >= 0) v = dt_rn_add(v, back[(int64_t)pos[i] * D + d]);
+  for (int64_t n = 0; n < k; n++) {
+    int64_t i = dt_moe_nth(expert, t, k, n);
+    if (i >= 0 && pos[i] >= 0) v = dt_rn_add(v, back[(int64_t)pos[i] * D + d]);
+  }
   return v;
 }
 

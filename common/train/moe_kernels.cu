@@ -118,10 +118,11 @@ __global__ static void gate_grad_kernel(const float *dy, const float *gate, cons
             : dt_moe_gate_grad_core(dy + (int64_t)i / k * D, ret + p * D, gate[i], back + p * D, D);
 }
 __global__ static void combine_grad_kernel(const float *dy, const float *back, const int32_t *pos,
-                                           int64_t R, int64_t k, int64_t D, float *dx) {
+                                           const int32_t *expert, int64_t R, int64_t k, int64_t D,
+                                           float *dx) {
   size_t e = INDEX;
   if (e < (size_t)(R * D))
-    dx[e] = dt_moe_combine_grad_core(dy, back, pos, k, D, (int64_t)e / D, (int64_t)e % D);
+    dx[e] = dt_moe_combine_grad_core(dy, back, pos, expert, k, D, (int64_t)e / D, (int64_t)e % D);
 }
 
 extern "C" void dt_moe_dispatch_rows(const float *x, const int32_t *pos, int64_t R, int64_t k,
@@ -144,8 +145,9 @@ extern "C" void dt_moe_gate_backward(const float *dy, const float *gate, const f
   LAUNCHED();
 }
 extern "C" void dt_moe_combine_backward(const float *dy, const float *back, const int32_t *pos,
-                                        int64_t R, int64_t k, int64_t D, float *dx) {
+                                        const int32_t *expert, int64_t R, int64_t k, int64_t D,
+                                        float *dx) {
   if (R * D <= 0) return;
-  combine_grad_kernel<<<ROWS(R * D)>>>(dy, back, pos, R, k, D, dx);
+  combine_grad_kernel<<<ROWS(R * D)>>>(dy, back, pos, expert, R, k, D, dx);
   LAUNCHED();
 }

@@ -6,24 +6,14 @@
  *   q, k, v = x Wq, x Wk, x Wv;  o = softmax(mask(q k^T / sqrt(dh))) v per head
  *   u = x + o Wo;  x' = u + relu(u W1) W2
  * On the backend's memory (the GPU's on the cuda backend): the weights and
- * the batch are made on the host and copied in, the weights once, the
- * batch once a step. */
+ * the batch are made on the host and copied in, the weights once
+ * (dt_reference_begin), the batch once a step. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "train_internal.h"
 
 static float *alloc(int64_t n) { return dt_alloc_f32((size_t)n, DT_OTHER); }
-
-/* The start (dt_reference_begin's, on the host) in w on the backend. */
-static double begin(const dt_train_config *c, float *w, int64_t n, dt_loss_scaler *scaler,
-                    dt_reference_run *out) {
-  float *hw = dt_host_alloc((size_t)n, 4);
-  double w0_max = dt_reference_begin(c, hw, n, scaler, out);
-  dt_copy_from_host(w, hw, (size_t)n * 4);
-  free(hw);
-  return w0_max;
-}
 
 /* The step's batch, made on the host (hx: x then y) and copied to the
  * backend's x and y; each row's key for the check. */
@@ -54,7 +44,7 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
   dt_heads_scratch s;
   dt_heads_scratch_init(&s, S, D, A);
   dt_loss_scaler scaler;
-  double w0_max = begin(c, w, n, &scaler, out);
+  double w0_max = dt_reference_begin(c, w, n, &scaler, out);
 #define Q(l)  (qkvou + (5 * (l) + 0) * T * D)
 #define K(l)  (qkvou + (5 * (l) + 1) * T * D)
 #define V(l)  (qkvou + (5 * (l) + 2) * T * D)

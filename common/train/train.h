@@ -340,15 +340,17 @@ void dt_router_backward(const float *x, const float *wr, const float *probs, con
  * of token t goes to row pos[i] of the send order (-1: dropped):
  *   dispatch: send[pos[i]] = x[t];  combine: xn = x + sum_j gate_i ret[pos[i]];
  *   gate backward: back[pos[i]] = gate_i dy[t], dgate_i = dy[t] . ret[pos[i]]
- *   (0 when dropped);  combine backward: dx = dy + sum_j back[pos[i]]. */
+ *   (0 when dropped);  combine backward: dx = dy + sum_j back[pos[i]], the
+ *   choices added in choice order, or with expert (choice's, on the backend)
+ *   in the experts' order (the yardstick's). */
 void dt_moe_dispatch_rows(const float *x, const int32_t *pos, int64_t R, int64_t k, int64_t D,
                           float *send);
 void dt_moe_combine(const float *x, const float *gate, const float *ret, const int32_t *pos,
                     int64_t R, int64_t k, int64_t D, float *xn);
 void dt_moe_gate_backward(const float *dy, const float *gate, const float *ret, const int32_t *pos,
                           int64_t R, int64_t k, int64_t D, float *back, float *dgate);
-void dt_moe_combine_backward(const float *dy, const float *back, const int32_t *pos, int64_t R,
-                             int64_t k, int64_t D, float *dx);
+void dt_moe_combine_backward(const float *dy, const float *back, const int32_t *pos,
+                             const int32_t *expert, int64_t R, int64_t k, int64_t D, float *dx);
 
 /* The flags of the mixture, after DT_TRAIN_OPTIONS in its lesson's table. */
 #define DT_MOE_OPTIONS(c)                                                                          \

@@ -33,9 +33,9 @@ void dt_fill_rows(float *buf, const int64_t *rows, int64_t count, int64_t cols, 
                   uint64_t stream, float bound);
 
 /* reference.c: what the reference trainers of the new models (the mixture,
- * the transformer) share: the start (initial weights of the whole model on
- * the host, the scaler, the initial copy; returns the largest |w|, for the
- * reach) and the step after backward */
+ * the transformer) share: the start (initial weights of the whole model in w
+ * on the backend, made on the host; the scaler, the initial copy; returns
+ * the largest |w|, for the reach) and the step after backward */
 double dt_reference_begin(const dt_train_config *c, float *w, int64_t n, dt_loss_scaler *scaler,
                           dt_reference_run *out);
 void dt_reference_update(const dt_train_config *c, dt_reference_run *out, dt_loss_scaler *scaler,
