@@ -325,6 +325,66 @@ static void test_router(int64_t R, int64_t D, int64_t E, int64_t k) {
   for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) dt_free(dev[i]);
 }
 
+/* The tokens' trip (lesson 10) on the backend beside moe_core.h's bodies:
+ * the same bits (no libm call in them). Token t's choices t k + j go to
+ * rows pos (some dropped: -1), of experts expert (distinct per token). */
+static void test_trip(int64_t R, int64_t k, int64_t D) {
+  int64_t n = R * k, rows = n + 3;
+  float *x = random_host((size_t)(R * D), 50), *gate = random_host((size_t)n, 51);
+  float *ret = random_host((size_t)(rows * D), 52), *dy = random_host((size_t)(R * D), 53);
+  int32_t *pos = malloc((size_t)n * 4), *ex = malloc((size_t)n * 4);
+  for (int64_t i = 0; i < n; i++) { /* every fifth dropped; the rest rows backwards */
+    pos[i] = i % 5 == 4 ? -1 : (int32_t)(rows - 1 - i);
+    ex[i] = (int32_t)((i % k) * 7 + (i / k) % 3) * (i % 2 ? 1 : 2) % 11;
+  }
+  for (int64_t t = 0; t < R && k == 2; t++) /* distinct experts in a token */
+    if (ex[t * k] == ex[t * k + 1]) ex[t * k + 1] = (ex[t * k] + 1) % 11;
+  float *want = calloc((size_t)(rows * D), 4), *back = calloc((size_t)(rows * D), 4);
+  float *wx = malloc((size_t)(R * D) * 4), *wg = malloc((size_t)n * 4), *got;
+  float *dX = on_device(x, (size_t)(R * D)), *dG = on_device(gate, (size_t)n);
+  float *dR = on_device(ret, (size_t)(rows * D)), *dY = on_device(dy, (size_t)(R * D));
+  float *dS = on_device(want, (size_t)(rows * D)), *dO = dt_alloc_f32((size_t)(R * D), DT_OTHER);
+  float *dDg = dt_alloc_f32((size_t)n, DT_OTHER);
+  int32_t *dP = dt_alloc((size_t)n * 4, DT_OTHER), *dE = dt_alloc((size_t)n * 4, DT_OTHER);
+  dt_copy_from_host(dP, pos, (size_t)n * 4);
+  dt_copy_from_host(dE, ex, (size_t)n * 4);
+  for (int64_t i = 0; i < n; i++)
+    if (pos[i] >= 0) memcpy(want + pos[i] * D, x + i / k * D, (size_t)D * 4);
+  dt_moe_dispatch_rows(dX, dP, R, k, D, dS);
+  got = to_host(dS, (size_t)(rows * D) * 4);
+  EXPECT(!memcmp(got, want, (size_t)(rows * D) * 4), "dispatch: the rows in place");
+  free(got);
+  for (int64_t e = 0; e < R * D; e++)
+    wx[e] = dt_moe_combine_core(x, gate, ret, pos, k, D, e / D, e % D);
+  dt_moe_combine(dX, dG, dR, dP, R, k, D, dO);
+  got = to_host(dO, (size_t)(R * D) * 4);
+  EXPECT(!memcmp(got, wx, (size_t)(R * D) * 4), "combine: the body's bits");
+  free(got);
+  for (int64_t i = 0; i < n; i++)
+    wg[i] = pos[i] < 0 ? 0
+                       : dt_moe_gate_grad_core(dy + i / k * D, ret + pos[i] * D, gate[i],
+                                               back + pos[i] * D, D);
+  dt_moe_gate_backward(dY, dG, dR, dP, R, k, D, dS, dDg);
+  float *gb = to_host(dS, (size_t)(rows * D) * 4), *gd = to_host(dDg, (size_t)n * 4);
+  int ok = !memcmp(gd, wg, (size_t)n * 4);
+  for (int64_t i = 0; i < n; i++)
+    ok &= pos[i] < 0 || !memcmp(gb + pos[i] * D, back + pos[i] * D, (size_t)D * 4);
+  EXPECT(ok, "gate backward: the body's bits");
+  for (int o = 0; o < 2; o++) { /* choice order, the experts' */
+    for (int64_t e = 0; e < R * D; e++)
+      wx[e] = dt_moe_combine_grad_core(dy, ret, pos, o ? ex : NULL, k, D, e / D, e % D);
+    dt_moe_combine_backward(dY, dR, dP, o ? dE : NULL, R, k, D, dO);
+    got = to_host(dO, (size_t)(R * D) * 4);
+    EXPECT(!memcmp(got, wx, (size_t)(R * D) * 4), "combine backward (%s order): the body's bits",
+           o ? "the experts'" : "choice");
+    free(got);
+  }
+  void *host[] = {x, gate, ret, dy, pos, ex, want, back, wx, wg, gb, gd};
+  for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
+  void *dev[] = {dX, dG, dR, dY, dS, dO, dDg, dP, dE};
+  for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) dt_free(dev[i]);
+}
+
 int main(int argc, char **argv) {
   dt_lesson lesson = {"test_model", "unit tests of the model layer", 1};
   dt_init(&argc, &argv, &lesson, NULL);
@@ -339,5 +399,7 @@ int main(int argc, char **argv) {
   test_kinks();
   test_router(37, 12, 8, 2);
   test_router(5, 3, 3, 1);
+  test_trip(23, 2, 9);
+  test_trip(6, 1, 4);
   return unit_verdict();
 }
