@@ -154,16 +154,16 @@ else
     's/  if \(m->N > 1\) dt_scale\(m->eg[^\n]*\n//' \
     "expert gradients not scaled by 1/N (N times too large)" -- --optimizer sgd
   mutant 10-gate 10_ep 10_ep/ep.c \
-    's/m->send\[q->pos\[i\] \* D \+ d\] = q->gate\[i\] \* dy/m->send[q->pos[i] * D + d] = dy/' \
-    "the gate missing from the backward of the combine"
+    's/(  dt_moe_gate_backward\([^;]*;\n)/$1  dt_zero(q->dgate, (size_t)(R * k) * 4);\n/' \
+    "the gates' gradient dropped: the router learns from the balance loss alone"
   mutant 10-combine 10_ep 10_ep/ep.c \
     's/reorder\(m, q, m->recv, m->xe, 0\);\n  exchange\(m, COMBINE, m->recv,/exchange(m, COMBINE, m->xe,/' \
     "results combined in expert-major order, the reorder not undone"
   mutant 10-drop 10_ep 10_ep/ep.c \
-    's/(      xn\[i \/ k \* D \+ d\] \+= q->gate\[i\] \* q->ret\[q->pos\[i\] \* D \+ d\];\n)/$1  for (int64_t i = 0; i < R * k; i++)\n    if (q->pos[i] < 0) memset(xn + i \/ k * D, 0, (size_t)D * 4);\n/' \
+    's/(  dt_moe_combine\(x, q->gate, q->ret, q->dpos, R, k, D, x \+ R \* D\);\n)/$1  for (int64_t i = 0; i < R * k; i++)\n    if (q->pos[i] < 0) memset(x + R * D + i \/ k * D, 0, (size_t)D * 4);\n/' \
     "a dropped token given zeros instead of its residual"
   mutant 10-aux 10_ep 10_ep/ep.c \
-    's/  dt_all_reduce\(m->world, m->chosen[^\n]*\n//; s/r->c\.batch \* m->k/m->R * m->k/' \
+    's/  dt_all_reduce\(m->world, m->dchosen[^\n]*\n//; s/r->c\.batch \* m->k/m->R * m->k/' \
     "the load-balancing loss from this rank's counts only"
   mutant 10-scale16 10_ep 10_ep/ep.c \
     's/m->chosen \+ l \* E, r->scaler\.scale,/m->chosen + l * E, 1.0,/' \
@@ -187,11 +187,11 @@ else
     's/D, cp_chunk\(a, a->rank, i \/ C\) \* C \+ i % C\)/D, i)/' \
     "positions computed after the split (from the local index)"
   mutant 11-stale 11_cp 11_cp/ring.c \
-    's/(  memcpy\(kv, k,)/  if (!backward)\n$1/; s/(  memcpy\(kv \+ RW, v,)/  if (!backward)\n$1/' \
+    's/(  dt_copy\(kv, k,)/  if (!backward)\n$1/; s/(  dt_copy\(kv \+ RW, v,)/  if (!backward)\n$1/' \
     "backward's ring not refilled with this layer's K and V: stale keys from forward"
   mutant 11-ulysses 11_cp 11_cp/ulysses.c \
-    's/position\(m, s, i\)\) \* W, m->recv/i) * W, m->recv/' \
-    "Ulysses: received rows placed by their local index, not their position" -- --ulysses
+    's/cp_chunk\(&m->cr, s, j\) \* m->C\) \* \(m->D/j * m->C) * (m->D/' \
+    "Ulysses: rows placed by their local chunk, not their position in the sequence" -- --ulysses
   # 12_mesh: bugs of composition, each on a mesh where its axis is real (the
   # free axes fill tp, then cp: NP 2 --cp 2 is cp 2, NP 4 --cp 2 is cp 2 x tp 2)
   MUT_ALSO='copies of its weights DIFFER' mutant 12-dponly 12_mesh 12_mesh/mesh.c \
