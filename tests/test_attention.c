@@ -5,7 +5,9 @@
  * dv added to what they hold); and with 16-bit GEMM inputs (--precision),
  * within their rounding. The blocks run on the backend's memory (the cuda
  * backend's kernels where built so); delta and the ring's merge beside
- * attn_core.h's bodies, run here on the host: the same bits. */
+ * attn_core.h's bodies, run here on the host: the same bits. The
+ * yardsticks' materialised attention (reference_attn.c's, over the same
+ * bodies as the lessons) against the plain loops too, not only the bodies. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,6 +233,70 @@ static void test_softmax_rows(int64_t S) {
   for (int i = 0; i < 4; i++) free(host[i]);
 }
 
+/* The yardsticks' attention (dt_attend_materialised, reference_attn.c's,
+ * its softmax attn_core.h's rows, the lessons' bodies) held to plain loops
+ * in double, not to those rows: the causal softmax of a head's S x S
+ * scores and its backward, dS = P (dP - rowsum(P dP)) scale; and a
+ * sequence's heads, forward (o) and backward (dq, dk, dv), against plain(). */
+static void test_materialised(int64_t S, int64_t D, int64_t heads) {
+  float scale = 0.3f, *s = random_rows(S * S, 31, -4, 4), *dp = random_rows(S * S, 32, -1, 1);
+  double *wp = malloc((size_t)(S * S) * 8), *wd = malloc((size_t)(S * S) * 8);
+  for (int64_t i = 0; i < S; i++) {
+    double mx = -INFINITY, sum = 0, dot = 0, *p = wp + i * S;
+    for (int64_t j = 0; j <= i; j++) mx = fmax(mx, (double)s[i * S + j] * scale);
+    for (int64_t j = 0; j < S; j++)
+      sum += p[j] = j <= i ? exp((double)s[i * S + j] * scale - mx) : 0;
+    for (int64_t j = 0; j < S; j++) dot += (p[j] /= sum) * dp[i * S + j];
+    for (int64_t j = 0; j < S; j++) wd[i * S + j] = p[j] * (dp[i * S + j] - dot) * scale;
+  }
+  float *P = dev(s, S * S), *DP = dev(dp, S * S);
+  dt_softmax_causal(P, S, scale);
+  back(s, P, S * S);
+  P = dev(s, S * S); /* the backward from the library's probabilities */
+  dt_softmax_causal_backward(P, DP, S, scale);
+  back(dp, DP, S * S);
+  dt_free(P);
+  double es = off(s, wp, S * S), eg = off(dp, wd, S * S);
+  EXPECT(es <= 1e-6 && eg <= 1e-6,
+         "the materialised causal softmax (S %lld, scale %g) against plain loops in double: "
+         "probabilities off by %.2e, the backward by %.2e of its size",
+         (long long)S, scale, es, eg);
+  float *q = random_rows(S * D, 33, -2, 2), *k = random_rows(S * D, 34, -2, 2);
+  float *v = random_rows(S * D, 35, -1, 1), *dout = random_rows(S * D, 36, -1, 1);
+  double *wo = calloc((size_t)(S * D), 8), *wl = calloc((size_t)(S * heads), 8);
+  double *wq = calloc((size_t)(S * D), 8), *wk = calloc((size_t)(S * D), 8);
+  double *wv = calloc((size_t)(S * D), 8);
+  plain(q, k, v, dout, S, S, D, heads, 1, wo, wl, wq, wk, wv);
+  dt_heads_scratch hs;
+  dt_heads_scratch_init(&hs, S, D, heads);
+  float *Q = dev(q, S * D), *K = dev(k, S * D), *V = dev(v, S * D), *G = dev(dout, S * D);
+  float *PR = dt_alloc_f32((size_t)(heads * S * S), DT_OTHER);
+  float *O = dt_alloc_f32((size_t)(S * D), DT_OTHER), *DQ = dt_alloc_f32((size_t)(S * D), DT_OTHER);
+  float *DK = dt_alloc_f32((size_t)(S * D), DT_OTHER),
+        *DV = dt_alloc_f32((size_t)(S * D), DT_OTHER);
+  dt_attend_materialised(&hs, Q, K, V, PR, O);
+  dt_attend_materialised_backward(&hs, Q, K, V, PR, G, DQ, DK, DV);
+  float *o = malloc((size_t)(S * D) * 4), *dq = malloc((size_t)(S * D) * 4);
+  float *dk = malloc((size_t)(S * D) * 4), *dv = malloc((size_t)(S * D) * 4);
+  back(o, O, S * D);
+  back(dq, DQ, S * D);
+  back(dk, DK, S * D);
+  back(dv, DV, S * D);
+  double e[4] = {off(o, wo, S * D), off(dq, wq, S * D), off(dk, wk, S * D), off(dv, wv, S * D)};
+  EXPECT(e[0] <= 5e-6 && e[1] <= 5e-6 && e[2] <= 5e-6 && e[3] <= 5e-6,
+         "the yardsticks' attention (S %lld, D %lld, %lld heads) against plain loops in double: "
+         "o off by %.2e, dq %.2e, dk %.2e, dv %.2e of their sizes",
+         (long long)S, (long long)D, (long long)heads, e[0], e[1], e[2], e[3]);
+  if (getenv("DT_TEST_VERBOSE"))
+    printf("materialised S %lld: softmax %.2e backward %.2e, o %.2e dq %.2e dk %.2e dv %.2e\n",
+           (long long)S, es, eg, e[0], e[1], e[2], e[3]);
+  dt_heads_scratch_free(&hs);
+  float *d[] = {Q, K, V, G, PR};
+  for (int i = 0; i < 5; i++) dt_free(d[i]);
+  void *host[] = {s, dp, wp, wd, q, k, v, dout, wo, wl, wq, wk, wv, o, dq, dk, dv};
+  for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
+}
+
 int main(int argc, char **argv) {
   dt_lesson lesson = {"test_attention", "unit tests of the tiled attention", 1};
   dt_init(&argc, &argv, &lesson, NULL);
@@ -252,6 +318,8 @@ int main(int argc, char **argv) {
   test_bodies(T + 3, 2 * T + 5, T + 9, 32, 4);
   test_bodies(7, 9, 1, 6, 3);
   test_softmax_rows(37);
+  test_materialised(37, 24, 3);
+  test_materialised(64, 32, 4);
   double rate = dt_attn_gemm_rate(8);
   EXPECT(rate > 0 && isfinite(rate), "sgemm's rate at the tiles' shapes: %g GFLOP/s", rate);
   return unit_verdict();
