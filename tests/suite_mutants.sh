@@ -71,6 +71,41 @@ mutant() {
   [ "$FAILED" = "$before" ] && MUT_CAUGHT=$((MUT_CAUGHT + 1))
 }
 
+# unit_mutant ID HEADER PERL_SUBSTITUTION DESCRIPTION TEST: a bug in a body
+# a lesson and its one-process yardstick share (moe_core.h, attn_core.h:
+# reference_moe.c and reference_attn.c run the lessons' arithmetic), which
+# the lesson's check, comparing the two, cannot see. Every common file that
+# includes HEADER, and tests/TEST.c, is compiled beside the mutated copy
+# (its #include "..." finds the copy first) and linked before the common
+# libraries; the unit test, whose plain loops and finite differences share
+# nothing with the header, must end UNIT FAILED (exit 1) at NP 1, with
+# MUT_ALSO's line: the check that saw it.
+unit_mutant() {
+  local id=$1 header=$2 subst=$3 desc=$4 test=$5 dir=$MUT_DIR/$1 src o objs=()
+  MUT_TOTAL=$((MUT_TOTAL + 1))
+  mkdir -p "$dir"
+  cp "$header" "$dir/"
+  perl -0pi -e "$subst" "$dir/$(basename "$header")"
+  if cmp -s "$header" "$dir/$(basename "$header")"; then
+    fail "mutant $id ($desc): the substitution no longer matches $header" "" "update it in tests/suite_mutants.sh"
+    return
+  fi
+  : >"$dir/build.log"
+  for src in $(grep -l "#include \"$(basename "$header")\"" common/*/*.c) "tests/$test.c"; do
+    cp "$src" "$dir/"
+    o=$dir/$(basename "${src%.c}").o
+    mpicc -O2 -std=c11 ${BLAS_CFLAGS:-} -I. -Icommon/comm -Icommon/train -Itests -c "$dir/$(basename "$src")" \
+      -o "$o" >>"$dir/build.log" 2>&1 || { fail "mutant $id ($desc): does not build" "$dir/build.log"; return; }
+    objs+=("$o")
+  done
+  mpicc "${objs[@]}" "$BUILD_DIR/libdttrain.a" "$BUILD_DIR/libdtcomm.a" -Wl,--allow-multiple-definition \
+    -o "$dir/$test" ${BLAS_LIBS:--lopenblas} -lm -pthread >>"$dir/build.log" 2>&1 ||
+    { fail "mutant $id ($desc): does not build" "$dir/build.log"; return; }
+  local before=$FAILED
+  check "mutant $id np=1: $desc" 1 1 'UNIT FAILED' ${MUT_ALSO:+"$MUT_ALSO"} -- "./$dir/$test"
+  [ "$FAILED" = "$before" ] && MUT_CAUGHT=$((MUT_CAUGHT + 1))
+}
+
 BUILD_DIR=build/${BACKEND:-cpu}
 if [ "${BACKEND:-cpu}" != cpu ]; then
   echo "SKIP mutants: they are built for the cpu backend (this run: ${BACKEND})"
@@ -222,6 +257,21 @@ else
     's/ot\[i \* W \+ d\] = j0 \? ot\[i \* W \+ d\] \* old\[i\] : 0;/ot[i * W + d] = j0 ? ot[i * W + d] : 0;/' \
     "attention's tiles merged without rescaling the output so far to the new max (S 1024: blocks of several tiles)" \
     -- --seq 1024 --layers 1 --steps 3
+  # Bugs in the bodies a lesson shares with its one-process yardstick: the
+  # lesson's check cannot see them (both sides run them), the unit tests'
+  # plain loops and finite differences do.
+  MUT_ALSO='finite differences through the MoE .* of the router' unit_mutant 10-renorm common/train/moe_core.h \
+    's/dl\[c\[j\]\] \+= \(float\)\(\(dg\[j\] - gdg\) \/ S\)/dl[c[j]] += (float)(dg[j] \/ S)/' \
+    "the router's backward through the gates without the renormalisation's term (moe_core.h)" test_moe
+  MUT_ALSO='finite differences through the MoE .* of the router' unit_mutant 10-dbalance common/train/moe_core.h \
+    's/dl\[e\] = daux \? daux\[e\] : 0\.0f;/dl[e] = 0.0f;/' \
+    "the balance loss's d/dp left out of the router's backward (moe_core.h)" test_moe
+  MUT_ALSO='a tie to the lower index\) as the plain loop' unit_mutant 10-tie common/train/moe_core.h \
+    's/\(best < 0 \|\| p\[e\] > p\[best\]\)/(best < 0 || p[e] >= p[best])/' \
+    "the router's top k: a tie to the higher index (moe_core.h)" test_moe
+  MUT_ALSO='the materialised causal softmax .* against plain loops' unit_mutant 11-scale common/train/attn_core.h \
+    's/mx = fmaxf\(mx, row\[j\] = dt_rn_mul\(row\[j\], scale\)\)/mx = fmaxf(mx, row[j])/' \
+    "the yardsticks' causal softmax without the 1/sqrt(dh) scale (attn_core.h)" test_attention
   # 13_plan: its check is --verify, run alone (NP 0: no mpirun); a cost model
   # that prices 09's blocks once a step, not once each of its 4 microbatches:
   # every figure still equal, the time off on every attempt
