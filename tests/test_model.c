@@ -271,7 +271,9 @@ static void *to_host(const void *dev, size_t bytes) {
  * run here on the same inputs: the gates, the balance loss and the backward
  * to the logits give the same bits (no libm call in them); the softmax the
  * same bits on the cpu (glibc's expf both), and a few ulp apart on a GPU
- * (CUDA's expf), the same choices. */
+ * (CUDA's expf), the same choices. The backend against the bodies: the
+ * bodies' arithmetic itself is test_moe.c's (plain loops, finite
+ * differences). */
 static void test_router(int64_t R, int64_t D, int64_t E, int64_t k) {
   dt_train_config c = DT_TRAIN_DEFAULTS;
   c.experts = E;
