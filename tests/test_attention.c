@@ -38,7 +38,7 @@ static void plain(const float *q, const float *k, const float *v, const float *d
       for (int64_t j = 0; j < see; j++) {
         s[j] = 0;
         for (int64_t d = 0; d < dh; d++) s[j] += (double)q[at + d] * k[j * W + h * dh + d];
-        mx = fmax(mx, s[j] *= scale);
+        mx = unit_max(mx, s[j] *= scale);
       }
       for (int64_t d = 0; d < dh; d++) o[at + d] = 0;
       for (int64_t j = 0; j < see; j++) {
@@ -62,15 +62,13 @@ static void plain(const float *q, const float *k, const float *v, const float *d
 }
 
 /* max |got - want| over max |want|; a value not finite is off without
- * bound (fmax would pass over a NaN). The early return also keeps GCC 12
- * on arm64 from vectorising the two fmax reductions, which it cannot
- * compile (an internal compiler error in vect_transform_reduction). */
+ * bound. */
 static double off(const float *got, const double *want, int64_t n) {
   double worst = 0, size = 1e-30;
   for (int64_t i = 0; i < n; i++) {
     if (!isfinite(got[i])) return INFINITY;
-    worst = fmax(worst, fabs(got[i] - want[i]));
-    size = fmax(size, fabs(want[i]));
+    worst = unit_max(worst, fabs(got[i] - want[i]));
+    size = unit_max(size, fabs(want[i]));
   }
   return worst / size;
 }
@@ -148,8 +146,8 @@ static double off_f(const float *a, const float *b, int64_t n) {
   double worst = 0, size = 1e-30;
   for (int64_t i = 0; i < n; i++) {
     if (!isfinite(a[i])) return INFINITY;
-    worst = fmax(worst, fabs((double)a[i] - b[i]));
-    size = fmax(size, fabs((double)b[i]));
+    worst = unit_max(worst, fabs((double)a[i] - b[i]));
+    size = unit_max(size, fabs((double)b[i]));
   }
   return worst / size;
 }
@@ -243,7 +241,7 @@ static void test_materialised(int64_t S, int64_t D, int64_t heads) {
   double *wp = malloc((size_t)(S * S) * 8), *wd = malloc((size_t)(S * S) * 8);
   for (int64_t i = 0; i < S; i++) {
     double mx = -INFINITY, sum = 0, dot = 0, *p = wp + i * S;
-    for (int64_t j = 0; j <= i; j++) mx = fmax(mx, (double)s[i * S + j] * scale);
+    for (int64_t j = 0; j <= i; j++) mx = unit_max(mx, (double)s[i * S + j] * scale);
     for (int64_t j = 0; j < S; j++)
       sum += p[j] = j <= i ? exp((double)s[i * S + j] * scale - mx) : 0;
     for (int64_t j = 0; j < S; j++) dot += (p[j] /= sum) * dp[i * S + j];

@@ -37,7 +37,7 @@ static void test_matmul(int ta, int tb, int64_t M, int64_t N, int64_t K, int acc
       double s = acc ? C[i * N + j] : 0;
       for (int64_t k = 0; k < K; k++)
         s += (double)(ta ? A[k * M + i] : A[i * K + k]) * (tb ? B[j * K + k] : B[k * N + j]);
-      worst = fmax(worst, fabs(s - got[i * N + j]));
+      worst = unit_max(worst, fabs(s - got[i * N + j]));
     }
   EXPECT(worst < 1e-4, "matmul ta=%d tb=%d %lldx%lldx%lld acc=%d: max error %g", ta, tb,
          (long long)M, (long long)N, (long long)K, acc, worst);
@@ -106,7 +106,7 @@ static void test_gradients(void) {
       double down = block_loss(&c, x, w1, w2, y, R);
       host[i] = keep;
       dt_copy_from_host(tensors[t], host, sizes[t] * 4);
-      worst = fmax(worst, fabs((up - down) / (2 * eps) - grad[i]));
+      worst = unit_max(worst, fabs((up - down) / (2 * eps) - grad[i]));
     }
     EXPECT(worst < 2e-4, "finite differences of %s (step %g): max error %g", names[t], eps, worst);
     free(host), free(grad);
@@ -148,7 +148,7 @@ static void test_adamw_max_update(void) {
                               : pow(0.9 / 0.999, T - t);
       m = 0.9 * m + 0.1 * g, v = 0.999 * v + 0.001 * g * g;
       double step = (m / (1 - pow(0.9, t))) / (sqrt(v / (1 - pow(0.999, t))) + 1e-8);
-      worst = fmax(worst, fabs(step) / dt_adamw_max_update(t, 0.999));
+      worst = unit_max(worst, fabs(step) / dt_adamw_max_update(t, 0.999));
       if (t == T) tight = fabs(step) / dt_adamw_max_update(t, 0.999);
     }
     EXPECT(worst <= 1 + 1e-9, "an AdamW step beyond the bound: %g of it", worst);
@@ -296,7 +296,7 @@ static void test_router(int64_t R, int64_t D, int64_t E, int64_t k) {
   float *gp = to_host(dP, (size_t)(R * E) * 4);
   int32_t *gc = to_host(dC, (size_t)(R * k) * 4);
   double e = 0;
-  for (int64_t i = 0; i < R * E; i++) e = fmax(e, fabs((double)gp[i] - p[i]));
+  for (int64_t i = 0; i < R * E; i++) e = unit_max(e, fabs((double)gp[i] - p[i]));
   int gpu = dt_device() >= 0, same_c = !memcmp(gc, c0, (size_t)(R * k) * 4);
   EXPECT(same_c && (gpu ? e <= 1e-6 : e == 0),
          "router R %lld E %lld k %lld: the softmax's %s (off by %.2e), the same choices: %s",

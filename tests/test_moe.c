@@ -50,7 +50,7 @@ static double plain_router(const float *x, const float *wr, int64_t R, int64_t D
     for (int64_t e = 0; e < E; e++) {
       row[e] = 0;
       for (int64_t d = 0; d < D; d++) row[e] += (double)x[t * D + d] * wr[d * E + e];
-      mx = fmax(mx, row[e]);
+      mx = unit_max(mx, row[e]);
     }
     for (int64_t e = 0; e < E; e++) sum += row[e] = exp(row[e] - mx);
     for (int64_t e = 0; e < E; e++) row[e] /= sum;
@@ -113,8 +113,8 @@ static void test_router_plain(const char *what, const float *x, const float *wr,
     for (int64_t e = 0; e < E; e++) {
       int in = 0;
       for (int64_t j = 0; j < k; j++) in |= choice[t * k + j] == e;
-      if (!in) next = fmax(next, p[t * E + e]);
-      ep = fmax(ep, fabs(gp[t * E + e] - p[t * E + e]));
+      if (!in) next = unit_max(next, p[t * E + e]);
+      ep = unit_max(ep, fabs(gp[t * E + e] - p[t * E + e]));
     }
     ties += kth == next;
     int tie = kth - next < 1e-5;
@@ -125,7 +125,7 @@ static void test_router_plain(const char *what, const float *x, const float *wr,
     else if (!same)
       wrong++;
     else
-      for (int64_t j = 0; j < k; j++) eg = fmax(eg, fabs(gg[t * k + j] - gate[t * k + j]));
+      for (int64_t j = 0; j < k; j++) eg = unit_max(eg, fabs(gg[t * k + j] - gate[t * k + j]));
   }
   /* the balance loss against the plain one of the library's choices (the
    * same unless a near tie fell the other way: then none counted above) */
@@ -135,11 +135,11 @@ static void test_router_plain(const char *what, const float *x, const float *wr,
     for (int64_t t = 0; t < R; t++) P += p[t * E + e];
     want += (double)f[e] * P / (double)R;
     double d = c.aux_coef * (double)E * f[e] / (double)R;
-    ed = fmax(ed, fabs(ga[e] - d) / d);
+    ed = unit_max(ed, fabs(ga[e] - d) / (d > 0 ? d : 1)); /* an expert no token chose: d 0 */
   }
   want *= c.aux_coef * (double)E;
   double ea = fabs(got - want) / want;
-  if (!near) ea = fmax(ea, fabs(got - aux) / aux);
+  if (!near) ea = unit_max(ea, fabs(got - aux) / aux);
   int exact = !strcmp(what, "tied"); /* exact logits: a tie is a tie, none near */
   EXPECT(!wrong && near <= (exact ? 0 : R / 8),
          "router %s R %lld E %lld k %lld: the choices (top k, a tie to the lower index) as "
@@ -311,8 +311,8 @@ static void test_moe_gradients(int64_t R, int64_t D, int64_t H, int64_t E, int64
         continue;
       }
       double fd = (l[0] - l[1]) / (2.0 * eps);
-      worst = fmax(worst, fabs(fd - grads[t][i]));
-      size = fmax(size, fmax(fabs(fd), fabs(grads[t][i])));
+      worst = unit_max(worst, fabs(fd - grads[t][i]));
+      size = unit_max(size, fmax(fabs(fd), fabs(grads[t][i])));
     }
     EXPECT(worst / size < 1e-3 && skipped <= sizes[t] / 4,
            "finite differences through the MoE (R %lld E %lld k %lld capacity %lld, aux_coef "
