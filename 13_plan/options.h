@@ -30,7 +30,8 @@ typedef struct {
               "run lessons 12 (05, 06, 09, 11) here, predicted vs measured; not under mpirun"),    \
       DT_FLAG("--quick", &(f)->quick, "with --verify: the shapes of at most 2 ranks only"),        \
       DT_FLAG("--verify-published", &(f)->verify_published,                                        \
-              "every published run of --published planned as it ran, beside its figure"),          \
+              "every published run of --published planned as it ran, beside its figure; not "      \
+              "under mpirun"),                                                                     \
       DT_STRING("--published", &(f)->published, NULL,                                              \
                 "the published runs' file (13_plan/published.tsv: the runs, their sources)"),      \
       DT_STRING("--shapes", &(f)->shapes, NULL,                                                    \
@@ -47,9 +48,11 @@ typedef struct {
       DT_INT("--kv-heads", &(f)->kv_heads, 0, 1 << 20,                                             \
              "key-value heads, grouped-query attention (0: the model's; gpt: every head)"),        \
       DT_STRING("--mlp", &(f)->mlp, "gelu|swiglu",                                                 \
-                "the MLP: two matrices and GELU, or SwiGLU's three"),                              \
+                "the MLP: two matrices and GELU, or SwiGLU's three (e.g. with --model gpt3-xl "    \
+                "--tp 2 --cluster dgx-a100-80g)"),                                                 \
       DT_STRING("--arch", &(f)->arch, "gpt|llama",                                                 \
-                "gpt: biases, learned positions, output layer tied; llama: none of them"),         \
+                "gpt: biases, learned positions, output layer tied; llama: none of them (e.g. "    \
+                "with --model gpt3-xl --tp 2 --cluster dgx-a100-80g)"),                            \
       DT_INT("--vocab-pad", &(f)->pad, 0, 1 << 20,                                                 \
              "the vocabulary padded to a multiple of this x tp (Megatron's; 0: none)"),            \
       DT_INT("--vocab", &(f)->vocab, 0, 1 << 24, "vocabulary (gpt)"),                              \
@@ -77,10 +80,15 @@ typedef struct {
              "the first stage's layers (the embedding is its work too; 0: an even split)"),        \
       DT_INT("--last-stage-layers", &(f)->last, 0, 1 << 20,                                        \
              "the last stage's layers (the output layer is its work too; 0: an even split)"),      \
-      DT_FLAG("--sequence-parallel", &(f)->sp, "Megatron's: norms and dropout over tp"),           \
+      DT_FLAG("--sequence-parallel", &(f)->sp,                                                     \
+              "Megatron's: norms and dropout over tp (e.g. with --model gpt3-xl --tp 2 --cluster " \
+              "dgx-a100-80g)"),                                                                    \
       DT_FLAG("--tp-overlap", &(f)->tp_overlap,                                                    \
-              "tp's collectives behind the GEMMs (userbuffers)"),                                  \
-      DT_FLAG("--dropout", &(f)->dropout, "the run drops out: its masks' bytes (Megatron's 0.1)"), \
+              "tp's collectives behind the GEMMs (userbuffers) (e.g. with --model gpt3-xl --tp 2 " \
+              "--cluster dgx-a100-80g)"),                                                          \
+      DT_FLAG("--dropout", &(f)->dropout,                                                          \
+              "the run drops out: its masks' bytes (Megatron's 0.1) (e.g. with --model gpt3-xl "   \
+              "--tp 2 --cluster dgx-a100-80g)"),                                                   \
       DT_STRING(                                                                                   \
           "--attention", &(f)->attention, "flash|materialised",                                    \
           "scores fused, or S x S in memory (e.g. with --model gpt3-xl --cluster dgx-a100-80g)"),  \
