@@ -30,9 +30,10 @@ typedef struct {
 } run;
 
 /* The units a source publishes, and how a prediction is put in them. */
-enum { STEP, TOKENS, TFLOPS_MEGATRON, NUNITS };
-static const char *const unit_name[NUNITS] = {"s/step", "tokens/s/gpu", "tflops/gpu-megatron"};
-static const char *const unit_shown[NUNITS] = {"s a step", "tokens/s/GPU", "TFLOP/s/GPU"};
+enum { STEP, TOKENS, TFLOPS_MEGATRON, MFU_MEGATRON, NUNITS };
+static const char *const unit_name[NUNITS] = {"s/step", "tokens/s/gpu", "tflops/gpu-megatron",
+                                              "mfu-megatron"};
+static const char *const unit_shown[NUNITS] = {"s a step", "tokens/s/GPU", "TFLOP/s/GPU", "% MFU"};
 
 static int unit_of(const char *name) {
   for (int u = 0; u < NUNITS; u++)
@@ -68,7 +69,8 @@ static int parse_run(char *line, run *r) {
     memcpy(to[k], field[from[k]], strlen(field[from[k]]) + 1);
   }
   if (unit_of(r->unit) < 0 || !(r->figure > 0) || r->gpus < 1)
-    dt_fail("--published: run %s: a unit of s/step, tokens/s/gpu or tflops/gpu-megatron, a "
+    dt_fail("--published: run %s: a unit of s/step, tokens/s/gpu, tflops/gpu-megatron or "
+            "mfu-megatron, a "
             "positive figure and GPUs",
             r->id);
   return 1;
@@ -91,6 +93,15 @@ static double megatron_flops(const char *flags) {
   return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
 }
 
+/* Megatron's model FLOPs of a step (Korthikanti et al. 2022, section 6),
+ * its MFU's numerator: 72 B s l h^2 (1 + s/6h + V/12lh), no recomputation
+ * counted. */
+static double megatron_model_flops(const char *flags) {
+  double B = flag(flags, "--batch"), s = flag(flags, "--seq"), l = flag(flags, "--layers");
+  double h = flag(flags, "--dim"), V = flag(flags, "--vocab");
+  return 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
+}
+
 /* Plan one run; its prediction in the run's unit and the ratio of
  * throughputs, or a refusal's sentence in why. */
 static int predict_run(const char *self, const run *r, double *figure, double *ratio, double *mfu,
@@ -111,9 +122,13 @@ static int predict_run(const char *self, const run *r, double *figure, double *r
     return 0;
   }
   int u = unit_of(r->unit);
+  /* the device's peak, as the plan's own MFU divides by it */
+  double peak = verify_json(text, "model_flops_per_step") / (step * (double)r->gpus * *mfu);
   *figure = u == STEP     ? step
             : u == TOKENS ? tps / (double)r->gpus
-                          : megatron_flops(r->flags) / step / (double)r->gpus / 1e12;
+            : u == MFU_MEGATRON
+                ? 100 * megatron_model_flops(r->flags) / (step * (double)r->gpus * peak)
+                : megatron_flops(r->flags) / step / (double)r->gpus / 1e12;
   *ratio = u == STEP ? r->figure / step : *figure / r->figure;
   return 1;
 }
@@ -131,7 +146,7 @@ int verify_published(const char *self, const char *path) {
             "--json) beside the figure it published, in its unit; ratio: the predicted throughput "
             "over the published (above 1: the planner is optimistic); within 25%%: 0.75-1.25\n",
             n, path);
-  dt_print0("  %-24s %4s %6s  %-17s %10s %-13s %10s  %5s  %5s  %s\n", "run", "year", "GPUs",
+  dt_print0("  %-26s %4s %6s  %-17s %10s %-13s %10s  %5s  %5s  %s\n", "run", "year", "GPUs",
             "cluster", "published", "unit", "predicted", "ratio", "MFU", "verdict");
   for (int i = 0; i < n; i++) {
     const run *r = &runs[i];
@@ -144,7 +159,7 @@ int verify_published(const char *self, const char *path) {
       snprintf(misses + strlen(misses), sizeof misses - strlen(misses),
                ok ? "%s%.47s (%.2f)" : "%s%.47s (refused)", misses[0] ? ", " : "", r->id, ratio);
     const char *file = strrchr(r->cluster, '/'); /* a cluster file by its name */
-    dt_print0("  %-24s %4d %6lld  %-17s %10.4g %-13s ", r->id, r->year, r->gpus,
+    dt_print0("  %-26s %4d %6lld  %-17s %10.4g %-13s ", r->id, r->year, r->gpus,
               file ? file + 1 : r->cluster, r->figure, unit_shown[unit_of(r->unit)]);
     if (ok)
       dt_print0("%10.4g  %5.2f  %4.1f%%  %s\n", got, ratio, 100 * mfu, in ? "ok" : "MISS");

@@ -141,7 +141,8 @@ nruns=$(grep -vc '^#' 13_plan/published.tsv)
   fail "13 published.tsv holds $nruns runs (20 at least)" 13_plan/published.tsv
 check "13 --verify-published: every run expressed, at least 80% within 25%" 0 0 \
   "^within 25%: [0-9]+ of $nruns \([0-9]+%\), expressed: $nruns of $nruns" \
-  '^  megatron-sc21-1t .* (ok|MISS)$' '^  llama3.1-405b-h100-2304 .* (ok|MISS)$' \
+  '^  megatron-sc21-1t .* (ok|MISS)$' '^  korthikanti-175b-selective .* % MFU .* (ok|MISS)$' \
+  '^  llama3.1-405b-h100-2304 .* (ok|MISS)$' \
   '^CHECK PASSED: --verify-published' -- $D13 --verify-published
 # a run the planner refuses fails the check (a refused real run is a failing test)
 { grep '^megatron-sc21-1.7b' 13_plan/published.tsv; grep '^megatron-sc21-1.7b' 13_plan/published.tsv |
@@ -149,6 +150,24 @@ check "13 --verify-published: every run expressed, at least 80% within 25%" 0 0 
 check "13 --verify-published: a refused run fails it, its reason shown" 0 1 '^  refused .* REFUSED$' \
   'error: the 5 key-value heads must divide the 24 heads' '^CHECK FAILED: --verify-published' \
   -- $D13 --verify-published --published "$T13/pub.tsv"
+# a published MFU beside the plan's, by Megatron's model FLOPs: 22B (L 48, h 6144, B 4,
+# s 2048, V 51200) on 8 A100s: 100 x 72 B s l h^2 (1 + s/6h + V/12lh) / (step x 8 x 312e12)
+grep '^korthikanti-22b-selective' 13_plan/published.tsv >"$T13/pub_mfu.tsv"
+k22=$(cut -f5 "$T13/pub_mfu.tsv")
+s22=$($D13 --predict --json --cluster dgx-a100-80g --gpus 8 $k22 | grep -o '"step_time_s": [0-9.e+-]*' | cut -d' ' -f2)
+m22=$(awk -v t="$s22" 'BEGIN { B = 4; s = 2048; l = 48; h = 6144; V = 51200
+  printf "%.4g", 100 * 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h)) / (t * 8 * 312e12) }')
+check "13 --verify-published: Megatron's MFU of the plan, 72 B s l h^2 (1 + s/6h + V/12lh) / (step x GPUs x peak) = $m22%" \
+  0 0 "^  korthikanti-22b-selective .* 41.5 % MFU +$m22 " -- $D13 --verify-published --published "$T13/pub_mfu.tsv"
+# Megatron's TFLOP/s a GPU (Narayanan et al. 2021, eq. 3, the recomputed forward counted):
+# 1.7B (L 24, h 2304, B 512) on 32 A100s: 96 B s l h^2 (1 + s/6h + V/16lh) / step / 32
+grep '^megatron-sc21-1.7b' 13_plan/published.tsv >"$T13/pub_tf.tsv"
+k17=$(cut -f5 "$T13/pub_tf.tsv")
+s17=$($D13 --predict --json --cluster dgx-a100-80g --gpus 32 $k17 | grep -o '"step_time_s": [0-9.e+-]*' | cut -d' ' -f2)
+t17=$(awk -v t="$s17" 'BEGIN { B = 512; s = 2048; l = 24; h = 2304; V = 51200
+  printf "%.4g", 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h)) / t / 32 / 1e12 }')
+check "13 --verify-published: Megatron's TFLOP/s of the plan, 96 B s l h^2 (1 + s/6h + V/16lh) / step / GPUs = $t17" \
+  0 0 "^  megatron-sc21-1.7b .* 137 TFLOP/s/GPU +$t17 " -- $D13 --verify-published --published "$T13/pub_tf.tsv"
 printf 'a\tb\n' >"$T13/pub_bad.tsv"
 check "13 --verify-published: a line without its 9 fields" 0 2 '^error: --published: a run needs 9 fields' \
   -- $D13 --verify-published --published "$T13/pub_bad.tsv"
