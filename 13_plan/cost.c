@@ -3,19 +3,23 @@
  * 01-12 measured:
  *   compute        every operation of the step (the lessons' products,
  *                  attention blocks, elementwise passes, the optimizer) at
- *                  the rate this machine measured for it, or by the roofline
- *                  of a datasheet: FLOPs at the large-GEMM rate, bytes at the
- *                  memory bandwidth (compute.c);
+ *                  the rate this machine measured for it, or from a
+ *                  datasheet: a GEMM by its tiles' waves over the SMs, the
+ *                  rest by its bytes at the memory bandwidth (compute.c lists
+ *                  them, device.c costs them);
  *   communication  every collective of every axis at alpha + bytes x beta per
  *                  message, with the algorithm the lessons use: the ring
  *                  all-reduce 2(n-1) messages carrying 2(n-1)/n of the buffer
  *                  (03), all-gather and reduce-scatter (n-1) and (n-1)/n (06),
  *                  the pipeline's sendrecv (09), the ring attention's hops
- *                  (11), overlapped where the lessons overlap them;
+ *                  (11), overlapped where the lessons (and real runs)
+ *                  overlap them; on a cluster the same ring where NCCL lays
+ *                  it, NVLink or the node's NICs, or NCCL's tree (network.c);
  *   bubble         (pp-1) microbatch slots of the slowest stage: 09's
- *                  (N-1)/(M+N-1) of the step.
+ *                  (N-1)/(M+N-1) of the step; 1/V of it with V virtual
+ *                  stages a rank.
  * Bytes and memory per rank are the formulas the lessons print
- * (formulas.c). The program around the model (plan.c) measures alpha, beta
+ * (formulas.c), and the planner's GPT block's (block.c). The program around the model (plan.c) measures alpha, beta
  * and the rates here (--measure), reads a cluster's datasheet (--cluster),
  * sets the lessons' measured figures beside the prediction (--verify) and
  * ranks every mesh (--search); the model needs none of it. */
