@@ -19,10 +19,12 @@
  *                  (N-1)/(M+N-1) of the step; 1/V of it with V virtual
  *                  stages a rank.
  * Bytes and memory per rank are the formulas the lessons print
- * (formulas.c), and the planner's GPT block's (block.c). The program around the model (plan.c) measures alpha, beta
- * and the rates here (--measure), reads a cluster's datasheet (--cluster),
- * sets the lessons' measured figures beside the prediction (--verify) and
- * ranks every mesh (--search); the model needs none of it. */
+ * (formulas.c), and the planner's GPT block's (block.c). The program
+ * around the model (plan.c) measures alpha, beta and the rates here
+ * (--measure), reads a cluster's datasheet (--cluster), sets the lessons'
+ * measured figures beside the prediction (--verify) and published runs'
+ * beside theirs (--verify-published), and ranks every mesh (--search);
+ * the model needs none of it. */
 #include <math.h>
 #include <string.h>
 
