@@ -517,12 +517,39 @@ static void read_tensor(const source *in, const char *name, int ndim, const uint
     snprintf(err, errlen, "%s: cannot read %s", in->path, key);
 }
 
-/* A GPT model file (--load): nanoGPT's tensors (gpt_names.c) into the
- * model's array; an lm_head.weight, where there is one, must be wte (the
- * head is tied); a vocabulary, where the file has one, must be the text's,
- * or the ids would stand for other characters. */
+/* A GPT file's vocabulary, where it has one, must be the text's, or the
+ * ids would stand for other characters. Judged before the tensors: another
+ * text's vocabulary is usually another size too, and its embedding's shape
+ * would be the message in place of the reason. */
+static void check_vocab(const source *in, const dt_train_config *c, char *err, size_t errlen) {
+  const char *at = strstr(in->header, "\"vocab\":\"");
+  dt_vocab file = {0};
+  const dt_vocab *own = c->corpus ? &c->corpus->vocab : NULL;
+  char tokens[16] = "";
+  meta_value(in->header, "tokens", tokens, sizeof tokens);
+  int bytes = strcmp(tokens, "byte") == 0;
+  char why[160];
+  if (at && own && !bytes && dt_vocab_parse(&file, at + 9, strlen(at + 9), why, sizeof why) != 0)
+    snprintf(err, errlen, "%s: %s", in->path, why);
+  else if (at && own &&
+           (bytes != own->bytes ||
+            (!bytes && (file.used != own->used ||
+                        memcmp(file.chars, own->chars, (size_t)own->used * 4) != 0))))
+    snprintf(err, errlen,
+             "%s was trained on another vocabulary (%lld %s), this text's is %lld %s: its token "
+             "ids would stand for other characters; train on its text, or start without --load",
+             in->path, (long long)(bytes ? 256 : file.used), bytes ? "bytes" : "characters",
+             (long long)own->used, own->bytes ? "bytes" : "characters");
+  free(file.chars);
+}
+
+/* A GPT model file (--load): its vocabulary (check_vocab), then nanoGPT's
+ * tensors (gpt_names.c) into the model's array; an lm_head.weight, where
+ * there is one, must be wte (the head is tied). */
 static void read_gpt(const source *in, const dt_train_config *c, float *dst, char *err,
                      size_t errlen) {
+  check_vocab(in, c, err, errlen);
+  if (err[0]) return;
   float *buf = dt_host_alloc((size_t)dt_model_size(c), 4);
   for (int64_t i = 0; i < dt_gpt_file_tensors(c) && !err[0]; i++) {
     dt_file_tensor f = dt_gpt_file_tensor(c, i);
@@ -540,26 +567,6 @@ static void read_gpt(const source *in, const dt_train_config *c, float *dst, cha
                in->path);
   }
   free(buf);
-  const char *at = strstr(in->header, "\"vocab\":\"");
-  dt_vocab file = {0};
-  const dt_vocab *own = c->corpus ? &c->corpus->vocab : NULL;
-  char tokens[16] = "";
-  meta_value(in->header, "tokens", tokens, sizeof tokens);
-  int bytes = strcmp(tokens, "byte") == 0;
-  char why[160];
-  if (!err[0] && at && own && !bytes &&
-      dt_vocab_parse(&file, at + 9, strlen(at + 9), why, sizeof why) != 0)
-    snprintf(err, errlen, "%s: %s", in->path, why);
-  else if (!err[0] && at && own &&
-           (bytes != own->bytes ||
-            (!bytes && (file.used != own->used ||
-                        memcmp(file.chars, own->chars, (size_t)own->used * 4) != 0))))
-    snprintf(err, errlen,
-             "%s was trained on another vocabulary (%lld %s), this text's is %lld %s: its token "
-             "ids would stand for other characters; train on its text, or start without --load",
-             in->path, (long long)(bytes ? 256 : file.used), bytes ? "bytes" : "characters",
-             (long long)own->used, own->bytes ? "bytes" : "characters");
-  free(file.chars);
 }
 
 /* Reads the model's tensors, each named prefix + its dt_model_tensor name
