@@ -15,7 +15,17 @@
 
 dt_comm *dt_run_init(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson,
                      dt_option *options) {
-  r->world = dt_init(argc, argv, lesson, options);
+  dt_run_start(r, argc, argv, lesson, options);
+  dt_run_resolve(r);
+  return r->world;
+}
+
+dt_comm *dt_run_start(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson,
+                      dt_option *options) {
+  return r->world = dt_init(argc, argv, lesson, options);
+}
+
+void dt_run_resolve(dt_run *r) {
   dt_train_resolve(&r->c);
   dt_trace_enable(r->c.trace != NULL);
   r->losses = dt_host_alloc((size_t)r->c.steps, sizeof(double));
@@ -25,7 +35,6 @@ dt_comm *dt_run_init(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson
    * fp32's rounding; 16 bits round each value by far more (CHECKING.md) */
   if (!r->c.no_check && dt_precision_type(&r->c) == DT_F32 && r->c.model != DT_GPT)
     r->kinks = dt_kinks_new(&r->c, 0); /* the GPT has no ReLU: GELU decides nothing */
-  return r->world;
 }
 
 int dt_run_segment(dt_run *r, float *w, float *g, size_t n) {
@@ -182,7 +191,7 @@ void dt_run_begin(dt_run *r) {
 
 void dt_run_reset(dt_run *r) {
   dt_comm_reset(r->world);
-  for (int i = 0; i < 4 && r->comms[i]; i++) dt_comm_reset(r->comms[i]);
+  for (int i = 0; i < DT_RUN_COMMS && r->comms[i]; i++) dt_comm_reset(r->comms[i]);
   dt_mem_reset_peaks();
   r->t_start = dt_now();
   r->first_step = r->later_steps = 0;
@@ -191,7 +200,7 @@ void dt_run_reset(dt_run *r) {
 
 static double comm_seconds(const dt_run *r) {
   double s = dt_comm_total(r->world).seconds + r->scalars.seconds;
-  for (int i = 0; i < 4 && r->comms[i]; i++) s += dt_comm_total(r->comms[i]).seconds;
+  for (int i = 0; i < DT_RUN_COMMS && r->comms[i]; i++) s += dt_comm_total(r->comms[i]).seconds;
   return s;
 }
 

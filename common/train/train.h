@@ -752,7 +752,7 @@ dt_op dt_wire_op(const dt_wire *w, dt_op op);
  * weight decay on its plain spans, which dt_run_begin finds from the places),
  * and places say where their elements sit in that array: rows x cols floats,
  * ld apart, from `at`. */
-enum { DT_RUN_SEGMENTS = 64 };
+enum { DT_RUN_SEGMENTS = 64, DT_RUN_COMMS = 8 };
 typedef struct {
   float *w, *g, *m, *v; /* m, v: AdamW's state, allocated by dt_run_segment (NULL for sgd) */
   float *e;             /* this rank's own state (dt_run_rank_state), or NULL */
@@ -772,11 +772,11 @@ struct dt_run {
   dt_train_config c; /* the options of DT_TRAIN_OPTIONS(&run.c) */
   dt_comm *world;
   /* set by the lesson before dt_run_begin */
-  int replicated;       /* every rank holds the whole model: each rank's copy is checked */
-  dt_comm *comms[4];    /* sub-communicators whose time counts as communication */
-  double loss_ranks;    /* the step's loss is the sum over ranks / this (0: world size) */
-  const char *loss_how; /* the loss line's source (NULL: "mean over ranks") */
-  double part;          /* set each step where dt_loss_part names a term: this rank's share */
+  int replicated;               /* every rank holds the whole model: each rank's copy is checked */
+  dt_comm *comms[DT_RUN_COMMS]; /* sub-communicators whose time counts as communication */
+  double loss_ranks;            /* the step's loss is the sum over ranks / this (0: world size) */
+  const char *loss_how;         /* the loss line's source (NULL: "mean over ranks") */
+  double part; /* set each step where dt_loss_part names a term: this rank's share */
   /* the lesson's own verdict in place of the comparison with one process (a
    * method that changes the gradients on purpose: dt_check_convergence), or
    * NULL; returns 1 when failed, collective */
@@ -806,6 +806,12 @@ struct dt_run {
 /* dt_init, dt_train_resolve and --trace; returns the world. */
 dt_comm *dt_run_init(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson,
                      dt_option *options);
+/* Its two halves, for a lesson whose config depends on the world (the
+ * vocabulary padded to a multiple of its tensor-parallel ranks): dt_init,
+ * then dt_train_resolve and the rest. */
+dt_comm *dt_run_start(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson,
+                      dt_option *options);
+void dt_run_resolve(dt_run *r);
 /* n floats this rank steps: w and g are the lesson's (g as the optimizer
  * reads it); m and v are allocated here for AdamW. Returns its index. */
 int dt_run_segment(dt_run *r, float *w, float *g, size_t n);
