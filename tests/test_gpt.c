@@ -143,11 +143,17 @@ static void test_bits(void) {
 }
 
 /* ------------------------------------------------- finite differences */
-/* max |a - b| / max(max |b|, floor) */
+/* max |a - b| / max(max |b|, floor). Written with comparisons, not fmax:
+   Debian 12's GCC 12.2 for arm64 stops with an internal compiler error
+   vectorizing an fmax reduction at -O3 (tests/run_arm64.sh found it). A NaN
+   makes `worst` NaN here as fmax would not, and the caller sees INFINITY. */
 static double rel_err(const double *a, const float *b, int64_t n, double floor) {
   double worst = 0, size = floor;
-  for (int64_t i = 0; i < n; i++) size = fmax(size, fabs(b[i]));
-  for (int64_t i = 0; i < n; i++) worst = fmax(worst, fabs(a[i] - b[i]) / size);
+  for (int64_t i = 0; i < n; i++) size = fabs(b[i]) > size ? fabs(b[i]) : size;
+  for (int64_t i = 0; i < n; i++) {
+    double e = fabs(a[i] - b[i]) / size;
+    worst = e > worst || e != e ? e : worst;
+  }
   return isfinite(worst) ? worst : INFINITY;
 }
 
