@@ -57,6 +57,10 @@ head_acts gpt_head(const model *m, float *slot) {
   return h;
 }
 
+dt_gpt_shape gpt_shape(const model *m) {
+  return (dt_gpt_shape){1, m->R, m->D, m->A, m->W / m->A, m->Hs};
+}
+
 dt_gpt_block gpt_layer(const model *m, float *w, int64_t l) {
   int64_t DW = m->D * m->W;
   float *at = w + l * m->nl, *gains = gpt_gains(m, w) + 2 * l * m->D;
@@ -70,18 +74,27 @@ int64_t gpt_gains_n(const model *m) { return (2 * m->L + m->last) * m->D; }
 float *gpt_lnf(const model *m, float *w) { return gpt_gains(m, w) + 2 * m->L * m->D; }
 float *gpt_wpe(const model *m, float *w) { return gpt_gains(m, w) + gpt_gains_n(m); }
 
+/* Tensor n of the class: its index in the model, whether tp splits its rows */
+static int tensor_is(int64_t *t, int *by_rows, int n, int64_t index, int rows) {
+  t[n] = index;
+  by_rows[n] = rows;
+  return n + 1;
+}
+
 /* The tensors of class k in their order in the buffer: each tensor's index
  * in the whole model and whether its shard is by rows (tp's) or whole. */
 static int tensors_of(const model *m, const dt_train_config *c, int k, int64_t *t, int *by_rows) {
   int n = 0;
   for (int64_t l = 0; k == SHARDS && l < m->L; l++)
     for (int j = 1; j < 8; j++) /* Wq, Wk, Wv, Wo by rows, W1, W2 by rows */
-      if (j != 5) t[n] = 2 + 8 * (m->l0 + l) + j, by_rows[n++] = j == 4 || j == 7;
-  if (k == VOCAB && (m->first || m->last)) t[n] = 0, by_rows[n++] = 1; /* wte's rows */
-  for (int64_t l = 0; k == REPLICAS && l < m->L; l++)                  /* ln1, ln2 */
-    t[n] = 2 + 8 * (m->l0 + l), t[n + 1] = t[n] + 5, by_rows[n] = by_rows[n + 1] = 0, n += 2;
-  if (k == REPLICAS && m->last) t[n] = 2 + 8 * c->layers, by_rows[n++] = 0; /* ln_f */
-  if (k == REPLICAS && m->first) t[n] = 1, by_rows[n++] = 0;                /* wpe */
+      if (j != 5) n = tensor_is(t, by_rows, n, 2 + 8 * (m->l0 + l) + j, j == 4 || j == 7);
+  if (k == VOCAB && (m->first || m->last)) n = tensor_is(t, by_rows, n, 0, 1); /* wte's rows */
+  for (int64_t l = 0; k == REPLICAS && l < m->L; l++) {                        /* ln1, ln2 */
+    n = tensor_is(t, by_rows, n, 2 + 8 * (m->l0 + l), 0);
+    n = tensor_is(t, by_rows, n, 2 + 8 * (m->l0 + l) + 5, 0);
+  }
+  if (k == REPLICAS && m->last) n = tensor_is(t, by_rows, n, 2 + 8 * c->layers, 0); /* ln_f */
+  if (k == REPLICAS && m->first) n = tensor_is(t, by_rows, n, 1, 0);                /* wpe */
   return n;
 }
 

@@ -2,16 +2,14 @@
  *
  * nanoGPT's GPT (bias=False) on dp x pp x cp x tp ranks. The one new idea:
  * the vocabulary, the embedding's rows and the tied head's, is split over
- * tp. Each rank embeds the tokens in its rows (zeros elsewhere) and one sum
- * over tp makes the lookup; its head computes the logits of its rows only,
- * and the cross-entropy is built from each row's max, sum of exponentials
- * and target logit, all-reduced over tp: the logits are never gathered.
- * The rest is composed: 07's sums over tp after the row-parallel products,
- * 11's ring over cp on this tp rank's heads, 09's walk over pp, 05's
- * average over dp x cp (--zero 1: 06's shards). The first stage holds the
- * embedding, the last the head; the tied weight's two gradients meet in an
- * all-reduce between them. The run (common/train/run.c) does the rest and
- * compares with one process; then rank 0 writes text. */
+ * tp. A rank embeds the tokens of its rows (zeros elsewhere), one sum over
+ * tp makes the lookup; its head computes its rows' logits only, and the
+ * cross-entropy comes from each row's max, sum of exponentials and target
+ * logit, all-reduced over tp: the logits are never gathered. The rest is
+ * composed as in 12: 07's sums over tp, 11's ring over cp, 09's walk over
+ * pp, 05's average over dp x cp (06's shards). The embedding is the first
+ * stage's, the head the last's; the tied weight's two gradients meet in an
+ * all-reduce between them. Then the run checks, and rank 0 writes text. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,10 +60,6 @@ static void layout(model *m, dt_run *r) {
   m->tl = timeline_new(m->nplan);
 }
 
-static dt_gpt_shape shape(const model *m) { /* the layer's pieces see R rows as one sequence */
-  return (dt_gpt_shape){1, m->R, m->D, m->A, m->D / (m->A * m->n[TP]), m->Hs};
-}
-
 /* Layer l: x2 = x + Attn(LN1(x)) Wo, out = x2 + gelu(LN2(x2) W1) W2. The
  * LayerNorms on this rank's rows of the stream, gathered for the
  * column-parallel products (sequence.c), the row-parallel ones summed over
@@ -73,7 +67,7 @@ static dt_gpt_shape shape(const model *m) { /* the layer's pieces see R rows as 
 void gpt_forward_core(model *m, layer_acts p, int64_t l) {
   int64_t R = m->R, Rs = m->Rs, D = m->D, W = m->W;
   dt_gpt_block w = gpt_layer(m, m->w, l);
-  dt_gpt_shape s = shape(m);
+  dt_gpt_shape s = gpt_shape(m);
   dt_layernorm_forward(p.x, w.ln1, p.h1 + m->mine * D, p.mean1, p.rstd1, Rs, D);
   gpt_gather(m, p.h1 + m->mine * D, p.h1);
   dt_matmul(0, 0, R, W, D, p.h1, w.wq, p.q, 0);
@@ -96,7 +90,7 @@ void gpt_forward_core(model *m, layer_acts p, int64_t l) {
 void gpt_backward_core(model *m, layer_acts p, int64_t l) {
   int64_t R = m->R, Rs = m->Rs, D = m->D, W = m->W, RW = R * W;
   dt_gpt_block w = gpt_layer(m, m->w, l), g = gpt_layer(m, m->g, l);
-  dt_gpt_shape s = shape(m);
+  dt_gpt_shape s = gpt_shape(m);
   float *d = gpt_gather(m, m->dx, m->dfull); /* dL/dout, every row */
   dt_gpt_mlp_backward(&s, &w, &g, p.h2, p.a, p.u, d, m->du, m->dh);
   float *dh = gpt_reduce(m, m->dh, m->dn);
@@ -130,16 +124,6 @@ static void embed_backward(model *m, const int32_t *tokens) {
   gpt_positions_backward(m, d, 0, m->R, gpt_wpe(m, m->g));
 }
 
-/* An all-reduce of the loss's pieces over tp, counted on its own row */
-static void pieces(model *m, float *buf, int64_t n, dt_op op, dt_counter *row) {
-  dt_counter *ar = &m->axis[TP]->count[DT_ALL_REDUCE], kept = *ar;
-  dt_all_reduce(m->axis[TP], buf, buf, (size_t)n, DT_F32, op);
-  row->calls += ar->calls - kept.calls;
-  row->bytes_sent += ar->bytes_sent - kept.bytes_sent;
-  ar->calls = kept.calls;
-  ar->bytes_sent = kept.bytes_sent;
-}
-
 /* The head: LN_f, the logits of this rank's rows of the vocabulary, and
  * the sum over the R rows of each one's cross-entropy, from pieces. */
 static double head(model *m, head_acts h, const float *x, const int32_t *targets) {
@@ -149,10 +133,10 @@ static double head(model *m, head_acts h, const float *x, const int32_t *targets
   dt_matmul(0, 1, R, Vs, D, h.hf, gpt_wte(m, m->w), h.logits, 0); /* [R, Vs]: never gathered */
   /* exercise: the vocabulary-parallel cross-entropy */
   dt_ce_max(h.logits, R, Vs, h.mx);
-  pieces(m, h.mx, R, DT_MAX, &m->ce[0]); /* each row's max over every slice */
+  gpt_pieces(m, h.mx, R, DT_MAX, &m->ce[0]); /* each row's max over every slice */
   dt_ce_sumexp(h.logits, R, Vs, h.mx, h.sum);
-  dt_ce_target(h.logits, R, Vs, m->v0, targets, h.tl);
-  pieces(m, h.sum, 2 * R, DT_SUM, &m->ce[1]); /* sum e^(l - max) | target logit: one slice has it */
+  dt_ce_target(h.logits, R, Vs, m->v0, targets, h.tl); /* 0 but on the target's slice */
+  gpt_pieces(m, h.sum, 2 * R, DT_SUM, &m->ce[1]);      /* [sum | tl]: both summed */
   return dt_ce_loss(h.mx, h.sum, h.tl, R);
   /* end of exercise */
 }
@@ -212,15 +196,7 @@ static double train_step(model *m, dt_run *r, int64_t step) {
 
 int main(int argc, char **argv) {
   dt_run run = {.c = DT_TRAIN_DEFAULTS};
-  dt_gpt_defaults(&run.c); /* nanoGPT's: AdamW, warm-up and cosine, clip 1, README.md's text */
-  run.c.layers = 2;
-  run.c.dim = 64;
-  run.c.batch = 16;
-  run.c.steps = 1000;
-  run.c.adamw_lr = 3e-3;
-  run.c.eval_every = 250;
-  run.c.sample = 300;
-  run.c.temperature = 0.8;
+  gpt_defaults(&run.c); /* nanoGPT's AdamW and schedule, a model a laptop trains in a minute */
   const char *split = "contiguous", *schedule = "1f1b";
   model m = {0};
   dt_option options[] = {

@@ -58,6 +58,9 @@ typedef struct {
  * tp shard of Wq, Wk, Wv [D,W], Wo [W,D], W1 [D,Hs], W2 [Hs,D]; of m->w,
  * or their gradients of m->g. dt_gpt_block's fields, for the layer's pieces. */
 dt_gpt_block gpt_layer(const model *m, float *w, int64_t l);
+/* The layer's pieces (dt_gpt_attn_*, dt_gpt_mlp_*) see the R rows as one
+ * sequence: the MLP's shape, this tp rank's A heads of W/A columns */
+dt_gpt_shape gpt_shape(const model *m);
 float *gpt_wte(const model *m, float *w);   /* the vocabulary's rows [Vs, D] */
 float *gpt_wpe(const model *m, float *w);   /* first stage: [S, D] */
 float *gpt_lnf(const model *m, float *w);   /* last stage: [D] */
@@ -118,9 +121,15 @@ void gpt_backward_core(model *m, layer_acts p, int64_t l);
  * not split over tp */
 void gpt_check_backend(void);
 void gpt_check(const model *m, const dt_train_config *c);
+/* The lesson's defaults: nanoGPT's optimiser and schedule (dt_gpt_defaults)
+ * on a model that 2 cores take through visible learning in about a minute */
+void gpt_defaults(dt_train_config *c);
 /* report.c: the mesh's table, then after the run each axis's calls and
  * bytes, memory, beside formulas.c's; the throughput and its MFU */
 void gpt_report(model *m, dt_run *r);
+/* An all-reduce over tp of the cross-entropy's pieces (n floats of buf,
+ * op), counted on the report's own row, not tp's all_reduce (activ) */
+void gpt_pieces(model *m, float *buf, int64_t n, dt_op op, dt_counter *row);
 void gpt_mfu(const model *m, const dt_run *r);
 
 #endif

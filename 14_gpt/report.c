@@ -20,6 +20,18 @@ void gpt_check_backend(void) {
             "and 12's (build with BACKEND=cpu)");
 }
 
+void gpt_defaults(dt_train_config *c) {
+  dt_gpt_defaults(c); /* nanoGPT's: AdamW, warm-up and cosine, clip 1, README.md's text */
+  c->layers = 2;
+  c->dim = 64;
+  c->batch = 16;
+  c->steps = 1000;
+  c->adamw_lr = 3e-3;
+  c->eval_every = 250;
+  c->sample = 300; /* then a sample */
+  c->temperature = 0.8;
+}
+
 void gpt_check(const model *m, const dt_train_config *c) {
   int64_t T = m->n[TP], R = c->batch / (m->n[DP] * m->M) * (c->seq / m->n[CP]);
   if (m->sp && R % T != 0)
@@ -27,6 +39,15 @@ void gpt_check(const model *m, const dt_train_config *c) {
             "over --tp %lld: each tp rank holds R/tp rows of the residual stream; choose --batch "
             "or --seq so that they do",
             (long long)R, (long long)T);
+}
+
+void gpt_pieces(model *m, float *buf, int64_t n, dt_op op, dt_counter *row) {
+  dt_counter *ar = &m->axis[TP]->count[DT_ALL_REDUCE], kept = *ar;
+  dt_all_reduce(m->axis[TP], buf, buf, (size_t)n, DT_F32, op);
+  row->calls += ar->calls - kept.calls;
+  row->bytes_sent += ar->bytes_sent - kept.bytes_sent;
+  ar->calls = kept.calls;
+  ar->bytes_sent = kept.bytes_sent;
 }
 
 /* This rank's share, as the formulas take it (formulas.c) */

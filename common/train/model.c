@@ -101,6 +101,7 @@ static void gpt_resolve(dt_train_config *c) {
     free(ids);
     if (k < 0) dt_fail("--prompt: %s", err);
   }
+  c->schedule_auto = c->decay_steps == 0 && c->warmup < 0;
   if (c->decay_steps == 0) c->decay_steps = c->steps;
   if (c->warmup < 0) c->warmup = c->decay_steps / 10;
   if (c->warmup >= c->decay_steps)

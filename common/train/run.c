@@ -283,6 +283,21 @@ double dt_run_loss(dt_run *r, const float *x, const float *y, float *dx, size_t 
   return loss;
 }
 
+/* The same fixed batches on every mesh, the whole model in one process */
+static void evaluate(dt_run *r, int64_t step) {
+  double t0 = dt_now(), loss[2];
+  dt_run_gather(r, 0, r->host);
+  if (r->world->rank == 0) {
+    dt_gpt_evaluate(&r->c, r->host, loss);
+    dt_print0("eval after step %lld: train loss %.4f, validation loss %.4f (%lld batches of %lld "
+              "windows each)\n",
+              (long long)step + 1, loss[0], loss[1], (long long)r->c.eval_batches,
+              (long long)r->c.batch);
+  }
+  dt_host_barrier(r->world);
+  r->aside += dt_now() - t0;
+}
+
 void dt_step_end(dt_run *r, int64_t step, double loss) {
   dt_kinks_step_end(r->kinks); /* the keys of this step's rows are still there */
   if (dt_ckpt_due(&r->c, step)) checkpoint(r, step + 1);
@@ -301,12 +316,13 @@ void dt_step_end(dt_run *r, int64_t step, double loss) {
     r->later_steps += dt;
   dt_print_step(&r->c, step, r->losses[step], part, part ? r->parts[step] : 0,
                 r->loss_how ? r->loss_how : "mean over ranks", dt);
+  if (r->c.model == DT_GPT && dt_gpt_eval_due(&r->c, step)) evaluate(r, step);
 }
 
 void dt_run_summary(dt_run *r) {
   double steps = (double)(r->c.steps - r->c.start_step), ms = 1e3 / steps;
   dt_print0("\nsummary (rank 0):\n");
-  double step = (dt_now() - r->t_start) * ms, compute = r->compute * ms,
+  double step = (dt_now() - r->t_start - r->aside) * ms, compute = r->compute * ms,
          comm = comm_seconds(r) * ms;
   dt_print0(
       "  time per step          %8.2f ms   compute %.2f ms   communication %.2f ms (blocked)\n",
@@ -393,6 +409,13 @@ int dt_run_finish(dt_run *r) {
   if (c->save && r->world->rank == 0) dt_save_model(c->save, c, c->steps, r->host);
   if (c->save) dt_print0("saved %s\n", c->save);
   if (c->trace) dt_trace_write(c->trace);
+  if (c->model == DT_GPT && c->sample && r->world->rank == 0) {
+    char *text = dt_gpt_sample(c, &c->corpus->vocab, r->host, c->prompt ? c->prompt : "", c->sample,
+                               c->temperature, c->top_k, (uint64_t)c->seed);
+    dt_print0("sample (%lld tokens, temperature %g, top-k %lld):\n%s\n", (long long)c->sample,
+              c->temperature, (long long)c->top_k, text);
+    free(text);
+  }
   int failed = 0;
   if (!c->no_check && r->verdict)
     failed = r->verdict(r);

@@ -337,18 +337,21 @@ static char *read_header(FILE *f, uint64_t size, uint64_t *len) {
   return header;
 }
 
-int64_t dt_meta_steps(const char *path) { /* the --steps of the run that wrote it, or -1 */
+/* A number of a file's metadata, or -1 (none, or no file) */
+int64_t dt_meta_int(const char *path, const char *key) {
   int64_t steps = -1;
   struct stat st;
   uint64_t len;
   FILE *f = fopen(path, "rb");
   char *header =
       f && fstat(fileno(f), &st) == 0 ? read_header(f, (uint64_t)st.st_size, &len) : NULL;
-  if (header) steps = meta_int(header, "steps");
+  if (header) steps = meta_int(header, key);
   free(header);
   if (f) fclose(f);
   return steps;
 }
+
+int64_t dt_meta_steps(const char *path) { return dt_meta_int(path, "steps"); }
 
 /* The tensors of a flat layer-major array (dt_model_tensor's order and
  * names: W1_0, W2_0, W1_1, ...; a mixture's router, then each expert's W1

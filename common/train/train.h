@@ -66,6 +66,7 @@ typedef struct {
   /* DT_GPT: steps of linear warm-up (-1: a tenth of the decay's), then a cosine decay to lr/10
    * at step decay_steps (0: --steps; fixed, a resumed run may train to more steps) */
   int64_t warmup, decay_steps;
+  int schedule_auto; /* set by dt_train_resolve: both follow --steps (a resume takes the file's) */
   int64_t eval_every, eval_batches; /* DT_GPT: evaluate every K steps on M fixed batches */
   /* DT_GPT: after training, print `sample` tokens after the prompt */
   int64_t sample, top_k;
@@ -790,6 +791,7 @@ struct dt_run {
   double *step_ms;        /* per step: this rank's wall time (rank 0's goes to --report-json) */
   double t_start, t_step, comm_step, compute;
   double first_step, later_steps; /* wall seconds: the first step timed, and the rest */
+  double aside; /* wall seconds outside the steps (a GPT's evaluation), left out of their time */
   int64_t steps_timed;
   dt_counter scalars; /* the all-reduces of one float: clip norm, fp16 verdict */
   float *scalar;
@@ -844,8 +846,10 @@ double dt_run_loss(dt_run *r, const float *x, const float *y, float *dx, size_t 
  * step everywhere), the clip norm over every rank's segments, the optimizer
  * with unscaling and clipping folded in. Returns 1 when the step was taken. */
 int dt_step_update(dt_run *r);
-/* Checkpoint when due, the loss over the ranks, the step's loss line. No
- * collective of the lesson may be in flight when a checkpoint is due. */
+/* Checkpoint when due, the loss over the ranks, the step's loss line; a
+ * GPT's evaluation when due (dt_gpt_eval_due: the whole model to rank 0,
+ * which prints the train and validation loss). No collective of the lesson
+ * may be in flight when a checkpoint or an evaluation is due. */
 void dt_step_end(dt_run *r, int64_t step, double loss);
 void dt_run_summary(dt_run *r); /* the header, time per step, scalars, fp16 */
 /* The memory table: each tag's measured peak beside its formula (and, when
@@ -864,7 +868,8 @@ void dt_run_gather(dt_run *r, int which, float *host); /* which: 0 w, 1 m, 2 v *
  * [tokens][k], step-major), which dt_run_finish gathers for the check to
  * replay; NULL with --no-check (nothing to record). */
 int32_t *dt_run_record_routing(dt_run *r, int64_t tokens);
-/* Gather, --save, --trace, the check, free, finalize: the exit code. */
+/* Gather, --save, --trace, a GPT's --sample (rank 0 writes text from the
+ * whole model), the check, free, finalize: the exit code. */
 int dt_run_finish(dt_run *r);
 
 #ifdef __cplusplus
