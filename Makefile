@@ -7,6 +7,7 @@
 #   make setup           install Open MPI, OpenBLAS (and gnuplot: apt-get through sudo; Homebrew on macOS)
 #   make gpu-node-kit    pack Open MPI into .gpu-kit/ for a GPU machine without network
 #   make exercise-5      a classroom exercise      make check-5 [NP=k]   check it
+#   make data            the tiny Shakespeare text for 14_gpt (data/shakespeare.txt, checked)
 #   make grade DIR=d     check every exercise in d: a table and Gradescope results.json
 #
 # Variables: BACKEND=auto|cpu|cuda NP MPIRUN ARGS CUDA_HOME NCCL_HOME MPI_HOME ARCH
@@ -211,6 +212,13 @@ $(TOOL_BINS): $(BIN_DIR)/tests/%: $(BUILD)/tests/%.o $(LIBS) $(STAMP)
 A2A_BENCH := $(BUILD)/bench_all_to_all
 $(A2A_BENCH): $(BUILD)/tests/bench_all_to_all.o $(BUILD)/10_ep/exchange.o $(LIBS) $(STAMP)
 	$(MPICC) $(LDFLAGS) $(filter %.o %.a,$^) -o $@ $(LDLIBS)
+
+# The tiny Shakespeare text for 14_gpt, its size and SHA-256 checked
+# (tools/data.sh); offline it says how to train on any text with --text.
+# make test never needs it.
+.PHONY: data
+data:
+	@bash tools/data.sh
 
 tour: all
 	@NP=$(NP) MPIRUN="$(MPIRUN)" MPIRUN_FLAGS="$(call mpirun_flags,$(NP))" bash tests/tour.sh $(LESSON_BINS)

@@ -245,7 +245,9 @@ int main(int argc, char **argv) {
     if (dt_step_update(&run) && m.zero) fsdp_step_taken(&m.f);
     dt_step_end(&run, step, loss); /* and evaluation when due */
   }
-  dt_run_summary(&run);
-  gpt_report(&m, &run);
+  if (run.c.steps > run.c.start_step) { /* --steps 0: the model alone, saved or sampled */
+    dt_run_summary(&run);
+    gpt_report(&m, &run);
+  }
   return dt_run_finish(&run); /* and --sample */
 }

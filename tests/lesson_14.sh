@@ -172,3 +172,48 @@ check_one_error "14 a missing text" 2 2 '^error: --text build/none.txt: No such 
   -- $D14 --text build/none.txt
 check_one_error "14 a prompt the text cannot spell" 2 2 '^error: --prompt: U\+2211 is not in the vocabulary' \
   -- $D14 --steps 2 --sample 4 --prompt $'\xe2\x88\x91'
+: >"$T14/empty.txt"
+printf 'abc\377\376def\n' >"$T14/latin1.txt"
+printf 'hello world\n' >"$T14/short.txt"
+check_one_error "14 an empty text" 2 2 "^error: --text $T14/empty.txt is empty" -- $D14 --text "$T14/empty.txt"
+check_one_error "14 a text not UTF-8" 2 2 \
+  "^error: --text $T14/latin1.txt is not UTF-8: byte 3 \(line 1, column 4\) is 0xff.*--tokens byte" \
+  -- $D14 --text "$T14/latin1.txt"
+check_one_error "14 a text shorter than a window" 2 2 \
+  "^error: --text $T14/short.txt holds 12 tokens, 10 to train on and 2 to validate: each must hold a window of --seq \+ 1 = 65" \
+  -- $D14 --text "$T14/short.txt"
+
+# --steps 0: the initial model saved; a file saved at tp 2 (V padded to 94)
+# loaded at NP 1 and at NP 4, --steps 0 --sample: the same text from both
+rm -f "$T14/init.safetensors"
+check "14 np=2 steps 0 save" 2 0 "saved $T14/init.safetensors" -- $D14 "${SMALL14[@]}" --steps 0 \
+  --save "$T14/init.safetensors" --no-check
+check "14 steps 0: the initial weights, nanoGPT's names" 0 0 '"transformer.wte.weight":\{"dtype":"F32","shape":\[94,32\]' \
+  '"steps":"0"' -- head -c 3000 "$T14/init.safetensors"
+for np14 in 1 4; do
+  check "14 np=$np14 load, steps 0, sample" $np14 0 '^sample \(60 tokens, temperature 0.8, top-k 0\):$' \
+    -- $D14 "${SMALL14[@]}" --load "$T14/gpt.safetensors" --steps 0 --sample 60 --prompt 'The ' --seed 3 --no-check
+done
+if [ -n "$(sed -n '/^sample (60/,$p' "$(check_log "14 np=1 load, steps 0, sample")" | sed -n 2,4p)" ] &&
+  cmp -s <(sed -n '/^sample (60/,$p' "$(check_log "14 np=1 load, steps 0, sample")" | head -4) \
+  <(sed -n '/^sample (60/,$p' "$(check_log "14 np=4 load, steps 0, sample")" | head -4); then
+  pass "14 sample: the same text from a saved file at NP 1 and at NP 4 (tp 2 x cp 2)"
+else
+  fail "14 sample: the same text from a saved file at NP 1 and at NP 4 (tp 2 x cp 2)" "" "the samples differ"
+fi
+check_one_error "14 load: V padded for tp 2, at tp 3" 3 2 \
+  "^error: --load $T14/gpt.safetensors: its vocabulary has V = 94 rows, which this text's 93 tokens padded to a multiple of 3 cannot be" \
+  -- $D14 "${SMALL14[@]}" --load "$T14/gpt.safetensors" --steps 0 --tp 3 --heads 3 --dim 33
+
+# make data (tools/data.sh) without the network: offline, and a wrong file
+rm -rf "$T14/data"
+check "14 make data offline: what to do instead" 0 2 '^make data: could not download file:///nonexistent' \
+  'trains on any UTF-8 text: mpirun -np 4 \./14_gpt/gpt --text FILE' '1115394 bytes, SHA-256 86c4e6aa' \
+  -- env DATA_DIR="$T14/data" DATA_URL=file:///nonexistent/input.txt bash tools/data.sh
+check "14 make data: a wrong file is refused, nothing kept" 0 1 'is not the tiny Shakespeare text: [0-9]+ bytes, not 1115394; nothing kept' \
+  -- env DATA_DIR="$T14/data" DATA_URL="file://$PWD/README.md" bash tools/data.sh
+if [ -e "$T14/data/shakespeare.txt" ] || [ -e "$T14/data/shakespeare.txt.part" ]; then
+  fail "14 make data: nothing left behind" "" "$(ls "$T14/data")"
+else
+  pass "14 make data: nothing left behind"
+fi

@@ -8,6 +8,8 @@
 #include "train_internal.h"
 
 static void gpt_resolve(dt_train_config *c);
+int64_t dt_meta_int(const char *path,
+                    const char *key); /* safetensors.c: a metadata number, or -1 */
 
 static double adamw_lr(const dt_train_config *c) { return c->adamw_lr > 0 ? c->adamw_lr : 0.003; }
 
@@ -18,6 +20,10 @@ const char *dt_lr_help(const dt_train_config *c) {
 }
 
 void dt_train_resolve(dt_train_config *c) {
+  /* a GPT's --steps 0 saves or samples the initial (or loaded) model; the
+   * other lessons train, as the parser's range said before it took 0 */
+  if (c->steps == 0 && c->model != DT_GPT)
+    dt_fail("--steps: 0 is out of range; it must be between 1 and 1000000");
   if (c->hidden == 0) c->hidden = 4 * c->dim;
   if (c->samples == 0) c->samples = 8 * c->batch;
   if (c->lr == 0) c->lr = c->optimizer[0] == 'a' ? adamw_lr(c) : 0.2;
@@ -92,6 +98,17 @@ static void gpt_resolve(dt_train_config *c) {
     snprintf(loaded, sizeof loaded, "%s", key);
   }
   c->corpus = &text;
+  int64_t saved = c->load ? dt_meta_int(c->load, "vocab_size") : -1;
+  if (saved > 0 &&
+      saved != text.vocab.size) { /* --load: the V it was padded to where it was saved */
+    if (saved < text.vocab.used || saved % (c->vocab_multiple > 1 ? c->vocab_multiple : 1) != 0)
+      dt_fail("--load %s: its vocabulary has V = %lld rows, which this text's %lld tokens padded "
+              "to a multiple of %lld cannot be: load it with a --tp that divides %lld",
+              c->load, (long long)saved, (long long)text.vocab.used, (long long)c->vocab_multiple,
+              (long long)saved);
+    text.vocab.size = saved;
+    dt_print0("vocabulary: padded to V = %lld, as %s was saved\n", (long long)saved, c->load);
+  }
   c->vocab = text.vocab.size;
   if (c->sample && c->prompt) { /* a prompt the vocabulary cannot spell fails now, not at the end */
     size_t n = strlen(c->prompt) + 1;
@@ -102,7 +119,7 @@ static void gpt_resolve(dt_train_config *c) {
     if (k < 0) dt_fail("--prompt: %s", err);
   }
   c->schedule_auto = c->decay_steps == 0 && c->warmup < 0;
-  if (c->decay_steps == 0) c->decay_steps = c->steps;
+  if (c->decay_steps == 0) c->decay_steps = c->steps > 0 ? c->steps : 1; /* 0: no step to decay */
   if (c->warmup < 0) c->warmup = c->decay_steps / 10;
   if (c->warmup >= c->decay_steps)
     dt_fail("--warmup %lld: the warm-up must end before the decay does, at step %lld "

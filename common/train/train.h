@@ -90,7 +90,7 @@ typedef struct {
       DT_INT("--dim", &(c)->dim, 1, 65536, "model width D"),                                       \
       DT_INT("--hidden", &(c)->hidden, 0, 262144, "hidden width H (0: 4*D)"),                      \
       DT_INT("--batch", &(c)->batch, 1, 1 << 20, "global batch B (samples per step, all ranks)"),  \
-      DT_INT("--steps", &(c)->steps, 1, 1000000, "optimizer steps"),                               \
+      DT_INT("--steps", &(c)->steps, 0, 1000000, "optimizer steps"),                               \
       DT_INT("--samples", &(c)->samples, 0, 1 << 30, "dataset size, a multiple of B (0: 8*B)"),    \
       DT_DOUBLE("--lr", &(c)->lr, 0, 100, dt_lr_help(c)),                                          \
       DT_STRING("--optimizer", &(c)->optimizer, "sgd|adamw", "optimizer"),                         \
