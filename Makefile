@@ -327,6 +327,14 @@ bench-cp: all
 # (step time, bytes per axis, memory, bubble), then tensor parallelism inside
 # a node against across the link of emulated nodes. Writes bench/mesh.md,
 # bench/mesh.csv, bench/mesh_cluster.csv (and bench/mesh.png with gnuplot).
+# Lesson 14's bench (bench/gpt.sh): nanoGPT's CPU configuration on the tiny
+# Shakespeare text (make data; else README.md) at NP 1, 2 and 16 beside the
+# same run in PyTorch; BENCH_GPT_ITERS=40 for a quick look. Writes
+# bench/out/gpt/gpt.md, gpt.csv and gpt.png.
+.PHONY: bench-gpt
+bench-gpt: all
+	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" bash bench/gpt.sh
+
 .PHONY: bench-mesh
 bench-mesh: all
 	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" bash bench/mesh.sh
