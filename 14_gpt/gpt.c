@@ -224,12 +224,11 @@ int main(int argc, char **argv) {
       DT_END};
   dt_lesson lesson = {"14_gpt", "a GPT on a real text on the 4D mesh, the vocabulary split over tp",
                       1};
-  dt_comm *world = dt_run_start(&run, &argc, &argv, &lesson, options);
-  m.world = world;
+  m.world = dt_run_start(&run, &argc, &argv, &lesson, options);
   m.zigzag = strcmp(split, "zigzag") == 0;
   m.gpipe = schedule[0] == 'g';
   gpt_check_backend();
-  mesh_shape(m.n, world->size);
+  mesh_shape(m.n, m.world->size);
   run.c.vocab_multiple = m.n[TP]; /* each tp rank V/tp rows of the vocabulary */
   dt_run_resolve(&run);
   if (!m.M) m.M = m.n[PP] > 1 ? 2 * m.n[PP] : 1;
@@ -238,16 +237,13 @@ int main(int argc, char **argv) {
   layout(&m, &run);
   dt_run_begin(&run);
   if (m.zero) fsdp_start(&m.f, &run);
-  mesh_table(world, m.n, m.at);
+  mesh_table(m.world, m.n, m.at);
   for (int64_t step = run.c.start_step; step < run.c.steps; step++) {
     dt_step_begin(&run, step);
     double loss = train_step(&m, &run, step);
     if (dt_step_update(&run) && m.zero) fsdp_step_taken(&m.f);
     dt_step_end(&run, step, loss); /* and evaluation when due */
   }
-  if (run.c.steps > run.c.start_step) { /* --steps 0: the model alone, saved or sampled */
-    dt_run_summary(&run);
-    gpt_report(&m, &run);
-  }
+  gpt_report(&m, &run);       /* the summary and the tables (none after --steps 0) */
   return dt_run_finish(&run); /* and --sample */
 }

@@ -124,8 +124,9 @@ void gpt_check(const model *m, const dt_train_config *c);
 /* The lesson's defaults: nanoGPT's optimiser and schedule (dt_gpt_defaults)
  * on a model that 2 cores take through visible learning in about a minute */
 void gpt_defaults(dt_train_config *c);
-/* report.c: the mesh's table, then after the run each axis's calls and
- * bytes, memory, beside formulas.c's; the throughput and its MFU */
+/* report.c: after the run the run's summary, each axis's calls and bytes,
+ * memory, beside formulas.c's; the throughput and its MFU (nothing after
+ * --steps 0) */
 void gpt_report(model *m, dt_run *r);
 /* An all-reduce over tp of the cross-entropy's pieces (n floats of buf,
  * op), counted on the report's own row, not tp's all_reduce (activ) */

@@ -198,6 +198,8 @@ static void replicas(const model *m) {
 
 void gpt_report(model *m, dt_run *r) {
   uint64_t steps = (uint64_t)(r->c.steps - r->c.start_step);
+  if (steps == 0) return; /* --steps 0: the model alone, saved or sampled */
+  dt_run_summary(r);
   int bad = 0, worst;
   bytes(m, r, steps, &bad);
   worst = bad;
