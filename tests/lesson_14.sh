@@ -208,6 +208,15 @@ if [ -n "$(sed -n '/^sample (60/,$p' "$(check_log "14 np=1 load, steps 0, sample
 else
   fail "14 sample: the same text from a saved file at NP 1 and at NP 4 (tp 2 x cp 2)" "" "the samples differ"
 fi
+# the vocabulary travels in the file: a model of CHECKING.md's characters
+# samples with --steps 0 whatever --text says (README.md, the default)
+rm -f "$T14/other.safetensors"
+check "14 np=2 save, another text" 2 0 "saved $T14/other.safetensors" -- $D14 "${SMALL14[@]}" --steps 3 \
+  --text CHECKING.md --no-check --save "$T14/other.safetensors"
+check "14 np=1 sample with the file's vocabulary" 1 0 \
+  "^vocabulary: $T14/other.safetensors's [0-9]+ characters \(--steps 0: the text README.md trains nothing\)" \
+  '^sample \(20 tokens, temperature 0.8, top-k 0\):$' -- $D14 "${SMALL14[@]}" \
+  --load "$T14/other.safetensors" --steps 0 --sample 20 --no-check
 # at a tp that does not divide it (3, or else 5 or 7): refused, and why
 for t14 in 3 5 7; do [ $((V14_2 % t14)) -ne 0 ] && break; done
 check_one_error "14 load: V padded for tp 2, at tp $t14" "$t14" 2 \

@@ -8,8 +8,9 @@
 #include "train_internal.h"
 
 static void gpt_resolve(dt_train_config *c);
-int64_t dt_meta_int(const char *path,
-                    const char *key); /* safetensors.c: a metadata number, or -1 */
+/* safetensors.c: a number of a file's metadata, or -1; its vocabulary: 0, or -1 for none */
+int64_t dt_meta_int(const char *path, const char *key);
+int dt_meta_vocab(const char *path, dt_vocab *v);
 
 static double adamw_lr(const dt_train_config *c) { return c->adamw_lr > 0 ? c->adamw_lr : 0.003; }
 
@@ -98,6 +99,19 @@ static void gpt_resolve(dt_train_config *c) {
     snprintf(loaded, sizeof loaded, "%s", key);
   }
   c->corpus = &text;
+  dt_vocab file = {0};
+  if (c->load && c->steps == 0 && !bytes && dt_meta_vocab(c->load, &file) == 0 &&
+      (file.used != text.vocab.used ||
+       memcmp(file.chars, text.vocab.chars, (size_t)file.used * 4) != 0)) {
+    /* --steps 0: nothing trains on the text, the file's vocabulary spells its tokens */
+    free(text.vocab.chars);
+    text.vocab.chars = file.chars;
+    text.vocab.used = file.used;
+    text.vocab.size = file.used;
+    dt_print0("vocabulary: %s's %lld characters (--steps 0: the text %s trains nothing)\n", c->load,
+              (long long)file.used, c->text);
+  } else
+    free(file.chars);
   int64_t saved = c->load ? dt_meta_int(c->load, "vocab_size") : -1;
   if (saved > 0 &&
       saved != text.vocab.size) { /* --load: the V it was padded to where it was saved */
