@@ -127,6 +127,8 @@ ifeq ($(BACKEND),cuda)
   LDLIBS  += -L$(NCCL_LIB) -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(NCCL_LIB) \
              -Wl,-rpath,$(CUDA_HOME)/lib64 -l:libnccl.so.2 -lcublas -lcudart -lstdc++
   KERNELS := kernels.o # from kernels.cu; kernels_cpu.c is the cpu backend's
+  # attention's tiles and the router on the GPU; on the cpu, attention.c's and moe.c's
+  TRAIN_CUDA := $(BUILD)/common/train/attention_kernels.o $(BUILD)/common/train/moe_kernels.o
 else
   KERNELS := kernels_cpu.o
 endif
@@ -139,7 +141,7 @@ $(BUILD)/common/train/kernels_cpu.o: CFLAGS += -fno-math-errno
 # clamps into vector selects, and its exponentials stay scalar (4x slower).
 $(BUILD)/common/train/attention.o: CFLAGS += -fno-trapping-math
 COMM_OBJ  := $(COMM_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/comm/$(KERNELS)
-TRAIN_OBJ := $(TRAIN_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/train/$(KERNELS)
+TRAIN_OBJ := $(TRAIN_SRC:%.c=$(BUILD)/%.o) $(BUILD)/common/train/$(KERNELS) $(TRAIN_CUDA)
 LIBCOMM   := $(BUILD)/libdtcomm.a
 LIBTRAIN  := $(BUILD)/libdttrain.a
 LIBS      := $(LIBTRAIN) $(LIBCOMM)

@@ -7,6 +7,7 @@ static void *alloc(int64_t n, size_t size, dt_tag tag) { return dt_alloc((size_t
 void ep_buffers(model *m, const dt_train_config *c) {
   int64_t L = m->L, D = m->D, H = m->H, E = m->E, N = m->N;
   int64_t R = m->R, k = m->k, M = m->M;
+  int gpu = dt_device() >= 0;
   float **act[] = {&m->x, &m->dx, &m->dnext, &m->dh, &m->dlogits};
   int64_t act_n[] = {(L + 1) * R * D, R * D, R * D, N * m->C * H, R * E};
   for (int i = 0; i < 5; i++) *act[i] = alloc(act_n[i], 4, DT_ACTIV);
@@ -16,8 +17,11 @@ void ep_buffers(model *m, const dt_train_config *c) {
     float **f[] = {&q->probs, &q->gate, &q->dgate, &q->ret, &q->xin, &q->a, &q->h};
     int64_t f_n[] = {R * E, R * k, R * k, R * k * D, M * D, M * H, M * H};
     for (int i = 0; i < 7; i++) *f[i] = alloc(f_n[i], 4, DT_ACTIV);
-    q->choice = alloc(R * k, 4, DT_ACTIV);
-    q->pos = alloc(R * k, 4, DT_ACTIV);
+    q->dchoice = alloc(R * k, 4, DT_ACTIV);
+    q->dpos = alloc(R * k, 4, DT_ACTIV);
+    /* the counts MPI sends are made on the host from them: on a GPU, copies */
+    q->choice = gpu ? dt_host_alloc((size_t)(R * k), 4) : q->dchoice;
+    q->pos = gpu ? dt_host_alloc((size_t)(R * k), 4) : q->dpos;
     int64_t **n[] = {&q->count, &q->scount, &q->rcount, &q->rows};
     for (int i = 0; i < 4; i++) *n[i] = dt_host_alloc((size_t)E, 8);
     size_t **v[] = {&q->sc, &q->sd, &q->rc, &q->rd};
@@ -29,7 +33,9 @@ void ep_buffers(model *m, const dt_train_config *c) {
   m->recv = alloc(M * D, 4, DT_COMMBUF);
   m->xe = alloc(2 * M * D, 4, DT_COMMBUF);
   m->chosen = dt_host_alloc((size_t)(L * E), 4);
-  m->daux = dt_host_alloc((size_t)(L * E), 4);
+  m->dchosen = gpu ? alloc(L * E, 4, DT_OTHER) : m->chosen;
+  m->daux = gpu ? alloc(L * E, 4, DT_OTHER) : dt_host_alloc((size_t)(L * E), 4);
+  m->dcount = gpu ? alloc(2 * E, 8, DT_OTHER) : NULL;
   m->samples = dt_host_alloc((size_t)R, sizeof(int64_t));
   m->kept = dt_host_alloc((size_t)E, 8);
   m->cn = dt_host_alloc((size_t)N, sizeof(size_t));

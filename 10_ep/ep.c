@@ -31,9 +31,6 @@ static int64_t local(const model *m, int64_t e) { return e % m->El; }
 static void layout(model *m, dt_run *r) {
   dt_train_config *c = &r->c;
   int64_t L = c->layers, D = c->dim, H = c->hidden, E = c->experts, N = m->world->size;
-  if (strcmp(dt_backend(), "cpu") != 0)
-    dt_fail("10_ep runs on the cpu backend only for now: its router and its token shuffles are "
-            "host loops (build with BACKEND=cpu)");
   if (E % N != 0)
     dt_fail("--experts %lld: %lld experts do not split over %lld ranks; choose a multiple of %lld",
             (long long)E, (long long)E, (long long)N, (long long)N);
@@ -73,8 +70,9 @@ static void dispatch(model *m, int64_t l, int64_t step) {
   route *q = &m->rt[l];
   int64_t R = m->R, D = m->D, E = m->E, k = m->k, N = m->N;
   float *x = m->x + l * R * D;
-  dt_router_forward(x, m->rw + l * D * E, R, D, E, k, q->probs, q->choice);
-  dt_router_gates(q->probs, q->choice, R, E, k, q->gate);
+  dt_router_forward(x, m->rw + l * D * E, R, D, E, k, q->probs, q->dchoice);
+  dt_router_gates(q->probs, q->dchoice, R, E, k, q->gate);
+  dt_copy_to_host(q->choice, q->dchoice, (size_t)(R * k) * 4); /* the counts' (cpu: itself) */
   m->dropped += dt_moe_keep(q->choice, R, k, E, m->C, q->pos, q->count);
   for (int64_t i = 0; i < R * k; i++) m->chosen[l * E + q->choice[i]] += 1;
   if (m->record) memcpy(m->record + (step * m->L + l) * R * k, q->choice, (size_t)(R * k) * 4);
@@ -94,8 +92,8 @@ static void dispatch(model *m, int64_t l, int64_t step) {
       q->pos[i] += (int32_t)first[owner(m, q->choice[i]) * m->El + local(m, q->choice[i])];
   /* end of exercise */
   if (m->verify) verify_dispatch(m, q);
-  for (int64_t i = 0; i < R * k; i++)
-    if (q->pos[i] >= 0) memcpy(m->send + q->pos[i] * D, x + i / k * D, (size_t)D * 4);
+  dt_copy_from_host(q->dpos, q->pos, (size_t)(R * k) * 4);
+  dt_moe_dispatch_rows(x, q->dpos, R, k, D, m->send);
   exchange_counts(m, q->scount, q->rcount);
   size_t at = 0;
   for (int64_t s = 0; s < N; s++) {
@@ -129,11 +127,8 @@ static void experts_and_combine(model *m, int64_t l) {
   }
   reorder(m, q, m->recv, m->xe, 0);
   exchange(m, COMBINE, m->recv, q->rc, q->rd, q->ret, q->sc, q->sd);
-  float *x = m->x + l * R * D, *xn = x + R * D;
-  memcpy(xn, x, (size_t)(R * D) * 4); /* a dropped choice leaves the residual path alone */
-  for (int64_t i = 0; i < R * k; i++)
-    for (int64_t d = 0; q->pos[i] >= 0 && d < D; d++)
-      xn[i / k * D + d] += q->gate[i] * q->ret[q->pos[i] * D + d];
+  float *x = m->x + l * R * D; /* a dropped choice leaves the residual path alone */
+  dt_moe_combine(x, q->gate, q->ret, q->dpos, R, k, D, x + R * D);
 }
 
 /* From dy = dL/dx_{l+1} (m->dx) to dL/dx_l (m->dnext, then swapped in). */
@@ -141,14 +136,8 @@ static void backward(model *m, int64_t l) {
   route *q = &m->rt[l];
   int64_t R = m->R, D = m->D, H = m->H, E = m->E, k = m->k, at = 0;
   const float *dy = m->dx;
-  for (int64_t i = 0; i < R * k; i++) { /* the gate scales what goes back, and has a gradient */
-    double dg = 0;
-    for (int64_t d = 0; q->pos[i] >= 0 && d < D; d++) {
-      m->send[q->pos[i] * D + d] = q->gate[i] * dy[i / k * D + d];
-      dg += (double)dy[i / k * D + d] * q->ret[q->pos[i] * D + d];
-    }
-    q->dgate[i] = (float)dg;
-  }
+  /* the gate scales what goes back, and has a gradient */
+  dt_moe_gate_backward(dy, q->gate, q->ret, q->dpos, R, k, D, m->send, q->dgate);
   exchange(m, DISPATCH_BACK, m->send, q->sc, q->sd, m->recv, q->rc, q->rd);
   float *dout = m->xe, *dxin = m->xe + m->M * D;
   reorder(m, q, m->recv, dout, 1);
@@ -162,11 +151,8 @@ static void backward(model *m, int64_t l) {
   }
   reorder(m, q, m->recv, dxin, 0);
   exchange(m, COMBINE_BACK, m->recv, q->rc, q->rd, m->send, q->sc, q->sd);
-  memcpy(m->dnext, dy, (size_t)(R * D) * 4); /* the residual path */
-  for (int64_t i = 0; i < R * k; i++)
-    for (int64_t d = 0; q->pos[i] >= 0 && d < D; d++)
-      m->dnext[i / k * D + d] += m->send[q->pos[i] * D + d];
-  dt_router_backward(m->x + l * R * D, m->rw + l * D * E, q->probs, q->choice, q->gate, q->dgate,
+  dt_moe_combine_backward(dy, m->send, q->dpos, NULL, R, k, D, m->dnext); /* + the residual */
+  dt_router_backward(m->x + l * R * D, m->rw + l * D * E, q->probs, q->dchoice, q->gate, q->dgate,
                      m->daux + l * E, R, D, E, k, m->dlogits, m->rg + l * D * E, m->dnext);
   float *t = m->dx;
   m->dx = m->dnext;
@@ -188,7 +174,9 @@ static double train_step(model *m, dt_run *r, int64_t step) {
   }
   double loss =
       dt_run_loss(r, m->x + L * R * D, m->y, m->dx, (size_t)(R * D), 1.0 / (double)(R * D));
-  dt_all_reduce(m->world, m->chosen, m->chosen, (size_t)(L * E), DT_F32, DT_SUM);
+  dt_copy_from_host(m->dchosen, m->chosen, (size_t)(L * E) * 4); /* a GPU's collective: */
+  dt_all_reduce(m->world, m->dchosen, m->dchosen, (size_t)(L * E), DT_F32, DT_SUM);
+  dt_copy_to_host(m->chosen, m->dchosen, (size_t)(L * E) * 4); /* on device (cpu: nothing) */
   r->part = 0; /* the balance loss, which the step line prints apart from the task's */
   for (int64_t l = 0; l < L; l++) {
     for (int64_t e = 0; e < E; e++) m->chosen[l * E + e] /= (float)(r->c.batch * m->k); /* f_e */

@@ -9,6 +9,7 @@ typedef struct {             /* one layer's routing of this rank's R tokens */
   float *probs, *gate;       /* [R,E] softmax of the logits; [R,k] the chosen, renormalised */
   float *dgate, *ret;        /* [R,k]; [R*k, D]: the experts' outputs, back in send order */
   int32_t *choice, *pos;     /* [R,k] the expert; its row in the send buffer, -1: dropped */
+  int32_t *dchoice, *dpos;   /* the same on the backend (on the cpu, the same arrays) */
   int64_t *count, *scount;   /* [E] kept per expert; the same by rank, then expert of the rank */
   int64_t *rcount;           /* [N, E/N] what each rank sent my experts */
   size_t *sc, *sd, *rc, *rd; /* [N] elements to and from each rank, and where they sit */
@@ -26,6 +27,10 @@ typedef struct {
   route *rt;                              /* [L] */
   float *send, *recv, *xe, *dh, *dlogits; /* scratch of the step */
   float *chosen, *daux; /* [L][E]: choices per expert over all ranks; d aux / d p */
+  /* cuda backend: chosen and the counts on the device, for the collectives
+   * (on the cpu, chosen itself and NULL) */
+  float *dchosen;
+  int64_t *dcount;
   int64_t *samples;
   int verify;      /* --verify-dispatch: verify.c looks at every layer's dispatch */
   int hand;        /* --all-to-all hand: exchange.c's pairwise rounds */

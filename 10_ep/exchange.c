@@ -60,7 +60,7 @@ void reorder(const model *m, const route *q, float *rank_major, float *expert_ma
       size_t from = q->rd[s] / D, n = (size_t)q->rcount[s * m->El + e];
       for (int64_t f = 0; f < e; f++) from += (size_t)q->rcount[s * m->El + f];
       float *rm = rank_major + from * D, *em = expert_major + at * D;
-      if (n) memcpy(to_experts ? em : rm, to_experts ? rm : em, n * D * 4);
+      if (n) dt_copy(to_experts ? em : rm, to_experts ? rm : em, n * D * 4);
       at += n;
     }
 }
@@ -69,9 +69,17 @@ void reorder(const model *m, const route *q, float *rank_major, float *expert_ma
  * Blocks of one size: the plain all-to-all (by hand, the same rounds). */
 void exchange_counts(model *m, const int64_t *send, int64_t *recv) {
   uint64_t before = dt_comm_total(m->world).bytes_sent;
+  const int64_t *s = send;
+  int64_t *r = recv, E = m->E;
+  if (m->dcount) { /* on a GPU the collectives take device buffers */
+    dt_copy_from_host(m->dcount, send, (size_t)E * 8);
+    s = m->dcount;
+    r = m->dcount + E;
+  }
   if (m->hand)
-    hand_all_to_allv(m->world, send, m->cn, m->cd, recv, m->cn, m->cd, DT_I64);
+    hand_all_to_allv(m->world, s, m->cn, m->cd, r, m->cn, m->cd, DT_I64);
   else
-    dt_all_to_all(m->world, send, recv, (size_t)m->El, DT_I64);
+    dt_all_to_all(m->world, s, r, (size_t)m->El, DT_I64);
+  if (m->dcount) dt_copy_to_host(recv, r, (size_t)E * 8);
   m->bytes[COUNTS] += dt_comm_total(m->world).bytes_sent - before;
 }

@@ -31,9 +31,6 @@
 static void layout(model *m, dt_run *r) {
   dt_train_config *c = &r->c;
   int64_t N = m->world->size, parts = m->zigzag ? 2 * N : N;
-  if (strcmp(dt_backend(), "cpu") != 0)
-    dt_fail("11_cp runs on the cpu backend only for now: its attention is host loops (build with "
-            "BACKEND=cpu)");
   if (c->seq % parts != 0)
     dt_fail("--seq %lld does not split into %lld %s chunks of equal length: choose a multiple "
             "of %lld",
@@ -68,7 +65,7 @@ static void forward(model *m, int64_t l) {
     cp_ring_forward(&m->cr, q, k, v, o, lse);
   m->bytes[0] += dt_comm_total(m->world).bytes_sent - sent;
   m->attn_seconds += dt_now() - t0;
-  memcpy(u, x, (size_t)(R * D) * 4);
+  dt_copy(u, x, (size_t)(R * D) * 4);
   dt_matmul(0, 0, R, D, D, o, w + 3 * DD, u, 1);
   dt_block_forward(u, w + 4 * DD, w + 4 * DD + D * H, m->a + l * R * H, m->h + l * R * H,
                    m->x + (l + 1) * R * D, R, D, H, 1, &(dt_rows){m->kinks, m->keys, l, 0});
@@ -93,8 +90,8 @@ static void backward(model *m, int64_t l) {
                      m->lse + l * R * m->A, m->dout, m->dq);
   m->bytes[1] += dt_comm_total(m->world).bytes_sent - sent;
   m->attn_seconds += dt_now() - t0;
-  memcpy(m->dnext, m->du, (size_t)(R * D) * 4); /* the residual path */
-  for (int64_t i = 0; i < 3; i++) {             /* dq, dk, dv back through Wq, Wk, Wv */
+  dt_copy(m->dnext, m->du, (size_t)(R * D) * 4); /* the residual path */
+  for (int64_t i = 0; i < 3; i++) {              /* dq, dk, dv back through Wq, Wk, Wv */
     dt_matmul(1, 0, D, D, R, x, m->dq + i * R * D, g + i * DD, 1);
     dt_matmul(0, 1, R, D, D, m->dq + i * R * D, w + i * DD, m->dnext, 1);
   }

@@ -32,6 +32,9 @@ void cp_attn_init(cp_attn *a, dt_comm *comm, const dt_train_config *c, int zigza
   a->ob = alloc(a->C * W, DT_ACTIV);
   a->lseb = alloc(a->C * A, DT_ACTIV);
   a->delta = alloc(a->R * A, DT_ACTIV);
+  int gpu = dt_device() >= 0;
+  a->stage = gpu ? dt_host_alloc((size_t)(2 * a->R * c->dim), sizeof(float)) : NULL;
+  a->merge = gpu ? dt_attn_merge : cp_merge;
   travel *t[2] = {&a->kv, &a->dkv};
   for (int i = 0; i < 2 && ring; i++) {
     dt_wire_init(&t[i]->wire, c, (size_t)(4 * a->R * W)); /* 16 bits: as sent, as received */
@@ -47,16 +50,21 @@ int64_t cp_chunk(const cp_attn *a, int64_t s, int64_t j) {
 }
 
 /* Every rank of the ring takes the same sequences, its own chunks of each;
- * positions from each token's place in the whole sequence. */
+ * positions from each token's place in the whole sequence. Made on the
+ * host (the data's generator is host code): on the cuda backend in the
+ * staging rows, then one copy each of x and y to the device per call. */
 void cp_inputs(const cp_attn *a, const dt_train_config *c, const int64_t *samples, float *x,
                float *y) {
-  int64_t D = c->dim, C = a->C, Sl = a->Sl;
+  int64_t D = c->dim, C = a->C, Sl = a->Sl, RD = a->R * D;
+  float *hx = a->stage ? a->stage : x, *hy = a->stage ? a->stage + RD : y;
   for (int64_t j = 0; j < a->nc; j++)
-    dt_make_sequences(c, samples, a->B, cp_chunk(a, a->rank, j) * C, C, Sl, x + j * C * D,
-                      y + j * C * D);
+    dt_make_sequences(c, samples, a->B, cp_chunk(a, a->rank, j) * C, C, Sl, hx + j * C * D,
+                      hy + j * C * D);
   for (int64_t b = 0; b < a->B; b++)
     for (int64_t i = 0; i < Sl; i++)
-      dt_add_position(x + (b * Sl + i) * D, D, cp_chunk(a, a->rank, i / C) * C + i % C);
+      dt_add_position(hx + (b * Sl + i) * D, D, cp_chunk(a, a->rank, i / C) * C + i % C);
+  dt_copy_from_host(x, hx, (size_t)RD * 4); /* the same rows on the cpu: nothing copied */
+  dt_copy_from_host(y, hy, (size_t)RD * 4);
 }
 
 void cp_keys(const cp_attn *a, const int64_t *samples, int64_t *keys) {
@@ -102,7 +110,7 @@ static void attend(cp_attn *a, const float *q, const float *kv, pass *p, int64_t
         if (!p->dkv) {
           a->scores[0] += A * dt_attn_block_forward(q + rq * W, k + rk * W, v + rk * W, C, C, W, A,
                                                     ck == cq, a->ob, a->lseb);
-          cp_merge(p->o + rq * W, p->lse + rq * A, a->ob, a->lseb, C, W, A);
+          a->merge(p->o + rq * W, p->lse + rq * A, a->ob, a->lseb, C, W, A);
         } else
           a->scores[1] += A * dt_attn_block_backward(
                                   q + rq * W, k + rk * W, v + rk * W, p->dout + rq * W,
@@ -142,11 +150,11 @@ static void ring(cp_attn *a, const float *q, const float *k, const float *v, pas
   int64_t RW = a->R * a->W, N = a->N, me = a->rank;
   float *kv = hop_start(&a->kv);
   int backward = p->dq != NULL;
-  memcpy(kv, k, (size_t)RW * 4);
-  memcpy(kv + RW, v, (size_t)RW * 4);
+  dt_copy(kv, k, (size_t)RW * 4);
+  dt_copy(kv + RW, v, (size_t)RW * 4);
   if (backward) {
     p->dkv = hop_start(&a->dkv);
-    memset(p->dkv, 0, (size_t)(2 * RW) * 4);
+    dt_zero(p->dkv, (size_t)(2 * RW) * 4);
   }
   for (int64_t hop = 0; hop < N; hop++) {
     /* the next block travels while this one is computed */
@@ -156,13 +164,12 @@ static void ring(cp_attn *a, const float *q, const float *k, const float *v, pas
       p->dkv = hop_done(&a->dkv, hop_post(a, &a->dkv));
     if (in_flight) kv = hop_done(&a->kv, in_flight);
   }
-  if (backward) memcpy(p->dq + RW, p->dkv, (size_t)(2 * RW) * 4); /* this rank's dK | dV */
+  if (backward) dt_copy(p->dq + RW, p->dkv, (size_t)(2 * RW) * 4); /* this rank's dK | dV */
 }
 
 void cp_ring_forward(cp_attn *a, const float *q, const float *k, const float *v, float *o,
                      float *lse) {
-  memset(o, 0, (size_t)(a->R * a->W) * 4);
-  for (int64_t i = 0; i < a->R * a->A; i++) lse[i] = -INFINITY;
+  dt_attn_start(o, lse, a->R, a->W, a->A);
   pass p = {.o = o, .lse = lse};
   ring(a, q, k, v, &p);
 }
@@ -170,7 +177,7 @@ void cp_ring_forward(cp_attn *a, const float *q, const float *k, const float *v,
 void cp_ring_backward(cp_attn *a, const float *q, const float *k, const float *v, const float *o,
                       const float *lse, const float *dout, float *dqkv) {
   dt_attn_delta(dout, o, a->R, a->W, a->A, a->delta);
-  memset(dqkv, 0, (size_t)(a->R * a->W) * 4);
+  dt_zero(dqkv, (size_t)(a->R * a->W) * 4);
   pass p = {.saved_lse = lse, .dout = dout, .dq = dqkv};
   ring(a, q, k, v, &p);
 }

@@ -27,8 +27,13 @@ typedef struct {
   travel kv, dkv;       /* [K | V] of a rank, travelling; [dK | dV] */
   float *ob, *lseb;     /* one block's result, [C,W] and [C,A] */
   float *delta;         /* backward's [R,A]: each row's and head's dout . o */
-  int64_t scores[2];    /* q.k scores x heads: forward, backward (recomputed) */
-  double work_seconds;  /* CPU time in the score blocks alone: the split's balance */
+  float *stage;         /* cuda backend: the step's x and y made on the host, [2][R,D] */
+  /* cp_merge on the cpu backend; the cuda backend's the same formula on
+   * device rows (train.h's dt_attn_merge) */
+  void (*merge)(float *o, float *lse, const float *ob, const float *lseb, int64_t n, int64_t D,
+                int64_t A);
+  int64_t scores[2];   /* q.k scores x heads: forward, backward (recomputed) */
+  double work_seconds; /* CPU time in the score blocks alone: the split's balance */
 } cp_attn;
 
 /* The split of B sequences of c->seq tokens over comm, and attention's

@@ -17,11 +17,6 @@ static float *part(const model *m, int64_t l, int64_t i) {
   return m->heads + l * (4 * m->R * m->D + m->R * m->A) + i * m->R * m->D;
 }
 
-/* The global position of row i (of Sl) of a sequence on rank s. */
-static int64_t position(const model *m, int64_t s, int64_t i) {
-  return cp_chunk(&m->cr, s, i / m->C) * m->C + i % m->C;
-}
-
 /* send -> recv, R W floats to each rank, in --precision's type */
 static void exchange(model *m, int64_t W) {
   size_t n = (size_t)(m->R * m->D);
@@ -31,30 +26,39 @@ static void exchange(model *m, int64_t W) {
   dt_wire_unpack(&m->a2a, m->recv, n, n);
 }
 
+/* Where rank s's chunk j of sequence b sits (C rows): in xh [B,S,W] at its
+ * positions in the sequence, and in s's block of the all-to-all. */
+static int64_t in_xh(const model *m, int64_t s, int64_t b, int64_t j) {
+  return (b * m->S + cp_chunk(&m->cr, s, j) * m->C) * (m->D / m->N);
+}
+static int64_t in_block(const model *m, int64_t s, int64_t b, int64_t j) {
+  return (s * m->R + b * m->Sl + j * m->C) * (m->D / m->N);
+}
+
 /* x [R,D] of this rank -> xh [B,S,W]: this rank's heads of every position. */
 static void to_heads(model *m, const float *x, float *xh) {
   int64_t N = m->N, W = m->D / N, R = m->R;
   for (int64_t d = 0; d < N; d++) /* block d: my rows, rank d's columns */
-    for (int64_t i = 0; i < R; i++) memcpy(m->send + (d * R + i) * W, x + i * m->D + d * W, W * 4);
+    dt_copy_2d(m->send + d * R * W, (size_t)W * 4, x + d * W, (size_t)m->D * 4, (size_t)W * 4,
+               (size_t)R);
   exchange(m, W);
   for (int64_t s = 0; s < N; s++) /* block s: rank s's rows, my columns */
     for (int64_t b = 0; b < m->B; b++)
-      for (int64_t i = 0; i < m->Sl; i++)
-        memcpy(xh + (b * m->S + position(m, s, i)) * W, m->recv + (s * R + b * m->Sl + i) * W,
-               W * 4);
+      for (int64_t j = 0; j < m->nc; j++)
+        dt_copy(xh + in_xh(m, s, b, j), m->recv + in_block(m, s, b, j), (size_t)(m->C * W) * 4);
 }
 
-/* The way back: xh [B,S,W] -> x [R,D] (x += when accumulate is 0: x = ). */
+/* The way back: xh [B,S,W] -> x [R,D]. */
 static void from_heads(model *m, const float *xh, float *x) {
   int64_t N = m->N, W = m->D / N, R = m->R;
   for (int64_t s = 0; s < N; s++)
     for (int64_t b = 0; b < m->B; b++)
-      for (int64_t i = 0; i < m->Sl; i++)
-        memcpy(m->send + (s * R + b * m->Sl + i) * W, xh + (b * m->S + position(m, s, i)) * W,
-               W * 4);
+      for (int64_t j = 0; j < m->nc; j++)
+        dt_copy(m->send + in_block(m, s, b, j), xh + in_xh(m, s, b, j), (size_t)(m->C * W) * 4);
   exchange(m, W);
   for (int64_t d = 0; d < N; d++)
-    for (int64_t i = 0; i < R; i++) memcpy(x + i * m->D + d * W, m->recv + (d * R + i) * W, W * 4);
+    dt_copy_2d(x + d * W, (size_t)m->D * 4, m->recv + d * R * W, (size_t)W * 4, (size_t)W * 4,
+               (size_t)R);
 }
 
 void ulysses_forward(model *m, int64_t l) {
@@ -79,7 +83,7 @@ void ulysses_backward(model *m, int64_t l) {
   float *dout = part(m, m->L, 0), *dq = dout + n, *dk = dq + n, *dv = dk + n;
   to_heads(m, m->dout, dout);
   dt_attn_delta(dout, o, m->B * S, W, A, m->cr.delta);
-  memset(dq, 0, (size_t)(3 * n) * 4);
+  dt_zero(dq, (size_t)(3 * n) * 4);
   double t0 = dt_cpu_now();
   for (int64_t b = 0; b < m->B; b++)
     m->cr.scores[1] +=

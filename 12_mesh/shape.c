@@ -34,9 +34,6 @@ void mesh_shape(int64_t *n, int64_t N) {
 
 void mesh_check(const int64_t *n, int64_t M, int zigzag, const dt_train_config *c) {
   int64_t T = n[TP], P = n[PP], parts = n[CP] * (zigzag ? 2 : 1);
-  if (strcmp(dt_backend(), "cpu") != 0)
-    dt_fail("12_mesh runs on the cpu backend only for now: its attention is host loops, as 11's "
-            "(build with BACKEND=cpu)");
   if (c->heads % T != 0)
     dt_fail("--heads %lld: the heads do not split over --tp %lld: each tensor-parallel rank holds "
             "whole heads "

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 
 #include "cluster.h"
-#include "compute.h"
+#include "device.h"
 #include "dt.h"
 
 typedef struct {
@@ -28,7 +28,8 @@ static const field fields[] = {
     F("gemm_fraction", eff, 1),           F("hbm_bytes", hbm, 1),
     F("hbm_bandwidth", hbm_bw, 1),        F("nvlink_bandwidth", intra.beta, 1),
     F("nvlink_latency", intra.alpha, 1),  F("ib_bandwidth", inter.beta, 1),
-    F("ib_latency", inter.alpha, 1)};
+    F("ib_latency", inter.alpha, 1),      F("sms", sms, 1),
+    F("attention_fraction", att_eff, 1),  F("nics_per_node", nics, 1)};
 enum { NFIELDS = sizeof fields / sizeof *fields };
 
 static void set_field(machine *c, const field *f, double v) {
@@ -40,16 +41,25 @@ static void set_field(machine *c, const field *f, double v) {
     *(double *)((char *)c + f->at) = v;
 }
 
-/* The DGX presets: 8 GPUs a node on NVSwitch; NVLink and InfiniBand as
- * bytes per second per GPU and direction; latencies per ring step from
- * NCCL's own tuning model (Simple protocol); the large-GEMM fraction from
- * the public MAMF table (measured bf16 matmul / peak). */
+/* The DGX presets, each number's source in 13_plan/README.md: 8 GPUs a
+ * node on NVSwitch; NVLink as NCCL counts it (its links x its per-link
+ * bandwidth, topo.h) and a NIC as NCCL counts it (its speed / 8, topo.cc),
+ * 8 NICs a node; latencies a ring step from NCCL's own tuning model
+ * (Simple protocol); the large-GEMM fraction from the public MAMF table
+ * (measured bf16 matmul / peak); SMs from the datasheets; the fused
+ * attention's fraction from FlashAttention-2's measurements. */
 int cluster_preset(const char *name, machine *c) {
   static const struct {
     const char *name;
     double v[NFIELDS];
-  } presets[] = {{"dgx-a100-80g", {8, 312e12, 0.869, 80e9, 2.039e12, 300e9, 3.4e-6, 25e9, 9.6e-6}},
-                 {"dgx-h100-80g", {8, 989e12, 0.803, 80e9, 3.35e12, 450e9, 3.4e-6, 50e9, 9.6e-6}}};
+  } presets[] = {
+      {"dgx-a100-40g",
+       {8, 312e12, 0.869, 40e9, 1.555e12, 240e9, 3.4e-6, 25e9, 14e-6, 108, 0.50, 8}},
+      {"dgx-a100-80g",
+       {8, 312e12, 0.869, 80e9, 2.039e12, 240e9, 3.4e-6, 25e9, 14e-6, 108, 0.50, 8}},
+      {"dgx-h100-80g",
+       {8, 989e12, 0.803, 80e9, 3.35e12, 370.8e9, 3.4e-6, 50e9, 14e-6, 132, 0.339, 8}},
+      {"dgx-h200", {8, 989e12, 0.803, 141e9, 4.8e12, 370.8e9, 3.4e-6, 50e9, 14e-6, 132, 0.339, 8}}};
   for (size_t i = 0; i < sizeof presets / sizeof *presets; i++)
     if (!strcmp(name, presets[i].name)) {
       *c = (machine){0};
@@ -65,7 +75,8 @@ int cluster_preset(const char *name, machine *c) {
 void cluster_file(const char *path, machine *c) {
   FILE *f = fopen(path, "r");
   if (!f)
-    dt_fail("--cluster %s: not a preset (dgx-a100-80g, dgx-h100-80g) nor a file it can read: %s",
+    dt_fail("--cluster %s: not a preset (dgx-a100-40g, dgx-a100-80g, dgx-h100-80g, dgx-h200) nor a "
+            "file it can read: %s",
             path, strerror(errno));
   char line[512], key[64], rest[256];
   int seen[NFIELDS] = {0}, n = 0;
@@ -101,7 +112,9 @@ void cluster_file(const char *path, machine *c) {
   for (int k = 0; k < NFIELDS; k++)
     if (!seen[k] && fields[k].need)
       dt_fail("--cluster %s: no `%s = ...` line", path, fields[k].key);
-  if (c->eff > 1) dt_fail("--cluster %s: gemm_fraction is a fraction of peak, at most 1", path);
+  if (c->eff > 1 || c->att_eff > 1)
+    dt_fail("--cluster %s: gemm_fraction and attention_fraction are fractions of peak, at most 1",
+            path);
 }
 
 /* The machine file. Fields as the cluster file's (bandwidths in bytes per

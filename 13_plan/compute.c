@@ -4,19 +4,13 @@
  * 11_cp/cp.c and ring.c, 05/06/09 on common/train's blocks), each with its
  * shape, how often a step runs it, its FLOPs and the bytes it reads and
  * writes; for the planner's GPT block Megatron's products, attention (fused
- * as FlashAttention, or materialised), the elementwise passes, the output
- * layer and the optimizer. op_seconds costs one call: on a machine that
- * --measure timed, the time of that very kernel at that very shape; on a
- * datasheet (or a shape the machine file lacks) by the roofline, the longer
- * of FLOPs at the large-GEMM rate and bytes at the memory bandwidth. */
+ * as FlashAttention, or materialised), the elementwise passes, the model's
+ * ends and the optimizer. What each costs a device is device.c's. */
 #include <string.h>
 
+#include "block.h"
 #include "compute.h"
 #include "formulas.h"
-
-const char *const kernel_name[NKERNELS] = {"gemm", "mlp_f", "mlp_b",  "att_f",  "att_b",
-                                           "ew",   "loss",  "data05", "data11", "adamw",
-                                           "sgd",  "flash", "alloc"};
 
 typedef struct {
   op *o;
@@ -118,37 +112,118 @@ static void mlp(list *l, const model *m, const mesh *x, int64_t s) {
   if (s == 0 || s == P - 1) add(l, DATA05, rows, D, 0, 0, 0, 1, 0, 8.0 * (double)(rows * D));
 }
 
-/* The planner's GPT block, per microbatch, on a tp rank: Megatron's four
- * products (QKV and W1 by columns, Wo and W2 by rows), attention, two layer
- * norms, two residual adds and GELU (the passes read and write [s b, D] or
- * [s b, F/t]); backward twice the forward's products and passes, and with
- * full recomputation the forward once more. */
+/* A layer of the planner's GPT block on one rank, for one microbatch: its
+ * tokens (b s/cp), the rows of its elementwise passes (1/tp of them with
+ * sequence parallelism), its widths on the rank (Q, K and V's, the MLP's),
+ * and the keys a query sees on the busiest cp rank: causal with flash
+ * (zigzag halves every rank's share), every key materialised. */
+typedef struct {
+  int64_t tok, rows, D, dh, heads, q, kv, f, f1, Sq, keys;
+  double b, per, es;
+  int dropout;
+} layer_shape;
+
+static layer_shape shape_of(const model *m, const mesh *x, int64_t s) {
+  int64_t T = x->n[TP], C = x->n[CP], tok = rows_per_micro(m, x), dh = m->D / m->A;
+  layer_shape g = {.tok = tok,
+                   .rows = x->sp ? tok / T : tok,
+                   .D = m->D,
+                   .dh = dh,
+                   .heads = m->A / T,
+                   .q = m->A / T * dh,
+                   .kv = kv_heads(m) / T * dh,
+                   .f = m->H / T,
+                   .f1 = (m->swiglu ? 2 : 1) * (m->H / T),
+                   .Sq = m->S / C,
+                   .b = (double)(tok / (m->S / C)),
+                   .per = (double)(x->M * stage_layers(m, x, s)),
+                   .es = x->bf16 ? 2 : 4,
+                   .dropout = x->dropout};
+  g.keys = !x->flash ? m->S : x->zigzag || C == 1 ? m->S / 2 : m->S - g.Sq / 2;
+  return g;
+}
+
+/* Megatron's four products (QKV and the MLP's first by columns, Wo and its
+ * last by rows): forward X W; backward dX = dY W^T and dW = X^T dY, whose
+ * output is the weight's (its tiles, its waves). */
+static void products(list *l, const layer_shape *g, int backward) {
+  const int64_t out[4] = {g->q + 2 * g->kv, g->D, g->f1, g->D}, in[4] = {g->D, g->q, g->D, g->f};
+  for (int i = 0; i < 4; i++) {
+    if (!backward) gemm(l, g->tok, out[i], in[i], 0, 0, g->per, g->es);
+    if (backward) gemm(l, g->tok, in[i], out[i], 0, 1, g->per, g->es);
+    if (backward) gemm(l, in[i], out[i], g->tok, 1, 0, g->per, g->es);
+  }
+}
+
+/* The attention core. Fused (FlashAttention): forward 4 b a s keys dh
+ * FLOPs, backward 2.5 times as many (its 5 products to 2, Dao 2023), Q, K,
+ * V and O read and written once. Materialised, as 2021's Megatron: QK^T
+ * and PV batched over b a/t, the scores scaled, masked and softmaxed in one
+ * pass, dropped out in another where the run drops out (backward: 3 passes
+ * each, and the dropout's mask read). */
+static void core(list *l, const layer_shape *g, int backward, int flash) {
+  double fwd = 4.0 * g->b * (double)(g->heads * g->Sq * g->keys * g->dh);
+  if (flash) {
+    double io = g->es * (double)(g->tok * (2 * g->q + 2 * g->kv));
+    add(l, FLASH, g->tok, g->heads, g->dh, g->keys, 1, g->per, (backward ? 2.5 : 1) * fwd,
+        (backward ? 2 : 1) * io);
+    return;
+  }
+  int64_t batch = (int64_t)g->b * g->heads, scores = batch * g->Sq * g->keys;
+  double k = backward ? 2 : 1, drop = g->dropout ? 2 : 1;
+  add(l, BGEMM, g->Sq, g->keys, g->dh, batch, 0, k * g->per, fwd / 2,
+      g->es * (double)(batch * (g->Sq * g->dh + g->keys * g->dh + g->Sq * g->keys)));
+  add(l, BGEMM, g->Sq, g->dh, g->keys, batch, 0, k * g->per, fwd / 2,
+      g->es * (double)(batch * (g->Sq * g->keys + g->keys * g->dh + g->Sq * g->dh)));
+  ew(l, scores, backward ? 3 : 2, drop * g->per, g->es);
+  if (g->dropout) ew(l, scores, 1, g->per, 1); /* its mask, a byte each: written, then read */
+}
+
+/* The elementwise passes of a layer, each reading and writing its rows:
+ * two norms, two residual adds (a dropout's mask with them where the run
+ * drops out), GELU (in, out) or SwiGLU (gate and up in, their product
+ * out), and llama's rotary embedding of Q and K; backward reads the saved
+ * input and the gradient and writes the gradient (SwiGLU: two of each). */
+static void passes(list *l, const model *m, const layer_shape *g, int backward) {
+  ew(l, g->rows * g->D, backward ? 3 : 2, 2 * g->per, g->es);
+  ew(l, g->rows * g->D, backward ? 2 : 3, 2 * g->per, g->es);
+  if (g->dropout) ew(l, g->rows * g->D, 1, 2 * g->per, 1);
+  ew(l, g->tok * g->f, m->swiglu ? (backward ? 5 : 3) : (backward ? 3 : 2), g->per, g->es);
+  if (m->llama) ew(l, g->tok * (g->q + g->kv), backward ? 3 : 2, g->per, g->es);
+}
+
+/* The model's ends: the embedding's gather (its gradient's scatter) on the
+ * first stage; the final norm, the output layer (a tp rank's rows of the
+ * padded vocabulary) and the loss's softmax in fp32 on the last. */
+static void ends(list *l, const model *m, const mesh *x, const layer_shape *g, int64_t s,
+                 int backward) {
+  int64_t T = x->n[TP], Vs = padded_vocab(m, T) / T;
+  double M = (double)x->M;
+  if (s == 0) ew(l, g->tok * g->D, 2, M, g->es);
+  if (s != x->n[PP] - 1) return;
+  ew(l, g->rows * g->D, backward ? 3 : 2, M, g->es);
+  if (!backward) gemm(l, g->tok, Vs, g->D, 0, 0, M, g->es);
+  if (backward) gemm(l, g->tok, g->D, Vs, 0, 1, M, g->es);
+  if (backward) gemm(l, g->D, Vs, g->tok, 1, 0, M, g->es);
+  ew(l, g->tok * Vs, 3, M, 4);
+}
+
+/* The planner's GPT block on stage s, a tp and cp rank: forward, backward,
+ * and the forward again where recomputed (all of it with full
+ * recomputation; with selective, attention's core alone: Korthikanti et
+ * al.), in the backward's time. */
 static void gpt(list *l, const model *m, const mesh *x, int64_t s) {
-  int64_t T = x->n[TP], C = x->n[CP], tok = rows_per_micro(m, x), D = m->D, F = m->H, P = x->n[PP];
-  int64_t L = stage_layers(m, x, s), A = m->A / T, dh = m->D / m->A, Sq = m->S / C;
-  double es = x->bf16 ? 2 : 4, per = (double)(x->M * L), b = (double)(tok / Sq);
-  /* keys a query sees, on the busiest rank: causal with flash (zigzag halves
-   * every rank's share), every key with the scores materialised */
-  double keys = !x->flash             ? (double)m->S
-                : x->zigzag || C == 1 ? (double)m->S / 2
-                                      : (double)m->S - (double)Sq / 2;
-  double att = 4.0 * b * (double)(A * Sq * dh) * keys, scores = b * (double)(A * Sq) * keys;
-  for (int pass = 0; pass < 2 + x->recompute; pass++) {
-    double k = pass == 1 ? 2 : 1; /* backward: the inputs' and the weights' gradients */
-    l->per_micro = 1;
+  layer_shape g = shape_of(m, x, s);
+  int passes_run = x->recompute == RECOMPUTE_NONE ? 2 : 3;
+  l->per_micro = 1;
+  for (int pass = 0; pass < passes_run; pass++) {
+    int back = pass == 1;
     l->backward = pass > 0;
-    gemm(l, tok, 3 * D / T, D, 0, 0, k * per, es);
-    gemm(l, tok, D, D / T, 0, 0, k * per, es);
-    gemm(l, tok, F / T, D, 0, 0, k * per, es);
-    gemm(l, tok, D, F / T, 0, 0, k * per, es);
-    add(l, FLASH, tok, A, dh, (int64_t)keys, x->flash, k * per, att,
-        x->flash ? es * 4.0 * (double)(tok * A * dh) : 8.0 * scores);
-    ew(l, tok * (5 * D + F / T), 4, k * per,
-       es); /* 2 norms, 2 adds (3 passes), GELU: ~4 passes of [s b, 5D + F/t] */
-    if (s == P - 1)
-      gemm(l, tok, (m->V + T - 1) / T, D, 0, 0, k * (double)x->M, es); /* the output layer */
-    if (s == P - 1 && pass == 0)
-      ew(l, tok * ((m->V + T - 1) / T), 3, 2.0 * (double)x->M, 4); /* softmax, loss */
+    core(l, &g, back, x->flash);
+    if (pass == 2 && x->recompute == RECOMPUTE_SELECTIVE) continue;
+    products(l, &g, back);
+    passes(l, m, &g, back);
+    if (pass < 2) ends(l, m, x, &g, s, back);
   }
   l->per_micro = l->backward = 0;
 }
@@ -164,7 +239,7 @@ int ops_of(const model *m, const mesh *x, int64_t s, int64_t c, op *out, int max
   if (m->kind == DP05 || m->kind == FSDP06 || m->kind == PP09) mlp(&l, m, x, s);
   if (m->kind == GPT) {
     gpt(&l, m, x, s);
-    double p = parameters_of(m) / (double)(T * x->n[PP]) / (x->zero ? (double)G : 1);
+    double p = block_stage_params(m, x, s) / (x->zero ? (double)G : 1);
     add(&l, EW, (int64_t)p, 28, 0, 0, 0, 1, 0,
         28 * p); /* Adam: 28 bytes a parameter read and written */
     return l.n;
@@ -185,15 +260,6 @@ int ops_of(const model *m, const mesh *x, int64_t s, int64_t c, op *out, int max
   add(&l, x->adamw ? ADAMW : SGD, stepped, 0, 0, 0, 0, 1, 12.0 * (double)stepped,
       28.0 * (double)stepped);
   return l.n;
-}
-
-double op_seconds(const op *o, const machine *c) {
-  for (int i = 0; c->measured && i < c->nops; i++)
-    if (c->ops[i].k == o->k && !memcmp(c->ops[i].s, o->s, sizeof o->s)) return c->ops[i].seconds;
-  double rate = c->flops * c->eff,
-         f = o->k == GEMM || o->k == MLP_F || o->k == MLP_B || o->k == FLASH ? o->flops / rate : 0;
-  double b = o->bytes / c->hbm_bw;
-  return f > b ? f : b;
 }
 
 /* One layer's attention blocks of one microbatch on cp rank c: what a

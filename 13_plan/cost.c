@@ -3,28 +3,35 @@
  * 01-12 measured:
  *   compute        every operation of the step (the lessons' products,
  *                  attention blocks, elementwise passes, the optimizer) at
- *                  the rate this machine measured for it, or by the roofline
- *                  of a datasheet: FLOPs at the large-GEMM rate, bytes at the
- *                  memory bandwidth (compute.c);
+ *                  the rate this machine measured for it, or from a
+ *                  datasheet: a GEMM by its tiles' waves over the SMs, the
+ *                  rest by its bytes at the memory bandwidth (compute.c lists
+ *                  them, device.c costs them);
  *   communication  every collective of every axis at alpha + bytes x beta per
  *                  message, with the algorithm the lessons use: the ring
  *                  all-reduce 2(n-1) messages carrying 2(n-1)/n of the buffer
  *                  (03), all-gather and reduce-scatter (n-1) and (n-1)/n (06),
  *                  the pipeline's sendrecv (09), the ring attention's hops
- *                  (11), overlapped where the lessons overlap them;
+ *                  (11), overlapped where the lessons (and real runs)
+ *                  overlap them; on a cluster the same ring where NCCL lays
+ *                  it, NVLink or the node's NICs, or NCCL's tree (network.c);
  *   bubble         (pp-1) microbatch slots of the slowest stage: 09's
- *                  (N-1)/(M+N-1) of the step.
+ *                  (N-1)/(M+N-1) of the step; 1/V of it with V virtual
+ *                  stages a rank.
  * Bytes and memory per rank are the formulas the lessons print
- * (formulas.c). The program around the model (plan.c) measures alpha, beta
- * and the rates here (--measure), reads a cluster's datasheet (--cluster),
- * sets the lessons' measured figures beside the prediction (--verify) and
- * ranks every mesh (--search); the model needs none of it. */
+ * (formulas.c), and the planner's GPT block's (block.c). The program
+ * around the model (plan.c) measures alpha, beta and the rates here
+ * (--measure), reads a cluster's datasheet (--cluster), sets the lessons'
+ * measured figures beside the prediction (--verify) and published runs'
+ * beside theirs (--verify-published), and ranks every mesh (--search);
+ * the model needs none of it. */
 #include <math.h>
 #include <string.h>
 
 #include "compute.h"
 #include "cost.h"
 #include "formulas.h"
+#include "network.h"
 
 /* The alpha-beta cost of one collective over n ranks on channel k, with
  * `bytes` the buffer each rank holds (the whole vector; for a sendrecv, the
@@ -60,60 +67,100 @@ static channel axis_link(const machine *c, const mesh *x, int a, int coll, int *
   return k;
 }
 
-/* One axis's traffic of a step in seconds: each call's buffer from the
- * bytes it sent (the ring model's inverse), then its alpha-beta cost. */
-static double axis_seconds(const traffic t[NCOLL], int64_t n, const machine *m, const mesh *x,
-                           int a) {
-  double s = 0;
+/* One call of a collective on axis a (of n ranks), `buf` as
+ * collective_seconds takes it: on the machine --measure fitted, the
+ * alpha-beta cost above; on a cluster the same ring on NCCL's channel, its
+ * NVLink or its NICs' share, and its fixed latency (network.c), or NCCL's
+ * tree where an all-reduce across nodes is faster so. */
+static double call_seconds(const machine *m, const mesh *x, int a, int coll, int64_t n,
+                           double buf) {
   int intra;
+  channel k = axis_link(m, x, a, coll, &intra);
+  if (m->measured) return collective_seconds(coll, n, buf, &k);
+  int64_t local = coll == P2P ? 1 + intra : group_local(x, a, m->gpus_per_node);
+  double base, ring;
+  k = nccl_ring(coll, n, local, m, &base);
+  ring = base + collective_seconds(coll, n, buf, &k);
+  return coll == AR ? fmin(ring, nccl_tree_seconds(n, local, buf, m)) : ring;
+}
+
+/* One axis's traffic of a step in seconds, each collective's apart: each
+ * call's buffer from the bytes it sent (the ring model's inverse), then
+ * its cost. */
+static double axis_seconds(const traffic t[NCOLL], int64_t n, const machine *m, const mesh *x,
+                           int a, double part[NCOLL]) {
+  double s = 0;
   for (int c = 0; c < NCOLL; c++) {
+    part[c] = 0;
     if (!t[c].calls) continue;
-    channel k = axis_link(m, x, a, c, &intra);
     double per = (double)t[c].bytes / (double)t[c].calls, N = (double)n;
     double buf = c == AR ? per * N / (2 * (N - 1)) : c == P2P ? per : per * N / (N - 1);
-    s += (double)t[c].calls * collective_seconds(c, n, n > 1 ? buf : 0, &k);
+    part[c] = (double)t[c].calls * call_seconds(m, x, a, c, n, n > 1 ? buf : 0);
+    s += part[c];
   }
   return s;
 }
 
 /* What one microbatch costs stage s on cp rank r: its compute, and the
- * blocking communication inside it: tp's all-reduces; cp's hops, forward
- * hidden behind the attention blocks as 11's ring does, backward's dK|dV
- * blocking. */
+ * blocking communication inside it: tp's collectives (with --tp-overlap
+ * behind the stage's products, as Megatron's userbuffers hide them: each
+ * collective in tp chunks beside the product's, the first chunk's exposed
+ * and what exceeds the products); cp's hops, forward hidden behind the
+ * attention blocks as 11's ring does, backward's dK|dV blocking. */
 typedef struct {
-  double fwd, bwd, once, tp, cp, pp, dc, last_bwd;
+  double fwd, bwd, once, tp, cp, pp, dc, grads, params, last_bwd, layers;
 } stage_cost;
 
 static stage_cost cost_stage(const model *m, const mesh *x, const machine *c, int64_t s,
                              int64_t r) {
   static op o[MAXOPS];
   traffic t[NCOMM][NCOLL];
+  double part[NCOLL], gemm = 0;
   stage_cost k = {0};
   int n = ops_of(m, x, s, r, o, MAXOPS);
   for (int i = 0; i < n; i++) {
     double sec = o[i].count * op_seconds(&o[i], c);
     *(o[i].per_micro ? (o[i].backward ? &k.bwd : &k.fwd) : &k.once) += sec;
+    gemm += o[i].k == GEMM || o[i].k == BGEMM ? sec : 0;
   }
   traffic_of(m, x, s, t);
   double M = (double)x->M, L = (double)stage_layers(m, x, s), C = (double)x->n[CP];
-  k.tp = axis_seconds(t[TP], x->n[TP], c, x, TP);
+  k.tp = axis_seconds(t[TP], x->n[TP], c, x, TP, part);
+  if (x->tp_overlap) k.tp = fmax(k.tp / (double)x->n[TP], k.tp - gemm); /* a chunk's first */
   if (t[CP][P2P].calls) {
-    int intra;
-    channel k2 = axis_link(c, x, CP, P2P, &intra);
     double hop =
-        collective_seconds(P2P, x->n[CP], (double)t[CP][P2P].bytes / (double)t[CP][P2P].calls, &k2);
+        call_seconds(c, x, CP, P2P, x->n[CP], (double)t[CP][P2P].bytes / (double)t[CP][P2P].calls);
     double f = attention_seconds(m, x, s, r, c, 0), b = attention_seconds(m, x, s, r, c, 1);
     double hidden_f = (C - 1) * hop - f, hidden_b = (C - 1) * hop - b;
     k.cp = M * L * ((hidden_f > 0 ? hidden_f : 0) + C * hop + (hidden_b > 0 ? hidden_b : 0));
   }
-  k.pp = axis_seconds(t[PP], x->n[PP], c, x, PP);
-  k.dc = axis_seconds(t[DC], x->n[DP] * x->n[CP], c, x, DC);
+  k.pp = axis_seconds(t[PP], x->n[PP], c, x, PP, part);
+  k.dc = axis_seconds(t[DC], x->n[DP] * x->n[CP], c, x, DC, part);
+  k.grads = part[AR] + part[RS];
+  k.params = part[AG];
   k.last_bwd = k.bwd / M;
+  k.layers = L;
   return k;
 }
 
+/* The planner's sync over dp x cp that a step cannot hide (--overlap, as
+ * real runs overlap it): the gradients' reduction behind the last
+ * microbatch's backward (ZeRO 2: each microbatch's behind its own), the
+ * stepped parameters' gather behind the next step's first forward
+ * (Megatron's distributed optimizer); ZeRO 3's gathers and scatters beside
+ * each microbatch's compute, prefetched a layer ahead as FSDP does, all
+ * but the first layer's gather hidden where the compute is longer. */
+static double dc_exposed(const mesh *x, const stage_cost *k) {
+  double M = (double)x->M;
+  if (!x->overlap) return k->dc;
+  if (x->zero == 3) return fmax(0, k->dc - k->fwd - k->bwd) + k->params / (2 * M * k->layers);
+  return fmax(0, k->grads - (x->zero == 2 ? k->bwd : k->last_bwd)) +
+         fmax(0, k->params - k->fwd / M);
+}
+
 /* The step: M microbatches of the slowest stage and cp rank, (pp-1) more
- * of them idle (the bubble), the pipeline's exchanges, the data and the
+ * of them idle (the bubble; 1/V of that with V virtual stages a rank,
+ * Narayanan et al. 2021), the pipeline's exchanges, the data and the
  * optimizer, and the gradients' sync over dp x cp. */
 void predict(const model *m, const mesh *x, const machine *c, prediction *p) {
   memset(p, 0, sizeof *p);
@@ -133,7 +180,7 @@ void predict(const model *m, const mesh *x, const machine *c, prediction *p) {
   if (m->kind == STATES) return;
   for (int a = 0; a < NCOMM; a++) axis_link(c, x, a, P2P, &p->intra[a]);
   stage_cost w = {0}, k;
-  double worst = -1, pp = 0, once = 0, dc = 0;
+  double worst = -1, pp = 0, once = 0, dc = 0, hidden = 0;
   for (int64_t i = 0; i < nstages; i++)
     for (int64_t r = 0; r < C; r++) {
       k = cost_stage(m, x, c, planner ? few[i] : i, r);
@@ -145,14 +192,16 @@ void predict(const model *m, const mesh *x, const machine *c, prediction *p) {
       pp = k.pp > pp ? k.pp : pp;
       once = k.once > once ? k.once : once;
       dc = k.dc > dc ? k.dc : dc;
+      hidden = fmax(hidden, dc_exposed(x, &k));
     }
-  double exposed = x->overlap ? dc - w.last_bwd : dc; /* 05's --overlap: behind the last backward */
+  /* the lessons' --overlap (05): the sync behind the last backward */
+  double exposed = m->kind == GPT ? hidden : x->overlap ? dc - w.last_bwd : dc;
   p->compute_s = w.fwd + w.bwd + once;
   p->once_s = once;
   p->comm_s[TP] = w.tp;
   p->comm_s[CP] = w.cp;
   p->comm_s[PP] = pp;
   p->comm_s[DC] = exposed > 0 ? exposed : 0;
-  p->bubble_s = (double)(P - 1) * worst; /* 09: (pp-1) slots of the slowest stage */
+  p->bubble_s = (double)(P - 1) * worst / (double)(x->V > 1 ? x->V : 1); /* 09's, 1/V */
   p->step_s = p->compute_s + w.tp + w.cp + pp + p->comm_s[DC] + p->bubble_s;
 }

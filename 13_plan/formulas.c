@@ -18,49 +18,22 @@
 #include "09_pp/schedule.h"
 #include "11_cp/formulas.h"
 #include "12_mesh/formulas.h"
+#include "block.h"
 #include "dt.h"
 #include "formulas.h"
 
 static int64_t up(int64_t a, int64_t b) { return (a + b - 1) / b; }
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-
-/* 09's balanced split (the first L % pp stages a layer more); 12 needs L % pp == 0 */
-int64_t stage_layers(const model *m, const mesh *x, int64_t s) {
-  int64_t P = x->n[PP];
-  return m->L / P + (s < m->L % P);
-}
-
-/* 11's and 12's split of a sequence: R = B/(dp M) x S/cp rows (12_mesh/buffers.c) */
-int64_t rows_per_micro(const model *m, const mesh *x) {
-  if (x->n[DP] * x->M == 0) return 0; /* --params: no batch, no shape */
-  int64_t Bm = m->B / (x->n[DP] * x->M);
-  return m->S ? Bm * (m->S / x->n[CP]) : Bm;
-}
 
 /* The stage's exchanges that have a neighbour, on 09's plan (09_pp/formulas.c) */
 static int64_t exchanges(const mesh *x, int64_t s) {
   return pp_exchanges((int)x->n[PP], (int)s, x->M, x->gpipe);
 }
 
-/* A GPT stage's parameters on one tp rank: per layer the column-parallel
- * weights and biases over tp (QKV, W1), the row-parallel weights (Wo, W2),
- * their biases and both layer norms whole; the first stage the token and
- * position embeddings (vocabulary parallel), the last the output layer (the
- * embedding, tied; a copy when pp > 1, as Megatron) and the final norm. */
-static double gpt_stage_params(const model *m, const mesh *x, int64_t s) {
-  int64_t D = m->D, F = m->H, T = x->n[TP], P = x->n[PP];
-  double layer = (double)(4 * D * D + 2 * D * F + 3 * D + F) / (double)T + 6.0 * (double)D;
-  double p = (double)stage_layers(m, x, s) * layer;
-  if (s == 0) p += (double)(up(m->V, T) * D + m->S * D);
-  if (s == P - 1) p += (double)((P > 1 ? up(m->V, T) * D : 0) + 2 * D);
-  return p;
-}
-
 double parameters_of(const model *m) {
   int64_t D = m->D, H = m->H, L = m->L;
   switch (m->kind) {
   case STATES: return m->params;
-  case GPT: return (double)(L * (4 * D * D + 2 * D * H + 9 * D + H) + m->V * D + m->S * D + 2 * D);
+  case GPT: return block_params(m);
   case MESH12:
   case CP11: return (double)(L * (4 * D * D + 2 * D * H)); /* dt_params_per_layer: 4D^2 + 2DH */
   default: return (double)(L * 2 * D * H);                 /* 05-09's MLP: 2DH a layer */
@@ -74,11 +47,13 @@ double model_flops(const model *m) {
   return 6 * parameters_of(m) * T + 12.0 * (double)(m->L * m->D * m->S) * T;
 }
 
-/* with full recomputation, each layer's forward runs twice */
+/* with full recomputation each layer's forward runs twice; with selective
+ * recomputation its attention products (QK^T and PV) */
 double hardware_flops(const model *m, const mesh *x) {
-  double T = (double)m->B * (double)(m->S ? m->S : 1);
-  return model_flops(m) +
-         (x->recompute ? (2 * parameters_of(m) + 4.0 * (double)(m->L * m->D * m->S)) * T : 0);
+  double T = (double)m->B * (double)(m->S ? m->S : 1), att = 4.0 * (double)(m->L * m->D * m->S);
+  return model_flops(m) + (x->recompute == RECOMPUTE_FULL        ? (2 * parameters_of(m) + att) * T
+                           : x->recompute == RECOMPUTE_SELECTIVE ? att * T
+                                                                 : 0);
 }
 
 static void set(traffic *t, int64_t calls, int64_t bytes) { *t = (traffic){calls, bytes}; }
@@ -105,8 +80,8 @@ static mesh_share mesh_share_of(const model *m, const mesh *x, int64_t s) {
 
 void traffic_of(const model *m, const mesh *x, int64_t s, traffic t[NCOMM][NCOLL]) {
   memset(t, 0, sizeof(traffic) * NCOMM * NCOLL);
-  int64_t T = x->n[TP], C = x->n[CP], P = x->n[PP], G = x->n[DP] * x->n[CP], M = x->M;
-  int64_t L = stage_layers(m, x, s), D = m->D, R = rows_per_micro(m, x), W = D / T, H = m->H;
+  int64_t C = x->n[CP], P = x->n[PP], G = x->n[DP] * x->n[CP];
+  int64_t L = stage_layers(m, x, s), D = m->D, R = rows_per_micro(m, x), H = m->H;
   int64_t es = x->bf16 ? 2 : 4;
   switch (m->kind) {
   case MESH12: { /* 12_mesh/formulas.c */
@@ -145,42 +120,9 @@ void traffic_of(const model *m, const mesh *x, int64_t s, traffic t[NCOMM][NCOLL
   case PP09: /* a stage's activations forward, gradients back (09_pp/formulas.c) */
     set(&t[PP][P2P], exchanges(x, s), pp_bytes((int)P, (int)s, m->B, D, es));
     break;
-  case GPT: { /* Megatron: 2 all-reduces of [b s, D] in forward, 2 in backward, per layer */
-    int64_t tok = R, per = 2 * (T - 1) * tok * D * es / T, k = (4 + 2 * x->recompute) * L * M;
-    double Ps = gpt_stage_params(m, x, s);
-    int64_t grads = (int64_t)(Ps * (double)es),
-            sh = (int64_t)((double)(G - 1) / (double)G * Ps * (double)es);
-    if (T > 1) set(&t[TP][AR], k, k * per);
-    if (C > 1) set(&t[CP][P2P], L * M * (3 * C - 2), L * M * (3 * C - 2) * 2 * tok * W * es);
-    set(&t[PP][P2P], P > 1 ? exchanges(x, s) : 0, M * ((s + 1 < P) + (s > 0)) * tok * D * es);
-    /* ZeRO (Rajbhandari et al.): 0 all-reduces the gradients once; 1 reduce-scatters them
-     * once and all-gathers the stepped parameters (the same bytes); 2 keeps only its
-     * shard of the gradients, so each microbatch's are reduce-scattered; 3 also gathers
-     * the parameters for each microbatch's forward and backward */
-    int64_t rs = x->zero == 1   ? 1
-                 : x->zero >= 2 ? M
-                                : 0,
-            ag = x->zero == 3 ? 2 * M
-                 : x->zero    ? 1
-                              : 0;
-    if (G > 1 && !x->zero) set(&t[DC][AR], 1, 2 * (G - 1) * grads / G);
-    if (G > 1 && rs) set(&t[DC][RS], rs, rs * sh);
-    if (G > 1 && ag) set(&t[DC][AG], ag, ag * sh);
-    break;
-  }
+  case GPT: block_traffic(m, x, s, t); break; /* block.c */
   default: break;
   }
-}
-
-/* A GPT layer's activations for one microbatch on one rank, 16-bit:
- * Korthikanti et al.'s s b (10h + 24h/t) + 5 a s^2 b / t, with the MLP's
- * 16 s b h / t as 4 s b F / t for any F; flash keeps the softmax's
- * log-sum-exp (4 a s b / t, fp32) in place of the scores. */
-static double gpt_layer_activ(const model *m, const mesh *x) {
-  double s = (double)(m->S / x->n[CP]), b = (double)(m->B / (x->n[DP] * x->M)), h = (double)m->D;
-  double t = (double)x->n[TP], a = (double)m->A, F = (double)m->H;
-  double scores = x->flash ? 4 * a * s * b / t : 5 * a * s * s * b / t;
-  return (s * b * (10 * h + (8 * h + 4 * F) / t) + scores) * (x->bf16 ? 1 : 2);
 }
 
 memory memory_of(const model *m, const mesh *x, int64_t s) {
@@ -188,7 +130,6 @@ memory memory_of(const model *m, const mesh *x, int64_t s) {
   int64_t mem[DT_NTAGS] = {0}; /* a lesson's formulas by dt.h's tags */
   int64_t T = x->n[TP], C = x->n[CP], P = x->n[PP], G = x->n[DP] * x->n[CP], M = x->M;
   int64_t L = stage_layers(m, x, s), D = m->D, H = m->H, A = m->A, R = rows_per_micro(m, x);
-  int64_t live = x->gpipe ? M : min64(P - s, M);
   switch (m->kind) {
   case MESH12: { /* 12_mesh/formulas.c */
     mesh_share sh = mesh_share_of(m, x, s);
@@ -207,17 +148,12 @@ memory memory_of(const model *m, const mesh *x, int64_t s) {
     break;
   case GPT:
   case STATES: { /* ZeRO's model states: 16-bit params and grads, fp32 master, m, v (K = 12) */
-    double Ps = m->kind == GPT ? gpt_stage_params(m, x, s) : m->params / (double)(T * P);
+    double Ps = m->kind == GPT ? block_stage_params(m, x, s) : m->params / (double)(T * P);
     double pb = x->bf16 ? 2 : 4, ob = x->adamw ? (x->bf16 ? 12 : 8) : (x->bf16 ? 4 : 0);
     y.params = (int64_t)(pb * Ps / (x->zero == 3 ? (double)G : 1));
     y.grads = (int64_t)(pb * Ps / (x->zero >= 2 ? (double)G : 1));
     y.optim = (int64_t)(ob * Ps / (x->zero >= 1 ? (double)G : 1));
-    if (m->kind == STATES) break;
-    double layer = gpt_layer_activ(m, x),
-           keep = x->recompute ? 2.0 * (double)(R * D) * (x->bf16 ? 1 : 2) : layer;
-    double a = (double)(live * L) * keep + (x->recompute ? layer : 0);
-    if (s == P - 1) a += 4.0 * (double)R * (double)up(m->V, T); /* the logits, fp32, for the loss */
-    y.activ = (int64_t)a;
+    if (m->kind == GPT) y.activ = block_activ(m, x, s); /* block.c */
     break;
   }
   default: break;

@@ -5,11 +5,6 @@
 
 #include "inputs.h"
 
-/* One collective kind on one axis: calls and bytes per rank per step. */
-typedef struct {
-  int64_t calls, bytes;
-} traffic;
-
 typedef struct {
   int64_t params, grads, optim, activ, comm, data, total;
 } memory;
@@ -19,7 +14,5 @@ memory memory_of(const model *m, const mesh *x, int64_t stage);
 double parameters_of(const model *m);
 double model_flops(const model *m);                   /* per step: 6 x P x tokens + attention */
 double hardware_flops(const model *m, const mesh *x); /* with recomputation */
-int64_t stage_layers(const model *m, const mesh *x, int64_t stage);
-int64_t rows_per_micro(const model *m, const mesh *x); /* R, a microbatch's rows on a rank */
 
 #endif

@@ -6,24 +6,69 @@
 #include "inputs.h"
 
 const char *const coll_name[NCOLL] = {"all_reduce", "all_gather", "reduce_scatter", "sendrecv"};
+const char *const recompute_name[3] = {"none", "full", "selective"};
 const char *const kind_name[NKINDS] = {"mesh12", "cp11", "dp05", "fsdp06", "pp09", "gpt", "states"};
 
 int64_t mesh_size(const mesh *x) { return topo_ranks(x->n); }
 
+/* 09's balanced split (the first L % pp stages a layer more); 12 needs L %
+ * pp == 0. The planner's first and last stage may hold fewer (--first-stage-
+ * layers, --last-stage-layers: the embedding and the output layer are their
+ * work), the stages between them the rest evenly. */
+int64_t stage_layers(const model *m, const mesh *x, int64_t s) {
+  int64_t P = x->n[PP];
+  if (!x->first && !x->last) return m->L / P + (s < m->L % P);
+  if (s == 0 && x->first) return x->first;
+  if (s == P - 1 && x->last) return x->last;
+  int64_t given = (x->first > 0) + (x->last > 0);
+  return P > given ? (m->L - x->first - x->last) / (P - given) : 0;
+}
+
+/* 11's and 12's split of a sequence: R = B/(dp M) x S/cp rows (12_mesh/buffers.c) */
+int64_t rows_per_micro(const model *m, const mesh *x) {
+  if (x->n[DP] * x->M == 0) return 0; /* --params: no batch, no shape */
+  int64_t Bm = m->B / (x->n[DP] * x->M);
+  return m->S ? Bm * (m->S / x->n[CP]) : Bm;
+}
+
 /* The axis a one-axis lesson runs on (11: cp; 05, 06: dp; 09: pp). */
 static int one_axis(model_kind k) { return k == CP11 ? CP : k == PP09 ? PP : DP; }
 
+/* the key-value heads: every head's own unless grouped */
+static int64_t kv(const model *m) { return m->KV ? m->KV : m->A; }
+
 /* cp's chunks of a sequence: two a rank when zigzag (11's split) */
 static int64_t chunks(const mesh *x) { return x->n[CP] * (x->zigzag ? 2 : 1); }
+
+/* The planner's stages: the first and last stage's layers (where given)
+ * and the rest evenly over the stages between, each a multiple of the
+ * virtual stages a rank. */
+static int stages_split(const model *m, const mesh *x) {
+  int64_t P = x->n[PP], V = x->V > 1 ? x->V : 1, given = (x->first > 0) + (x->last > 0);
+  int64_t rest = m->L - x->first - x->last, mids = P - given;
+  if (given && (P < 2 || rest < 0 || (mids ? rest % mids || !rest : rest))) return 0;
+  if (!given && m->L % P) return 0;
+  int64_t each = given ? (mids ? rest / mids : V) : m->L / P;
+  return !(each % V || x->first % V || x->last % V) && (V == 1 || P > 1);
+}
+
+/* The planner's own features asked of a lesson's model */
+static int gpt_only(const model *m, const mesh *x) {
+  return x->V > 1 || x->first || x->last || x->sp || x->tp_overlap || x->dropout || m->KV ||
+         m->swiglu || m->llama || m->pad;
+}
 
 /* The first thing that stops the model on the mesh, in this order, or RUNS. */
 mesh_refusal mesh_problem(const model *m, const mesh *x, int64_t gpn) {
   int64_t T = x->n[TP], C = x->n[CP], P = x->n[PP];
   if (m->kind == STATES) return RUNS;
+  if (m->kind != GPT && gpt_only(m, x)) return GPT_ONLY;
   if (m->kind >= CP11 && m->kind <= PP09 && x->n[one_axis(m->kind)] != mesh_size(x))
     return ONE_AXIS;
   if (m->A % T || m->H % T) return TP_HEADS;
-  if (m->kind != PP09 && m->L % P) return PP_LAYERS;
+  if (m->kind == GPT && (m->A % kv(m) || kv(m) % T)) return KV_HEADS;
+  if (m->kind == GPT && (x->first || x->last || x->V > 1) && !stages_split(m, x)) return STAGES;
+  if (m->kind != PP09 && !x->first && !x->last && m->L % P) return PP_LAYERS;
   if (m->S && m->S % chunks(x)) return SEQ_CHUNKS;
   if (x->M < 1 || m->B % (x->n[DP] * x->M)) return BATCH_MICRO;
   if (T > gpn && m->kind == GPT) return TP_NODE; /* the planner's rule; the lessons run any */
@@ -47,7 +92,15 @@ static const char *const sentence[NREFUSALS] = {
         "the lessons train fp32, without recomputation, attention by blocks (no S x S scores)",
     [ZERO_12] = "12 shards the optimizer alone (--zero 0|1)",
     [ZERO_06] = "ZeRO stages are 06's (and 12's --zero 1)",
-    [RING_FLASH] = "ring attention (cp) computes by blocks: --attention flash"};
+    [RING_FLASH] = "ring attention (cp) computes by blocks: --attention flash",
+    [KV_HEADS] = "the %lld key-value heads must divide the %lld heads and be divided by tp %lld",
+    [STAGES] = "the stages do not split the %lld layers: pp %lld, the first stage %lld, the last "
+               "%lld (0: an even split), %lld virtual stages a rank (every stage's layers a "
+               "multiple of them)",
+    [GPT_ONLY] =
+        "virtual or uneven stages, --sequence-parallel, --tp-overlap, --dropout, "
+        "--kv-heads, --mlp, --arch and --vocab-pad are the planner's GPT block's (--model gpt "
+        "...)"};
 
 void refusal_text(mesh_refusal r, const model *m, const mesh *x, int64_t gpn, char *out,
                   size_t size) {
@@ -62,6 +115,11 @@ void refusal_text(mesh_refusal r, const model *m, const mesh *x, int64_t gpn, ch
     snprintf(out, size, s, (long long)m->B, (long long)x->n[DP], (long long)x->M);
     break;
   case TP_NODE: snprintf(out, size, s, T, (long long)gpn); break;
+  case KV_HEADS: snprintf(out, size, s, (long long)kv(m), (long long)m->A, T); break;
+  case STAGES:
+    snprintf(out, size, s, (long long)m->L, (long long)x->n[PP], (long long)x->first,
+             (long long)x->last, (long long)(x->V > 1 ? x->V : 1));
+    break;
   default: snprintf(out, size, "%s", s);
   }
 }

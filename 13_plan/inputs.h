@@ -23,14 +23,32 @@ typedef struct {
   int64_t L, D, A, H, V, S; /* layers, width, heads, MLP width, vocabulary, tokens a sequence */
   int64_t B;                /* sequences (05-09: samples) per step */
   double params;            /* STATES: the parameter count given */
+  int64_t KV;               /* key-value heads (grouped-query attention); 0: A */
+  int swiglu;               /* the MLP: three matrices (gate, up, down) in place of two and GELU */
+  int llama;                /* no biases, no learned positions, the output layer its own */
+  int64_t pad; /* the vocabulary padded to a multiple of pad x tp (Megatron's); 0: none */
 } model;
+
+enum { RECOMPUTE_NONE, RECOMPUTE_FULL, RECOMPUTE_SELECTIVE }; /* selective: attention's S^2 part */
+extern const char *const recompute_name[3];                   /* "none", "full", "selective" */
 
 typedef struct {
   int64_t n[AXES], M; /* dp pp cp tp; microbatches per step */
   int zero, recompute, bf16, gpipe, flash, zigzag, adamw, overlap;
+  int64_t V;           /* virtual stages a rank (interleaved 1F1B); 0 or 1: one */
+  int64_t first, last; /* the first and the last stage's layers (0: an even split) */
+  int sp, tp_overlap;  /* Megatron's sequence parallelism; tp's collectives behind the GEMMs */
+  int dropout;         /* the run drops out: masks written and read (Megatron's 0.1 defaults) */
 } mesh;
 
 int64_t mesh_size(const mesh *x);
+int64_t stage_layers(const model *m, const mesh *x, int64_t stage);
+int64_t rows_per_micro(const model *m, const mesh *x); /* R, a microbatch's rows on a rank */
+
+/* One collective kind on one axis: calls and bytes per rank per step. */
+typedef struct {
+  int64_t calls, bytes;
+} traffic;
 
 typedef struct {
   double alpha, beta; /* seconds per message, seconds per byte */
@@ -51,8 +69,10 @@ typedef struct {
   int measured;
   int64_t gpus_per_node;
   double flops, eff;    /* peak FLOP/s of one device (16-bit; fp32 on a CPU), large-GEMM fraction */
+  double sms, att_eff;  /* a datasheet's: SMs (the GEMM's waves), the fused attention's fraction */
   double hbm, hbm_bw;   /* bytes of one device's memory, and its bandwidth */
-  channel intra, inter; /* inside a node, across nodes (per device) */
+  channel intra, inter; /* inside a node (a GPU's NVLink), across nodes (one NIC) */
+  double nics;          /* a datasheet's: NICs a node */
   double swap[2];       /* measured: sendrecv both ways between computations, inside, across (s) */
   channel ar, rs, ag;   /* measured: the library's collectives, each fitted by its ring formula */
   double fit_residual;  /* measured: the ping-pong fit's worst relative residual */
@@ -77,6 +97,9 @@ typedef enum {
   ZERO_12,      /* 12 shards the optimizer alone */
   ZERO_06,      /* ZeRO stages are 06's (and 12's --zero 1) */
   RING_FLASH,   /* ring attention needs attention by blocks */
+  KV_HEADS,     /* the key-value heads do not divide the heads, or tp does not divide them */
+  STAGES,       /* uneven stages or virtual stages that do not split the layers */
+  GPT_ONLY,     /* a feature of the planner's GPT block asked of a lesson's model */
   NREFUSALS
 } mesh_refusal;
 mesh_refusal mesh_problem(const model *m, const mesh *x, int64_t gpus_per_node);

@@ -9,15 +9,18 @@
  * it). Model sizes left at 0 are the model's (--model). */
 typedef struct {
   const char *model, *cluster, *machine, *recompute, *precision, *schedule, *attention, *split,
-      *opt, *shapes;
+      *opt, *shapes, *mlp, *arch, *published;
   int64_t layers, dim, heads, ffn, vocab, seq, batch, micro, gpus, top, zero, axis[AXES];
+  int64_t kv_heads, pad, virtual_stages, first, last;
   double params, eff;
-  int measure, predict, search, verify, json, quick, overlap;
+  int measure, predict, search, verify, json, quick, overlap, sp, tp_overlap, verify_published;
+  int dropout;
 } flags;
 #define PLAN_DEFAULTS                                                                              \
   {                                                                                                \
     .model = "mesh12", .machine = "build/plan/machine.json", .recompute = "none",                  \
-    .precision = "fp32", .schedule = "1f1b", .attention = "flash", .opt = "adamw", .top = 10       \
+    .precision = "fp32", .schedule = "1f1b", .attention = "flash", .opt = "adamw", .top = 10,      \
+    .published = "13_plan/published.tsv"                                                           \
   }
 #define PLAN_OPTIONS(f)                                                                            \
   DT_FLAG("--measure", &(f)->measure, "measure alpha, beta and every op's time here (mpirun)"),    \
@@ -26,16 +29,32 @@ typedef struct {
       DT_FLAG("--verify", &(f)->verify,                                                            \
               "run lessons 12 (05, 06, 09, 11) here, predicted vs measured; not under mpirun"),    \
       DT_FLAG("--quick", &(f)->quick, "with --verify: the shapes of at most 2 ranks only"),        \
+      DT_FLAG("--verify-published", &(f)->verify_published,                                        \
+              "every published run of --published planned as it ran, beside its figure; not "      \
+              "under mpirun"),                                                                     \
+      DT_STRING("--published", &(f)->published, NULL,                                              \
+                "the published runs' file (13_plan/published.tsv: the runs, their sources)"),      \
       DT_STRING("--shapes", &(f)->shapes, NULL,                                                    \
                 "--verify only the shapes whose lesson and flags hold TEXT (e.g. 09_pp)"),         \
       DT_FLAG("--json", &(f)->json, "one JSON object in place of the table"),                      \
       DT_STRING(                                                                                   \
           "--model", &(f)->model, NULL,                                                            \
-          "mesh12 cp11 dp05 fsdp06 pp09 (the lessons' models), gpt, gpt3-small ... gpt3-175b"),    \
+          "mesh12 cp11 dp05 fsdp06 pp09 (the lessons' models), gpt, gpt3-small ... gpt3-175b, "    \
+          "llama3-8b llama3-70b llama3-405b"),                                                     \
       DT_INT("--layers", &(f)->layers, 0, 1 << 20, "layers L (0: the model's)"),                   \
       DT_INT("--dim", &(f)->dim, 0, 1 << 20, "width D"),                                           \
       DT_INT("--heads", &(f)->heads, 0, 1 << 20, "attention heads"),                               \
       DT_INT("--ffn", &(f)->ffn, 0, 1 << 22, "the MLP's width (0: 4 x D)"),                        \
+      DT_INT("--kv-heads", &(f)->kv_heads, 0, 1 << 20,                                             \
+             "key-value heads, grouped-query attention (0: the model's; gpt: every head)"),        \
+      DT_STRING("--mlp", &(f)->mlp, "gelu|swiglu",                                                 \
+                "the MLP: two matrices and GELU, or SwiGLU's three (e.g. with --model gpt3-xl "    \
+                "--tp 2 --cluster dgx-a100-80g)"),                                                 \
+      DT_STRING("--arch", &(f)->arch, "gpt|llama",                                                 \
+                "gpt: biases, learned positions, output layer tied; llama: none of them (e.g. "    \
+                "with --model gpt3-xl --tp 2 --cluster dgx-a100-80g)"),                            \
+      DT_INT("--vocab-pad", &(f)->pad, 0, 1 << 20,                                                 \
+             "the vocabulary padded to a multiple of this x tp (Megatron's; 0: none)"),            \
       DT_INT("--vocab", &(f)->vocab, 0, 1 << 24, "vocabulary (gpt)"),                              \
       DT_INT("--seq", &(f)->seq, 0, 1 << 24, "tokens a sequence"),                                 \
       DT_INT("--batch", &(f)->batch, 0, 1 << 24, "sequences per step, all ranks"),                 \
@@ -48,21 +67,39 @@ typedef struct {
       DT_INT("--tp", &(f)->axis[TP], 0, 1 << 24,                                                   \
              "tensor-parallel ranks (0: from the ranks left)"),                                    \
       DT_INT("--zero", &(f)->zero, 0, 3, "ZeRO stage over dp x cp"),                               \
-      DT_STRING("--recompute", &(f)->recompute, "none|full",                                       \
-                "activation recomputation (e.g. with --model gpt3-xl --cluster dgx-a100-80g)"),    \
-      DT_STRING("--precision", &(f)->precision, "fp32|bf16",                                       \
+      DT_STRING("--recompute", &(f)->recompute, "none|selective|full",                             \
+                "activation recomputation; selective: attention's S^2 part (e.g. with --model "    \
+                "gpt3-xl --cluster dgx-a100-80g)"),                                                \
+      DT_STRING("--precision", &(f)->precision, "fp32|bf16|fp16",                                  \
                 "bf16: ZeRO's mixed precision (e.g. with --params 7.5e9 --dp 64 --gpus 64 "        \
                 "--cluster dgx-a100-80g)"),                                                        \
       DT_STRING("--schedule", &(f)->schedule, "gpipe|1f1b", "the pipeline's schedule (09)"),       \
+      DT_INT("--virtual-stages", &(f)->virtual_stages, 0, 1 << 10,                                 \
+             "interleaved 1F1B: stages a rank (the bubble / V; 0: one)"),                          \
+      DT_INT("--first-stage-layers", &(f)->first, 0, 1 << 20,                                      \
+             "the first stage's layers (the embedding is its work too; 0: an even split)"),        \
+      DT_INT("--last-stage-layers", &(f)->last, 0, 1 << 20,                                        \
+             "the last stage's layers (the output layer is its work too; 0: an even split)"),      \
+      DT_FLAG("--sequence-parallel", &(f)->sp,                                                     \
+              "Megatron's: norms and dropout over tp (e.g. with --model gpt3-xl --tp 2 --cluster " \
+              "dgx-a100-80g)"),                                                                    \
+      DT_FLAG("--tp-overlap", &(f)->tp_overlap,                                                    \
+              "tp's collectives behind the GEMMs (userbuffers) (e.g. with --model gpt3-xl --tp 2 " \
+              "--cluster dgx-a100-80g)"),                                                          \
+      DT_FLAG("--dropout", &(f)->dropout,                                                          \
+              "the run drops out: its masks' bytes (Megatron's 0.1) (e.g. with --model gpt3-xl "   \
+              "--tp 2 --cluster dgx-a100-80g)"),                                                   \
       DT_STRING(                                                                                   \
           "--attention", &(f)->attention, "flash|materialised",                                    \
           "scores fused, or S x S in memory (e.g. with --model gpt3-xl --cluster dgx-a100-80g)"),  \
       DT_STRING("--split", &(f)->split, "contiguous|zigzag",                                       \
                 "cp's split (default: contiguous; gpt: zigzag)"),                                  \
       DT_STRING("--opt", &(f)->opt, "adamw|sgd", "the optimizer whose state is counted"),          \
-      DT_FLAG("--overlap", &(f)->overlap, "the gradients' sync behind the last backward (05)"),    \
+      DT_FLAG("--overlap", &(f)->overlap,                                                          \
+              "the sync over dp x cp behind the compute (05: behind the last backward)"),          \
       DT_STRING("--cluster", &(f)->cluster, NULL,                                                  \
-                "dgx-a100-80g, dgx-h100-80g or a cluster file (e.g. dgx-a100-80g)"),               \
+                "dgx-a100-40g, dgx-a100-80g, dgx-h100-80g, dgx-h200 or a cluster file (e.g. "      \
+                "dgx-a100-80g)"),                                                                  \
       DT_INT("--gpus", &(f)->gpus, 0, 1 << 24, "devices to plan for (0: the mesh's)"),             \
       DT_DOUBLE("--eff", &(f)->eff, 0, 1, "large-GEMM fraction of peak (0: the cluster's)"),       \
       DT_STRING("--machine", &(f)->machine, NULL, "the machine file --measure writes"),            \

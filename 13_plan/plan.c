@@ -6,6 +6,7 @@
  *   --predict  the step's parts, bytes and memory of one mesh (report.c),
  *              from the machine file or a cluster's datasheet (--cluster);
  *   --verify   the lessons run here beside their prediction (verify.c);
+ *   --verify-published  published large runs beside theirs (published.c);
  *   --search   every mesh of --gpus devices, ranked (search.c).
  * With no mode it measures and predicts 12's mesh for the ranks it has. */
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "dt.h"
 #include "measure.h"
 #include "options.h"
+#include "published.h"
 #include "report.h"
 #include "search.h"
 #include "verify.h"
@@ -29,8 +31,11 @@ int main(int argc, char **argv) {
   dt_comm *world = dt_init(&argc, &argv, &lesson, options);
   if (f.verify && world->size > 1)
     dt_fail("--verify starts mpirun itself: run it alone, ./13_plan/plan --verify");
-  if (f.verify) {
-    int bad = verify(argv[0], f.quick, f.shapes);
+  if (f.verify_published && world->size > 1)
+    dt_fail("--verify-published runs plan itself: run it alone, ./13_plan/plan --verify-published");
+  if (f.verify || f.verify_published) {
+    int bad =
+        f.verify ? verify(argv[0], f.quick, f.shapes) : verify_published(argv[0], f.published);
     dt_finalize();
     return bad ? 1 : 0;
   }

@@ -15,9 +15,9 @@ static const char *bytes_how(model_kind k, int a) {
       "4LM x 2(tp-1)/tp x RD x 4 (07's f and g)",
       "2(G-1)/G x L(4DW + 2DHs) x 4, G = dp x cp (05); zero 1: 06's"};
   static const char *gpt[NCOMM] = {
-      "", "M x (fwd + bwd) x b s D x 2 (Megatron's p2p)",
-      "LM(3cp-2) x 2 b s D/tp x 2 (ring attention)",
-      "(4 + 2 recompute) LM x 2(tp-1)/tp x b s D x 2 (Megatron)",
+      "", "M x (fwd + bwd) x V x b s D x 2, /tp with sp (Megatron's p2p)",
+      "LM(3cp-2) x 2 b s kv dh/tp x 2 (ring attention, K and V)",
+      "(4 + 2 full) LM x 2(tp-1)/tp x b s D x 2 (Megatron; sp: AG + RS, the same bytes)",
       "ZeRO 0: 2(G-1)/G P x 2; 1: (G-1)/G P x 2 twice; 2: M RS + AG; 3: 2M AG + M RS"};
   if (k == GPT) return gpt[a];
   if (k == MESH12) return mesh12[a];
@@ -42,7 +42,8 @@ static const char *memory_how(model_kind k, int row) {
                 "live x slot + scratch", "", "ends: 2 x B x D x 4"},
       [GPT] = {"2P/tp pp (bf16; ZeRO 3: /G)", "2P (ZeRO 2-3: /G)",
                "12P: fp32 master, m, v (ZeRO 1-3: /G)",
-               "Korthikanti et al.: live L s b (10h + (8h + 4F)/t) + scores", "", ""},
+               "Korthikanti et al.: live L s b (10h/sp + ((4 + 4kv/a)h + 4F|6F)/t) + scores", "",
+               ""},
       [STATES] = {"2P (ZeRO 3: /Nd)", "2P (ZeRO 2-3: /Nd)", "KP, K = 12 (ZeRO 1-3: /Nd)", "", "",
                   ""}};
   return how[k][row];
@@ -58,26 +59,63 @@ static void bar(const char *name, double s, double step, const char *what) {
 
 static double peak_all(const mesh *x, const machine *c) { return (double)mesh_size(x) * c->flops; }
 
-void report_table(const model *m, const mesh *x, const machine *c, const prediction *p) {
+/* The planner's own features, where asked: the block's variants (after
+ * the heads, the MLP, the parameters) and the mesh's schedule and overlaps;
+ * the lessons' lines print as they always did. */
+typedef struct {
+  char heads[48], mlp[16], block[64], mesh[160];
+} extras;
+
+static extras extras_of(const model *m, const mesh *x) {
+  extras e = {"", "", "", ""};
+  if (m->KV) snprintf(e.heads, sizeof e.heads, " (%lld key-value heads)", (long long)m->KV);
+  if (m->swiglu) snprintf(e.mlp, sizeof e.mlp, " (SwiGLU)");
+  if (m->llama || m->pad)
+    snprintf(e.block, sizeof e.block, "; %s%s", m->llama ? "llama block" : "gpt block",
+             m->pad ? ", vocabulary padded" : "");
+  size_t n = 0;
+  if (x->V > 1)
+    n += (size_t)snprintf(e.mesh, sizeof e.mesh, ", %lld virtual stages a rank", (long long)x->V);
+  if (x->first || x->last)
+    n += (size_t)snprintf(e.mesh + n, sizeof e.mesh - n,
+                          ", layers of the first stage %lld, the last %lld", (long long)x->first,
+                          (long long)x->last);
+  snprintf(e.mesh + n, sizeof e.mesh - n, "%s%s", x->sp ? ", sequence parallel" : "",
+           x->tp_overlap ? ", tp overlap" : "");
+  return e;
+}
+
+/* What was planned: the model, the mesh, the machine, each a line. */
+static void planned(const model *m, const mesh *x, const machine *c, const prediction *p) {
   int64_t N = mesh_size(x);
-  dt_print0("\nmodel %s: L %lld, D %lld, heads %lld, MLP %lld, vocab %lld, S %lld; B %lld "
+  extras e = extras_of(m, x);
+  dt_print0("\nmodel %s: L %lld, D %lld, heads %lld%s, MLP %lld%s, vocab %lld, S %lld; B %lld "
             "sequences a step; "
-            "%.4g parameters\n",
+            "%.4g parameters%s\n",
             m->kind == STATES ? "given by its parameters" : m->name, (long long)m->L,
-            (long long)m->D, (long long)m->A, (long long)m->H, (long long)m->V, (long long)m->S,
-            (long long)m->B, p->parameters);
+            (long long)m->D, (long long)m->A, e.heads, (long long)m->H, e.mlp, (long long)m->V,
+            (long long)m->S, (long long)m->B, p->parameters, e.block);
   dt_print0(
       "mesh: dp %lld x pp %lld x cp %lld x tp %lld = %lld, M = %lld microbatches, ZeRO %d, %s, %s, "
-      "recompute %s, attention %s, cp split %s%s\n",
+      "recompute %s, attention %s, cp split %s%s%s\n",
       (long long)x->n[DP], (long long)x->n[PP], (long long)x->n[CP], (long long)x->n[TP],
       (long long)N, (long long)x->M, x->zero, x->bf16 ? "bf16" : "fp32",
-      x->gpipe ? "gpipe" : "1f1b", x->recompute ? "full" : "none",
+      x->gpipe ? "gpipe" : "1f1b", recompute_name[x->recompute],
       x->flash ? "flash" : "materialised", x->zigzag ? "zigzag" : "contiguous",
-      x->overlap ? ", overlap" : "");
+      x->overlap ? ", overlap" : "", e.mesh);
   dt_print0("machine %s (%s): %lld a node, %.4g FLOP/s peak x %.3g, %.4g B of memory at %.4g B/s; "
-            "inside a node alpha %.3g s beta %.3g s/B, across alpha %.3g s beta %.3g s/B\n",
+            "inside a node alpha %.3g s beta %.3g s/B, across alpha %.3g s beta %.3g s/B",
             c->name, c->source, (long long)c->gpus_per_node, c->flops, c->eff, c->hbm, c->hbm_bw,
             c->intra.alpha, c->intra.beta, c->inter.alpha, c->inter.beta);
+  if (c->sms > 0)
+    dt_print0(" a NIC, %g NICs a node; %g SMs, fused attention at %.3g of peak", c->nics, c->sms,
+              c->att_eff);
+  dt_print0("\n");
+}
+
+void report_table(const model *m, const mesh *x, const machine *c, const prediction *p) {
+  int64_t N = mesh_size(x);
+  planned(m, x, c, p);
   if (m->kind != STATES) {
     dt_print0("\nthe step, predicted (the slowest stage and cp rank; compute + communication + "
               "bubble):\n");
@@ -86,16 +124,22 @@ void report_table(const model *m, const mesh *x, const machine *c, const predict
     for (int a = NCOMM - 1; a >= PP; a--) {
       char what[96];
       snprintf(what, sizeof what, "%s, %s",
-               a == CP                 ? "forward hops hidden behind attention (11)"
+               a == CP ? "forward hops hidden behind attention (11)"
+               : a == DC && x->overlap && m->kind == GPT
+                   ? (x->zero == 3 ? "behind the compute, a layer ahead (FSDP's prefetch)"
+                                   : "behind the backward and the next forward")
                : a == DC && x->overlap ? "behind the last backward (05 --overlap)"
                                        : "blocking, as the lessons",
                p->intra[a] ? "inside a node" : "across nodes");
       bar(axis_name[a], p->comm_s[a], p->step_s, what);
     }
-    char b[96];
+    char b[112];
+    double V = x->V > 1 ? (double)x->V : 1; /* interleaved: each slot 1/V as long */
     snprintf(b, sizeof b,
-             "(pp-1) slots of the slowest stage: %.1f%% = (pp-1)/(M+pp-1) of compute + tp + cp",
-             100.0 * (double)(x->n[PP] - 1) / (double)(x->M + x->n[PP] - 1));
+             "(pp-1)%s slots of the slowest stage: %.1f%% = (pp-1)/(%sM+pp-1) of compute + tp + cp",
+             V > 1 ? "/V" : "",
+             100.0 * (double)(x->n[PP] - 1) / (V * (double)x->M + (double)(x->n[PP] - 1)),
+             V > 1 ? "V" : "");
     bar("bubble", p->bubble_s, p->step_s, b);
     bar("step", p->step_s, p->step_s, "");
     dt_print0("  %.4g tokens/s; model FLOPs %.4g a step (6 P T + 12 L D S T), hardware %.4g; %.4g "
@@ -136,11 +180,19 @@ void report_json(const model *m, const mesh *x, const machine *c, const predicti
   dt_print0(" \"mesh\": {\"dp\": %lld, \"pp\": %lld, \"cp\": %lld, \"tp\": %lld, \"microbatches\": "
             "%lld, \"zero\": %d, "
             "\"recompute\": %s, \"precision\": \"%s\", \"schedule\": \"%s\", \"attention\": "
-            "\"%s\", \"split\": \"%s\"},\n",
+            "\"%s\", \"split\": \"%s\"",
             (long long)x->n[DP], (long long)x->n[PP], (long long)x->n[CP], (long long)x->n[TP],
-            (long long)x->M, x->zero, x->recompute ? "true" : "false", x->bf16 ? "bf16" : "fp32",
-            x->gpipe ? "gpipe" : "1f1b", x->flash ? "flash" : "materialised",
-            x->zigzag ? "zigzag" : "contiguous");
+            (long long)x->M, x->zero, x->recompute == RECOMPUTE_FULL ? "true" : "false",
+            x->bf16 ? "bf16" : "fp32", x->gpipe ? "gpipe" : "1f1b",
+            x->flash ? "flash" : "materialised", x->zigzag ? "zigzag" : "contiguous");
+  if (m->kind == GPT) /* the planner's own: the recomputation's kind, the schedule, the overlaps */
+    dt_print0(", \"recomputed\": \"%s\", \"virtual_stages\": %lld, \"first_stage_layers\": %lld, "
+              "\"last_stage_layers\": %lld, \"sequence_parallel\": %s, \"tp_overlap\": %s, "
+              "\"overlap\": %s",
+              recompute_name[x->recompute], (long long)(x->V > 1 ? x->V : 1), (long long)x->first,
+              (long long)x->last, x->sp ? "true" : "false", x->tp_overlap ? "true" : "false",
+              x->overlap ? "true" : "false");
+  dt_print0("},\n");
   if (t) {
     dt_print0(
         " \"step_time_s\": %.6g, \"compute_s\": %.6g, \"once_s\": %.6g, \"bubble_s\": %.6g,\n",

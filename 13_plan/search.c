@@ -26,7 +26,8 @@ static const int group_of[NREFUSALS] = {
     [ONE_AXIS] = LESSON_CANNOT, [TP_HEADS] = DIVIDES,           [PP_LAYERS] = DIVIDES,
     [SEQ_CHUNKS] = DIVIDES,     [BATCH_MICRO] = DIVIDES,        [BATCH_DP] = DIVIDES,
     [TP_NODE] = BEYOND_NODE,    [LESSONS_FP32] = LESSON_CANNOT, [ZERO_12] = LESSON_CANNOT,
-    [ZERO_06] = LESSON_CANNOT,  [RING_FLASH] = NEEDS_FLASH};
+    [ZERO_06] = LESSON_CANNOT,  [RING_FLASH] = NEEDS_FLASH,     [KV_HEADS] = DIVIDES,
+    [STAGES] = DIVIDES,         [GPT_ONLY] = LESSON_CANNOT};
 
 typedef struct {
   shape *ok; /* the shapes that fit */
@@ -61,9 +62,10 @@ static void consider(tally *t, const model *m, const mesh *x, const machine *c, 
                      int64_t gpus) {
   mesh_refusal r = m->B % x->n[DP] ? BATCH_DP : mesh_problem(m, x, c->gpus_per_node);
   char shown[160];
-  snprintf(shown, sizeof shown, "dp %lld pp %lld cp %lld tp %lld zero %d micro %lld%s",
+  snprintf(shown, sizeof shown, "dp %lld pp %lld cp %lld tp %lld zero %d micro %lld%s%s",
            (long long)x->n[DP], (long long)x->n[PP], (long long)x->n[CP], (long long)x->n[TP],
-           x->zero, (long long)micro, x->recompute ? " recompute" : "");
+           x->zero, (long long)micro, x->recompute ? " recompute " : "",
+           x->recompute ? recompute_name[x->recompute] : "");
   if (r != RUNS) {
     int g = group_of[r];
     if (!t->rejected[g]++) {
@@ -101,7 +103,7 @@ static void consider(tally *t, const model *m, const mesh *x, const machine *c, 
 static void every_shape(tally *t, const model *m, const mesh *base, const machine *c,
                         int64_t gpus) {
   int zmax = m->kind == GPT ? 3 : m->kind == MESH12 ? 1 : m->kind == FSDP06 ? 3 : 0;
-  int zmin = m->kind == FSDP06 ? 1 : 0, rmax = m->kind == GPT ? 1 : 0;
+  int zmin = m->kind == FSDP06 ? 1 : 0, rmax = m->kind == GPT ? RECOMPUTE_SELECTIVE : 0;
   for (int64_t tp = 1; tp <= gpus; tp++)
     for (int64_t pp = 1; gpus % tp == 0 && pp <= gpus / tp; pp++)
       for (int64_t cp = 1; (gpus / tp) % pp == 0 && cp <= gpus / (tp * pp); cp++) {
@@ -129,10 +131,10 @@ static void print_json(const tally *t, int64_t gpus, int top) {
   for (int i = 0; i < t->n && i < top; i++)
     dt_print0("%s{\"dp\": %lld, \"pp\": %lld, \"cp\": %lld, \"tp\": %lld, \"zero\": %d, "
               "\"micro\": %lld, "
-              "\"recompute\": %s, \"tokens_per_s\": %.6g, \"mfu\": %.4f, \"memory_gb\": %.4g}",
+              "\"recompute\": \"%s\", \"tokens_per_s\": %.6g, \"mfu\": %.4f, \"memory_gb\": %.4g}",
               i ? ", " : "", (long long)ok[i].x.n[DP], (long long)ok[i].x.n[PP],
               (long long)ok[i].x.n[CP], (long long)ok[i].x.n[TP], ok[i].x.zero,
-              (long long)ok[i].micro, ok[i].x.recompute ? "true" : "false", ok[i].tps, ok[i].mfu,
+              (long long)ok[i].micro, recompute_name[ok[i].x.recompute], ok[i].tps, ok[i].mfu,
               ok[i].gb);
   dt_print0("]}\n");
 }
@@ -148,7 +150,7 @@ static void print_table(const tally *t, const model *m, const machine *c, int64_
               "%9.2f  %s\n",
               i + 1, (long long)ok[i].x.n[DP], (long long)ok[i].x.n[PP], (long long)ok[i].x.n[CP],
               (long long)ok[i].x.n[TP], ok[i].x.zero, (long long)ok[i].micro, (long long)ok[i].x.M,
-              ok[i].x.recompute ? "full" : "none", ok[i].step, ok[i].tps, 100 * ok[i].mfu, ok[i].gb,
+              recompute_name[ok[i].x.recompute], ok[i].step, ok[i].tps, 100 * ok[i].mfu, ok[i].gb,
               ok[i].top_cost);
   dt_print0("rejected:\n");
   for (int g = 0; g < GROUPS; g++)

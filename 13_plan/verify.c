@@ -42,7 +42,7 @@ void verify_keep_env(void) {
   for (int i = 0; kept && i < nkept; i++) kept[i] = strdup(environ[i]);
 }
 
-static void drop_new_env(void) {
+void verify_child_env(void) {
   char names[256][128];
   int n = 0;
   for (char **e = environ; *e && n < 256; e++) {
@@ -86,7 +86,7 @@ typedef struct {
   double step_ms, parts[NCOMM + 2]; /* predicted: compute, comm by axis, bubble */
 } figures;
 
-static int sh(const char *cmd, const char *log) {
+int verify_sh(const char *cmd, const char *log) {
   char full[2400];
   snprintf(full, sizeof full, "%s >%s 2>&1 </dev/null", cmd, log);
   return system(full);
@@ -139,7 +139,7 @@ static void parse_lesson(const char *json, figures *f) {
   if (nsteps) f->step_ms = quartile(steps, nsteps);
 }
 
-static double json_number(const char *text, const char *key) {
+double verify_json(const char *text, const char *key) {
   char k[64];
   snprintf(k, sizeof k, "\"%s\": ", key);
   const char *at = strstr(text, k);
@@ -162,12 +162,12 @@ static void parse_prediction(const char *log, figures *f) {
       if (at && sscanf(at + strlen(key), "%lld, %lld", &calls, &bytes) == 2)
         f->t[a][k] = (traffic){calls, bytes};
     }
-  for (int k = 0; k < 6; k++) f->mem[k] = (int64_t)json_number(text, mem_name[k]);
-  f->step_ms = 1e3 * json_number(text, "step_time_s");
+  for (int k = 0; k < 6; k++) f->mem[k] = (int64_t)verify_json(text, mem_name[k]);
+  f->step_ms = 1e3 * verify_json(text, "step_time_s");
   static const char *parts[NCOMM + 2] = {"compute_s", "pp", "cp", "tp", "dp_cp", "bubble_s"};
   const char *comm = strstr(text, "\"comm_s\": {"); /* the axes' names are the mesh's keys too */
   for (int i = 0; i < NCOMM + 1; i++)
-    f->parts[i] = 1e3 * json_number(i && i < NCOMM && comm ? comm : text, parts[i]);
+    f->parts[i] = 1e3 * verify_json(i && i < NCOMM && comm ? comm : text, parts[i]);
 }
 
 /* Every figure the lesson printed against the prediction: how many it
@@ -212,9 +212,9 @@ static int measure_predict(const char *self, const char *mpirun, const char *fla
     snprintf(log[k], sizeof log[k], "build/plan/verify-%d%s-%c.log", i, tag, "mp"[k]);
   snprintf(cmd, sizeof cmd, "%s%s -np %d %s --measure --timeout 120 --machine %s %s", mpirun, flags,
            s->np, self, file, s->plan);
-  int rc = sh(cmd, log[0]);
+  int rc = verify_sh(cmd, log[0]);
   snprintf(cmd, sizeof cmd, "%s --predict --json --machine %s %s", self, file, s->plan);
-  rc |= sh(cmd, log[1]);
+  rc |= verify_sh(cmd, log[1]);
   parse_prediction(log[1], want);
   return rc;
 }
@@ -240,7 +240,7 @@ static int attempt(const char *self, const char *mpirun, int i, int timed, int t
   snprintf(cmd, sizeof cmd,
            "%s%s -np %d ./%s --steps 200 --no-check --timeout 120 --report-json %s %s", mpirun,
            flags, s->np, s->lesson, report, s->flags);
-  rc |= sh(cmd, log[1]);
+  rc |= verify_sh(cmd, log[1]);
   parse_lesson(report, &got);
   int printed = 0, differ = 0;
   compare(&got, &want, &printed, &differ, why, sizeof why);
@@ -306,8 +306,9 @@ int verify(const char *self, int quick, const char *only) {
                shapes[i].lesson);
   }
   if (!any) dt_fail("--shapes '%s': no shape of --verify holds it; its lessons: %s", only, names);
-  drop_new_env();
-  if (sh("mkdir -p build/plan", "/dev/null") != 0) dt_fail("--verify: cannot make build/plan");
+  verify_child_env();
+  if (verify_sh("mkdir -p build/plan", "/dev/null") != 0)
+    dt_fail("--verify: cannot make build/plan");
   dt_print0(
       "verify: each shape measured here (plan --measure at its ranks), run (--steps 200 "
       "--no-check --report-json) and predicted (plan --predict --json); bytes and memory must "

@@ -70,9 +70,10 @@ check "13 formula: a GPT block's memory (Korthikanti et al., ZeRO's 2 + 2 + 12)"
 check "13 formula: ZeRO-3's gathers per microbatch, (n-1)/n of the buffer" 0 0 \
   '"dp_cp all_gather": \[4, 430080\]' '"dp_cp reduce_scatter": \[2, 215040\]' \
   -- $D13 --predict --json $A100 $G13 --dp 2 --zero 3
-# the alpha-beta cost of tp's all-reduce: 4LM = 32 calls of S = s b D x 2 = 2048
-# bytes: 32 x (2(n-1) alpha + 2(n-1)/n S beta), alpha 3.4 us, beta 1/300 GB/s
-check "13 formula: tp's all-reduces at alpha-beta (the ring, 03)" 0 0 '"tp": 0.000217818,' \
+# the alpha-beta cost of tp's all-reduce on NCCL's ring: 4LM = 32 calls of
+# S = s b D x 2 = 2048 bytes: 32 x (8.4 us + 2(n-1) alpha + 2(n-1)/n S beta),
+# NCCL's base latency 8.4 us, alpha 3.4 us a step, beta 1/240 GB/s (NCCL's NVLink, A100)
+check "13 formula: tp's all-reduces at alpha-beta (the ring, 03, as NCCL runs it)" 0 0 '"tp": 0.000486673,' \
   -- $D13 --predict --json $A100 $G13 --tp 2
 # the bubble: (pp-1) slots of the slowest stage's microbatch (compute + tp + cp)
 check "13 formula: the bubble, 09's (pp-1)/(M+pp-1)" 0 0 -- sh -c "$D13 --predict --json $A100 $G13 --pp 2 \
@@ -88,6 +89,92 @@ for want in "120000000000 120.000" "31406250000 31.406" "16640625000 16.641" "18
     -- $D13 --params 7.5e9 --dp 64 --zero $z13 --precision bf16 $A100 --predict
   z13=$((z13 + 1))
 done
+
+# ---- real runs' features (issue 47), the same small block worked out by hand --------
+# selective recomputation keeps no scores: 2 x 16(640 + 768) + 3200 = 48256
+check "13 formula: --recompute selective drops the S^2 scores (Korthikanti et al.)" 0 0 "$(j13 activ 48256)" \
+  -- $D13 --predict --json $A100 $G13 --tp 2 --attention materialised --recompute selective
+# sequence parallelism: the 10h outside tp over tp too: 2 x (16(320 + 768) + 2560) + 3200;
+# each all-reduce an all-gather and a reduce-scatter of (n-1)/n s b D x 2 = 1024 bytes
+check "13 formula: --sequence-parallel, activations 10h/t, all-gather + reduce-scatter" 0 0 \
+  "$(j13 activ 43136)" '"tp all_gather": \[32, 32768\]' '"tp reduce_scatter": \[32, 32768\]' \
+  -- $D13 --predict --json $A100 $G13 --tp 2 --attention materialised --sequence-parallel
+# GQA, 2 KV heads of 16: L(2D^2 + 2D kv + 2DF + D + 2kv + F + 6D) + VD + SD + 2D = 99200
+check "13 formula: --kv-heads 2, grouped-query attention's parameters" 0 0 '"parameters": 99200,' \
+  -- $D13 --predict --json $A100 $G13 --tp 2 --kv-heads 2
+# llama's block: L(2D^2 + 2D kv + 3DF + 2D) + 2VD + D = 144192
+check "13 formula: --mlp swiglu --arch llama, the parameters" 0 0 '"parameters": 144192,' \
+  -- $D13 --predict --json $A100 $G13 --tp 2 --mlp swiglu --arch llama
+# the vocabulary padded to 128: 28 more rows of D
+check "13 formula: --vocab-pad 128, 128 rows in place of 100" 0 0 '"parameters": 109312,' \
+  -- $D13 --predict --json $A100 $G13 --tp 2 --vocab-pad 128
+# interleaved 1F1B, V = 2 on pp 2, M = 4: stage 0 sends M(2V - 1) = 12 messages of s b D x 2;
+# the bubble half of the plain schedule's (checked beside it)
+check "13 formula: --virtual-stages 2, M(2V-1) messages on the first stage" 0 0 '"pp sendrecv": \[12, 24576\]' \
+  -- $D13 --predict --json $A100 $G13 --layers 8 --pp 2 --virtual-stages 2
+b1=$($D13 --predict --json $A100 $G13 --layers 8 --pp 2 | grep -o '"bubble_s": [0-9.e-]*' | cut -d' ' -f2)
+b2=$($D13 --predict --json $A100 $G13 --layers 8 --pp 2 --virtual-stages 2 | grep -o '"bubble_s": [0-9.e-]*' | cut -d' ' -f2)
+if awk -v a="$b1" -v b="$b2" 'BEGIN { d = a / 2 - b; exit !(a > 0 && (d < 0 ? -d : d) < 1e-5 * a) }'; then
+  pass "13 formula: --virtual-stages 2 halves the bubble ($b1 s -> $b2 s)"
+else
+  fail "13 formula: --virtual-stages 2 halves the bubble ($b1 s -> $b2 s)" ""
+fi
+check "13 uneven stages: 1 + 2 + 2 + 1 of 6 layers" 0 0 '"parameters": 307456,' \
+  -- $D13 --predict --json $A100 $G13 --layers 6 --pp 4 --first-stage-layers 1 --last-stage-layers 1
+check "13 uneven stages that do not split the layers" 0 2 \
+  '^error: the stages do not split the 7 layers: pp 4, the first stage 1, the last 1' \
+  -- $D13 --predict $A100 $G13 --layers 7 --pp 4 --first-stage-layers 1 --last-stage-layers 1
+check "13 virtual stages that do not split the layers" 0 2 '^error: the stages do not split the 8 layers: .* 3 virtual stages' \
+  -- $D13 --predict $A100 $G13 --layers 8 --pp 2 --virtual-stages 3
+check "13 key-value heads that do not divide the heads" 0 2 '^error: the 3 key-value heads must divide the 4 heads' \
+  -- $D13 --predict $A100 $G13 --kv-heads 3
+check "13 the GPT block's features asked of a lesson's model" 0 2 "^error: virtual or uneven stages, --sequence-parallel" \
+  -- $D13 --predict $A100 --sequence-parallel
+check "13 the A100 40GB and H200 presets" 0 0 \
+  '^machine dgx-a100-40g .* 4e\+10 B of memory at 1.555e\+12 B/s' -- $D13 --predict --model gpt3-xl --tp 8 --dp 2 --precision bf16 --cluster dgx-a100-40g
+check "13 the H200 preset" 0 0 '^machine dgx-h200 .* 1.41e\+11 B of memory at 4.8e\+12 B/s' \
+  -- $D13 --predict --model gpt3-xl --tp 8 --dp 2 --precision bf16 --cluster dgx-h200
+
+# ---- --verify-published: every published run expressed, >= 80% within 25% -------------
+nruns=$(grep -vc '^#' 13_plan/published.tsv)
+[ "$nruns" -ge 20 ] && pass "13 published.tsv holds $nruns runs (20 at least)" ||
+  fail "13 published.tsv holds $nruns runs (20 at least)" 13_plan/published.tsv
+# 41 runs, each a plan --predict of its own (MPI's start-up each time): more than a check's 120 s
+# on a busy machine
+TEST_TIMEOUT=300 check "13 --verify-published: every run expressed, at least 80% within 25%" 0 0 \
+  "^within 25%: [0-9]+ of $nruns \([0-9]+%\), expressed: $nruns of $nruns" \
+  '^  megatron-sc21-1t .* (ok|MISS)$' '^  korthikanti-175b-selective .* % MFU .* (ok|MISS)$' \
+  '^  llama3.1-405b-h100-2304 .* (ok|MISS)$' \
+  '^CHECK PASSED: --verify-published' -- $D13 --verify-published
+# a run the planner refuses fails the check (a refused real run is a failing test)
+{ grep '^megatron-sc21-1.7b' 13_plan/published.tsv; grep '^megatron-sc21-1.7b' 13_plan/published.tsv |
+  sed 's/^megatron-sc21-1.7b/refused/; s/--tp 1 /--tp 1 --kv-heads 5 /'; } >"$T13/pub.tsv"
+check "13 --verify-published: a refused run fails it, its reason shown" 0 1 '^  refused .* REFUSED$' \
+  'error: the 5 key-value heads must divide the 24 heads' '^CHECK FAILED: --verify-published' \
+  -- $D13 --verify-published --published "$T13/pub.tsv"
+# a published MFU beside the plan's, by Megatron's model FLOPs: 22B (L 48, h 6144, B 4,
+# s 2048, V 51200) on 8 A100s: 100 x 72 B s l h^2 (1 + s/6h + V/12lh) / (step x 8 x 312e12)
+grep '^korthikanti-22b-selective' 13_plan/published.tsv >"$T13/pub_mfu.tsv"
+k22=$(cut -f5 "$T13/pub_mfu.tsv")
+s22=$($D13 --predict --json --cluster dgx-a100-80g --gpus 8 $k22 | grep -o '"step_time_s": [0-9.e+-]*' | cut -d' ' -f2)
+m22=$(awk -v t="$s22" 'BEGIN { B = 4; s = 2048; l = 48; h = 6144; V = 51200
+  printf "%.4g", 100 * 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h)) / (t * 8 * 312e12) }')
+check "13 --verify-published: Megatron's MFU of the plan, 72 B s l h^2 (1 + s/6h + V/12lh) / (step x GPUs x peak) = $m22%" \
+  0 0 "^  korthikanti-22b-selective .* 41.5 % MFU +$m22 " -- $D13 --verify-published --published "$T13/pub_mfu.tsv"
+# Megatron's TFLOP/s a GPU (Narayanan et al. 2021, eq. 3, the recomputed forward counted):
+# 1.7B (L 24, h 2304, B 512) on 32 A100s: 96 B s l h^2 (1 + s/6h + V/16lh) / step / 32
+grep '^megatron-sc21-1.7b' 13_plan/published.tsv >"$T13/pub_tf.tsv"
+k17=$(cut -f5 "$T13/pub_tf.tsv")
+s17=$($D13 --predict --json --cluster dgx-a100-80g --gpus 32 $k17 | grep -o '"step_time_s": [0-9.e+-]*' | cut -d' ' -f2)
+t17=$(awk -v t="$s17" 'BEGIN { B = 512; s = 2048; l = 24; h = 2304; V = 51200
+  printf "%.4g", 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h)) / t / 32 / 1e12 }')
+check "13 --verify-published: Megatron's TFLOP/s of the plan, 96 B s l h^2 (1 + s/6h + V/16lh) / step / GPUs = $t17" \
+  0 0 "^  megatron-sc21-1.7b .* 137 TFLOP/s/GPU +$t17 " -- $D13 --verify-published --published "$T13/pub_tf.tsv"
+check "13 --verify-published: a file it cannot read" 0 2 '^error: --published .*nowhere.tsv: cannot read it' \
+  -- $D13 --verify-published --published "$T13/nowhere.tsv"
+printf 'a\tb\n' >"$T13/pub_bad.tsv"
+check "13 --verify-published: a line without its 9 fields" 0 2 '^error: --published: a run needs 9 fields' \
+  -- $D13 --verify-published --published "$T13/pub_bad.tsv"
 
 # ---- this machine: --measure, the ring's terms, the machine file, --predict --------
 for np in 2 3 4; do
@@ -119,10 +206,13 @@ peak_flops = 312e12          # bf16, dense
 gemm_fraction = 0.869
 hbm_bytes = 80e9
 hbm_bandwidth = 2.039e12
-nvlink_bandwidth = 300e9     # per GPU and direction
+nvlink_bandwidth = 240e9     # per GPU and direction, as NCCL counts it
 nvlink_latency = 3.4e-6
 ib_bandwidth = 25e9
-ib_latency = 9.6e-6
+ib_latency = 14e-6
+sms = 108
+attention_fraction = 0.50
+nics_per_node = 8
 EOF
 $D13 --predict --json --model gpt3-13b --tp 8 --pp 2 --dp 4 --precision bf16 $A100 2>&1 | sed -n '/^{/,$p' |
   sed 's/"machine": "[^"]*"//' >"$T13/preset.json"
@@ -144,7 +234,7 @@ check "13 a cluster file with an unknown key" 0 2 '^error: --cluster .*unknown.t
 printf 'peak_flops = fast\n' >"$T13/bad.txt"
 check "13 a cluster file with a value that is not a number" 0 2 \
   '^error: --cluster .*bad.txt line 1: the value must be a positive number' -- $D13 --predict --cluster "$T13/bad.txt"
-check "13 no such preset nor file" 0 2 '^error: --cluster dgx-b200: not a preset \(dgx-a100-80g, dgx-h100-80g\)' \
+check "13 no such preset nor file" 0 2 '^error: --cluster dgx-b200: not a preset \(dgx-a100-40g, dgx-a100-80g, dgx-h100-80g, dgx-h200\)' \
   -- $D13 --predict --cluster dgx-b200
 check "13 the H100 preset" 0 0 '^machine dgx-h100-80g .* 9.89e\+14 FLOP/s peak x 0.803, 8e\+10 B of memory at 3.35e\+12' \
   -- $D13 --predict --model gpt3-xl --tp 8 --dp 2 --precision bf16 --cluster dgx-h100-80g

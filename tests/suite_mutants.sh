@@ -71,6 +71,41 @@ mutant() {
   [ "$FAILED" = "$before" ] && MUT_CAUGHT=$((MUT_CAUGHT + 1))
 }
 
+# unit_mutant ID HEADER PERL_SUBSTITUTION DESCRIPTION TEST: a bug in a body
+# a lesson and its one-process yardstick share (moe_core.h, attn_core.h:
+# reference_moe.c and reference_attn.c run the lessons' arithmetic), which
+# the lesson's check, comparing the two, cannot see. Every common file that
+# includes HEADER, and tests/TEST.c, is compiled beside the mutated copy
+# (its #include "..." finds the copy first) and linked before the common
+# libraries; the unit test, whose plain loops and finite differences share
+# nothing with the header, must end UNIT FAILED (exit 1) at NP 1, with
+# MUT_ALSO's line: the check that saw it.
+unit_mutant() {
+  local id=$1 header=$2 subst=$3 desc=$4 test=$5 dir=$MUT_DIR/$1 src o objs=()
+  MUT_TOTAL=$((MUT_TOTAL + 1))
+  mkdir -p "$dir"
+  cp "$header" "$dir/"
+  perl -0pi -e "$subst" "$dir/$(basename "$header")"
+  if cmp -s "$header" "$dir/$(basename "$header")"; then
+    fail "mutant $id ($desc): the substitution no longer matches $header" "" "update it in tests/suite_mutants.sh"
+    return
+  fi
+  : >"$dir/build.log"
+  for src in $(grep -l "#include \"$(basename "$header")\"" common/*/*.c) "tests/$test.c"; do
+    cp "$src" "$dir/"
+    o=$dir/$(basename "${src%.c}").o
+    mpicc -O2 -std=c11 ${BLAS_CFLAGS:-} -I. -Icommon/comm -Icommon/train -Itests -c "$dir/$(basename "$src")" \
+      -o "$o" >>"$dir/build.log" 2>&1 || { fail "mutant $id ($desc): does not build" "$dir/build.log"; return; }
+    objs+=("$o")
+  done
+  mpicc "${objs[@]}" "$BUILD_DIR/libdttrain.a" "$BUILD_DIR/libdtcomm.a" -Wl,--allow-multiple-definition \
+    -o "$dir/$test" ${BLAS_LIBS:--lopenblas} -lm -pthread >>"$dir/build.log" 2>&1 ||
+    { fail "mutant $id ($desc): does not build" "$dir/build.log"; return; }
+  local before=$FAILED
+  check "mutant $id np=1: $desc" 1 1 'UNIT FAILED' ${MUT_ALSO:+"$MUT_ALSO"} -- "./$dir/$test"
+  [ "$FAILED" = "$before" ] && MUT_CAUGHT=$((MUT_CAUGHT + 1))
+}
+
 BUILD_DIR=build/${BACKEND:-cpu}
 if [ "${BACKEND:-cpu}" != cpu ]; then
   echo "SKIP mutants: they are built for the cpu backend (this run: ${BACKEND})"
@@ -154,16 +189,16 @@ else
     's/  if \(m->N > 1\) dt_scale\(m->eg[^\n]*\n//' \
     "expert gradients not scaled by 1/N (N times too large)" -- --optimizer sgd
   mutant 10-gate 10_ep 10_ep/ep.c \
-    's/m->send\[q->pos\[i\] \* D \+ d\] = q->gate\[i\] \* dy/m->send[q->pos[i] * D + d] = dy/' \
-    "the gate missing from the backward of the combine"
+    's/(  dt_moe_gate_backward\([^;]*;\n)/$1  dt_zero(q->dgate, (size_t)(R * k) * 4);\n/' \
+    "the gates' gradient dropped: the router learns from the balance loss alone"
   mutant 10-combine 10_ep 10_ep/ep.c \
     's/reorder\(m, q, m->recv, m->xe, 0\);\n  exchange\(m, COMBINE, m->recv,/exchange(m, COMBINE, m->xe,/' \
     "results combined in expert-major order, the reorder not undone"
   mutant 10-drop 10_ep 10_ep/ep.c \
-    's/(      xn\[i \/ k \* D \+ d\] \+= q->gate\[i\] \* q->ret\[q->pos\[i\] \* D \+ d\];\n)/$1  for (int64_t i = 0; i < R * k; i++)\n    if (q->pos[i] < 0) memset(xn + i \/ k * D, 0, (size_t)D * 4);\n/' \
+    's/(  dt_moe_combine\(x, q->gate, q->ret, q->dpos, R, k, D, x \+ R \* D\);\n)/$1  for (int64_t i = 0; i < R * k; i++)\n    if (q->pos[i] < 0) memset(x + R * D + i \/ k * D, 0, (size_t)D * 4);\n/' \
     "a dropped token given zeros instead of its residual"
   mutant 10-aux 10_ep 10_ep/ep.c \
-    's/  dt_all_reduce\(m->world, m->chosen[^\n]*\n//; s/r->c\.batch \* m->k/m->R * m->k/' \
+    's/  dt_all_reduce\(m->world, m->dchosen[^\n]*\n//; s/r->c\.batch \* m->k/m->R * m->k/' \
     "the load-balancing loss from this rank's counts only"
   mutant 10-scale16 10_ep 10_ep/ep.c \
     's/m->chosen \+ l \* E, r->scaler\.scale,/m->chosen + l * E, 1.0,/' \
@@ -187,11 +222,11 @@ else
     's/D, cp_chunk\(a, a->rank, i \/ C\) \* C \+ i % C\)/D, i)/' \
     "positions computed after the split (from the local index)"
   mutant 11-stale 11_cp 11_cp/ring.c \
-    's/(  memcpy\(kv, k,)/  if (!backward)\n$1/; s/(  memcpy\(kv \+ RW, v,)/  if (!backward)\n$1/' \
+    's/(  dt_copy\(kv, k,)/  if (!backward)\n$1/; s/(  dt_copy\(kv \+ RW, v,)/  if (!backward)\n$1/' \
     "backward's ring not refilled with this layer's K and V: stale keys from forward"
   mutant 11-ulysses 11_cp 11_cp/ulysses.c \
-    's/position\(m, s, i\)\) \* W, m->recv/i) * W, m->recv/' \
-    "Ulysses: received rows placed by their local index, not their position" -- --ulysses
+    's/cp_chunk\(&m->cr, s, j\) \* m->C\) \* \(m->D/j * m->C) * (m->D/' \
+    "Ulysses: rows placed by their local chunk, not their position in the sequence" -- --ulysses
   # 12_mesh: bugs of composition, each on a mesh where its axis is real (the
   # free axes fill tp, then cp: NP 2 --cp 2 is cp 2, NP 4 --cp 2 is cp 2 x tp 2)
   MUT_ALSO='copies of its weights DIFFER' mutant 12-dponly 12_mesh 12_mesh/mesh.c \
@@ -222,6 +257,21 @@ else
     's/ot\[i \* W \+ d\] = j0 \? ot\[i \* W \+ d\] \* old\[i\] : 0;/ot[i * W + d] = j0 ? ot[i * W + d] : 0;/' \
     "attention's tiles merged without rescaling the output so far to the new max (S 1024: blocks of several tiles)" \
     -- --seq 1024 --layers 1 --steps 3
+  # Bugs in the bodies a lesson shares with its one-process yardstick: the
+  # lesson's check cannot see them (both sides run them), the unit tests'
+  # plain loops and finite differences do.
+  MUT_ALSO='finite differences through the MoE .* of the router' unit_mutant 10-renorm common/train/moe_core.h \
+    's/dl\[c\[j\]\] \+= \(float\)\(\(dg\[j\] - gdg\) \/ S\)/dl[c[j]] += (float)(dg[j] \/ S)/' \
+    "the router's backward through the gates without the renormalisation's term (moe_core.h)" test_moe
+  MUT_ALSO='finite differences through the MoE .* of the router' unit_mutant 10-dbalance common/train/moe_core.h \
+    's/dl\[e\] = daux \? daux\[e\] : 0\.0f;/dl[e] = 0.0f;/' \
+    "the balance loss's d/dp left out of the router's backward (moe_core.h)" test_moe
+  MUT_ALSO='a tie to the lower index\) as the plain loop' unit_mutant 10-tie common/train/moe_core.h \
+    's/\(best < 0 \|\| p\[e\] > p\[best\]\)/(best < 0 || p[e] >= p[best])/' \
+    "the router's top k: a tie to the higher index (moe_core.h)" test_moe
+  MUT_ALSO='the materialised causal softmax .* against plain loops' unit_mutant 11-scale common/train/attn_core.h \
+    's/mx = fmaxf\(mx, row\[j\] = dt_rn_mul\(row\[j\], scale\)\)/mx = fmaxf(mx, row[j])/' \
+    "the yardsticks' causal softmax without the 1/sqrt(dh) scale (attn_core.h)" test_attention
   # 13_plan: its check is --verify, run alone (NP 0: no mpirun); a cost model
   # that prices 09's blocks once a step, not once each of its 4 microbatches:
   # every figure still equal, the time off on every attempt

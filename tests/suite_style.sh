@@ -36,3 +36,20 @@ if [ -n "$main_line" ] && sed -n "${planted}p" "$ST/send_recv.c" | grep -qx '   
 else
   fail "style: the planted statement sits at line $planted of $ST/send_recv.c" "" "no 'int main(' in 01_send_recv/send_recv.c, or sed failed"
 fi
+
+# --- GCC 12 for arm64: Debian 12's GCC 12.2 for arm64 stops with an internal
+# compiler error vectorizing an fmax reduction over floats widened to double
+# at -O3 (make test-arm64 met it in three unit tests). The tests' running
+# maxima take unit_max (tests/unit.h); where the cross compiler is here,
+# every source compiles with it, and a planted reduction is shown to fail.
+check "style: no running maximum with fmax in the unit tests (unit_max, tests/unit.h)" 0 0 -- \
+  bash -c '! grep -nE "\<([A-Za-z_][A-Za-z0-9_]*) = fmaxf?\(\1," tests/*.c'
+if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then
+  check "style: every C source compiles with GCC for arm64 at -O3 (tests/cross_arm64.sh)" 0 0 \
+    '^[0-9]+ sources compiled by aarch64-linux-gnu-gcc' -- bash tests/cross_arm64.sh
+  printf '#include <math.h>\ndouble worst(const float *b, long n) {\n  double w = 0;\n  for (long i = 0; i < n; i++) w = fmax(w, fabs(b[i]));\n  return w;\n}\n' >"$ST/fmax.c"
+  check "style: GCC for arm64 is the compiler that stops at a planted fmax reduction" 0 1 \
+    "^FAIL $ST/fmax.c\$" 'internal compiler error' -- bash tests/cross_arm64.sh "$ST/fmax.c"
+else
+  echo "SKIP style: GCC for arm64 at -O3: no aarch64-linux-gnu-gcc (apt-get install gcc-aarch64-linux-gnu; make test-arm64 builds with it)"
+fi

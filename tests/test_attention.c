@@ -3,13 +3,18 @@
  * double: sizes that leave partial tiles, blocks with n != nk, causal and
  * not, several head widths; forward (o, lse), delta, and backward (dq, dk,
  * dv added to what they hold); and with 16-bit GEMM inputs (--precision),
- * within their rounding. */
+ * within their rounding. The blocks run on the backend's memory (the cuda
+ * backend's kernels where built so); delta and the ring's merge beside
+ * attn_core.h's bodies, run here on the host: the same bits. The
+ * yardsticks' materialised attention (reference_attn.c's, over the same
+ * bodies as the lessons) against the plain loops too, not only the bodies. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "train.h"
+#include "attn_core.h"
+#include "train_internal.h"
 #include "unit.h"
 
 static float *random_rows(int64_t n, uint64_t stream, float lo, float hi) {
@@ -33,7 +38,7 @@ static void plain(const float *q, const float *k, const float *v, const float *d
       for (int64_t j = 0; j < see; j++) {
         s[j] = 0;
         for (int64_t d = 0; d < dh; d++) s[j] += (double)q[at + d] * k[j * W + h * dh + d];
-        mx = fmax(mx, s[j] *= scale);
+        mx = unit_max(mx, s[j] *= scale);
       }
       for (int64_t d = 0; d < dh; d++) o[at + d] = 0;
       for (int64_t j = 0; j < see; j++) {
@@ -57,17 +62,47 @@ static void plain(const float *q, const float *k, const float *v, const float *d
 }
 
 /* max |got - want| over max |want|; a value not finite is off without
- * bound (fmax would pass over a NaN). The early return also keeps GCC 12
- * on arm64 from vectorising the two fmax reductions, which it cannot
- * compile (an internal compiler error in vect_transform_reduction). */
+ * bound. */
 static double off(const float *got, const double *want, int64_t n) {
   double worst = 0, size = 1e-30;
   for (int64_t i = 0; i < n; i++) {
     if (!isfinite(got[i])) return INFINITY;
-    worst = fmax(worst, fabs(got[i] - want[i]));
-    size = fmax(size, fabs(want[i]));
+    worst = unit_max(worst, fabs(got[i] - want[i]));
+    size = unit_max(size, fabs(want[i]));
   }
   return worst / size;
+}
+
+/* The backend's copy of n host floats (device memory on the cuda backend),
+ * and back into the host array, the backend's freed. */
+static float *dev(const float *host, int64_t n) {
+  float *d = dt_alloc_f32((size_t)n, DT_OTHER);
+  dt_copy_from_host(d, host, (size_t)n * 4);
+  return d;
+}
+static void back(float *host, float *d, int64_t n) {
+  dt_copy_to_host(host, d, (size_t)n * 4);
+  dt_free(d);
+}
+
+/* The blocks on the backend's memory: forward, delta, backward. */
+static void run_block(float *q, float *k, float *v, float *dout, int64_t n, int64_t nk, int64_t W,
+                      int64_t heads, int causal, float *o, float *lse, float *dq, float *dk,
+                      float *dv, int64_t fb[2]) {
+  int64_t A = n * heads;
+  float *Q = dev(q, n * W), *K = dev(k, nk * W), *V = dev(v, nk * W), *G = dev(dout, n * W);
+  float *O = dev(o, n * W), *L = dev(lse, A), *DQ = dev(dq, n * W), *DK = dev(dk, nk * W);
+  float *DV = dev(dv, nk * W), *DE = dt_alloc_f32((size_t)A, DT_OTHER);
+  fb[0] = dt_attn_block_forward(Q, K, V, n, nk, W, heads, causal, O, L);
+  dt_attn_delta(G, O, n, W, heads, DE);
+  fb[1] = dt_attn_block_backward(Q, K, V, G, DE, L, n, nk, W, heads, causal, DQ, DK, DV);
+  back(o, O, n * W);
+  back(lse, L, A);
+  back(dq, DQ, n * W);
+  back(dk, DK, nk * W);
+  back(dv, DV, nk * W);
+  float *all[] = {Q, K, V, G, DE};
+  for (int i = 0; i < 5; i++) dt_free(all[i]);
 }
 
 static void test_block(int64_t n, int64_t nk, int causal, int64_t W, int64_t heads, dt_dtype t,
@@ -75,8 +110,8 @@ static void test_block(int64_t n, int64_t nk, int causal, int64_t W, int64_t hea
   float *q = random_rows(n * W, 1, -2, 2), *k = random_rows(nk * W, 2, -2, 2);
   float *v = random_rows(nk * W, 3, -1, 1), *dout = random_rows(n * W, 4, -1, 1);
   float *dq = random_rows(n * W, 5, -1, 1), *dk = random_rows(nk * W, 6, -1, 1);
-  float *dv = random_rows(nk * W, 7, -1, 1), *o = malloc((size_t)(n * W) * 4);
-  float *lse = malloc((size_t)(n * heads) * 4), *delta = malloc((size_t)(n * heads) * 4);
+  float *dv = random_rows(nk * W, 7, -1, 1), *o = calloc((size_t)(n * W), 4);
+  float *lse = calloc((size_t)(n * heads), 4);
   double *wo = calloc((size_t)(n * W), 8), *wl = calloc((size_t)(n * heads), 8);
   double *wq = malloc((size_t)(n * W) * 8), *wk = malloc((size_t)(nk * W) * 8);
   double *wv = malloc((size_t)(nk * W) * 8);
@@ -87,10 +122,9 @@ static void test_block(int64_t n, int64_t nk, int causal, int64_t W, int64_t hea
   }
   plain(q, k, v, dout, n, nk, W, heads, causal, wo, wl, wq, wk, wv);
   dt_set_matmul_inputs(t);
-  int64_t f = dt_attn_block_forward(q, k, v, n, nk, W, heads, causal, o, lse);
-  dt_attn_delta(dout, o, n, W, heads, delta);
-  int64_t b =
-      dt_attn_block_backward(q, k, v, dout, delta, lse, n, nk, W, heads, causal, dq, dk, dv);
+  int64_t fb[2];
+  run_block(q, k, v, dout, n, nk, W, heads, causal, o, lse, dq, dk, dv, fb);
+  int64_t f = fb[0], b = fb[1];
   dt_set_matmul_inputs(DT_F32);
   int64_t scores = causal ? n * (n + 1) / 2 : n * nk;
   const char *name = t == DT_F32 ? "fp32" : t == DT_BF16 ? "bf16" : "fp16";
@@ -103,8 +137,162 @@ static void test_block(int64_t n, int64_t nk, int causal, int64_t W, int64_t hea
     EXPECT(e[i] <= bound,
            "%s n %lld nk %lld causal %d W %lld heads %lld: %s off by %.2e of its size", name,
            (long long)n, (long long)nk, causal, (long long)W, (long long)heads, what[i], e[i]);
-  void *all[] = {q, k, v, dout, dq, dk, dv, o, lse, delta, wo, wl, wq, wk, wv};
+  void *all[] = {q, k, v, dout, dq, dk, dv, o, lse, wo, wl, wq, wk, wv};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+}
+
+/* max |a - b| over max |b|, both floats */
+static double off_f(const float *a, const float *b, int64_t n) {
+  double worst = 0, size = 1e-30;
+  for (int64_t i = 0; i < n; i++) {
+    if (!isfinite(a[i])) return INFINITY;
+    worst = unit_max(worst, fabs((double)a[i] - b[i]));
+    size = unit_max(size, fabs((double)b[i]));
+  }
+  return worst / size;
+}
+
+/* attn_core.h's bodies against the backend's delta and merge: the same
+ * bits (delta has no libm call; the merge's expf and logf are CUDA's on a
+ * GPU, within a few ulp of glibc's). And the merge's meaning: a block of
+ * keys split in two and merged, from an empty start, is the block whole. */
+static void test_bodies(int64_t n, int64_t nk, int64_t ka, int64_t W, int64_t heads) {
+  int64_t dh = W / heads, A = n * heads, gpu = dt_device() >= 0;
+  float *q = random_rows(n * W, 11, -2, 2), *k = random_rows(nk * W, 12, -2, 2);
+  float *v = random_rows(nk * W, 13, -1, 1), *g = random_rows(n * W, 14, -1, 1);
+  float *o[3], *lse[3], *want = malloc((size_t)A * 4), *got = malloc((size_t)A * 4);
+  for (int b = 0; b < 3; b++) { /* keys [0, ka), [ka, nk), [0, nk) */
+    int64_t k0 = b == 1 ? ka : 0, kn = b == 0 ? ka : nk - k0;
+    float *Q = dev(q, n * W), *K = dev(k + k0 * W, kn * W), *V = dev(v + k0 * W, kn * W);
+    float *O = dt_alloc_f32((size_t)(n * W), DT_OTHER), *L = dt_alloc_f32((size_t)A, DT_OTHER);
+    dt_attn_block_forward(Q, K, V, n, kn, W, heads, 0, O, L);
+    o[b] = malloc((size_t)(n * W) * 4);
+    lse[b] = malloc((size_t)A * 4);
+    back(o[b], O, n * W);
+    back(lse[b], L, A);
+    float *all[] = {Q, K, V};
+    for (int i = 0; i < 3; i++) dt_free(all[i]);
+  }
+  for (int64_t i = 0; i < A; i++) want[i] = dt_attn_delta_row(g + i * dh, o[2] + i * dh, dh);
+  float *G = dev(g, n * W), *O2 = dev(o[2], n * W), *DE = dt_alloc_f32((size_t)A, DT_OTHER);
+  dt_attn_delta(G, O2, n, W, heads, DE);
+  back(got, DE, A);
+  EXPECT(!memcmp(want, got, (size_t)A * 4), "delta: the body's bits");
+  /* the merge: from empty, block 0 then block 1, beside the bodies on the host */
+  float *mo = malloc((size_t)(n * W) * 4), *ml = malloc((size_t)A * 4);
+  float *O = dt_alloc_f32((size_t)(n * W), DT_OTHER), *L = dt_alloc_f32((size_t)A, DT_OTHER);
+  dt_attn_start(O, L, n, W, heads);
+  for (int b = 0; b < 2; b++) {
+    float *OB = dev(o[b], n * W), *LB = dev(lse[b], A);
+    dt_attn_merge(O, L, OB, LB, n, W, heads);
+    dt_free(OB);
+    dt_free(LB);
+  }
+  back(mo, O, n * W);
+  back(ml, L, A);
+  memcpy(want, lse[0], (size_t)A * 4);
+  float *ho = o[0]; /* the first block merged into an empty start is itself */
+  for (int64_t i = 0; i < A; i++)
+    want[i] = dt_attn_merge_row(ho + i * dh, want[i], o[1] + i * dh, lse[1][i], dh);
+  double e = fmax(off_f(mo, ho, n * W), off_f(ml, want, A));
+  EXPECT(gpu ? e <= 1e-6 : e == 0, "merge: the body's %s (off by %.2e)", gpu ? "values" : "bits",
+         e);
+  e = fmax(off_f(mo, o[2], n * W), off_f(ml, lse[2], A));
+  EXPECT(e <= 5e-6, "two blocks merged = one block of all %lld keys: off by %.2e", (long long)nk,
+         e);
+  void *host[] = {q, k, v, g, want, got, mo, ml, o[0], o[1], o[2], lse[0], lse[1], lse[2]};
+  for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
+  dt_free(G);
+  dt_free(O2);
+}
+
+/* The yardsticks' softmax of a head's S x S scores and its backward (the
+ * backend's) beside attn_core.h's rows run here: the same values (libm's
+ * expf on the cpu, CUDA's on a GPU: bits on the cpu, a few ulp apart there). */
+static void test_softmax_rows(int64_t S) {
+  float *s = random_rows(S * S, 21, -4, 4), *dp = random_rows(S * S, 22, -1, 1);
+  float *p = malloc((size_t)(S * S) * 4), *ds = malloc((size_t)(S * S) * 4);
+  float *P = dev(s, S * S), *DP = dev(dp, S * S);
+  dt_softmax_causal(P, S, 0.25f);
+  dt_softmax_causal_backward(P, DP, S, 0.25f);
+  back(p, P, S * S);
+  back(ds, DP, S * S);
+  for (int64_t i = 0; i < S; i++) {
+    dt_attn_causal_softmax_row(s + i * S, i, S, 0.25f);
+    dt_attn_softmax_grad_row(s + i * S, dp + i * S, S, 0.25f);
+  }
+  double e = fmax(off_f(p, s, S * S), off_f(ds, dp, S * S));
+  int gpu = dt_device() >= 0;
+  EXPECT(gpu ? e <= 1e-6 : e == 0,
+         "the materialised softmax and its backward: the bodies' %s "
+         "(off by %.2e)",
+         gpu ? "values" : "bits", e);
+  void *host[] = {s, dp, p, ds};
+  for (int i = 0; i < 4; i++) free(host[i]);
+}
+
+/* The yardsticks' attention (dt_attend_materialised, reference_attn.c's,
+ * its softmax attn_core.h's rows, the lessons' bodies) held to plain loops
+ * in double, not to those rows: the causal softmax of a head's S x S
+ * scores and its backward, dS = P (dP - rowsum(P dP)) scale; and a
+ * sequence's heads, forward (o) and backward (dq, dk, dv), against plain(). */
+static void test_materialised(int64_t S, int64_t D, int64_t heads) {
+  float scale = 0.3f, *s = random_rows(S * S, 31, -4, 4), *dp = random_rows(S * S, 32, -1, 1);
+  double *wp = malloc((size_t)(S * S) * 8), *wd = malloc((size_t)(S * S) * 8);
+  for (int64_t i = 0; i < S; i++) {
+    double mx = -INFINITY, sum = 0, dot = 0, *p = wp + i * S;
+    for (int64_t j = 0; j <= i; j++) mx = unit_max(mx, (double)s[i * S + j] * scale);
+    for (int64_t j = 0; j < S; j++)
+      sum += p[j] = j <= i ? exp((double)s[i * S + j] * scale - mx) : 0;
+    for (int64_t j = 0; j < S; j++) dot += (p[j] /= sum) * dp[i * S + j];
+    for (int64_t j = 0; j < S; j++) wd[i * S + j] = p[j] * (dp[i * S + j] - dot) * scale;
+  }
+  float *P = dev(s, S * S), *DP = dev(dp, S * S);
+  dt_softmax_causal(P, S, scale);
+  back(s, P, S * S);
+  P = dev(s, S * S); /* the backward from the library's probabilities */
+  dt_softmax_causal_backward(P, DP, S, scale);
+  back(dp, DP, S * S);
+  dt_free(P);
+  double es = off(s, wp, S * S), eg = off(dp, wd, S * S);
+  EXPECT(es <= 1e-6 && eg <= 1e-6,
+         "the materialised causal softmax (S %lld, scale %g) against plain loops in double: "
+         "probabilities off by %.2e, the backward by %.2e of its size",
+         (long long)S, scale, es, eg);
+  float *q = random_rows(S * D, 33, -2, 2), *k = random_rows(S * D, 34, -2, 2);
+  float *v = random_rows(S * D, 35, -1, 1), *dout = random_rows(S * D, 36, -1, 1);
+  double *wo = calloc((size_t)(S * D), 8), *wl = calloc((size_t)(S * heads), 8);
+  double *wq = calloc((size_t)(S * D), 8), *wk = calloc((size_t)(S * D), 8);
+  double *wv = calloc((size_t)(S * D), 8);
+  plain(q, k, v, dout, S, S, D, heads, 1, wo, wl, wq, wk, wv);
+  dt_heads_scratch hs;
+  dt_heads_scratch_init(&hs, S, D, heads);
+  float *Q = dev(q, S * D), *K = dev(k, S * D), *V = dev(v, S * D), *G = dev(dout, S * D);
+  float *PR = dt_alloc_f32((size_t)(heads * S * S), DT_OTHER);
+  float *O = dt_alloc_f32((size_t)(S * D), DT_OTHER), *DQ = dt_alloc_f32((size_t)(S * D), DT_OTHER);
+  float *DK = dt_alloc_f32((size_t)(S * D), DT_OTHER),
+        *DV = dt_alloc_f32((size_t)(S * D), DT_OTHER);
+  dt_attend_materialised(&hs, Q, K, V, PR, O);
+  dt_attend_materialised_backward(&hs, Q, K, V, PR, G, DQ, DK, DV);
+  float *o = malloc((size_t)(S * D) * 4), *dq = malloc((size_t)(S * D) * 4);
+  float *dk = malloc((size_t)(S * D) * 4), *dv = malloc((size_t)(S * D) * 4);
+  back(o, O, S * D);
+  back(dq, DQ, S * D);
+  back(dk, DK, S * D);
+  back(dv, DV, S * D);
+  double e[4] = {off(o, wo, S * D), off(dq, wq, S * D), off(dk, wk, S * D), off(dv, wv, S * D)};
+  EXPECT(e[0] <= 5e-6 && e[1] <= 5e-6 && e[2] <= 5e-6 && e[3] <= 5e-6,
+         "the yardsticks' attention (S %lld, D %lld, %lld heads) against plain loops in double: "
+         "o off by %.2e, dq %.2e, dk %.2e, dv %.2e of their sizes",
+         (long long)S, (long long)D, (long long)heads, e[0], e[1], e[2], e[3]);
+  if (getenv("DT_TEST_VERBOSE"))
+    printf("materialised S %lld: softmax %.2e backward %.2e, o %.2e dq %.2e dk %.2e dv %.2e\n",
+           (long long)S, es, eg, e[0], e[1], e[2], e[3]);
+  dt_heads_scratch_free(&hs);
+  float *d[] = {Q, K, V, G, PR};
+  for (int i = 0; i < 5; i++) dt_free(d[i]);
+  void *host[] = {s, dp, wp, wd, q, k, v, dout, wo, wl, wq, wk, wv, o, dq, dk, dv};
+  for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
 }
 
 int main(int argc, char **argv) {
@@ -125,6 +313,11 @@ int main(int argc, char **argv) {
       test_block(x[0], x[1], (int)x[2], x[3], x[4], DT_F16, 3e-3);
     }
   }
+  test_bodies(T + 3, 2 * T + 5, T + 9, 32, 4);
+  test_bodies(7, 9, 1, 6, 3);
+  test_softmax_rows(37);
+  test_materialised(37, 24, 3);
+  test_materialised(64, 32, 4);
   double rate = dt_attn_gemm_rate(8);
   EXPECT(rate > 0 && isfinite(rate), "sgemm's rate at the tiles' shapes: %g GFLOP/s", rate);
   return unit_verdict();

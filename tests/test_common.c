@@ -137,7 +137,7 @@ static void test_all_reduce(dt_comm *w, size_t n) {
     int bad = 0;
     for (size_t i = 0; i < n; i++) {
       float sum = 0, max = 0;
-      for (int r = 0; r < N; r++) sum += value(r, i), max = fmaxf(max, value(r, i));
+      for (int r = 0; r < N; r++) sum += value(r, i), max = unit_max(max, value(r, i));
       float want = ops[o] == DT_SUM ? sum : ops[o] == DT_AVG ? sum / N : max;
       bad += fabsf(out[i] - want) > (ops[o] == DT_AVG ? 1e-4f * want : 0.0f);
     }

@@ -143,17 +143,11 @@ static void test_bits(void) {
 }
 
 /* ------------------------------------------------- finite differences */
-/* max |a - b| / max(max |b|, floor). Written with comparisons, not fmax:
-   Debian 12's GCC 12.2 for arm64 stops with an internal compiler error
-   vectorizing an fmax reduction at -O3 (tests/run_arm64.sh found it). A NaN
-   makes `worst` NaN here as fmax would not, and the caller sees INFINITY. */
+/* max |a - b| / max(max |b|, floor); a NaN is off without bound */
 static double rel_err(const double *a, const float *b, int64_t n, double floor) {
   double worst = 0, size = floor;
-  for (int64_t i = 0; i < n; i++) size = fabs(b[i]) > size ? fabs(b[i]) : size;
-  for (int64_t i = 0; i < n; i++) {
-    double e = fabs(a[i] - b[i]) / size;
-    worst = e > worst || e != e ? e : worst;
-  }
+  for (int64_t i = 0; i < n; i++) size = unit_max(size, fabs(b[i]));
+  for (int64_t i = 0; i < n; i++) worst = unit_max(worst, fabs(a[i] - b[i]) / size);
   return isfinite(worst) ? worst : INFINITY;
 }
 
@@ -218,8 +212,8 @@ static void test_gelu(void) {
   for (int i = 0; i <= 2400; i++) {
     float x = -12.0f + (float)i * 0.01f;
     double fd = (gelu_double(x + eps) - gelu_double(x - eps)) / (2 * eps);
-    worst = fmax(worst, fabs(fd - dt_gelu_grad_core(x)));
-    form = fmax(form, fabs(gelu_double(x) - dt_gelu_core(x)) / fmax(fabs(gelu_double(x)), 1));
+    worst = unit_max(worst, fabs(fd - dt_gelu_grad_core(x)));
+    form = unit_max(form, fabs(gelu_double(x) - dt_gelu_core(x)) / fmax(fabs(gelu_double(x)), 1));
   }
   dt_print0("finite differences: GELU's derivative %.2e; GELU against tanh in double %.2e\n", worst,
             form);
@@ -388,7 +382,7 @@ static void test_gpt_gradients(void) {
   for (int64_t i = 0; i < n; i++) gd[i] = g[1][i];
   for (int64_t t = 0; t < dt_model_tensors(&c); t++) {
     dt_tensor x = dt_model_tensor(&c, t);
-    apart = fmax(apart, rel_err(gd + x.at, g[0] + x.at, x.rows * x.cols, 1e-4));
+    apart = unit_max(apart, rel_err(gd + x.at, g[0] + x.at, x.rows * x.cols, 1e-4));
   }
   EXPECT(fabs(loss[0] - loss[1]) < 1e-6 * loss[1] && apart < 1e-4,
          "tiled and materialised attention: loss %.9g vs %.9g, gradients %g apart", loss[0],
@@ -400,7 +394,7 @@ static void test_gpt_gradients(void) {
       gd[x.at + i] = gpt_slope(&c, w, x.at + i, in, tg, a[1], 1e-2);
     double e = rel_err(gd + x.at, g[1] + x.at, x.rows * x.cols, 1e-4);
     if (e > worst) snprintf(worst_name, sizeof worst_name, "%s", x.name);
-    worst = fmax(worst, e);
+    worst = unit_max(worst, e);
   }
   dt_print0("finite differences: the whole GPT (L=2 D=8 A=2 S=6 V=%lld, %lld weights, every "
             "tensor) %.2e of the tensor's largest, worst %s; tiled vs materialised %.2e\n",

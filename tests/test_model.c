@@ -2,12 +2,14 @@
  * (odd shapes, every transpose, accumulate), a finite-difference gradient
  * check of the block and the loss, AdamW against its formula, a safetensors
  * round trip, the reference trainer's loss falling, and ReLU's decisions near
- * 0 recorded, keyed, replayed and judged (kinks.c). */
+ * 0 recorded, keyed, replayed and judged (kinks.c); the router (moe.c) beside
+ * moe_core.h's bodies. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "moe_core.h"
 #include "train_internal.h"
 #include "unit.h"
 
@@ -35,7 +37,7 @@ static void test_matmul(int ta, int tb, int64_t M, int64_t N, int64_t K, int acc
       double s = acc ? C[i * N + j] : 0;
       for (int64_t k = 0; k < K; k++)
         s += (double)(ta ? A[k * M + i] : A[i * K + k]) * (tb ? B[j * K + k] : B[k * N + j]);
-      worst = fmax(worst, fabs(s - got[i * N + j]));
+      worst = unit_max(worst, fabs(s - got[i * N + j]));
     }
   EXPECT(worst < 1e-4, "matmul ta=%d tb=%d %lldx%lldx%lld acc=%d: max error %g", ta, tb,
          (long long)M, (long long)N, (long long)K, acc, worst);
@@ -104,7 +106,7 @@ static void test_gradients(void) {
       double down = block_loss(&c, x, w1, w2, y, R);
       host[i] = keep;
       dt_copy_from_host(tensors[t], host, sizes[t] * 4);
-      worst = fmax(worst, fabs((up - down) / (2 * eps) - grad[i]));
+      worst = unit_max(worst, fabs((up - down) / (2 * eps) - grad[i]));
     }
     EXPECT(worst < 2e-4, "finite differences of %s (step %g): max error %g", names[t], eps, worst);
     free(host), free(grad);
@@ -146,7 +148,7 @@ static void test_adamw_max_update(void) {
                               : pow(0.9 / 0.999, T - t);
       m = 0.9 * m + 0.1 * g, v = 0.999 * v + 0.001 * g * g;
       double step = (m / (1 - pow(0.9, t))) / (sqrt(v / (1 - pow(0.999, t))) + 1e-8);
-      worst = fmax(worst, fabs(step) / dt_adamw_max_update(t, 0.999));
+      worst = unit_max(worst, fabs(step) / dt_adamw_max_update(t, 0.999));
       if (t == T) tight = fabs(step) / dt_adamw_max_update(t, 0.999);
     }
     EXPECT(worst <= 1 + 1e-9, "an AdamW step beyond the bound: %g of it", worst);
@@ -258,6 +260,133 @@ static void test_kinks(void) {
   dt_free(dx), dt_free(dw1), dt_free(dw2), dt_free(a), dt_free(h), dt_free(out);
 }
 
+/* a backend buffer's n bytes on the host (malloc'ed) */
+static void *to_host(const void *dev, size_t bytes) {
+  void *h = malloc(bytes);
+  dt_copy_to_host(h, dev, bytes);
+  return h;
+}
+
+/* The router (moe.c, or moe_kernels.cu on a GPU) beside moe_core.h's bodies
+ * run here on the same inputs: the gates, the balance loss and the backward
+ * to the logits give the same bits (no libm call in them); the softmax the
+ * same bits on the cpu (glibc's expf both), and a few ulp apart on a GPU
+ * (CUDA's expf), the same choices. The backend against the bodies: the
+ * bodies' arithmetic itself is test_moe.c's (plain loops, finite
+ * differences). */
+static void test_router(int64_t R, int64_t D, int64_t E, int64_t k) {
+  dt_train_config c = DT_TRAIN_DEFAULTS;
+  c.experts = E;
+  c.aux_coef = 0.01;
+  float *x = random_host((size_t)(R * D), 40), *wr = random_host((size_t)(D * E), 41);
+  float *dg = random_host((size_t)(R * k), 42), *f = random_host((size_t)E, 43);
+  float *dX = on_device(x, (size_t)(R * D)), *dW = on_device(wr, (size_t)(D * E));
+  float *dP = dt_alloc_f32((size_t)(R * E), DT_OTHER),
+        *dG = dt_alloc_f32((size_t)(R * k), DT_OTHER);
+  float *dDg = on_device(dg, (size_t)(R * k)), *dA = dt_alloc_f32((size_t)E, DT_OTHER);
+  float *dL = dt_alloc_f32((size_t)(R * E), DT_OTHER),
+        *dgw = dt_alloc_f32((size_t)(D * E), DT_OTHER);
+  float *ddx = dt_alloc_f32((size_t)(R * D), DT_OTHER);
+  int32_t *dC = dt_alloc((size_t)(R * k) * 4, DT_OTHER);
+  dt_matmul(0, 0, R, E, D, dX, dW, dP, 0); /* the logits, as the router computes them */
+  float *p = to_host(dP, (size_t)(R * E) * 4);
+  int32_t *c0 = malloc((size_t)(R * k) * 4);
+  for (int64_t t = 0; t < R; t++) dt_router_row(p + t * E, E, k, c0 + t * k);
+  dt_router_forward(dX, dW, R, D, E, k, dP, dC);
+  float *gp = to_host(dP, (size_t)(R * E) * 4);
+  int32_t *gc = to_host(dC, (size_t)(R * k) * 4);
+  double e = 0;
+  for (int64_t i = 0; i < R * E; i++) e = unit_max(e, fabs((double)gp[i] - p[i]));
+  int gpu = dt_device() >= 0, same_c = !memcmp(gc, c0, (size_t)(R * k) * 4);
+  EXPECT(same_c && (gpu ? e <= 1e-6 : e == 0),
+         "router R %lld E %lld k %lld: the softmax's %s (off by %.2e), the same choices: %s",
+         (long long)R, (long long)E, (long long)k, gpu ? "values" : "bits", e,
+         same_c ? "yes" : "no");
+  float *g = malloc((size_t)(R * k) * 4), *dl = malloc((size_t)(R * E) * 4), *da = malloc(E * 4);
+  for (int64_t t = 0; t < R; t++) dt_router_gate_row(gp + t * E, gc + t * k, k, g + t * k);
+  dt_router_gates(dP, dC, R, E, k, dG);
+  float *gg = to_host(dG, (size_t)(R * k) * 4);
+  EXPECT(!memcmp(g, gg, (size_t)(R * k) * 4), "router gates: the body's bits");
+  double aux = 0;
+  for (int64_t j = 0; j < E; j++) {
+    aux += f[j] * dt_moe_prob_sum(gp, R, E, j) / (double)R;
+    da[j] = (float)(2.0 * c.aux_coef * (double)E * f[j] / (double)R);
+  }
+  aux *= c.aux_coef * (double)E;
+  double got = dt_moe_aux(&c, dP, R, f, 2.0, dA);
+  float *ga = to_host(dA, (size_t)E * 4);
+  EXPECT(got == aux && !memcmp(da, ga, (size_t)E * 4), "balance loss and d/dp: the bodies' bits");
+  for (int64_t t = 0; t < R; t++)
+    dt_router_grad_row(gp + t * E, g + t * k, dg + t * k, gc + t * k, da, E, k, dl + t * E);
+  dt_router_backward(dX, dW, dP, dC, dG, dDg, dA, R, D, E, k, dL, dgw, ddx);
+  float *gl = to_host(dL, (size_t)(R * E) * 4);
+  EXPECT(!memcmp(dl, gl, (size_t)(R * E) * 4), "router backward to the logits: the body's bits");
+  void *host[] = {x, wr, dg, f, p, c0, gp, gc, g, dl, da, gg, ga, gl};
+  for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
+  void *dev[] = {dX, dW, dP, dG, dDg, dA, dL, dgw, ddx, dC};
+  for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) dt_free(dev[i]);
+}
+
+/* The tokens' trip (lesson 10) on the backend beside moe_core.h's bodies:
+ * the same bits (no libm call in them). Token t's choices t k + j go to
+ * rows pos (some dropped: -1), of experts expert (distinct per token). */
+static void test_trip(int64_t R, int64_t k, int64_t D) {
+  int64_t n = R * k, rows = n + 3;
+  float *x = random_host((size_t)(R * D), 50), *gate = random_host((size_t)n, 51);
+  float *ret = random_host((size_t)(rows * D), 52), *dy = random_host((size_t)(R * D), 53);
+  int32_t *pos = malloc((size_t)n * 4), *ex = malloc((size_t)n * 4);
+  for (int64_t i = 0; i < n; i++) { /* every fifth dropped; the rest rows backwards */
+    pos[i] = i % 5 == 4 ? -1 : (int32_t)(rows - 1 - i);
+    ex[i] = (int32_t)((i % k) * 7 + (i / k) % 3) * (i % 2 ? 1 : 2) % 11;
+  }
+  for (int64_t t = 0; t < R && k == 2; t++) /* distinct experts in a token */
+    if (ex[t * k] == ex[t * k + 1]) ex[t * k + 1] = (ex[t * k] + 1) % 11;
+  float *want = calloc((size_t)(rows * D), 4), *back = calloc((size_t)(rows * D), 4);
+  float *wx = malloc((size_t)(R * D) * 4), *wg = malloc((size_t)n * 4), *got;
+  float *dX = on_device(x, (size_t)(R * D)), *dG = on_device(gate, (size_t)n);
+  float *dR = on_device(ret, (size_t)(rows * D)), *dY = on_device(dy, (size_t)(R * D));
+  float *dS = on_device(want, (size_t)(rows * D)), *dO = dt_alloc_f32((size_t)(R * D), DT_OTHER);
+  float *dDg = dt_alloc_f32((size_t)n, DT_OTHER);
+  int32_t *dP = dt_alloc((size_t)n * 4, DT_OTHER), *dE = dt_alloc((size_t)n * 4, DT_OTHER);
+  dt_copy_from_host(dP, pos, (size_t)n * 4);
+  dt_copy_from_host(dE, ex, (size_t)n * 4);
+  for (int64_t i = 0; i < n; i++)
+    if (pos[i] >= 0) memcpy(want + pos[i] * D, x + i / k * D, (size_t)D * 4);
+  dt_moe_dispatch_rows(dX, dP, R, k, D, dS);
+  got = to_host(dS, (size_t)(rows * D) * 4);
+  EXPECT(!memcmp(got, want, (size_t)(rows * D) * 4), "dispatch: the rows in place");
+  free(got);
+  for (int64_t e = 0; e < R * D; e++)
+    wx[e] = dt_moe_combine_core(x, gate, ret, pos, k, D, e / D, e % D);
+  dt_moe_combine(dX, dG, dR, dP, R, k, D, dO);
+  got = to_host(dO, (size_t)(R * D) * 4);
+  EXPECT(!memcmp(got, wx, (size_t)(R * D) * 4), "combine: the body's bits");
+  free(got);
+  for (int64_t i = 0; i < n; i++)
+    wg[i] = pos[i] < 0 ? 0
+                       : dt_moe_gate_grad_core(dy + i / k * D, ret + pos[i] * D, gate[i],
+                                               back + pos[i] * D, D);
+  dt_moe_gate_backward(dY, dG, dR, dP, R, k, D, dS, dDg);
+  float *gb = to_host(dS, (size_t)(rows * D) * 4), *gd = to_host(dDg, (size_t)n * 4);
+  int ok = !memcmp(gd, wg, (size_t)n * 4);
+  for (int64_t i = 0; i < n; i++)
+    ok &= pos[i] < 0 || !memcmp(gb + pos[i] * D, back + pos[i] * D, (size_t)D * 4);
+  EXPECT(ok, "gate backward: the body's bits");
+  for (int o = 0; o < 2; o++) { /* choice order, the experts' */
+    for (int64_t e = 0; e < R * D; e++)
+      wx[e] = dt_moe_combine_grad_core(dy, ret, pos, o ? ex : NULL, k, D, e / D, e % D);
+    dt_moe_combine_backward(dY, dR, dP, o ? dE : NULL, R, k, D, dO);
+    got = to_host(dO, (size_t)(R * D) * 4);
+    EXPECT(!memcmp(got, wx, (size_t)(R * D) * 4), "combine backward (%s order): the body's bits",
+           o ? "the experts'" : "choice");
+    free(got);
+  }
+  void *host[] = {x, gate, ret, dy, pos, ex, want, back, wx, wg, gb, gd};
+  for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
+  void *dev[] = {dX, dG, dR, dY, dS, dO, dDg, dP, dE};
+  for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) dt_free(dev[i]);
+}
+
 int main(int argc, char **argv) {
   dt_lesson lesson = {"test_model", "unit tests of the model layer", 1};
   dt_init(&argc, &argv, &lesson, NULL);
@@ -270,5 +399,9 @@ int main(int argc, char **argv) {
   test_adamw_max_update();
   test_checkpoint_and_reference();
   test_kinks();
+  test_router(37, 12, 8, 2);
+  test_router(5, 3, 3, 1);
+  test_trip(23, 2, 9);
+  test_trip(6, 1, 4);
   return unit_verdict();
 }

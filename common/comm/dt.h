@@ -336,6 +336,10 @@ void dt_free(void *buf);
 void dt_copy_to_host(void *host, const void *buf, size_t bytes);
 void dt_copy_from_host(void *buf, const void *host, size_t bytes);
 void dt_copy(void *dst, const void *src, size_t bytes); /* within the backend */
+/* rows of width bytes, spitch apart in src, to dpitch apart in dst (not
+ * overlapping), within the backend: one call, not one per row */
+void dt_copy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                size_t rows);
 void dt_zero(void *buf, size_t bytes);
 
 const char *dt_tag_name(dt_tag tag);

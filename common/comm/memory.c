@@ -344,6 +344,18 @@ void dt_copy(void *dst, const void *src, size_t bytes) {
 #endif
 }
 
+void dt_copy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                size_t rows) {
+  if (!width || !rows) return;
+#ifdef DT_CUDA
+  CHECK_CUDA(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDeviceToDevice,
+                               dt_stream()));
+#else
+  for (size_t i = 0; i < rows; i++)
+    memcpy((char *)dst + i * dpitch, (const char *)src + i * spitch, width);
+#endif
+}
+
 void dt_zero(void *buf, size_t bytes) {
 #ifdef DT_CUDA
   CHECK_CUDA(cudaMemsetAsync(buf, 0, bytes, dt_stream()));

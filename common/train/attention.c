@@ -14,9 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpt_core.h"
+#include "attn_core.h"
 #include "train_internal.h"
 
+/* The cuda backend's tiles are attention_kernels.cu's, over the same row
+ * bodies; the materialised form below is host code on either. */
+#ifndef DT_CUDA
 /* 128 x 128 scores (64 KiB) and backward's dP beside them stay in a core's L2
  * cache, and the GEMMs on them run near the rate of larger ones (the bench's
  * sgemm line). Tiles of queries and keys start at the same rows, so a
@@ -46,11 +49,7 @@ size_t dt_attn_scratch_bytes(void) {
   return tile.s ? (2 * TILE * TILE + 4 * TILE * (size_t)tile.dh) * sizeof(float) : 0;
 }
 
-/* --precision bf16|fp16: a GEMM's inputs rounded to 16 bits, as dt_matmul
- * rounds every matmul's (tensor cores' inputs), accumulated in fp32. */
-static float round16(float x, dt_dtype t) {
-  return t == DT_BF16 ? dt_bf16_to_f32(dt_f32_to_bf16(x)) : dt_f16_to_f32(dt_f32_to_f16(x));
-}
+static float round16(float x, dt_dtype t) { return dt_attn_round16(x, t == DT_BF16); }
 
 /* rows x dh of one head (ld apart) as a GEMM reads them: in place, or a
  * rounded copy in slot k of the scratch. */
@@ -72,69 +71,26 @@ static void round_tile(float *p, int64_t rows, int64_t cols) {
     for (int64_t j = 0; j < cols; j++) p[i * TILE + j] = round16(p[i * TILE + j], t);
 }
 
-/* Sums and maxima in 8 lanes: one running sum in a loop is a chain the
- * compiler must keep in order; 8 independent ones are a vector. */
-static inline __attribute__((always_inline)) float lanes_sum(const float *s, int64_t n) {
-  float lane[8] = {0};
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int k = 0; k < 8; k++) lane[k] += s[j + k];
-  for (; j < n; j++) lane[0] += s[j];
-  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-}
-static inline __attribute__((always_inline)) float lanes_max(const float *s, int64_t n) {
-  float lane[8];
-  for (int k = 0; k < 8; k++) lane[k] = -INFINITY;
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int k = 0; k < 8; k++) lane[k] = s[j + k] > lane[k] ? s[j + k] : lane[k];
-  for (; j < n; j++) lane[0] = s[j] > lane[0] ? s[j] : lane[0];
-  for (int k = 1; k < 8; k++) lane[0] = lane[k] > lane[0] ? lane[k] : lane[0];
-  return lane[0];
-}
-
-/* Keys query row i of a tile sees among the tile's cols, for tiles at the
- * same offset on a causal block's diagonal: i + 1; elsewhere all. */
-static int64_t visible(int diagonal, int64_t i, int64_t cols) { return diagonal ? i + 1 : cols; }
-
-/* Forward's elementwise work on a tile of scores s [rows, cols] (TILE apart):
- * each row's new max m2 (over the keys before, mx, and this tile's), p =
- * e^(s - m2) in place (0 where masked), the rows' sums rescaled to the new
- * max, and old[i] = e^(mx - m2), by which the row's output so far shrinks. */
+/* attn_core.h's row bodies over a tile's rows (TILE apart): forward's
+ * online softmax, backward's probabilities and dS. */
 static inline __attribute__((always_inline)) void
 softmax_tile_body(float *restrict s, int64_t rows, int64_t cols, int diagonal, int first,
                   float *restrict mx, float *restrict sum, float *restrict old) {
-  for (int64_t i = 0; i < rows; i++) {
-    float *si = s + i * TILE, m = first ? -INFINITY : mx[i];
-    int64_t see = visible(diagonal, i, cols);
-    float m2 = fmaxf(m, lanes_max(si, see));
-    for (int64_t j = 0; j < see; j++) si[j] = dt_exp_core(si[j] - m2);
-    for (int64_t j = see; j < cols; j++) si[j] = 0;
-    old[i] = expf(m - m2); /* 0 on the first tile */
-    sum[i] = (first ? 0 : sum[i] * old[i]) + lanes_sum(si, see);
-    mx[i] = m2;
-  }
+  for (int64_t i = 0; i < rows; i++)
+    dt_attn_softmax_row(s + i * TILE, dt_attn_visible(diagonal, i, cols), cols, first, &mx[i],
+                        &sum[i], &old[i]);
 }
 
-/* Backward's: p = e^(s - lse) in place, and dS = p (dP - delta) / sqrt(dh)
- * in dp, each 0 where masked. */
 static inline __attribute__((always_inline)) void
 grad_tile_body(float *restrict s, float *restrict dp, int64_t rows, int64_t cols, int diagonal,
                const float *lse, const float *delta, int64_t heads, float scale) {
-  for (int64_t i = 0; i < rows; i++) {
-    float *si = s + i * TILE, *di = dp + i * TILE, l = lse[i * heads], dl = delta[i * heads];
-    int64_t see = visible(diagonal, i, cols);
-    for (int64_t j = 0; j < see; j++) {
-      float p = dt_exp_core(si[j] - l);
-      si[j] = p;
-      di[j] = p * (di[j] - dl) * scale;
-    }
-    for (int64_t j = see; j < cols; j++) si[j] = di[j] = 0;
-  }
+  for (int64_t i = 0; i < rows; i++)
+    dt_attn_grad_row(s + i * TILE, dp + i * TILE, dt_attn_visible(diagonal, i, cols), cols,
+                     lse[i * heads], delta[i * heads], scale);
 }
 
 /* As dt_adamw_step does: on x86-64 a copy for AVX2 (8 floats an instruction,
- * not SSE's 4) where the CPU has it; the lanes above fix the order of every
+ * not SSE's 4) where the CPU has it; attn_core.h's lanes fix the order of every
  * sum, so both copies give the same bits. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define WIDE      __attribute__((target("avx2")))
@@ -212,10 +168,8 @@ int64_t dt_attn_block_forward(const float *q, const float *k, const float *v, in
         round_tile(tile.s, bq, t.rows);
         dt_host_gemm(0, 0, bq, dh, t.rows, 1, tile.s, TILE, t.v, t.lv, 1, ot, W); /* O += P V */
       }
-      for (int64_t i = 0; i < bq; i++) {
-        for (int64_t d = 0; d < dh; d++) ot[i * W + d] /= sum[i];
-        lse[(i0 + i) * heads + h] = mx[i] + logf(sum[i]);
-      }
+      for (int64_t i = 0; i < bq; i++)
+        lse[(i0 + i) * heads + h] = dt_attn_finish_row(ot + i * W, dh, mx[i], sum[i]);
     }
   return scores_of(n, nk, causal);
 }
@@ -224,11 +178,8 @@ void dt_attn_delta(const float *dout, const float *o, int64_t n, int64_t W, int6
                    float *delta) {
   int64_t dh = W / heads;
   for (int64_t i = 0; i < n; i++)
-    for (int64_t h = 0; h < heads; h++) {
-      float s = 0;
-      for (int64_t d = 0; d < dh; d++) s += dout[i * W + h * dh + d] * o[i * W + h * dh + d];
-      delta[i * heads + h] = s;
-    }
+    for (int64_t h = 0; h < heads; h++)
+      delta[i * heads + h] = dt_attn_delta_row(dout + i * W + h * dh, o + i * W + h * dh, dh);
 }
 
 int64_t dt_attn_block_backward(const float *q, const float *k, const float *v, const float *dout,
@@ -287,28 +238,52 @@ double dt_attn_gemm_rate(int64_t dh) {
   return best;
 }
 
+void dt_attn_start(float *o, float *lse, int64_t n, int64_t W, int64_t heads) {
+  memset(o, 0, (size_t)(n * W) * 4);
+  for (int64_t i = 0; i < n * heads; i++) lse[i] = -INFINITY;
+}
+
+void dt_attn_merge(float *o, float *lse, const float *ob, const float *lseb, int64_t n, int64_t W,
+                   int64_t heads) {
+  int64_t dh = W / heads;
+  for (int64_t i = 0; i < n * heads; i++) /* row i / heads, head i % heads */
+    lse[i] = dt_attn_merge_row(o + i / heads * W + i % heads * dh, lse[i],
+                               ob + i / heads * W + i % heads * dh, lseb[i], dh);
+}
+void dt_softmax_causal(float *p, int64_t S, float scale) {
+  for (int64_t i = 0; i < S; i++) dt_attn_causal_softmax_row(p + i * S, i, S, scale);
+}
+
+void dt_softmax_causal_backward(const float *p, float *dp, int64_t S, float scale) {
+  for (int64_t i = 0; i < S; i++) dt_attn_softmax_grad_row(p + i * S, dp + i * S, S, scale);
+}
+#endif
+
 /* ------------------------------------------------ the scores materialised */
 /* The plainest form, the yardsticks' (reference_attn.c, the GPT's with
  * `materialised`): one sequence at a time, each head's S x S scores through
- * dt_matmul, masked, softmaxed with expf and kept; no tiles, no log-sum-exp. */
+ * dt_matmul, masked, softmaxed with expf and kept; no tiles, no log-sum-exp.
+ * On the backend's memory (the softmax's rows attn_core.h's, as the tiles'). */
 void dt_heads_scratch_init(dt_heads_scratch *s, int64_t S, int64_t D, int64_t heads) {
   *s = (dt_heads_scratch){.S = S, .D = D, .heads = heads, .dh = D / heads};
   float **sc[] = {&s->qh, &s->kh, &s->vh, &s->oh};
-  for (int i = 0; i < 4; i++) *sc[i] = dt_host_alloc((size_t)(S * s->dh), 4);
-  s->dp = dt_host_alloc((size_t)(S * S), 4);
+  for (int i = 0; i < 4; i++) *sc[i] = dt_alloc_f32((size_t)(S * s->dh), DT_OTHER);
+  s->dp = dt_alloc_f32((size_t)(S * S), DT_OTHER);
 }
 
 void dt_heads_scratch_free(dt_heads_scratch *s) {
   float *sc[] = {s->qh, s->kh, s->vh, s->oh, s->dp};
-  for (int i = 0; i < 5; i++) free(sc[i]);
+  for (int i = 0; i < 5; i++) dt_free(sc[i]);
 }
 
 /* Columns h dh .. of rows [S, D] to a contiguous [S, dh] and back. */
 static void take(const dt_heads_scratch *s, const float *x, int64_t h, float *xh) {
-  for (int64_t i = 0; i < s->S; i++) memcpy(xh + i * s->dh, x + i * s->D + h * s->dh, s->dh * 4);
+  size_t row = (size_t)s->dh * 4;
+  dt_copy_2d(xh, row, x + h * s->dh, (size_t)s->D * 4, row, (size_t)s->S);
 }
 static void put(const dt_heads_scratch *s, const float *xh, int64_t h, float *x) {
-  for (int64_t i = 0; i < s->S; i++) memcpy(x + i * s->D + h * s->dh, xh + i * s->dh, s->dh * 4);
+  size_t row = (size_t)s->dh * 4;
+  dt_copy_2d(x + h * s->dh, (size_t)s->D * 4, xh, row, row, (size_t)s->S);
 }
 
 /* One sequence: p [heads][S,S] the probabilities, o [S,D]. */
@@ -322,12 +297,7 @@ void dt_attend_materialised(dt_heads_scratch *s, const float *q, const float *k,
     take(s, k, h, s->kh);
     take(s, v, h, s->vh);
     dt_matmul(0, 1, S, S, s->dh, s->qh, s->kh, ph, 0);
-    for (int64_t i = 0; i < S; i++) {
-      float *row = ph + i * S, mx = -INFINITY, sum = 0;
-      for (int64_t j = 0; j <= i; j++) mx = fmaxf(mx, row[j] *= scale);
-      for (int64_t j = 0; j < S; j++) sum += row[j] = j <= i ? expf(row[j] - mx) : 0;
-      for (int64_t j = 0; j <= i; j++) row[j] /= sum;
-    }
+    dt_softmax_causal(ph, S, scale);
     dt_matmul(0, 0, S, s->dh, S, ph, s->vh, s->oh, 0);
     put(s, s->oh, h, o);
   }
@@ -346,12 +316,8 @@ void dt_attend_materialised_backward(dt_heads_scratch *s, const float *q, const 
     take(s, v, h, s->vh);
     take(s, dout, h, s->oh);
     dt_matmul(0, 1, S, S, dh, s->oh, s->vh, s->dp, 0); /* dP = dO V^T */
-    for (int64_t i = 0; i < S; i++) {                  /* dS = P (dP - rowsum(P dP)) */
-      float *row = s->dp + i * S, dot = 0;
-      for (int64_t j = 0; j < S; j++) dot += ph[i * S + j] * row[j];
-      for (int64_t j = 0; j < S; j++) row[j] = ph[i * S + j] * (row[j] - dot) * scale;
-    }
-    dt_matmul(1, 0, S, dh, S, ph, s->oh, s->vh, 0); /* dV = P^T dO */
+    dt_softmax_causal_backward(ph, s->dp, S, scale);   /* dS */
+    dt_matmul(1, 0, S, dh, S, ph, s->oh, s->vh, 0);    /* dV = P^T dO */
     put(s, s->vh, h, dv);
     dt_matmul(0, 0, S, dh, S, s->dp, s->kh, s->oh, 0); /* dQ = dS K */
     put(s, s->oh, h, dq);

@@ -2,22 +2,14 @@
  * matches the one of the same name in kernels_cpu.c and runs on this rank's
  * stream; matmul goes to cuBLAS. The elementwise ones (dt_add, dt_scale, the
  * 16-bit conversions) are common/comm's. */
-#include <cublas_v2.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "dt_cuda.h"
+#include "blas_cuda.h"
 #include "gpt_core.h"
 #include "half_core.h"
 #include "rng_core.h"
 #include "train_internal.h"
-
-#define CHECK_CUBLAS(call)                                                                         \
-  do {                                                                                             \
-    cublasStatus_t st_ = (call);                                                                   \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                                              \
-      dt_fatal(__FILE__, __LINE__, #call, cublasGetStatusString(st_));                             \
-  } while (0)
 
 static cublasHandle_t blas;
 static double *reduce_slot; /* device scalar for loss and norm reductions */
@@ -48,6 +40,11 @@ extern "C" void dt_kernels_init(void) {
   if (!matmul_timed) return;
   for (int k = 0; k < 2; k++) CHECK_CUDA(cudaEventCreate(&matmul_events[k]));
   atexit(print_matmul_time);
+}
+
+cublasHandle_t dt_blas(void) {
+  dt_kernels_init();
+  return blas;
 }
 
 /* __fmul_rn/__fadd_rn forbid fusing into an FMA, so the bits match the cpu. */
@@ -197,21 +194,6 @@ extern "C" void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_
     matmul_calls++;
   }
 }
-/* On host memory, a plain loop: the lessons that use it (11_cp's attention)
- * run on the cpu backend only, so this keeps the library whole, not fast. */
-extern "C" void dt_host_gemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-                             const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-                             float *C, int64_t ldc) {
-  for (int64_t i = 0; i < M; i++)
-    for (int64_t j = 0; j < N; j++) {
-      float s = 0;
-      for (int64_t k = 0; k < K; k++)
-        s += (trans_a ? A[k * lda + i] : A[i * lda + k]) *
-             (trans_b ? B[j * ldb + k] : B[k * ldb + j]);
-      C[i * ldc + j] = alpha * s + (beta != 0 ? beta * C[i * ldc + j] : 0);
-    }
-}
-
 extern "C" void dt_relu_forward(const float *a, float *h, size_t n) {
   if (n) {
     relu_forward_kernel<<<GRID(n)>>>(a, h, n);

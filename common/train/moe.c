@@ -1,5 +1,6 @@
 /* moe.c: the router of lesson 10's mixture of experts, forward and backward,
- * its capacity and its load-balancing loss. Host rows: the cpu backend.
+ * its capacity and its load-balancing loss. The arithmetic per token is
+ * moe_core.h's, which the cuda backend's kernels share (moe_kernels.cu).
  *
  * The convention is the GShard/Mixtral one: softmax over all E logits, the k
  * largest kept, their gates renormalised to sum to 1 (10_ep/README.md names
@@ -8,39 +9,25 @@
 #include <math.h>
 #include <string.h>
 
+#include "moe_core.h"
 #include "train_internal.h"
 
+/* The cuda backend's router is moe_kernels.cu's, over the same bodies
+ * (moe_core.h); capacity and the queues below are host bookkeeping on
+ * either. */
+#ifndef DT_CUDA
 void dt_router_forward(const float *x, const float *wr, int64_t R, int64_t D, int64_t E, int64_t k,
                        float *probs, int32_t *choice) {
   dt_matmul(0, 0, R, E, D, x, wr, probs, 0); /* the logits, softmaxed in place */
-  for (int64_t t = 0; t < R; t++) {
-    float *p = probs + t * E, max = p[0];
-    for (int64_t e = 1; e < E; e++) max = fmaxf(max, p[e]);
-    double sum = 0;
-    for (int64_t e = 0; e < E; e++) sum += p[e] = expf(p[e] - max);
-    for (int64_t e = 0; e < E; e++) p[e] = (float)(p[e] / sum);
-    int32_t *c = choice + t * k;
-    for (int64_t j = 0; j < k; j++) { /* k is 1 or 2: a scan per choice */
-      int32_t best = -1;
-      for (int64_t e = 0; e < E; e++) {
-        int taken = 0;
-        for (int64_t i = 0; i < j; i++) taken |= c[i] == e;
-        if (!taken && (best < 0 || p[e] > p[best])) best = (int32_t)e;
-      }
-      c[j] = best;
-    }
-  }
+  for (int64_t t = 0; t < R; t++) dt_router_row(probs + t * E, E, k, choice + t * k);
 }
 
 void dt_router_gates(const float *probs, const int32_t *choice, int64_t R, int64_t E, int64_t k,
                      float *gate) {
-  for (int64_t t = 0; t < R; t++) {
-    double sum = 0;
-    for (int64_t j = 0; j < k; j++) sum += probs[t * E + choice[t * k + j]];
-    for (int64_t j = 0; j < k; j++)
-      gate[t * k + j] = (float)(probs[t * E + choice[t * k + j]] / sum);
-  }
+  for (int64_t t = 0; t < R; t++)
+    dt_router_gate_row(probs + t * E, choice + t * k, k, gate + t * k);
 }
+#endif
 
 int64_t dt_moe_capacity(const dt_train_config *c, int64_t R) {
   return (int64_t)ceil(c->capacity_factor * (double)(c->topk * R) / (double)c->experts);
@@ -58,14 +45,13 @@ int64_t dt_moe_keep(const int32_t *choice, int64_t R, int64_t k, int64_t E, int6
   return dropped;
 }
 
+#ifndef DT_CUDA
 double dt_moe_aux(const dt_train_config *c, const float *probs, int64_t R, const float *f,
                   double scale, float *daux) {
   int64_t E = c->experts;
   double loss = 0;
   for (int64_t e = 0; e < E; e++) {
-    double P = 0;
-    for (int64_t t = 0; t < R; t++) P += probs[t * E + e];
-    loss += f[e] * P / (double)R;
+    loss += f[e] * dt_moe_prob_sum(probs, R, E, e) / (double)R;
     daux[e] = (float)(scale * c->aux_coef * (double)E * f[e] / (double)R);
   }
   return c->aux_coef * (double)E * loss;
@@ -74,22 +60,38 @@ double dt_moe_aux(const dt_train_config *c, const float *probs, int64_t R, const
 void dt_router_backward(const float *x, const float *wr, const float *probs, const int32_t *choice,
                         const float *gate, const float *dgate, const float *daux, int64_t R,
                         int64_t D, int64_t E, int64_t k, float *dlogits, float *dwr, float *dx) {
-  for (int64_t t = 0; t < R; t++) {
-    const float *p = probs + t * E, *g = gate + t * k, *dg = dgate + t * k;
-    const int32_t *c = choice + t * k;
-    float *dl = dlogits + t * E; /* first d loss / d p, then d loss / d logit */
-    for (int64_t e = 0; e < E; e++) dl[e] = daux ? daux[e] : 0.0f;
-    /* gate_j = p_j / S, S the chosen ones' sum: dp_i = (dgate_i - sum_j gate_j dgate_j) / S */
-    double S = 0, gdg = 0;
-    for (int64_t j = 0; j < k; j++) {
-      S += p[c[j]];
-      gdg += (double)g[j] * dg[j];
-    }
-    for (int64_t j = 0; j < k; j++) dl[c[j]] += (float)((dg[j] - gdg) / S);
-    double pdp = 0; /* softmax: dlogit_e = p_e (dp_e - sum_i p_i dp_i) */
-    for (int64_t e = 0; e < E; e++) pdp += (double)p[e] * dl[e];
-    for (int64_t e = 0; e < E; e++) dl[e] = (float)(p[e] * (dl[e] - pdp));
-  }
+  for (int64_t t = 0; t < R; t++)
+    dt_router_grad_row(probs + t * E, gate + t * k, dgate + t * k, choice + t * k, daux, E, k,
+                       dlogits + t * E);
   dt_matmul(1, 0, D, E, R, x, dlogits, dwr, 1); /* dWr += x^T dlogits */
   dt_matmul(0, 1, R, D, E, dlogits, wr, dx, 1); /* dx += dlogits Wr^T */
 }
+
+void dt_moe_dispatch_rows(const float *x, const int32_t *pos, int64_t R, int64_t k, int64_t D,
+                          float *send) {
+  for (int64_t i = 0; i < R * k; i++)
+    if (pos[i] >= 0) memcpy(send + (int64_t)pos[i] * D, x + i / k * D, (size_t)D * 4);
+}
+
+void dt_moe_combine(const float *x, const float *gate, const float *ret, const int32_t *pos,
+                    int64_t R, int64_t k, int64_t D, float *xn) {
+  for (int64_t t = 0; t < R; t++)
+    for (int64_t d = 0; d < D; d++)
+      xn[t * D + d] = dt_moe_combine_core(x, gate, ret, pos, k, D, t, d);
+}
+
+void dt_moe_gate_backward(const float *dy, const float *gate, const float *ret, const int32_t *pos,
+                          int64_t R, int64_t k, int64_t D, float *back, float *dgate) {
+  for (int64_t i = 0; i < R * k; i++)
+    dgate[i] = pos[i] < 0 ? 0.0f
+                          : dt_moe_gate_grad_core(dy + i / k * D, ret + (int64_t)pos[i] * D,
+                                                  gate[i], back + (int64_t)pos[i] * D, D);
+}
+
+void dt_moe_combine_backward(const float *dy, const float *back, const int32_t *pos,
+                             const int32_t *expert, int64_t R, int64_t k, int64_t D, float *dx) {
+  for (int64_t t = 0; t < R; t++)
+    for (int64_t d = 0; d < D; d++)
+      dx[t * D + d] = dt_moe_combine_grad_core(dy, back, pos, expert, k, D, t, d);
+}
+#endif

@@ -90,17 +90,20 @@ void dt_reference_update(const dt_train_config *c, dt_reference_run *out, dt_los
 double dt_reference_begin(const dt_train_config *c, float *w, int64_t n, dt_loss_scaler *scaler,
                           dt_reference_run *out) {
   char err[600] = "";
-  if (c->load) /* the run started from this file: so does one process */
-    dt_load_weights_host(c->load, c, w, err, sizeof err);
+  float *hw = dt_host_alloc((size_t)n, 4); /* made on the host, then copied to w */
+  if (c->load)                             /* the run started from this file: so does one process */
+    dt_load_weights_host(c->load, c, hw, err, sizeof err);
   else
-    dt_initial_weights(c, w, 0, n);
+    dt_initial_weights(c, hw, 0, n);
   if (err[0]) dt_fatal(__FILE__, __LINE__, "dt_load_weights_host", err);
+  dt_copy_from_host(w, hw, (size_t)n * 4);
   dt_scaler_init(scaler, c);
   scaler->taken = 0; /* the reference always trains from step 0 */
   scaler->quiet = 1;
   float w0_max = 0; /* in float, then widened: GCC 12's -O3 on arm64 (below) */
-  for (int64_t i = 0; i < n; i++) w0_max = fmaxf(w0_max, fabsf(w[i]));
-  if (out->initial) memcpy(out->initial, w, (size_t)n * 4);
+  for (int64_t i = 0; i < n; i++) w0_max = fmaxf(w0_max, fabsf(hw[i]));
+  if (out->initial) memcpy(out->initial, hw, (size_t)n * 4);
+  free(hw);
   out->reach = 0;
   return w0_max;
 }

@@ -4,12 +4,27 @@
  * backward. Nothing here is the lesson's (no blocks, no log-sum-exp, no
  * merging): the same model computed another way. Per layer:
  *   q, k, v = x Wq, x Wk, x Wv;  o = softmax(mask(q k^T / sqrt(dh))) v per head
- *   u = x + o Wo;  x' = u + relu(u W1) W2 */
+ *   u = x + o Wo;  x' = u + relu(u W1) W2
+ * On the backend's memory (the GPU's on the cuda backend): the weights and
+ * the batch are made on the host and copied in, the weights once
+ * (dt_reference_begin), the batch once a step. */
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "train_internal.h"
+
+static float *alloc(int64_t n) { return dt_alloc_f32((size_t)n, DT_OTHER); }
+
+/* The step's batch, made on the host (hx: x then y) and copied to the
+ * backend's x and y; each row's key for the check. */
+static void batch(const dt_train_config *c, int64_t step, int64_t *samples, int64_t *keys,
+                  float *hx, float *x, float *y) {
+  int64_t S = c->seq, T = c->batch * S, TD = T * c->dim;
+  dt_sequence_batch(c, step, samples, hx, hx + TD);
+  dt_copy_from_host(x, hx, (size_t)TD * 4);
+  dt_copy_from_host(y, hx + TD, (size_t)TD * 4);
+  for (int64_t t = 0; t < T; t++) keys[t] = samples[t / S] * S + t % S;
+}
 
 void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
   int64_t L = c->layers, D = c->dim, H = c->hidden, B = c->batch, S = c->seq, A = c->heads;
@@ -19,12 +34,10 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
   float *m = adamw ? dt_alloc_f32((size_t)n, DT_OPTIM) : NULL;
   float *v = adamw ? dt_alloc_f32((size_t)n, DT_OPTIM) : NULL;
   /* per layer: x, q, k, v, o, u [T,D]; a, h [T,H]; p [B][A][S,S] */
-  float *x = dt_host_alloc((size_t)((L + 1) * T * D), 4), *y = dt_host_alloc((size_t)(T * D), 4);
-  float *qkvou = dt_host_alloc((size_t)(5 * L * T * D), 4);
-  float *a = dt_host_alloc((size_t)(L * T * H), 4), *hh = dt_host_alloc((size_t)(L * T * H), 4);
-  float *p = dt_host_alloc((size_t)(L * B * A * S * S), 4);
-  float *dx = dt_host_alloc((size_t)(T * D), 4), *du = dt_host_alloc((size_t)(T * D), 4);
-  float *dqkv = dt_host_alloc((size_t)(4 * T * D), 4), *dh = dt_host_alloc((size_t)(T * H), 4);
+  float *x = alloc((L + 1) * T * D), *y = alloc(T * D), *qkvou = alloc(5 * L * T * D);
+  float *a = alloc(L * T * H), *hh = alloc(L * T * H), *p = alloc(L * B * A * S * S);
+  float *dx = alloc(T * D), *du = alloc(T * D), *dqkv = alloc(4 * T * D), *dh = alloc(T * H);
+  float *hx = dt_host_alloc((size_t)(2 * T * D), 4); /* the batch, made on the host */
   int64_t *samples = dt_host_alloc((size_t)B, sizeof *samples);
   int64_t *keys = dt_host_alloc((size_t)T, sizeof *keys); /* token b, t: samples[b] x S + t */
   dt_kinks *kinks = out->replay.kinks;                    /* the run's ReLU decisions near 0 */
@@ -39,8 +52,7 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
 #define U(l)  (qkvou + (5 * (l) + 4) * T * D)
 #define PR(l) (p + (l)*B * A * S * S)
   for (int64_t step = 0; step < c->steps; step++) {
-    dt_sequence_batch(c, step, samples, x, y);
-    for (int64_t t = 0; t < T; t++) keys[t] = samples[t / S] * S + t % S;
+    batch(c, step, samples, keys, hx, x, y);
     if (kinks) kinks->step = step;
     for (int64_t l = 0; l < L; l++) {
       const float *wl = w + l * PL, *xl = x + l * T * D;
@@ -50,7 +62,7 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
       for (int64_t b = 0; b < B; b++)
         dt_attend_materialised(&s, Q(l) + b * S * D, K(l) + b * S * D, V(l) + b * S * D,
                                PR(l) + b * A * S * S, O(l) + b * S * D);
-      memcpy(U(l), xl, (size_t)(T * D) * 4);
+      dt_copy(U(l), xl, (size_t)(T * D) * 4);
       dt_matmul(0, 0, T, D, D, O(l), wl + 3 * DD, U(l), 1);
       dt_block_forward(U(l), wl + 4 * DD, wl + 4 * DD + D * H, a + l * T * H, hh + l * T * H,
                        x + (l + 1) * T * D, T, D, H, 1, &(dt_rows){kinks, keys, l, 0});
@@ -71,7 +83,7 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
                                         PR(l) + b * A * S * S, dout + b * S * D, dq + b * S * D,
                                         dk + b * S * D, dv + b * S * D);
       const float *d3[] = {dq, dk, dv};
-      memcpy(dx, du, (size_t)(T * D) * 4); /* the residual path */
+      dt_copy(dx, du, (size_t)(T * D) * 4); /* the residual path */
       for (int i = 0; i < 3; i++) {
         dt_matmul(1, 0, D, D, T, xl, d3[i], gl + i * DD, 1);
         dt_matmul(0, 1, T, D, D, d3[i], wl + i * DD, dx, 1);
@@ -79,10 +91,10 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
     }
     dt_reference_update(c, out, &scaler, step, w, g, m, v, (size_t)n, w0_max, 1);
   }
-  memcpy(out->weights, w, (size_t)n * 4);
+  dt_copy_to_host(out->weights, w, (size_t)n * 4);
   dt_heads_scratch_free(&s);
-  void *host[] = {x, y, qkvou, a, hh, p, dx, du, dqkv, dh, samples, keys};
+  void *host[] = {hx, samples, keys};
   for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
-  float *dev[] = {w, g, m, v};
-  for (size_t i = 0; i < 4; i++) dt_free(dev[i]);
+  float *dev[] = {w, g, m, v, x, y, qkvou, a, hh, p, dx, du, dqkv, dh};
+  for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) dt_free(dev[i]);
 }

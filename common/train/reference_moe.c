@@ -48,18 +48,148 @@ static void replay(dt_routing *rt, int64_t step, int64_t l, const dt_train_confi
     }
 }
 
-typedef struct { /* one layer's routing and its experts' rows, kept for backward */
-  float *probs, *gate, *dgate;
-  int32_t *choice, *row;    /* row [B,k]: the choice's row among its expert's, or -1: dropped */
-  int64_t *n;               /* rows per expert */
-  float *xin, *a, *h, *out; /* per expert e, rows from e * cap */
+/* One layer's routing and its experts' rows, kept for backward. probs,
+ * gate, dgate, dchoice, dpos and the rows on the backend; choice, pos (and
+ * hprobs, for the replay) on the host, where the queues are made: on the
+ * cpu backend the same arrays. */
+typedef struct {
+  float *probs, *hprobs, *gate, *dgate;
+  int32_t *choice, *dchoice, *row; /* row [B,k]: the choice's row among its expert's, or -1 */
+  int32_t *pos, *dpos;             /* [B,k]: its row in xin, e cap + row, or -1: dropped */
+  int64_t *n;                      /* rows per expert */
+  float *xin, *a, *h, *out;        /* per expert e, rows from e * cap */
 } layer;
 
+/* The sizes of a run: B rows in G groups of R, each expert's capacity C a
+ * group, cap = G C rows an expert. */
+typedef struct {
+  int64_t L, D, H, B, E, k, G, R, C, cap;
+} shape;
+
+static void *dev(int64_t n) { return dt_alloc((size_t)n * 4, DT_OTHER); }
+static void *mirror(void *d, int64_t n) {
+  return dt_device() < 0 ? d : dt_host_alloc((size_t)n, 4);
+}
+
+static layer *layers_new(const shape *z) {
+  int64_t B = z->B, E = z->E, k = z->k, ec = z->E * z->cap;
+  layer *ly = dt_host_alloc((size_t)z->L, sizeof *ly);
+  for (layer *q = ly; q < ly + z->L; q++) {
+    *q = (layer){.probs = dev(B * E),
+                 .gate = dev(B * k),
+                 .dgate = dev(B * k),
+                 .dchoice = dev(B * k),
+                 .dpos = dev(B * k),
+                 .xin = dev(ec * z->D),
+                 .out = dev(ec * z->D),
+                 .a = dev(ec * z->H),
+                 .h = dev(ec * z->H)};
+    q->hprobs = mirror(q->probs, B * E);
+    q->choice = mirror(q->dchoice, B * k);
+    q->pos = mirror(q->dpos, B * k);
+    q->row = dt_host_alloc((size_t)(B * k), 4);
+    q->n = dt_host_alloc((size_t)E, 8);
+  }
+  return ly;
+}
+
+static void layers_free(layer *ly, int64_t L) {
+  int gpu = dt_device() >= 0;
+  for (layer *q = ly; q < ly + L; q++) {
+    void *d[] = {q->probs, q->gate, q->dgate, q->dchoice, q->dpos, q->xin, q->out, q->a, q->h};
+    for (size_t i = 0; i < sizeof d / sizeof *d; i++) dt_free(d[i]);
+    void *h[] = {q->row, q->n, gpu ? q->hprobs : NULL, gpu ? q->choice : NULL, gpu ? q->pos : NULL};
+    for (size_t i = 0; i < sizeof h / sizeof *h; i++) free(h[i]);
+  }
+  free(ly);
+}
+
+/* The router of layer l, the run's choices replayed, and the queues: group
+ * r's kept choices follow groups 0..r-1's in each expert's rows. */
+static void route_layer(const dt_train_config *c, const shape *z, layer *q, dt_routing *rt,
+                        int64_t step, int64_t l, const float *xl, const float *wl) {
+  int64_t B = z->B, E = z->E, k = z->k, R = z->R, count[256];
+  dt_router_forward(xl, wl, B, z->D, E, k, q->probs, q->dchoice);
+  if (rt && step >= c->start_step) { /* a resumed run recorded its own steps only */
+    dt_copy_to_host(q->hprobs, q->probs, (size_t)(B * E) * 4);
+    dt_copy_to_host(q->choice, q->dchoice, (size_t)(B * k) * 4);
+    replay(rt, step, l, c, q->hprobs, q->choice);
+    dt_copy_from_host(q->dchoice, q->choice, (size_t)(B * k) * 4);
+  } else
+    dt_copy_to_host(q->choice, q->dchoice, (size_t)(B * k) * 4);
+  dt_router_gates(q->probs, q->dchoice, B, E, k, q->gate);
+  memset(q->n, 0, (size_t)E * 8);
+  for (int64_t r = 0; r < z->G; r++) {
+    dt_moe_keep(q->choice + r * R * k, R, k, E, z->C, q->row + r * R * k, count);
+    for (int64_t i = r * R * k; i < (r + 1) * R * k; i++)
+      if (q->row[i] >= 0) q->row[i] += (int32_t)q->n[q->choice[i]];
+    for (int64_t e = 0; e < E; e++) q->n[e] += count[e];
+  }
+  for (int64_t i = 0; i < B * k; i++)
+    q->pos[i] = q->row[i] < 0 ? -1 : (int32_t)(q->choice[i] * z->cap + q->row[i]);
+  dt_copy_from_host(q->dpos, q->pos, (size_t)(B * k) * 4);
+}
+
+/* x' = x + the gate-weighted sum of each token's kept experts' outputs. */
+static void forward_layer(const shape *z, layer *q, dt_kinks *kinks, int64_t l, const float *xl,
+                          const float *wl, float *xn, dt_dtype half) {
+  int64_t D = z->D, H = z->H, cap = z->cap;
+  dt_moe_dispatch_rows(xl, q->dpos, z->B, z->k, D, q->xin);
+  for (int64_t e = 0; e < z->E; e++) {
+    const float *w1 = wl + D * z->E + 2 * e * D * H;
+    dt_block_forward(q->xin + e * cap * D, w1, w1 + D * H, q->a + e * cap * H, q->h + e * cap * H,
+                     q->out + e * cap * D, q->n[e], D, H, 0, &(dt_rows){kinks, NULL, l, e * H});
+    if (half != DT_F32) dt_round_half(q->out + e * cap * D, (size_t)(q->n[e] * D), half);
+  }
+  dt_moe_combine(xl, q->gate, q->out, q->dpos, z->B, z->k, D, xn);
+}
+
+/* Back from dx to dnext through the experts, the gates and the router
+ * (the router's gradient and the experts' added to gl); dout, dxin [E cap,
+ * D] and dh [cap, H] scratch. */
+static void backward_layer(const shape *z, layer *q, const float *xl, const float *wl, float *gl,
+                           const float *daux, const float *dx, float *dnext, float *dout,
+                           float *dxin, float *dh, float *dlogits, dt_dtype half) {
+  int64_t D = z->D, H = z->H, E = z->E, cap = z->cap;
+  dt_moe_gate_backward(dx, q->gate, q->out, q->dpos, z->B, z->k, D, dout, q->dgate);
+  for (int64_t e = 0; e < E; e++) {
+    const float *w1 = wl + D * E + 2 * e * D * H;
+    float *g1 = gl + D * E + 2 * e * D * H, *de = dxin + e * cap * D;
+    dt_block_backward(q->xin + e * cap * D, q->a + e * cap * H, q->h + e * cap * H, w1, w1 + D * H,
+                      dout + e * cap * D, de, g1, g1 + D * H, dh, q->n[e], D, H, 0);
+    if (half != DT_F32) dt_round_half(de, (size_t)(q->n[e] * D), half);
+  }
+  /* the residual path, then each token's experts in their order */
+  dt_moe_combine_backward(dx, dxin, q->dpos, q->dchoice, z->B, z->k, D, dnext);
+  dt_router_backward(xl, wl, q->probs, q->dchoice, q->gate, q->dgate, daux, z->B, D, E, z->k,
+                     dlogits, gl, dnext);
+}
+
+/* The balance loss of layer l's routing: f_e from every choice, kept or
+ * not, over the whole batch; daux [E] on the backend. */
+static double balance(const dt_train_config *c, const shape *z, const layer *q, double scale,
+                      float *daux) {
+  int64_t count[256] = {0}, E = z->E;
+  float f[256];
+  for (int64_t i = 0; i < z->B * z->k; i++) count[q->choice[i]]++;
+  for (int64_t e = 0; e < E; e++) f[e] = (float)count[e] / (float)(z->B * z->k);
+  return dt_moe_aux(c, q->probs, z->B, f, scale, daux);
+}
+
 void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out) {
-  int64_t L = c->layers, D = c->dim, H = c->hidden, B = c->batch, E = c->experts, k = c->topk;
   dt_routing *rt = out->replay.routing;
   dt_kinks *kinks = out->replay.kinks; /* the run's ReLU decisions near 0 */
-  int64_t G = rt ? rt->groups : dt_size(), R = B / G, C = dt_moe_capacity(c, R), cap = G * C;
+  shape z = {.L = c->layers,
+             .D = c->dim,
+             .H = c->hidden,
+             .B = c->batch,
+             .E = c->experts,
+             .k = c->topk,
+             .G = rt ? rt->groups : dt_size()};
+  z.R = z.B / z.G;
+  z.C = dt_moe_capacity(c, z.R);
+  z.cap = z.G * z.C;
+  int64_t L = z.L, D = z.D, B = z.B, E = z.E, ec = E * z.cap;
   int64_t PL = dt_params_per_layer(c), n = dt_model_size(c);
   if (rt) /* SGD in fp32 stays within rounding; AdamW and bf16 drift after a flip (CHECKING.md) */
     rt->tie = dt_precision_type(c) == DT_F32 && c->optimizer[0] != 'a' ? DT_ROUTING_TIE
@@ -69,63 +199,20 @@ void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out) {
   float *w = dt_alloc_f32((size_t)n, DT_PARAMS), *g = dt_alloc_f32((size_t)n, DT_GRADS);
   float *m = adamw ? dt_alloc_f32((size_t)n, DT_OPTIM) : NULL;
   float *v = adamw ? dt_alloc_f32((size_t)n, DT_OPTIM) : NULL;
-  float *x = dt_host_alloc((size_t)((L + 1) * B * D), 4), *y = dt_host_alloc((size_t)(B * D), 4);
-  float *dx = dt_host_alloc((size_t)(B * D), 4), *dnext = dt_host_alloc((size_t)(B * D), 4);
-  float *dout = dt_host_alloc((size_t)(cap * D), 4), *dxin = dt_host_alloc((size_t)(cap * D), 4);
-  float *dh = dt_host_alloc((size_t)(cap * H), 4), *dlogits = dt_host_alloc((size_t)(B * E), 4);
-  float *f = dt_host_alloc((size_t)E, 4), *daux = dt_host_alloc((size_t)E, 4);
-  int64_t *samples = dt_host_alloc((size_t)B, sizeof *samples),
-          *count = dt_host_alloc((size_t)E, 8);
-  layer *ly = dt_host_alloc((size_t)L, sizeof *ly);
-  for (layer *y_ = ly; y_ < ly + L; y_++) {
-    y_->probs = dt_host_alloc((size_t)(B * E), 4);
-    y_->gate = dt_host_alloc((size_t)(B * k), 4);
-    y_->dgate = dt_host_alloc((size_t)(B * k), 4);
-    y_->choice = dt_host_alloc((size_t)(B * k), 4);
-    y_->row = dt_host_alloc((size_t)(B * k), 4);
-    y_->n = dt_host_alloc((size_t)E, 8);
-    y_->xin = dt_host_alloc((size_t)(E * cap * D), 4);
-    y_->out = dt_host_alloc((size_t)(E * cap * D), 4);
-    y_->a = dt_host_alloc((size_t)(E * cap * H), 4);
-    y_->h = dt_host_alloc((size_t)(E * cap * H), 4);
-  }
+  float *x = dev((L + 1) * B * D), *y = dev(B * D), *dx = dev(B * D), *dnext = dev(B * D);
+  float *dout = dev(ec * D), *dxin = dev(ec * D), *dh = dev(z.cap * z.H), *dlogits = dev(B * E);
+  float *daux = dev(E);
+  int64_t *samples = dt_host_alloc((size_t)B, sizeof *samples);
+  layer *ly = layers_new(&z);
   dt_loss_scaler scaler;
   double w0_max = dt_reference_begin(c, w, n, &scaler, out);
   for (int64_t step = 0; step < c->steps; step++) {
-    for (int64_t r = 0; r < G; r++) dt_step_samples(c, (int)G, (int)r, step, samples + r * R);
+    for (int64_t r = 0; r < z.G; r++) dt_step_samples(c, (int)z.G, (int)r, step, samples + r * z.R);
     dt_make_batch(c, samples, B, x, y);
     if (kinks) kinks->step = step;
     for (int64_t l = 0; l < L; l++) {
-      layer *q = ly + l;
-      const float *wl = w + l * PL, *xl = x + l * B * D;
-      float *xn = x + (l + 1) * B * D;
-      dt_router_forward(xl, wl, B, D, E, k, q->probs, q->choice);
-      if (rt && step >= c->start_step) /* a resumed run recorded its own steps only */
-        replay(rt, step, l, c, q->probs, q->choice);
-      dt_router_gates(q->probs, q->choice, B, E, k, q->gate);
-      memset(q->n, 0, (size_t)E * 8);
-      for (int64_t r = 0; r < G; r++) { /* group r's kept choices follow groups 0..r-1's */
-        dt_moe_keep(q->choice + r * R * k, R, k, E, C, q->row + r * R * k, count);
-        for (int64_t i = r * R * k; i < (r + 1) * R * k; i++)
-          if (q->row[i] >= 0) q->row[i] += (int32_t)q->n[q->choice[i]];
-        for (int64_t e = 0; e < E; e++) q->n[e] += count[e];
-      }
-      memcpy(xn, xl, (size_t)(B * D) * 4);
-      for (int64_t i = 0; i < B * k; i++)
-        if (q->row[i] >= 0)
-          memcpy(q->xin + (q->choice[i] * cap + q->row[i]) * D, xl + i / k * D, (size_t)D * 4);
-      for (int64_t e = 0; e < E; e++) {
-        const float *w1 = wl + D * E + 2 * e * D * H;
-        dt_block_forward(q->xin + e * cap * D, w1, w1 + D * H, q->a + e * cap * H,
-                         q->h + e * cap * H, q->out + e * cap * D, q->n[e], D, H, 0,
-                         &(dt_rows){kinks, NULL, l, e * H});
-        if (half != DT_F32) dt_round_half(q->out + e * cap * D, (size_t)(q->n[e] * D), half);
-      }
-      for (int64_t i = 0; i < B * k; i++)
-        if (q->row[i] >= 0) {
-          const float *o = q->out + (q->choice[i] * cap + q->row[i]) * D;
-          for (int64_t d = 0; d < D; d++) xn[i / k * D + d] += q->gate[i] * o[d];
-        }
+      route_layer(c, &z, ly + l, rt, step, l, x + l * B * D, w + l * PL);
+      forward_layer(&z, ly + l, kinks, l, x + l * B * D, w + l * PL, x + (l + 1) * B * D, half);
     }
     double loss =
         dt_mse_forward_backward(x + L * B * D, y, dx, (size_t)(B * D), 1.0 / (double)(B * D));
@@ -133,39 +220,9 @@ void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out) {
     if (scaler.scale != 1.0) dt_scale(dx, (size_t)(B * D), (float)scaler.scale); /* fp16 */
     dt_zero(g, (size_t)n * 4);
     for (int64_t l = L - 1; l >= 0; l--) {
-      layer *q = ly + l;
-      const float *wl = w + l * PL, *xl = x + l * B * D;
-      float *gl = g + l * PL;
-      memset(count, 0, (size_t)E * 8); /* f: every choice, kept or not, over the whole batch */
-      for (int64_t i = 0; i < B * k; i++) count[q->choice[i]]++;
-      for (int64_t e = 0; e < E; e++) f[e] = (float)count[e] / (float)(B * k);
-      aux += dt_moe_aux(c, q->probs, B, f, scaler.scale, daux);
-      memcpy(dnext, dx, (size_t)(B * D) * 4); /* the residual path */
-      for (int64_t e = 0; e < E; e++) {
-        memset(dout, 0, (size_t)(q->n[e] * D) * 4);
-        for (int64_t i = 0; i < B * k; i++)
-          if (q->row[i] >= 0 && q->choice[i] == e) {
-            const float *dy = dx + i / k * D, *o = q->out + (e * cap + q->row[i]) * D;
-            double dg = 0;
-            for (int64_t d = 0; d < D; d++) {
-              dout[q->row[i] * D + d] = q->gate[i] * dy[d];
-              dg += (double)dy[d] * o[d];
-            }
-            q->dgate[i] = (float)dg;
-          }
-        const float *w1 = wl + D * E + 2 * e * D * H;
-        float *g1 = gl + D * E + 2 * e * D * H;
-        dt_block_backward(q->xin + e * cap * D, q->a + e * cap * H, q->h + e * cap * H, w1,
-                          w1 + D * H, dout, dxin, g1, g1 + D * H, dh, q->n[e], D, H, 0);
-        if (half != DT_F32) dt_round_half(dxin, (size_t)(q->n[e] * D), half);
-        for (int64_t i = 0; i < B * k; i++)
-          if (q->row[i] >= 0 && q->choice[i] == e)
-            for (int64_t d = 0; d < D; d++) dnext[i / k * D + d] += dxin[q->row[i] * D + d];
-      }
-      for (int64_t i = 0; i < B * k; i++)
-        if (q->row[i] < 0) q->dgate[i] = 0; /* a dropped choice added nothing */
-      dt_router_backward(xl, wl, q->probs, q->choice, q->gate, q->dgate, daux, B, D, E, k, dlogits,
-                         gl, dnext);
+      aux += balance(c, &z, ly + l, scaler.scale, daux);
+      backward_layer(&z, ly + l, x + l * B * D, w + l * PL, g + l * PL, daux, dx, dnext, dout, dxin,
+                     dh, dlogits, half);
       float *t = dx;
       dx = dnext;
       dnext = t;
@@ -176,14 +233,9 @@ void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out) {
      * is fp32, the experts' stay home): its token rows do, rounded below */
     dt_reference_update(c, out, &scaler, step, w, g, m, v, (size_t)n, w0_max, 0);
   }
-  memcpy(out->weights, w, (size_t)n * 4);
-  for (layer *y_ = ly; y_ < ly + L; y_++) {
-    void *bufs[] = {y_->probs, y_->gate, y_->dgate, y_->choice, y_->row,
-                    y_->n,     y_->xin,  y_->out,   y_->a,      y_->h};
-    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
-  }
-  void *host[] = {x, y, dx, dnext, dout, dxin, dh, dlogits, f, daux, samples, count, ly};
-  for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
-  float *dev[] = {w, g, m, v};
-  for (size_t i = 0; i < 4; i++) dt_free(dev[i]);
+  dt_copy_to_host(out->weights, w, (size_t)n * 4);
+  layers_free(ly, L);
+  free(samples);
+  float *bufs[] = {w, g, m, v, x, y, dx, dnext, dout, dxin, dh, dlogits, daux};
+  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) dt_free(bufs[i]);
 }

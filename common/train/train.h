@@ -305,7 +305,9 @@ void dt_block_backward(const float *x, const float *a, const float *h, const flo
 
 /* ---------------------------------------------------------------- experts */
 /* DT_MOE, the mixture of E experts (moe.c; lesson 10 trains it), each the
- * block's D->H->D ReLU MLP, on host rows (the cpu backend). A block becomes
+ * block's D->H->D ReLU MLP, on the backend's rows (the router's kernels on
+ * the cuda backend: moe_kernels.cu; dt_moe_keep and dt_moe_aux's f are host
+ * bookkeeping). A block becomes
  *   x' = x + sum over token's kept choices j of gate_j MLP_{e_j}(x).
  * The router: probs = softmax(x Wr) [R,E]; choice [R,k] the k most probable
  * experts, best first, a tie to the lower index; gate [R,k] their
@@ -334,6 +336,22 @@ double dt_moe_aux(const dt_train_config *c, const float *probs, int64_t R, const
 void dt_router_backward(const float *x, const float *wr, const float *probs, const int32_t *choice,
                         const float *gate, const float *dgate, const float *daux, int64_t R,
                         int64_t D, int64_t E, int64_t k, float *dlogits, float *dwr, float *dx);
+
+/* The tokens' trip (lesson 10), on the backend's rows; choice i = t k + j
+ * of token t goes to row pos[i] of the send order (-1: dropped):
+ *   dispatch: send[pos[i]] = x[t];  combine: xn = x + sum_j gate_i ret[pos[i]];
+ *   gate backward: back[pos[i]] = gate_i dy[t], dgate_i = dy[t] . ret[pos[i]]
+ *   (0 when dropped);  combine backward: dx = dy + sum_j back[pos[i]], the
+ *   choices added in choice order, or with expert (choice's, on the backend)
+ *   in the experts' order (the yardstick's). */
+void dt_moe_dispatch_rows(const float *x, const int32_t *pos, int64_t R, int64_t k, int64_t D,
+                          float *send);
+void dt_moe_combine(const float *x, const float *gate, const float *ret, const int32_t *pos,
+                    int64_t R, int64_t k, int64_t D, float *xn);
+void dt_moe_gate_backward(const float *dy, const float *gate, const float *ret, const int32_t *pos,
+                          int64_t R, int64_t k, int64_t D, float *back, float *dgate);
+void dt_moe_combine_backward(const float *dy, const float *back, const int32_t *pos,
+                             const int32_t *expert, int64_t R, int64_t k, int64_t D, float *dx);
 
 /* The flags of the mixture, after DT_TRAIN_OPTIONS in its lesson's table. */
 #define DT_MOE_OPTIONS(c)                                                                          \
@@ -365,7 +383,8 @@ typedef struct {
   DT_INT("--seq", &(c)->seq, 1, 1 << 20, "tokens S per sequence (--batch counts sequences)"),      \
       DT_INT("--heads", &(c)->heads, 1, 4096, "attention heads A (dividing D)")
 
-/* DT_TRANSFORMER's causal attention (attention.c), on host rows of width W
+/* DT_TRANSFORMER's causal attention (attention.c; on the cuda backend
+ * attention_kernels.cu, on device rows), on rows of width W
  * (heads x dh columns, head h in columns h dh .. h dh + dh - 1), scores
  * scaled by 1/sqrt(dh). One block: n query rows against nk key/value rows;
  * causal (a diagonal block, n == nk): query i sees keys 0..i, else all.
@@ -383,6 +402,13 @@ int64_t dt_attn_block_backward(const float *q, const float *k, const float *v, c
                                const float *delta, const float *lse, int64_t n, int64_t nk,
                                int64_t W, int64_t heads, int causal, float *dq, float *dk,
                                float *dv);
+/* The running result of blocks merged one by one (lessons 11, 12's ring):
+ * start empty (o = 0, lse = -inf), then merge each block's o, lse into it
+ * by their log-sum-exp (11_cp's cp_merge, its exercise, is the same
+ * formula on host rows; this one runs on the backend's memory). */
+void dt_attn_start(float *o, float *lse, int64_t n, int64_t W, int64_t heads);
+void dt_attn_merge(float *o, float *lse, const float *ob, const float *lseb, int64_t n, int64_t W,
+                   int64_t heads);
 /* Queries and keys per tile (attention.c): its GEMMs are TILE x TILE x dh
  * (scores) and TILE x dh x TILE (products) */
 #define DT_ATTN_TILE 128

@@ -20,10 +20,10 @@ void dt_kernels_init(void);
 size_t dt_rounding_bytes(void);
 /* what dt_matmul rounds its inputs to (dt_set_matmul_inputs; DT_F32: nothing) */
 dt_dtype dt_matmul_inputs(void);
-/* On host memory, either backend: C = alpha op(A) op(B) + beta C, row-major
- * blocks of wider arrays (lda, ldb, ldc), no rounding of the inputs (the
- * caller rounds). attention.c's tiles: OpenBLAS on cpu, a plain host loop in
- * the cuda build (lesson 11 runs on the cpu backend only). */
+/* The cpu backend's (kernels_cpu.c, OpenBLAS): C = alpha op(A) op(B) + beta C,
+ * row-major blocks of wider arrays (lda, ldb, ldc), no rounding of the
+ * inputs (the caller rounds): attention.c's tiles. The cuda backend's tiles
+ * call cuBLAS (attention_kernels.cu). */
 void dt_host_gemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                   const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                   int64_t ldc);
@@ -33,9 +33,9 @@ void dt_fill_rows(float *buf, const int64_t *rows, int64_t count, int64_t cols, 
                   uint64_t stream, float bound);
 
 /* reference.c: what the reference trainers of the new models (the mixture,
- * the transformer) share: the start (initial weights of the whole model on
- * the host, the scaler, the initial copy; returns the largest |w|, for the
- * reach) and the step after backward */
+ * the transformer) share: the start (initial weights of the whole model in w
+ * on the backend, made on the host; the scaler, the initial copy; returns
+ * the largest |w|, for the reach) and the step after backward */
 double dt_reference_begin(const dt_train_config *c, float *w, int64_t n, dt_loss_scaler *scaler,
                           dt_reference_run *out);
 void dt_reference_update(const dt_train_config *c, dt_reference_run *out, dt_loss_scaler *scaler,
@@ -45,8 +45,13 @@ void dt_reference_update(const dt_train_config *c, dt_reference_run *out, dt_los
 /* attention.c: causal attention the plainest way, one sequence of S rows
  * of width D (heads x dh columns) at a time, each head's S x S
  * probabilities materialised (p [heads][S, S], kept for backward), through
- * dt_matmul on host rows (the cpu backend): the transformer's and the GPT's
+ * dt_matmul on the backend's rows: the transformer's and the GPT's
  * yardsticks. */
+/* the softmax of one head's S x S scores p [S,S] (scaled, masked after the
+ * diagonal), and back: dp = dS from P and dP; attn_core.h's rows, looped
+ * (attention.c) or launched (attention_kernels.cu) */
+void dt_softmax_causal(float *p, int64_t S, float scale);
+void dt_softmax_causal_backward(const float *p, float *dp, int64_t S, float scale);
 typedef struct {
   int64_t S, D, heads, dh;
   float *qh, *kh, *vh, *oh, *dp; /* one head of one sequence: [S,dh]; dp [S,S] */

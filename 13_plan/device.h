@@ -1,0 +1,36 @@
+/* device.h: one operation of a step, and what it costs a device
+ * (device.c): measured there, or from a datasheet by its shape. */
+#ifndef PLAN_DEVICE_H
+#define PLAN_DEVICE_H
+
+#include "inputs.h"
+
+typedef struct {
+  int k;               /* the kernel: GEMM, MLP_F, ..., below */
+  int64_t s[5];        /* its shape */
+  double count;        /* per step */
+  double flops, bytes; /* of one call */
+  int per_micro;       /* in every microbatch's forward or backward (else once a step) */
+  int backward;
+} op;
+enum {
+  GEMM,
+  MLP_F,
+  MLP_B,
+  ATT_F,
+  ATT_B,
+  EW,
+  LOSS,
+  DATA05,
+  DATA11,
+  ADAMW,
+  SGD,
+  FLASH,
+  ALLOC,
+  BGEMM, /* a batched GEMM: m n k and the batch */
+  NKERNELS
+};
+extern const char *const kernel_name[NKERNELS];
+double op_seconds(const op *o, const machine *c); /* one call */
+
+#endif
