@@ -7,6 +7,7 @@
 #   make setup           install Open MPI, OpenBLAS (and gnuplot: apt-get through sudo; Homebrew on macOS)
 #   make gpu-node-kit    pack Open MPI into .gpu-kit/ for a GPU machine without network
 #   make exercise-5      a classroom exercise      make check-5 [NP=k]   check it
+#   make data            the tiny Shakespeare text for 14_gpt (data/shakespeare.txt, checked)
 #   make grade DIR=d     check every exercise in d: a table and Gradescope results.json
 #
 # Variables: BACKEND=auto|cpu|cuda NP MPIRUN ARGS CUDA_HOME NCCL_HOME MPI_HOME ARCH
@@ -214,6 +215,13 @@ A2A_BENCH := $(BUILD)/bench_all_to_all
 $(A2A_BENCH): $(BUILD)/tests/bench_all_to_all.o $(BUILD)/10_ep/exchange.o $(LIBS) $(STAMP)
 	$(MPICC) $(LDFLAGS) $(filter %.o %.a,$^) -o $@ $(LDLIBS)
 
+# The tiny Shakespeare text for 14_gpt, its size and SHA-256 checked
+# (tools/data.sh); offline it says how to train on any text with --text.
+# make test never needs it.
+.PHONY: data
+data:
+	@bash tools/data.sh
+
 tour: all
 	@NP=$(NP) MPIRUN="$(MPIRUN)" MPIRUN_FLAGS="$(call mpirun_flags,$(NP))" bash tests/tour.sh $(LESSON_BINS)
 
@@ -321,6 +329,14 @@ bench-cp: all
 # (step time, bytes per axis, memory, bubble), then tensor parallelism inside
 # a node against across the link of emulated nodes. Writes bench/mesh.md,
 # bench/mesh.csv, bench/mesh_cluster.csv (and bench/mesh.png with gnuplot).
+# Lesson 14's bench (bench/gpt.sh): nanoGPT's CPU configuration on the tiny
+# Shakespeare text (make data; else README.md) at NP 1, 2 and 16 beside the
+# same run in PyTorch; BENCH_GPT_ITERS=40 for a quick look. Writes
+# bench/out/gpt/gpt.md, gpt.csv and gpt.png.
+.PHONY: bench-gpt
+bench-gpt: all
+	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" bash bench/gpt.sh
+
 .PHONY: bench-mesh
 bench-mesh: all
 	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" bash bench/mesh.sh

@@ -43,7 +43,8 @@ static void coordinates(model *m) {
 static void layout(model *m, dt_run *r) {
   int64_t lo = 0, hi, off, L = r->c.layers / m->n[PP];
   coordinates(m);
-  mesh_verify(m); /* and names each communicator by its axis, for the watchdog */
+  mesh_verify(m->world, m->axis, m->dc, m->n,
+              m->at); /* and names each communicator by its axis, for the watchdog */
   m->L = L;
   m->l0 = m->at[PP] * L;
   mesh_buffers(m, &r->c);
@@ -193,13 +194,13 @@ int main(int argc, char **argv) {
   m.world = world;
   m.zigzag = strcmp(split, "zigzag") == 0;
   m.gpipe = schedule[0] == 'g';
-  mesh_shape(&m, world->size);
+  mesh_shape(m.n, world->size);
   if (!m.M) m.M = m.n[PP] > 1 ? 2 * m.n[PP] : 1;
-  mesh_check(&m, &run.c);
+  mesh_check(m.n, m.M, m.zigzag, &run.c);
   layout(&m, &run);
   dt_run_begin(&run);
   if (m.zero) fsdp_start(&m.f, &run);
-  mesh_table(&m);
+  mesh_table(world, m.n, m.at);
   for (int64_t step = run.c.start_step; step < run.c.steps; step++) {
     dt_step_begin(&run, step);
     double loss = train_step(&m, &run, step);

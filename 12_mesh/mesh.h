@@ -11,6 +11,8 @@
 #include "09_pp/stash.h"
 #include "09_pp/timeline.h"
 #include "11_cp/ring.h"
+#include "shape.h"
+#include "table.h"
 #include "topology.h"
 #include "train.h"
 
@@ -68,21 +70,7 @@ layer_weights mesh_weights(const model *m, float *w, int64_t l); /* layer l of m
 layer_acts mesh_acts(const model *m, float *slot, int64_t l);    /* layer l of a slot */
 dt_acts mesh_mlp(const model *m, layer_acts p, int64_t l);       /* its MLP, for 07's pieces */
 size_t mesh_out(const model *m); /* where a slot holds the stage's output x_L */
-/* shape.c: the sizes (m->n holds the flags, 0 for the free axes, which take
- * the ranks left over: topology.c's rule); what the mesh cannot split
- * (heads, hidden units, layers, the sequence, the batch): dt_fail says
- * which; and every communicator holds the ranks the coordinates say, in
- * their order, or dt_fail names the first group that does not, beside the
- * right ones; then names each communicator by its axis ("tp", ..., "dp x
- * cp"), as the watchdog reports a stuck call */
-void mesh_shape(model *m, int64_t N);
-void mesh_check(const model *m, const dt_train_config *c);
-void mesh_verify(const model *m);
-/* The ranks that share rank r's group along axis a (DC: dp x cp), as the
- * coordinates define it, appended to buf as "{4, 5}". */
-void mesh_group(const model *m, int64_t r, int a, char *buf, size_t len);
-/* report.c: the mesh as a table, bytes per axis, time per axis, memory */
-void mesh_table(const model *m);
+/* report.c: bytes per axis, time per axis, memory */
 void mesh_report(model *m, dt_run *r);
 
 #endif

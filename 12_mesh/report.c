@@ -1,66 +1,14 @@
-/* report.c: what 12_mesh prints beside the lesson: the mesh as a table,
- * and after the run each axis's calls and bytes, the time blocked on each,
+/* report.c: what 12_mesh prints after the run (the mesh's table before it
+ * is table.c's): each axis's calls and bytes, the time blocked on each,
  * memory by kind, each beside its formula and checked on every rank, the
  * replicas, and the pipeline's bubble (09's timeline). */
-#define _POSIX_C_SOURCE 200809L /* gethostname */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "09_pp/formulas.h"
 #include "formulas.h"
 #include "mesh.h"
-
-/* Every rank's coordinates and host on rank 0; the groups of each axis. */
-void mesh_table(const model *m) {
-  enum { HOST = 32 };
-  int64_t N = m->world->size, mine[AXES];
-  char host[HOST] = "", *hosts = dt_host_alloc((size_t)(N * HOST), 1);
-  int64_t *all = dt_host_alloc((size_t)(N * AXES), sizeof *all);
-  gethostname(host, HOST - 1);
-  memcpy(mine, m->at, sizeof mine);
-  dt_host_gather(m->world, mine, all, AXES, DT_I64, 0);
-  dt_host_gather(m->world, host, hosts, HOST / 4, DT_I32, 0); /* the name's bytes */
-  dt_print0("the mesh: dp %lld x pp %lld x cp %lld x tp %lld = %lld ranks (tp fastest, then cp, "
-            "pp, dp)\n    rank   dp   pp   cp   tp   host\n",
-            (long long)m->n[DP], (long long)m->n[PP], (long long)m->n[CP], (long long)m->n[TP],
-            (long long)N);
-  for (int64_t r = 0; r < N && m->world->rank == 0; r++)
-    dt_print0("  %6lld %4lld %4lld %4lld %4lld   %s\n", (long long)r, (long long)all[r * AXES + DP],
-              (long long)all[r * AXES + PP], (long long)all[r * AXES + CP],
-              (long long)all[r * AXES + TP], hosts + r * HOST);
-  static const int order[NCOMM] = {TP, CP, PP, DP, DC};
-  for (int k = 0; k < NCOMM && m->world->rank == 0; k++) {
-    int a = order[k];
-    char line[1024] = "";
-    for (int64_t r = 0; r < N && strlen(line) < 900; r++)
-      if (topo_place(m->n, r, a) == 0) { /* each group once, from its first rank */
-        if (line[0]) strcat(line, " ");
-        mesh_group(m, r, a, line, sizeof line);
-      }
-    dt_print0("  %-8s groups (%s = %lld): %s%s\n", axis_group[a], axis_name[a],
-              (long long)topo_size(m->n, a), line, strlen(line) >= 900 ? " ..." : "");
-  }
-  free(all);
-  free(hosts);
-}
-
-/* One row of the bytes table: a kind of call on one communicator, measured
- * per step beside its formula; bad counts the rows that differ. */
-static void row(const char *axis, const char *what, dt_counter got, uint64_t steps, uint64_t calls,
-                uint64_t bytes, const char *how, int *bad) {
-  *bad += got.calls != calls * steps || got.bytes_sent != bytes * steps;
-  char key[48]; /* as data: "dp_cp all_reduce" */
-  snprintf(key, sizeof key, "%s %.*s", strcmp(axis, "dp x cp") ? axis : "dp_cp",
-           (int)strcspn(what, " "), what);
-  dt_report("traffic", key, "{\"calls\": %llu, \"bytes\": %llu, \"formula\": %llu}",
-            (unsigned long long)(got.calls / steps), (unsigned long long)(got.bytes_sent / steps),
-            (unsigned long long)bytes);
-  dt_print0("    %-8s %-22s %7llu %7llu %11llu %11llu   %s\n", axis, what,
-            (unsigned long long)(got.calls / steps), (unsigned long long)calls,
-            (unsigned long long)(got.bytes_sent / steps), (unsigned long long)bytes, how);
-}
 
 /* This rank's share, as the formulas take it (formulas.c) */
 static mesh_share share_of(const model *m, const dt_run *r) {
@@ -84,23 +32,24 @@ static void bytes(const model *m, const dt_run *r, uint64_t steps, int *bad) {
   mesh_share x = share_of(m, r);
   mesh_traffic t = mesh_traffic_of(&x);
   dt_print0("  per rank per step (rank 0)          calls formula  bytes sent     formula\n");
-  row("tp", "all_reduce (activ)", m->axis[TP]->count[DT_ALL_REDUCE], steps, (uint64_t)t.tp.calls,
-      (uint64_t)t.tp.bytes, "4LM x 2(tp-1)/tp x RD x 4: after Wo and W2, their mirrors in backward",
-      bad);
-  row("cp", "sendrecv (K|V, dK|dV)", m->axis[CP]->count[DT_SENDRECV], steps, (uint64_t)t.cp.calls,
-      (uint64_t)t.cp.bytes, "LM(3cp-2) x 2RW x 4: (cp-1) hops forward, (cp-1) + cp backward", bad);
-  row("pp", "sendrecv (activ)", m->axis[PP]->count[DT_SENDRECV], steps, (uint64_t)t.pp.calls,
-      (uint64_t)t.pp.bytes,
-      "M x (s < pp-1: forward out + s > 0: gradient back) x RD x 4; calls: the plan's", bad);
-  row("dp x cp", "all_reduce (grads)", m->dc->count[DT_ALL_REDUCE], steps, (uint64_t)t.grads.calls,
-      (uint64_t)t.grads.bytes,
-      m->zero ? "2 x L x (G-1) x S x 4, as 06 --zero 1"
-              : "2(G-1)/G x L x (4DW + 2DHs) x 4, G = dp x cp",
-      bad);
+  mesh_row("tp", "all_reduce (activ)", m->axis[TP]->count[DT_ALL_REDUCE], steps,
+           (uint64_t)t.tp.calls, (uint64_t)t.tp.bytes,
+           "4LM x 2(tp-1)/tp x RD x 4: after Wo and W2, their mirrors in backward", bad);
+  mesh_row("cp", "sendrecv (K|V, dK|dV)", m->axis[CP]->count[DT_SENDRECV], steps,
+           (uint64_t)t.cp.calls, (uint64_t)t.cp.bytes,
+           "LM(3cp-2) x 2RW x 4: (cp-1) hops forward, (cp-1) + cp backward", bad);
+  mesh_row("pp", "sendrecv (activ)", m->axis[PP]->count[DT_SENDRECV], steps, (uint64_t)t.pp.calls,
+           (uint64_t)t.pp.bytes,
+           "M x (s < pp-1: forward out + s > 0: gradient back) x RD x 4; calls: the plan's", bad);
+  mesh_row("dp x cp", "all_reduce (grads)", m->dc->count[DT_ALL_REDUCE], steps,
+           (uint64_t)t.grads.calls, (uint64_t)t.grads.bytes,
+           m->zero ? "2 x L x (G-1) x S x 4, as 06 --zero 1"
+                   : "2(G-1)/G x L x (4DW + 2DHs) x 4, G = dp x cp",
+           bad);
   if (m->zero)
-    row("dp x cp", "all_gather (params)", m->dc->count[DT_ALL_GATHER], steps,
-        (uint64_t)t.params.calls, (uint64_t)t.params.bytes,
-        "L x (G-1) x S x 4: the stepped shards back to every rank", bad);
+    mesh_row("dp x cp", "all_gather (params)", m->dc->count[DT_ALL_GATHER], steps,
+             (uint64_t)t.params.calls, (uint64_t)t.params.bytes,
+             "L x (G-1) x S x 4: the stepped shards back to every rank", bad);
 }
 
 /* Seconds blocked per step in each axis's calls, rank 0's. */

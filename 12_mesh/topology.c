@@ -40,6 +40,13 @@ int64_t topo_place(const int64_t *n, int64_t r, int a) {
 
 int topo_along(int a, int b) { return b == a || (a == DC && (b == DP || b == CP)); }
 
+int64_t topo_group(const int64_t *n, int64_t r, int a) {
+  int64_t at[AXES], id = 0;
+  topo_coords(n, r, at);
+  for (int b = 0; b < AXES; b++) id = topo_along(a, b) ? id : id * n[b] + at[b];
+  return id;
+}
+
 int topo_together(const int64_t *n, int64_t r, int64_t s, int a) {
   int64_t x[AXES], y[AXES];
   topo_coords(n, r, x);

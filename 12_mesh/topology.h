@@ -26,6 +26,9 @@ int64_t topo_size(const int64_t *n, int a);                 /* of a group along 
 /* Rank r's place in its group along a: its coordinate (DC: dp x CP + cp) */
 int64_t topo_place(const int64_t *n, int64_t r, int a);
 int topo_along(int a, int b); /* whether the group along a spans coordinate b */
+/* The group along a that rank r belongs to, as one number: its other
+ * coordinates (a's own left out; DC: dp and cp), the color of a split */
+int64_t topo_group(const int64_t *n, int64_t r, int a);
 /* Whether ranks r and s differ along a alone, and so share its group */
 int topo_together(const int64_t *n, int64_t r, int64_t s, int a);
 

@@ -17,6 +17,8 @@
 #      inside a node against across the link of emulated nodes.
 #   8. the self-check at these sizes on every OpenBLAS kernel (bench/check.sh):
 #      lessons 05-12, NP 2 and 4, several seeds, both optimizers.
+#   9. a GPT on a text (bench/gpt.sh): lesson 14 at nanoGPT's CPU configuration,
+#      NP 1, 2 and 16, beside the same run in PyTorch.
 # Writes bench/results.md, bench/*.csv and, when gnuplot is installed,
 # bench/*.png (without it, the committed plots are kept, and results.md says
 # they are from an earlier run); raw logs and plot data stay in bench/out/
@@ -377,6 +379,14 @@ say "the self-check at bench sizes on every OpenBLAS kernel (bench/check.sh; log
 CHECK_MD=$NEW/check.md BIN_DIR=$BIN_DIR MPIRUN=$MPIRUN CORES=$CORES bash bench/check.sh >"$OUT/check.log" 2>&1 ||
   die "bench/check.sh failed; see $OUT/check.log"
 
+# ---- 9. a GPT on a text (bench/gpt.sh, lesson 14) ---------------------------------------
+say "a GPT on a text: nanoGPT's CPU configuration beside PyTorch (bench/gpt.sh; log $OUT/gpt.log)"
+BIN_DIR=$BIN_DIR MPIRUN=$MPIRUN CORES=$CORES bash bench/gpt.sh >"$OUT/gpt.log" 2>&1 ||
+  die "bench/gpt.sh failed; see $OUT/gpt.log"
+cp "$OUT/gpt/gpt.md" "$OUT/gpt/gpt.csv" "$NEW/"
+[ ! -f "$OUT/gpt/gpt.png" ] || cp "$OUT/gpt/gpt.png" "$NEW/"
+cat "$OUT/gpt/commands.txt" >>"$OUT/commands.txt"
+
 # ---- the machine and the libraries --------------------------------------------------
 cpu=$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')
 [ -n "$cpu" ] || cpu=$(uname -m)
@@ -606,6 +616,11 @@ hb() { awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%g MiB", b / 1048576; el
   echo
   echo "Every mesh of 8 ranks, and tp inside a node against across a link: [mesh.md](mesh.md) (bench/mesh.sh,"
   echo "also \`make bench-mesh\`)."
+  echo
+  echo "## A GPT on a text (lesson 14)"
+  echo
+  echo "nanoGPT's CPU configuration at NP 1, 2 and 16 beside PyTorch, the curves and a sample:"
+  echo "[gpt.md](gpt.md) (bench/gpt.sh, also \`make bench-gpt\`)."
   echo
   if [ -f bench/cluster/results.md ]; then
     echo "Across emulated nodes, flat vs hierarchical all-reduce on a shaped link: [cluster/results.md](cluster/results.md)"

@@ -217,6 +217,10 @@ show_lines() {
 # then chosen from the figures, not only from the verdict's words), and the
 # "what it says" half is printed under the FAIL:
 #   bytes NAME R [=1/N|=N]  a collective moved R (p/q, or 0) of its formula
+#                            (05-08's bytes table, or 12's and 14's rows
+#                            "tp all_reduce (max)"; extra: its formula is 0)
+#   loss slice               14: the first loss is ln(V/tp), not ln V: each
+#                            rank's cross-entropy over its own slice alone
 #   never-moved LAYERS       tensors still at their initial weights
 #   moved =N | =1/N | R      how far the tensors off moved against one process
 #   off LAYERS [all]         which layers have a tensor off (all: every one)
@@ -243,6 +247,21 @@ facts_of() {
       m = $0; sub(/.*per step /, "", m); sub(/,.*/, "", m); f = $NF
       if (m != f) say_bytes("the all-reduce", m + 0, f + 0)
     }
+    # the table of the mesh lessons (12, 14): axis, op (what), calls, formula, bytes, formula
+    /per rank per step \(rank 0\) +calls formula +bytes sent +formula/ { mesh = 1; next }
+    mesh && /^    every rank/ { mesh = 0 }
+    mesh && /^    [a-z]/ && index($0, ")") {
+      row = $0; sub(/^ +/, "", row); name = substr(row, 1, index(row, ")")); gsub(/ +/, " ", name); gsub(/[|]/, "/", name)
+      if (split(substr(row, index(row, ")") + 1), fld, " ") >= 4 && fld[3] ~ /^[0-9]+$/ && fld[4] ~ /^[0-9]+$/ && fld[3] != fld[4]) {
+        if (fld[4] == 0) printf "fact: bytes %s extra | %s moved %d bytes where its formula has none\n", name, name, fld[3]
+        else say_bytes(name, fld[3] + 0, fld[4] + 0)
+      }
+    }
+    # lesson 14: the first loss against ln(V/tp), a cross-entropy over one slice
+    /^the mesh: dp [0-9]+ x pp [0-9]+ x cp [0-9]+ x tp [0-9]+/ { T = $13 + 0 }
+    /^model: GPT .* V=[0-9]+/ { v = $0; sub(/.* V=/, "", v); V = v + 0 }
+    /^step +1\/[0-9]+ +loss [0-9.]+/ { l1 = $4 + 0; has1 = 1 }
+    /^reference: .* loss [0-9.]+ -> / { r1 = $0; sub(/.* loss /, "", r1); r1 += 0; hasr = 1 }
     /^    layers\.[0-9]+\.w[12]  rel diff / {
       split($1, p, "."); l = p[2] + 0
       if (!(l in seen)) { seen[l] = 1; offl = offl (offl == "" ? "" : ",") l }
@@ -264,6 +283,11 @@ facts_of() {
     }
     END {
       if (wd != "") printf "fact: peer %s | %s\n", wd, wdsay
+      if (T > 1 && V > 0 && has1 && hasr) {
+        a = log(V / T); b = log(V)
+        if ((l1 - a) ^ 2 < (l1 - b) ^ 2 && (l1 - r1) ^ 2 > 1e-6)
+          printf "fact: loss slice | the loss of the first step %.4f is about ln(V/tp) = ln(%d/%d) = %.4f, a cross-entropy over one slice of the vocabulary; one process had %.4f, about ln V = %.4f\n", l1, V, T, a, r1, b
+      }
       if (n_off == 0) exit
       nl = 0; for (l in seen) nl++
       printf "fact: off %s%s | %d of %d tensors off, in layer%s %s\n", offl, (2 * nl == total ? " all" : ""), \

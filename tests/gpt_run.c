@@ -51,21 +51,8 @@ int main(int argc, char **argv) {
     dt_step_update(&run);
     dt_step_end(&run, step, loss);
     if (initial && step == 0) dt_print0("the first step's loss, to the last digit: %.17g\n", loss);
-    double eval[2];
-    if (dt_gpt_eval_due(c, step)) dt_gpt_evaluate(c, w, eval);
-    if (dt_gpt_eval_due(c, step))
-      dt_print0("eval after step %lld: train loss %.4f, validation loss %.4f (%lld batches of %lld "
-                "windows each)\n",
-                (long long)step + 1, eval[0], eval[1], (long long)c->eval_batches, (long long)B);
   }
   dt_run_summary(&run);
-  if (c->sample) {
-    char *text = dt_gpt_sample(c, &c->corpus->vocab, w, c->prompt ? c->prompt : "", c->sample,
-                               c->temperature, c->top_k, (uint64_t)c->seed);
-    dt_print0("sample (%lld tokens, temperature %g, top-k %lld):\n%s\n", (long long)c->sample,
-              c->temperature, (long long)c->top_k, text);
-    free(text);
-  }
   dt_gpt_acts_free(acts);
   free(windows);
   int failed = dt_run_finish(&run);

@@ -281,6 +281,21 @@ ex_case merge-sum 11 ring.c 's|oi\[d\] = (sa \* oi\[d\] + sb \* bi\[d\]) / (sa +
 ex_expect "check-11 stub: the newer block alone, named, its hint" "$LOGS/exercise-11_cp-untouched.log" \
   "they are the newer block's alone \(ob\)" 'hint: the merged result is the new block alone'
 
+# 14: the stub (each slice's own cross-entropy: its first loss is ln(V/tp),
+# computed from the run), the max not all-reduced and R floats of [sum | tl]
+# summed (the bytes against their formulas), each with its hint
+ex_case ce-nomax 14 gpt.c '/gpt_pieces(m, h.mx, R, DT_MAX/d' 2 \
+  "check-14, the max not all-reduced: its bytes measured, its hint" \
+  "measured: tp all_reduce \(max\) moved none of the formula's bytes" 'hint: the rows. max was never all-reduced'
+ex_case ce-half 14 gpt.c 's/gpt_pieces(m, h.sum, 2 \* R, DT_SUM/gpt_pieces(m, h.sum, R, DT_SUM/' 2 \
+  "check-14, R floats of [sum | tl] summed: half the bytes, its hint" \
+  "measured: tp all_reduce \(sum/target\) moved 1/2 of the formula's bytes" 'hint: half of the pieces were summed'
+# V: README.md's characters padded to a multiple of 2 (the text changes)
+v14=$(perl -CSD -0777 -ne 'my %s; $s{$_} = 1 for split //; print 2 * int((scalar(keys %s) + 1) / 2)' README.md)
+ex_expect "check-14 stub: the first loss computed against ln(V/tp), its hint" "$LOGS/exercise-14_gpt-untouched.log" \
+  "measured: the loss of the first step [0-9.]+ is about ln\\(V/tp\\) = ln\\($v14/2\\) = $(awk -v v="$v14" 'BEGIN { printf "%.4f", log(v / 2) }')" \
+  'hint: each rank computed the cross-entropy of its own slice'
+
 # 09's stub (GPipe for 1F1B): a sentence, whole words, the plans under the FAIL
 log=$LOGS/exercise-feedback-09.log
 if EXERCISE_DIR="$EX_WS" ex_make exercise-9 >/dev/null 2>&1; then

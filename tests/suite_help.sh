@@ -1,7 +1,8 @@
 # Help that tells the truth (sourced by run_tests.sh). For every lesson
 # folder, read from its own --help:
 #  - every flag it lists is accepted: each number, file and default choice at
-#    once (the values its help gives as defaults, short runs), every other
+#    once (the values its help gives as defaults, short runs; a lesson whose
+#    defaults train for a minute names its short run in tour.flags), every other
 #    choice, every switch and the checkpoint flags each in a run of their own,
 #    at NP 2; a flag whose help starts "with --X" gets --X beside it;
 #  - a TEXT flag gets its default, or the example its help gives "(e.g. X)",
@@ -72,14 +73,17 @@ help_alone() {
 
 help_lesson() {
   local bin=$1 lesson; lesson=$(basename "$(dirname "$bin")")
-  local t=$HT/$lesson flag meta dflt all=() c
+  local t=$HT/$lesson flag meta dflt all=() c short
+  short=" $(cat "$(dirname "$bin")/tour.flags" 2>/dev/null) " # "--steps 30": in place of the default
   mkdir -p "$t"
   "$bin" --help >"$HT/help" 2>/dev/null </dev/null # read once: every question below is asked of it
   help_flags "$HT/help" >"$HT/flags"
   if ! [ -s "$HT/flags" ]; then fail "help $lesson: --help lists flags" "" "no '  --flag' line"; return; fi
   while read -r flag meta dflt; do
     case $meta in
-      N|X|BYTES) all+=("$flag" "$dflt") ;;
+      N|X|BYTES)
+        [[ $short == *" $flag "* ]] && dflt=${short#* $flag } && dflt=${dflt%% *}
+        all+=("$flag" "$dflt") ;;
       TEXT)
         local eg
         eg=$(grep -m1 -- "^  $flag " "$HT/help" | sed -n 's/.*(e\.g\. \([^)]*\)).*/\1/p')

@@ -6,7 +6,8 @@
 # this suite runs the training lessons' checks under several of them (SSE3 up
 # to AVX-512), several seeds, NP 2 and 4, AdamW and SGD (11_cp in each of its
 # modes: ring contiguous and zigzag, Ulysses; 12_mesh on each mesh of its
-# list, NP 2 to 16). Every run must end CHECK PASSED.
+# list, NP 2 to 16; 14_gpt on four meshes of its own).
+# Every run must end CHECK PASSED.
 # A kernel this CPU cannot execute is skipped, and said so.
 # OpenBLAS's kernels by architecture (OPENBLAS_CORETYPE names), x86-64 or ARM64
 case $(uname -m) in
@@ -28,6 +29,9 @@ else
   for dir in [0-9][0-9]_*/; do
     bin=${dir%/}/${dir#*_}
     bin=${bin%/}
+    # 14_gpt: its own meshes below (its tour.flags' default model at 3 seeds
+    # x 2 NPs x 2 optimizers would add minutes for what they cover)
+    [ "$bin" = 14_gpt/gpt ] && continue
     [ -x "$bin" ] && "./$bin" --help 2>/dev/null | grep -q '^  --optimizer ' && trainers+=("$bin")
   done
   [ ${#trainers[@]} -gt 0 ] || fail "kernel matrix: a training lesson to run" "" "no built lesson lists --optimizer in its --help"
@@ -49,8 +53,9 @@ else
           # SGD's verdict is the tighter one and moves little with the seed
           [ $opt = sgd ] && [ "$seed" != "${KERNEL_SEEDS%% *}" ] && continue
           for bin in "${trainers[@]}"; do
+            # shellcheck disable=SC2046 # tour.flags: a short run of a long default
             OPENBLAS_CORETYPE=$k check "kernel $k $(basename "$bin") np=$np $opt seed=$seed" "$np" 0 \
-              'CHECK PASSED' -- "./$bin" --optimizer "$opt" --seed "$seed"
+              'CHECK PASSED' -- "./$bin" --optimizer "$opt" --seed "$seed" $(cat "$(dirname "$bin")/tour.flags" 2>/dev/null)
           done
           # 11_cp's other modes (its default is the contiguous ring), first seed
           [ -x 11_cp/cp ] && [ "$seed" = "${KERNEL_SEEDS%% *}" ] && for mode in "--split zigzag" --ulysses; do
@@ -70,6 +75,14 @@ else
       # shellcheck disable=SC2086 # the spec's words are the NP and the flags
       OPENBLAS_CORETYPE=$k check "kernel $k mesh np=$spec" "${spec%% *}" 0 'CHECK PASSED' -- \
         ./12_mesh/mesh $(echo "$spec" | cut -s -d' ' -f2-)
+    done
+    # 14_gpt: the tied weight across stages, sequence parallelism, ZeRO-1, all four axes
+    [ -x 14_gpt/gpt ] && for spec in "2 --pp 2 --optimizer sgd" "4 --tp 2 --pp 2 --sequence-parallel" \
+      "8 --dp 2 --cp 2 --tp 2 --zero 1 --recompute --optimizer sgd" "16 --split zigzag"; do
+      # shellcheck disable=SC2086 # the spec's words are the NP and the flags
+      OPENBLAS_CORETYPE=$k check "kernel $k gpt np=$spec" "${spec%% *}" 0 'CHECK PASSED' -- \
+        ./14_gpt/gpt --steps 10 --layers 2 --dim 32 --seq 32 --batch 8 --sample 0 \
+        $(echo "$spec" | cut -s -d' ' -f2-)
     done
   done
   # At bench's sizes a ReLU input within rounding of 0 meets most runs

@@ -278,6 +278,23 @@ else
   MUT_NPS=0 MUT_ALSO='09_pp/pp \(defaults\) .* TIME OFF' mutant 13-micro 13_plan 13_plan/compute.c \
     's/(H = m->H, L = stage_layers\(m, x, s\), P = x->n\[PP\];\n  double per = \(double\))\(x->M \* L\)/$1L/' \
     "the MLP blocks costed once a step, not once a microbatch (09's 4)" -- --verify --shapes 09_pp
+  # 14_gpt: the vocabulary over tp, the tied weight over pp, sequence
+  # parallelism, positions under cp; short runs of the default model
+  MUT_ALSO='^    tp +all_reduce \(max\) +0 +1 ' mutant 14-max 14_gpt 14_gpt/gpt.c \
+    's/  gpt_pieces\(m, h\.mx, R, DT_MAX, &m->ce\[0\]\);[^\n]*\n//' \
+    "the loss's max not all-reduced over tp (each slice's own max)" -- --steps 10 --sample 0
+  MUT_ALSO="every rank's calls and bytes equal their formulas: yes" mutant 14-mask 14_gpt common/train/kernels_cpu.c \
+    's/dt_embed_core\(wte, tokens\[r\], v0, Vs, D, d\)/dt_embed_core(wte, tokens[r] >= v0 \&\& tokens[r] < v0 + Vs ? tokens[r] : (int32_t)v0, v0, Vs, D, d)/' \
+    "the embedding not masked to the rank's rows (another slice's token gets the slice's row 0)" -- --steps 10 --sample 0
+  MUT_ALSO="wte's rows on the first and the last stage DIFFER" mutant 14-tied 14_gpt 14_gpt/gpt.c \
+    's/  if \(m->emb->size > 1\)\n    dt_all_reduce\(m->emb,[^;]*;\n//' \
+    "the tied weight's gradients not summed between the first and the last stage" -- --steps 10 --sample 0 --pp 2
+  MUT_ALSO='^    tp +reduce_scatter \(activ\) +0 +10 ' mutant 14-sp 14_gpt 14_gpt/sequence.c \
+    's/if \(!m->sp\) \{\n    tp_sum/if (1) {\n    tp_sum/' \
+    "sequence parallelism's reduce-scatter replaced by the all-reduce (12's tp_sum)" -- --steps 10 --sample 0 --sequence-parallel
+  MUT_ALSO="a tensor is off: wpe's rel L2 diff" mutant 14-positions 14_gpt 14_gpt/buffers.c \
+    's/position\(m, i\), run/i, run/g' \
+    "the position embedding indexed by the local, not the global position under cp" -- --steps 10 --sample 0 --cp 2
   echo "mutants: $MUT_CAUGHT caught of $MUT_TOTAL"
   if [ "$MUT_CAUGHT" = "$MUT_TOTAL" ]; then
     pass "mutants: every planted bug is caught: CHECK FAILED, or the watchdog naming a deadlock"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `make tour`: run every lesson at NP ranks with its default flags, show its
-# output, then one table: lesson, concept, verdict, time. Each run is under a
+# `make tour`: run every lesson at NP ranks with its default flags (and those
+# of its folder's tour.flags, a short run of a lesson whose defaults train for
+# a minute), show its output, then one table: lesson, concept, verdict, time. Each run is under a
 # timeout; the exit code is non-zero if any lesson failed its own check. A
 # lesson that refuses this NP (01 at NP=1) or the cuda backend (10, 11, 12:
 # host loops) is shown so ("needs 2+", "cpu only"), not as a failure.
@@ -17,9 +18,12 @@ for bin in "$@"; do
   log=build/tour/$lesson.log
   echo
   echo "================================================================ $lesson"
-  echo "\$ mpirun -np $NP ./$bin"
+  # a lesson whose defaults train for a minute names a short run in tour.flags
+  flags=$(cat "$(dirname "$bin")/tour.flags" 2>/dev/null)
+  echo "\$ mpirun -np $NP ./$bin${flags:+ $flags}"
   start=$(now)
-  with_timeout -k 5 300 $MPIRUN $MPIRUN_FLAGS -np "$NP" "./$bin" 2>&1 | tee "$log"
+  # shellcheck disable=SC2086 # the flags' words
+  with_timeout -k 5 300 $MPIRUN $MPIRUN_FLAGS -np "$NP" "./$bin" $flags 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   seconds=$(awk -v a="$start" -v b="$(now)" 'BEGIN { print b - a }')
   concept=$(sed -n 2p "$log")

@@ -349,9 +349,14 @@ void dt_print_step(const dt_train_config *c, int64_t step, double loss, const ch
   char parts[96] = "";
   if (part_name)
     snprintf(parts, sizeof parts, " = task %.6f + %s %.6f", loss - part, part_name, part);
-  if (step - c->start_step < 5 || step % 10 == 9 || step == c->steps - 1 || diverged)
-    dt_print0("step %4lld/%lld  loss %.6f%s  (%s)  %.2f ms\n", (long long)step + 1,
-              (long long)c->steps, loss, parts, how, seconds * 1e3);
+  int64_t every = 10; /* a GPT's long runs: at most about 20 lines after the first five */
+  while (c->model == DT_GPT && c->steps / every > 20) every *= 10;
+  char rate[48] = ""; /* a GPT's throughput, as nanoGPT and llm.c print it */
+  if (c->model == DT_GPT)
+    snprintf(rate, sizeof rate, "  %.0f tokens/s", (double)(c->batch * c->seq) / seconds);
+  if (step - c->start_step < 5 || step % every == every - 1 || step == c->steps - 1 || diverged)
+    dt_print0("step %4lld/%lld  loss %.6f%s  (%s)  %.2f ms%s\n", (long long)step + 1,
+              (long long)c->steps, loss, parts, how, seconds * 1e3, rate);
   if (blew_up(loss, first) && !(isfinite(loss) && step == c->start_step))
     stop_diverged(c, step, loss, first);
 }

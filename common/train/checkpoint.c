@@ -30,6 +30,7 @@ void dt_save_state(const char *path, const dt_train_config *c, int64_t step, con
 void dt_load_tensors(const char *path, const dt_train_config *c, const char *prefix, float *dst,
                      int64_t *step, char *err, size_t errlen);
 int64_t dt_meta_steps(const char *path);
+int64_t dt_meta_int(const char *path, const char *key); /* a metadata number, or -1 */
 
 /* The manifest's text is untrusted: it must be exactly the name this file
  * writes, step-NNNNNNNN.safetensors and a newline, the step at most 2^63-1
@@ -115,6 +116,12 @@ int64_t dt_ckpt_resume(dt_train_config *c, float *w, float *m, float *v, float *
   if (step < 0)
     snprintf(err, sizeof err, "--resume: no readable manifest %.400s/latest: %s", c->ckpt, why);
   snprintf(path, sizeof path, "%s/step-%08lld.safetensors", c->ckpt, (long long)step);
+  int64_t warmup = c->schedule_auto ? dt_meta_int(path, "warmup") : -1;
+  int64_t decay = c->schedule_auto ? dt_meta_int(path, "lr_decay_steps") : -1;
+  if (!err[0] && warmup >= 0 && decay > 0) { /* the schedule the checkpoint's run set out on */
+    c->warmup = warmup;
+    c->decay_steps = decay;
+  }
   if (!err[0]) dt_load_tensors(path, c, "", w, &stored, err, sizeof err);
   if (!err[0] && stored != step)
     snprintf(err, sizeof err, "%.400s: its metadata says step %lld, the manifest %lld", path,
@@ -135,6 +142,10 @@ int64_t dt_ckpt_resume(dt_train_config *c, float *w, float *m, float *v, float *
   dt_print0("resume: step %lld from %s (weights%s%s%s; configuration and checksum verified)\n",
             (long long)step, path, m ? ", AdamW m and v" : "",
             c->rank_state ? ", each rank's state of " : "", c->rank_state ? c->rank_state : "");
+  if (warmup >= 0 && decay > 0)
+    dt_print0("resume: the checkpoint's schedule, warm-up %lld steps and the cosine to step %lld "
+              "(--warmup and --lr-decay-steps follow it when left out)\n",
+              (long long)warmup, (long long)decay);
   int64_t planned = dt_rank() == 0 ? dt_meta_steps(path) : -1;
   if (planned >= 0 && planned != c->steps)
     dt_print0("resume: the checkpoint's run was set for --steps %lld, this one trains to %lld: "

@@ -8,6 +8,9 @@
 #include "train_internal.h"
 
 static void gpt_resolve(dt_train_config *c);
+/* safetensors.c: a number of a file's metadata, or -1; its vocabulary: 0, or -1 for none */
+int64_t dt_meta_int(const char *path, const char *key);
+int dt_meta_vocab(const char *path, dt_vocab *v);
 
 static double adamw_lr(const dt_train_config *c) { return c->adamw_lr > 0 ? c->adamw_lr : 0.003; }
 
@@ -18,6 +21,10 @@ const char *dt_lr_help(const dt_train_config *c) {
 }
 
 void dt_train_resolve(dt_train_config *c) {
+  /* a GPT's --steps 0 saves or samples the initial (or loaded) model; the
+   * other lessons train, as the parser's range said before it took 0 */
+  if (c->steps == 0 && c->model != DT_GPT)
+    dt_fail("--steps: 0 is out of range; it must be between 1 and 1000000");
   if (c->hidden == 0) c->hidden = 4 * c->dim;
   if (c->samples == 0) c->samples = 8 * c->batch;
   if (c->lr == 0) c->lr = c->optimizer[0] == 'a' ? adamw_lr(c) : 0.2;
@@ -92,6 +99,30 @@ static void gpt_resolve(dt_train_config *c) {
     snprintf(loaded, sizeof loaded, "%s", key);
   }
   c->corpus = &text;
+  dt_vocab file = {0};
+  if (c->load && c->steps == 0 && !bytes && dt_meta_vocab(c->load, &file) == 0 &&
+      (file.used != text.vocab.used ||
+       memcmp(file.chars, text.vocab.chars, (size_t)file.used * 4) != 0)) {
+    /* --steps 0: nothing trains on the text, the file's vocabulary spells its tokens */
+    free(text.vocab.chars);
+    text.vocab.chars = file.chars;
+    text.vocab.used = file.used;
+    text.vocab.size = file.used;
+    dt_print0("vocabulary: %s's %lld characters (--steps 0: the text %s trains nothing)\n", c->load,
+              (long long)file.used, c->text);
+  } else
+    free(file.chars);
+  int64_t saved = c->load ? dt_meta_int(c->load, "vocab_size") : -1;
+  if (saved > 0 &&
+      saved != text.vocab.size) { /* --load: the V it was padded to where it was saved */
+    if (saved < text.vocab.used || saved % (c->vocab_multiple > 1 ? c->vocab_multiple : 1) != 0)
+      dt_fail("--load %s: its vocabulary has V = %lld rows, which this text's %lld tokens padded "
+              "to a multiple of %lld cannot be: load it with a --tp that divides %lld",
+              c->load, (long long)saved, (long long)text.vocab.used, (long long)c->vocab_multiple,
+              (long long)saved);
+    text.vocab.size = saved;
+    dt_print0("vocabulary: padded to V = %lld, as %s was saved\n", (long long)saved, c->load);
+  }
   c->vocab = text.vocab.size;
   if (c->sample && c->prompt) { /* a prompt the vocabulary cannot spell fails now, not at the end */
     size_t n = strlen(c->prompt) + 1;
@@ -101,7 +132,8 @@ static void gpt_resolve(dt_train_config *c) {
     free(ids);
     if (k < 0) dt_fail("--prompt: %s", err);
   }
-  if (c->decay_steps == 0) c->decay_steps = c->steps;
+  c->schedule_auto = c->decay_steps == 0 && c->warmup < 0;
+  if (c->decay_steps == 0) c->decay_steps = c->steps > 0 ? c->steps : 1; /* 0: no step to decay */
   if (c->warmup < 0) c->warmup = c->decay_steps / 10;
   if (c->warmup >= c->decay_steps)
     dt_fail("--warmup %lld: the warm-up must end before the decay does, at step %lld "

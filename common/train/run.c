@@ -15,7 +15,17 @@
 
 dt_comm *dt_run_init(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson,
                      dt_option *options) {
-  r->world = dt_init(argc, argv, lesson, options);
+  dt_run_start(r, argc, argv, lesson, options);
+  dt_run_resolve(r);
+  return r->world;
+}
+
+dt_comm *dt_run_start(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson,
+                      dt_option *options) {
+  return r->world = dt_init(argc, argv, lesson, options);
+}
+
+void dt_run_resolve(dt_run *r) {
   dt_train_resolve(&r->c);
   dt_trace_enable(r->c.trace != NULL);
   r->losses = dt_host_alloc((size_t)r->c.steps, sizeof(double));
@@ -25,7 +35,6 @@ dt_comm *dt_run_init(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson
    * fp32's rounding; 16 bits round each value by far more (CHECKING.md) */
   if (!r->c.no_check && dt_precision_type(&r->c) == DT_F32 && r->c.model != DT_GPT)
     r->kinks = dt_kinks_new(&r->c, 0); /* the GPT has no ReLU: GELU decides nothing */
-  return r->world;
 }
 
 int dt_run_segment(dt_run *r, float *w, float *g, size_t n) {
@@ -182,7 +191,7 @@ void dt_run_begin(dt_run *r) {
 
 void dt_run_reset(dt_run *r) {
   dt_comm_reset(r->world);
-  for (int i = 0; i < 4 && r->comms[i]; i++) dt_comm_reset(r->comms[i]);
+  for (int i = 0; i < DT_RUN_COMMS && r->comms[i]; i++) dt_comm_reset(r->comms[i]);
   dt_mem_reset_peaks();
   r->t_start = dt_now();
   r->first_step = r->later_steps = 0;
@@ -191,7 +200,7 @@ void dt_run_reset(dt_run *r) {
 
 static double comm_seconds(const dt_run *r) {
   double s = dt_comm_total(r->world).seconds + r->scalars.seconds;
-  for (int i = 0; i < 4 && r->comms[i]; i++) s += dt_comm_total(r->comms[i]).seconds;
+  for (int i = 0; i < DT_RUN_COMMS && r->comms[i]; i++) s += dt_comm_total(r->comms[i]).seconds;
   return s;
 }
 
@@ -274,6 +283,21 @@ double dt_run_loss(dt_run *r, const float *x, const float *y, float *dx, size_t 
   return loss;
 }
 
+/* The same fixed batches on every mesh, the whole model in one process */
+static void evaluate(dt_run *r, int64_t step) {
+  double t0 = dt_now(), loss[2];
+  dt_run_gather(r, 0, r->host);
+  if (r->world->rank == 0) {
+    dt_gpt_evaluate(&r->c, r->host, loss);
+    dt_print0("eval after step %lld: train loss %.4f, validation loss %.4f (%lld batches of %lld "
+              "windows each)\n",
+              (long long)step + 1, loss[0], loss[1], (long long)r->c.eval_batches,
+              (long long)r->c.batch);
+  }
+  dt_host_barrier(r->world);
+  r->aside += dt_now() - t0;
+}
+
 void dt_step_end(dt_run *r, int64_t step, double loss) {
   dt_kinks_step_end(r->kinks); /* the keys of this step's rows are still there */
   if (dt_ckpt_due(&r->c, step)) checkpoint(r, step + 1);
@@ -292,12 +316,13 @@ void dt_step_end(dt_run *r, int64_t step, double loss) {
     r->later_steps += dt;
   dt_print_step(&r->c, step, r->losses[step], part, part ? r->parts[step] : 0,
                 r->loss_how ? r->loss_how : "mean over ranks", dt);
+  if (r->c.model == DT_GPT && dt_gpt_eval_due(&r->c, step)) evaluate(r, step);
 }
 
 void dt_run_summary(dt_run *r) {
   double steps = (double)(r->c.steps - r->c.start_step), ms = 1e3 / steps;
   dt_print0("\nsummary (rank 0):\n");
-  double step = (dt_now() - r->t_start) * ms, compute = r->compute * ms,
+  double step = (dt_now() - r->t_start - r->aside) * ms, compute = r->compute * ms,
          comm = comm_seconds(r) * ms;
   dt_print0(
       "  time per step          %8.2f ms   compute %.2f ms   communication %.2f ms (blocked)\n",
@@ -384,6 +409,13 @@ int dt_run_finish(dt_run *r) {
   if (c->save && r->world->rank == 0) dt_save_model(c->save, c, c->steps, r->host);
   if (c->save) dt_print0("saved %s\n", c->save);
   if (c->trace) dt_trace_write(c->trace);
+  if (c->model == DT_GPT && c->sample && r->world->rank == 0) {
+    char *text = dt_gpt_sample(c, &c->corpus->vocab, r->host, c->prompt ? c->prompt : "", c->sample,
+                               c->temperature, c->top_k, (uint64_t)c->seed);
+    dt_print0("sample (%lld tokens, temperature %g, top-k %lld):\n%s\n", (long long)c->sample,
+              c->temperature, (long long)c->top_k, text);
+    free(text);
+  }
   int failed = 0;
   if (!c->no_check && r->verdict)
     failed = r->verdict(r);

@@ -337,17 +337,38 @@ static char *read_header(FILE *f, uint64_t size, uint64_t *len) {
   return header;
 }
 
-int64_t dt_meta_steps(const char *path) { /* the --steps of the run that wrote it, or -1 */
+/* A number of a file's metadata, or -1 (none, or no file) */
+int64_t dt_meta_int(const char *path, const char *key) {
   int64_t steps = -1;
   struct stat st;
   uint64_t len;
   FILE *f = fopen(path, "rb");
   char *header =
       f && fstat(fileno(f), &st) == 0 ? read_header(f, (uint64_t)st.st_size, &len) : NULL;
-  if (header) steps = meta_int(header, "steps");
+  if (header) steps = meta_int(header, key);
   free(header);
   if (f) fclose(f);
   return steps;
+}
+
+int64_t dt_meta_steps(const char *path) { return dt_meta_int(path, "steps"); }
+
+/* The vocabulary of a GPT file's metadata (character tokens), into v: 0, or
+ * -1 where there is none (byte tokens, no "vocab", no file, unreadable) */
+int dt_meta_vocab(const char *path, dt_vocab *v) {
+  struct stat st;
+  uint64_t len;
+  char tokens[16] = "", why[160];
+  FILE *f = fopen(path, "rb");
+  char *header =
+      f && fstat(fileno(f), &st) == 0 ? read_header(f, (uint64_t)st.st_size, &len) : NULL;
+  const char *at = header ? strstr(header, "\"vocab\":\"") : NULL;
+  if (header) meta_value(header, "tokens", tokens, sizeof tokens);
+  int ok = at && strcmp(tokens, "char") == 0 &&
+           dt_vocab_parse(v, at + 9, strlen(at + 9), why, sizeof why) == 0;
+  free(header);
+  if (f) fclose(f);
+  return ok ? 0 : -1;
 }
 
 /* The tensors of a flat layer-major array (dt_model_tensor's order and

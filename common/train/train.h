@@ -66,6 +66,7 @@ typedef struct {
   /* DT_GPT: steps of linear warm-up (-1: a tenth of the decay's), then a cosine decay to lr/10
    * at step decay_steps (0: --steps; fixed, a resumed run may train to more steps) */
   int64_t warmup, decay_steps;
+  int schedule_auto; /* set by dt_train_resolve: both follow --steps (a resume takes the file's) */
   int64_t eval_every, eval_batches; /* DT_GPT: evaluate every K steps on M fixed batches */
   /* DT_GPT: after training, print `sample` tokens after the prompt */
   int64_t sample, top_k;
@@ -89,7 +90,7 @@ typedef struct {
       DT_INT("--dim", &(c)->dim, 1, 65536, "model width D"),                                       \
       DT_INT("--hidden", &(c)->hidden, 0, 262144, "hidden width H (0: 4*D)"),                      \
       DT_INT("--batch", &(c)->batch, 1, 1 << 20, "global batch B (samples per step, all ranks)"),  \
-      DT_INT("--steps", &(c)->steps, 1, 1000000, "optimizer steps"),                               \
+      DT_INT("--steps", &(c)->steps, 0, 1000000, "optimizer steps"),                               \
       DT_INT("--samples", &(c)->samples, 0, 1 << 30, "dataset size, a multiple of B (0: 8*B)"),    \
       DT_DOUBLE("--lr", &(c)->lr, 0, 100, dt_lr_help(c)),                                          \
       DT_STRING("--optimizer", &(c)->optimizer, "sgd|adamw", "optimizer"),                         \
@@ -778,7 +779,7 @@ dt_op dt_wire_op(const dt_wire *w, dt_op op);
  * weight decay on its plain spans, which dt_run_begin finds from the places),
  * and places say where their elements sit in that array: rows x cols floats,
  * ld apart, from `at`. */
-enum { DT_RUN_SEGMENTS = 64 };
+enum { DT_RUN_SEGMENTS = 64, DT_RUN_COMMS = 8 };
 typedef struct {
   float *w, *g, *m, *v; /* m, v: AdamW's state, allocated by dt_run_segment (NULL for sgd) */
   float *e;             /* this rank's own state (dt_run_rank_state), or NULL */
@@ -798,11 +799,11 @@ struct dt_run {
   dt_train_config c; /* the options of DT_TRAIN_OPTIONS(&run.c) */
   dt_comm *world;
   /* set by the lesson before dt_run_begin */
-  int replicated;       /* every rank holds the whole model: each rank's copy is checked */
-  dt_comm *comms[4];    /* sub-communicators whose time counts as communication */
-  double loss_ranks;    /* the step's loss is the sum over ranks / this (0: world size) */
-  const char *loss_how; /* the loss line's source (NULL: "mean over ranks") */
-  double part;          /* set each step where dt_loss_part names a term: this rank's share */
+  int replicated;               /* every rank holds the whole model: each rank's copy is checked */
+  dt_comm *comms[DT_RUN_COMMS]; /* sub-communicators whose time counts as communication */
+  double loss_ranks;            /* the step's loss is the sum over ranks / this (0: world size) */
+  const char *loss_how;         /* the loss line's source (NULL: "mean over ranks") */
+  double part; /* set each step where dt_loss_part names a term: this rank's share */
   /* the lesson's own verdict in place of the comparison with one process (a
    * method that changes the gradients on purpose: dt_check_convergence), or
    * NULL; returns 1 when failed, collective */
@@ -816,6 +817,7 @@ struct dt_run {
   double *step_ms;        /* per step: this rank's wall time (rank 0's goes to --report-json) */
   double t_start, t_step, comm_step, compute;
   double first_step, later_steps; /* wall seconds: the first step timed, and the rest */
+  double aside; /* wall seconds outside the steps (a GPT's evaluation), left out of their time */
   int64_t steps_timed;
   dt_counter scalars; /* the all-reduces of one float: clip norm, fp16 verdict */
   float *scalar;
@@ -832,6 +834,12 @@ struct dt_run {
 /* dt_init, dt_train_resolve and --trace; returns the world. */
 dt_comm *dt_run_init(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson,
                      dt_option *options);
+/* Its two halves, for a lesson whose config depends on the world (the
+ * vocabulary padded to a multiple of its tensor-parallel ranks): dt_init,
+ * then dt_train_resolve and the rest. */
+dt_comm *dt_run_start(dt_run *r, int *argc, char ***argv, const dt_lesson *lesson,
+                      dt_option *options);
+void dt_run_resolve(dt_run *r);
 /* n floats this rank steps: w and g are the lesson's (g as the optimizer
  * reads it); m and v are allocated here for AdamW. Returns its index. */
 int dt_run_segment(dt_run *r, float *w, float *g, size_t n);
@@ -864,8 +872,10 @@ double dt_run_loss(dt_run *r, const float *x, const float *y, float *dx, size_t 
  * step everywhere), the clip norm over every rank's segments, the optimizer
  * with unscaling and clipping folded in. Returns 1 when the step was taken. */
 int dt_step_update(dt_run *r);
-/* Checkpoint when due, the loss over the ranks, the step's loss line. No
- * collective of the lesson may be in flight when a checkpoint is due. */
+/* Checkpoint when due, the loss over the ranks, the step's loss line; a
+ * GPT's evaluation when due (dt_gpt_eval_due: the whole model to rank 0,
+ * which prints the train and validation loss). No collective of the lesson
+ * may be in flight when a checkpoint or an evaluation is due. */
 void dt_step_end(dt_run *r, int64_t step, double loss);
 void dt_run_summary(dt_run *r); /* the header, time per step, scalars, fp16 */
 /* The memory table: each tag's measured peak beside its formula (and, when
@@ -884,7 +894,8 @@ void dt_run_gather(dt_run *r, int which, float *host); /* which: 0 w, 1 m, 2 v *
  * [tokens][k], step-major), which dt_run_finish gathers for the check to
  * replay; NULL with --no-check (nothing to record). */
 int32_t *dt_run_record_routing(dt_run *r, int64_t tokens);
-/* Gather, --save, --trace, the check, free, finalize: the exit code. */
+/* Gather, --save, --trace, a GPT's --sample (rank 0 writes text from the
+ * whole model), the check, free, finalize: the exit code. */
 int dt_run_finish(dt_run *r);
 
 #ifdef __cplusplus

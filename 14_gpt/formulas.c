@@ -1,0 +1,74 @@
+/* formulas.c: 14_gpt's printed formulas, pure (formulas.h). */
+#include "formulas.h"
+
+#include "09_pp/formulas.h"
+#include "09_pp/schedule.h"
+#include "train.h"
+
+/* calls of an all-reduce of `floats` over T ranks, and the bytes one rank
+ * sends (the ring's 2(T-1)/T, in the counters' integer arithmetic) */
+static mesh_flow all_reduce(int64_t calls, int64_t floats, int64_t T) {
+  return (mesh_flow){T > 1 ? calls : 0, T > 1 ? calls * (2 * (T - 1) * floats * 4 / T) : 0};
+}
+
+gpt_traffic gpt_traffic_of(const gpt_share *x) {
+  int64_t T = x->n[TP], C = x->n[CP], P = x->n[PP], G = x->n[DP] * x->n[CP];
+  int64_t L = x->L, M = x->M, R = x->R, D = x->D;
+  gpt_traffic t = {0};
+  /* per microbatch: after Wo and W2, their mirrors in backward, again for
+   * --recompute; the embedding's lookup, the head's backward */
+  int64_t per = (4 + 2 * x->recompute) * L + x->first + x->last;
+  if (!x->sp) t.activ = all_reduce(M * per, R * D, T);
+  if (x->sp && T > 1) { /* each all-reduce a reduce-scatter and an all-gather, of Rs rows */
+    t.gather = t.scatter = (mesh_flow){M * per, M * per * (T - 1) * x->Rs * D * 4};
+    t.gains = all_reduce(1, (2 * L + x->last) * D, T);
+  }
+  if (x->last) {
+    t.max = all_reduce(M, R, T);
+    t.sums = all_reduce(M, 2 * R, T);
+  }
+  int64_t hops = C > 1 ? L * M * (3 * C - 2 + x->recompute * (C - 1)) : 0;
+  t.cp = (mesh_flow){hops, hops * 2 * R * x->W * 4};
+  t.pp = (mesh_flow){pp_exchanges((int)P, (int)x->s, M, x->gpipe),
+                     M * ((x->s + 1 < P) + (x->s > 0)) * x->Rs * D * 4};
+  if (!x->shard) {
+    t.grads = all_reduce(1, x->nw, G);
+  } else if (G > 1) { /* as 06 --zero 1, the rank's buffer one layer */
+    t.grads = (mesh_flow){1, 2 * (G - 1) * x->shard * 4};
+    t.params = (mesh_flow){1, (G - 1) * x->shard * 4};
+  }
+  if (P > 1 && (x->first || x->last)) t.emb = all_reduce(1, x->Vs * D, 2);
+  return t;
+}
+
+int64_t gpt_per_layer(const gpt_share *x) {
+  int64_t R = x->R, Rs = x->Rs, D = x->D;
+  return 4 * Rs + 2 * R * D + 4 * R * x->W + R * x->A + 2 * Rs * D + 2 * R * x->Hs;
+}
+
+int64_t gpt_slot(const gpt_share *x) {
+  int64_t R = x->R, Rs = x->Rs, D = x->D, head = 2 * Rs + R * D + R * x->Vs + 3 * R;
+  return Rs * D + x->L * (x->recompute ? Rs * D : gpt_per_layer(x)) + x->last * head;
+}
+
+void gpt_memory(const gpt_share *x, int64_t *mem) {
+  int64_t R = x->R, Rs = x->Rs, D = x->D, W = x->W, G = x->n[DP] * x->n[CP];
+  int64_t live = pp_live((int)x->n[PP], (int)x->s, x->M, x->gpipe);
+  int64_t scratch = 2 * Rs * D + x->sp * (Rs * D + 2 * R * D) + R * D + R * x->Hs + 4 * R * W +
+                    x->last * R * x->Vs + x->recompute * (gpt_per_layer(x) - Rs * D) +
+                    x->C * (W + x->A) + R * x->A;
+  mem[DT_PARAMS] = mem[DT_GRADS] = 4 * (x->shard ? G * x->shard : x->nw);
+  mem[DT_OPTIM] = x->adamw ? 8 * x->own : 0;
+  mem[DT_ACTIV] = 4 * (live * gpt_slot(x) + scratch);
+  mem[DT_COMMBUF] = 8 * R * W * 4;
+  mem[DT_DATA] = (x->first + x->last) * x->M * R * 4;
+}
+
+double gpt_model_flops(int64_t L, int64_t D, int64_t H, int64_t V, int64_t S, int64_t B) {
+  double N = (double)V * D + (double)L * (2 * D + 4 * D * D + 2 * D * H) + (double)D;
+  return (6 * N + 12.0 * (double)(L * D * S)) * (double)(B * S);
+}
+
+double gpt_recompute_flops(int64_t L, int64_t D, int64_t H, int64_t S, int64_t B) {
+  return (2.0 * (double)(4 * D * D + 2 * D * H) + 4.0 * (double)(D * S)) * (double)(L * B * S);
+}

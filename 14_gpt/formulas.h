@@ -1,0 +1,53 @@
+/* formulas.h: 14_gpt's calls, bytes, memory and FLOPs per rank as formulas
+ * of the sizes alone (formulas.c): what report.c prints beside its
+ * counters, and what 13_plan can predict 14 with. The counters are the
+ * other side of the check. */
+#ifndef GPT_FORMULAS_H
+#define GPT_FORMULAS_H
+
+#include <stdint.h>
+
+#include "12_mesh/formulas.h" /* mesh_flow: a collective's calls and bytes a step */
+
+typedef struct {
+  mesh_flow activ;           /* tp: all-reduces of [R, D] (without sequence parallelism) */
+  mesh_flow gather, scatter; /* tp, sequence parallelism: all-gathers, reduce-scatters of [Rs, D] */
+  mesh_flow max, sums;     /* tp: the cross-entropy's all-reduces, each row's max, [sum | target] */
+  mesh_flow gains;         /* tp, sequence parallelism: the gains' gradients */
+  mesh_flow cp, pp;        /* 11's ring, 09's sendrecvs */
+  mesh_flow grads, params; /* dp x cp: the gradients' all-reduce, (--zero 1) the shards' gather */
+  mesh_flow emb;           /* the tied weight's two gradients, first and last stage */
+} gpt_traffic;
+
+/* One rank's share of the mesh n (12's topology.h): stage s of n[PP], L
+ * layers there (from the first stage: first, last: it holds the embedding,
+ * the head), M microbatches of R rows, Rs of them in its residual stream
+ * (R/tp with sequence parallelism), D wide; W = D/tp columns of the
+ * attention's projections and A heads, Hs = H/tp hidden units, C tokens a
+ * chunk of the ring, Vs = V/tp rows of the vocabulary, S the context; nw
+ * the floats it holds (the layers' tp shards 4DW + 2DHs each, its wte rows,
+ * the gains, wpe), own the ones it steps (with --zero 1 its shard along dp
+ * x cp, padded to shard; else nw). */
+typedef struct {
+  const int64_t *n;
+  int64_t s, L, M, R, Rs, D, W, A, Hs, C, Vs, S, nw, shard, own;
+  int first, last, gpipe, adamw, sp, recompute;
+} gpt_share;
+
+gpt_traffic gpt_traffic_of(const gpt_share *x);
+/* Memory by kind, indexed by dt.h's tags (DT_PARAMS .. DT_DATA): the
+ * weights and gradients (fsdp's padded buffer with --zero 1), AdamW's m and
+ * v of what it steps, the live microbatches' slots and the scratch, the
+ * ring's buffers, the tokens (first stage) and targets (last). */
+void gpt_memory(const gpt_share *x, int64_t *mem);
+/* Activations' floats: one microbatch's slot, and the logits' share of it */
+int64_t gpt_slot(const gpt_share *x);
+int64_t gpt_per_layer(const gpt_share *x);
+/* The whole model's FLOPs a step, as nanoGPT's estimate_mfu counts them:
+ * (6 N + 12 L D S) per token, N the parameters but wpe, B S tokens; and
+ * what --recompute adds: the layers' forward once more, (2 (4D^2 + 2DH) +
+ * 4 D S) L per token. */
+double gpt_model_flops(int64_t L, int64_t D, int64_t H, int64_t V, int64_t S, int64_t B);
+double gpt_recompute_flops(int64_t L, int64_t D, int64_t H, int64_t S, int64_t B);
+
+#endif

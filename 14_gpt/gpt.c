@@ -1,0 +1,249 @@
+/* 14_gpt: a GPT trained on a real text on 12's mesh, vocabulary-parallel.
+ *
+ * nanoGPT's GPT (bias=False) on dp x pp x cp x tp ranks. The one new idea:
+ * the vocabulary, the embedding's rows and the tied head's, is split over
+ * tp. A rank embeds the tokens of its rows (zeros elsewhere), one sum over
+ * tp makes the lookup; its head computes its rows' logits only, and the
+ * cross-entropy comes from each row's max, sum of exponentials and target
+ * logit, all-reduced over tp: the logits are never gathered. The rest is
+ * composed as in 12: 07's sums over tp, 11's ring over cp, 09's walk over
+ * pp, 05's average over dp x cp (06's shards). The embedding is the first
+ * stage's, the head the last's; the tied weight's two gradients meet in an
+ * all-reduce between them. Then the run checks, and rank 0 writes text. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "06_fsdp/shard.h" /* the pieces it composes, each on its axis */
+#include "07_tp/tensor.h"
+#include "09_pp/schedule.h"
+#include "09_pp/stage.h"
+#include "09_pp/stash.h"
+#include "09_pp/timeline.h"
+#include "11_cp/ring.h"
+#include "12_mesh/shape.h"
+#include "12_mesh/table.h"
+#include "12_mesh/topology.h"
+#include "gpt.h"
+
+/* 12's mesh, each axis's communicator split by topology.c's group of this
+ * rank (12 builds them by hand), and the tied weight's: the first and the
+ * last stage of this (dp, cp, tp); the stages between are each alone. */
+static void coordinates(model *m) {
+  int64_t r = m->world->rank, N = m->world->size;
+  topo_coords(m->n, r, m->at);
+  for (int a = 0; a < NCOMM; a++) {
+    dt_comm *c = dt_comm_split(m->world, (int)topo_group(m->n, r, a), (int)topo_place(m->n, r, a));
+    *(a < AXES ? &m->axis[a] : &m->dc) = c;
+  }
+  m->first = m->at[PP] == 0;
+  m->last = m->at[PP] == m->n[PP] - 1;
+  int64_t ends = topo_group(m->n, r, PP); /* (dp, cp, tp) */
+  m->emb = dt_comm_split(m->world, (int)(m->first || m->last ? ends : N + r), m->last);
+  snprintf(m->emb->name, sizeof m->emb->name, "emb");
+}
+
+/* The stage's layers of this tp shard, its rows of the vocabulary on the
+ * first and last stage, the gains; the buffers and places: buffers.c. */
+static void layout(model *m, dt_run *r) {
+  coordinates(m);
+  mesh_verify(m->world, m->axis, m->dc, m->n, m->at); /* 12's check of the groups */
+  m->L = r->c.layers / m->n[PP];
+  m->l0 = m->at[PP] * m->L;
+  gpt_buffers(m, r);
+  dt_comm *each[] = {m->axis[TP], m->axis[CP], m->axis[PP], m->dc, m->emb};
+  memcpy(r->comms, each, sizeof each);
+  r->loss_ranks = (double)(m->n[DP] * m->n[CP]); /* the last stages' tp rank 0 */
+  r->loss_how = "last stage, mean over dp x cp";
+  m->plan = dt_host_alloc((size_t)(2 * m->M), sizeof(action));
+  m->nplan = pp_plan((int)m->n[PP], (int)m->at[PP], m->M, m->gpipe, m->plan);
+  m->tl = timeline_new(m->nplan);
+}
+
+/* Layer l: x2 = x + Attn(LN1(x)) Wo, out = x2 + gelu(LN2(x2) W1) W2. The
+ * LayerNorms on this rank's rows of the stream, gathered for the
+ * column-parallel products (sequence.c), the row-parallel ones summed over
+ * tp (07's g); attention is 11's ring over cp on this tp rank's heads. */
+void gpt_forward_core(model *m, layer_acts p, int64_t l) {
+  int64_t R = m->R, Rs = m->Rs, D = m->D, W = m->W;
+  dt_gpt_block w = gpt_layer(m, m->w, l);
+  dt_gpt_shape s = gpt_shape(m);
+  dt_layernorm_forward(p.x, w.ln1, p.h1 + m->mine * D, p.mean1, p.rstd1, Rs, D);
+  gpt_gather(m, p.h1 + m->mine * D, p.h1);
+  dt_matmul(0, 0, R, W, D, p.h1, w.wq, p.q, 0);
+  dt_matmul(0, 0, R, W, D, p.h1, w.wk, p.k, 0);
+  dt_matmul(0, 0, R, W, D, p.h1, w.wv, p.v, 0);
+  cp_ring_forward(&m->cr, p.q, p.k, p.v, p.o, p.lse);
+  float *part = gpt_partial(m, p.x2);
+  dt_matmul(0, 0, R, D, W, p.o, w.wo, part, 0); /* this rank's heads' share */
+  gpt_reduce(m, part, p.x2);
+  dt_add(p.x2, p.x, (size_t)(Rs * D)); /* the residual, once */
+  dt_layernorm_forward(p.x2, w.ln2, p.h2 + m->mine * D, p.mean2, p.rstd2, Rs, D);
+  gpt_gather(m, p.h2 + m->mine * D, p.h2);
+  dt_gpt_mlp_forward(&s, &w, p.h2, p.a, p.u, NULL, part = gpt_partial(m, p.out));
+  gpt_reduce(m, part, p.out);
+  dt_add(p.out, p.x2, (size_t)(Rs * D));
+}
+
+/* The mirror, from m->dx = dL/dout to dL/dx in place: the weights'
+ * gradients added to g; the LayerNorms' input gradients summed over tp. */
+void gpt_backward_core(model *m, layer_acts p, int64_t l) {
+  int64_t R = m->R, Rs = m->Rs, D = m->D, W = m->W, RW = R * W;
+  dt_gpt_block w = gpt_layer(m, m->w, l), g = gpt_layer(m, m->g, l);
+  dt_gpt_shape s = gpt_shape(m);
+  float *d = gpt_gather(m, m->dx, m->dfull); /* dL/dout, every row */
+  dt_gpt_mlp_backward(&s, &w, &g, p.h2, p.a, p.u, d, m->du, m->dh);
+  float *dh = gpt_reduce(m, m->dh, m->dn);
+  dt_layernorm_backward(p.x2, w.ln2, dh, p.mean2, p.rstd2, m->dx, g.ln2, Rs, D, 1); /* dL/dx2 */
+  d = gpt_gather(m, m->dx, m->dfull);
+  dt_matmul(1, 0, W, D, R, p.o, d, g.wo, 1);     /* dWo += o^T d */
+  dt_matmul(0, 1, R, W, D, d, w.wo, m->dout, 0); /* do = d Wo^T */
+  cp_ring_backward(&m->cr, p.q, p.k, p.v, p.o, p.lse, m->dout, m->dqkv);
+  float *wi[3] = {w.wq, w.wk, w.wv}, *gi[3] = {g.wq, g.wk, g.wv};
+  for (int i = 0; i < 3; i++) { /* dq, dk, dv back through Wq, Wk, Wv */
+    dt_matmul(1, 0, D, W, R, p.h1, m->dqkv + i * RW, gi[i], 1);
+    dt_matmul(0, 1, R, D, W, m->dqkv + i * RW, wi[i], m->dh, i > 0);
+  }
+  dh = gpt_reduce(m, m->dh, m->dn);
+  dt_layernorm_backward(p.x, w.ln1, dh, p.mean1, p.rstd1, m->dx, g.ln1, Rs, D, 1); /* dL/dx */
+}
+
+/* The lookup over the vocabulary's slices: this rank's rows, zeros for
+ * the other tokens, one sum over tp; then each row's position (11's
+ * global one under cp). Backward: only this rank's rows get gradients. */
+static void embed(model *m, float *x0, const int32_t *tokens) {
+  float *part = gpt_partial(m, x0);
+  dt_embed_forward(tokens, m->R, gpt_wte(m, m->w), m->v0, m->Vs, m->D, part);
+  gpt_reduce(m, part, x0);
+  gpt_positions(m, gpt_wpe(m, m->w), m->mine, m->Rs, x0);
+}
+
+static void embed_backward(model *m, const int32_t *tokens) {
+  float *d = gpt_gather(m, m->dx, m->dfull); /* dL/dx_0, every row */
+  dt_embed_backward(tokens, m->R, d, m->v0, m->Vs, m->D, gpt_wte(m, m->g));
+  gpt_positions_backward(m, d, 0, m->R, gpt_wpe(m, m->g));
+}
+
+/* The head: LN_f, the logits of this rank's rows of the vocabulary, and
+ * the sum over the R rows of each one's cross-entropy, from pieces. */
+static double head(model *m, head_acts h, const float *x, const int32_t *targets) {
+  int64_t R = m->R, Vs = m->Vs, D = m->D;
+  dt_layernorm_forward(x, gpt_lnf(m, m->w), h.hf + m->mine * D, h.mean, h.rstd, m->Rs, D);
+  gpt_gather(m, h.hf + m->mine * D, h.hf);
+  dt_matmul(0, 1, R, Vs, D, h.hf, gpt_wte(m, m->w), h.logits, 0); /* [R, Vs]: never gathered */
+  /* exercise: the vocabulary-parallel cross-entropy */
+  dt_ce_max(h.logits, R, Vs, h.mx);
+  gpt_pieces(m, h.mx, R, DT_MAX, &m->ce[0]); /* each row's max over every slice */
+  dt_ce_sumexp(h.logits, R, Vs, h.mx, h.sum);
+  dt_ce_target(h.logits, R, Vs, m->v0, targets, h.tl); /* 0 but on the target's slice */
+  gpt_pieces(m, h.sum, 2 * R, DT_SUM, &m->ce[1]);      /* [sum | tl]: both summed */
+  return dt_ce_loss(h.mx, h.sum, h.tl, R);
+  /* end of exercise */
+}
+
+/* From the same pieces: dlogits = softmax - onehot, on this rank's rows;
+ * wte's gradient there, LN_f's input's summed over tp. */
+static void head_backward(model *m, head_acts h, const float *x, const int32_t *targets,
+                          double scale) {
+  int64_t R = m->R, Vs = m->Vs, D = m->D;
+  dt_ce_backward(h.logits, R, Vs, m->v0, targets, h.mx, h.sum, (float)scale, m->dlogits);
+  dt_matmul(1, 0, Vs, D, R, m->dlogits, h.hf, gpt_wte(m, m->g), 1); /* dwte += dlogits^T hf */
+  dt_matmul(0, 0, R, D, Vs, m->dlogits, gpt_wte(m, m->w), m->dh, 0);
+  float *dhf = gpt_reduce(m, m->dh, m->dn);
+  dt_layernorm_backward(x, gpt_lnf(m, m->w), dhf, h.mean, h.rstd, m->dx, gpt_lnf(m, m->g), m->Rs, D,
+                        0);
+}
+
+/* One action of the stage's plan (09's walk): microbatch a->mb through the
+ * stage, embedded on the first stage, its loss from the head on the last. */
+static double microbatch(void *lesson, dt_run *r, const action *a) {
+  model *m = lesson;
+  double loss = 0, mean = 1.0 / ((double)m->M * (double)m->R); /* this rank's M R rows */
+  float *slot = stash_open(&m->st, a->mb), *x = slot + gpt_out(m);
+  int64_t at = a->mb * m->R;
+  if (a->type == 'F') {
+    if (m->first) embed(m, slot, m->tokens + at);
+    for (int64_t l = 0; l < m->L; l++) gpt_layer_forward(m, slot, l);
+    if (m->last) loss = head(m, gpt_head(m, slot), x, m->targets + at) * mean;
+  } else {
+    if (m->last) head_backward(m, gpt_head(m, slot), x, m->targets + at, mean * r->scaler.scale);
+    for (int64_t l = m->L - 1; l >= 0; l--) gpt_layer_backward(m, slot, l);
+    if (m->first) embed_backward(m, m->tokens + at);
+    stash_close(&m->st, a->mb);
+  }
+  return loss;
+}
+
+static double train_step(model *m, dt_run *r, int64_t step) {
+  pp_stage stage = {m->axis[PP], &m->wire,   (size_t)(m->Rs * m->D),
+                    gpt_out(m),  &m->st,     m->plan,
+                    m->nplan,    m->tl,      &m->dx,
+                    &m->dnext,   microbatch, m};
+  gpt_tokens(m, &r->c, step);
+  dt_zero(m->g, (size_t)m->nw * 4);
+  double loss = pp_step(&stage, r);
+  /* replicated over dp x cp: averaged there (05; --zero 1, 06's all-reduce
+   * for the shards); the tied weight's halves summed between the first and
+   * last stage; sequence parallelism's gains summed over tp */
+  gpt_sum_gains(m);
+  if (m->zero) fsdp_reduce(&m->f, 0, m->g);
+  if (!m->zero && m->dc->size > 1) dt_all_reduce(m->dc, m->g, m->g, (size_t)m->nw, DT_F32, DT_AVG);
+  if (m->emb->size > 1)
+    dt_all_reduce(m->emb, gpt_wte(m, m->g), gpt_wte(m, m->g), (size_t)(m->Vs * m->D), DT_F32,
+                  DT_SUM);
+  return m->at[TP] == 0 ? loss : 0; /* every tp rank computes it alike: count one */
+}
+
+int main(int argc, char **argv) {
+  dt_run run = {.c = DT_TRAIN_DEFAULTS};
+  gpt_defaults(&run.c); /* nanoGPT's AdamW and schedule, a model a laptop trains in a minute */
+  const char *split = "contiguous", *schedule = "1f1b";
+  model m = {0};
+  dt_option options[] = {
+      DT_TRAIN_OPTIONS(&run.c),
+      DT_REFUSED("--precision=bf16 --precision=fp16 --loss-scale --growth-interval",
+                 "the mesh trains in fp32 only for now"),
+      DT_ATTN_OPTIONS(&run.c),
+      DT_GPT_OPTIONS(&run.c),
+      DT_INT("--dp", &m.n[DP], 0, 1 << 20, "data-parallel ranks (0: from the ranks left)"),
+      DT_INT("--pp", &m.n[PP], 0, 1 << 20, "pipeline stages (0: from the ranks left)"),
+      DT_INT("--cp", &m.n[CP], 0, 1 << 20, "context-parallel ranks (0: from the ranks left)"),
+      DT_INT("--tp", &m.n[TP], 0, 1 << 20,
+             "tensor-parallel ranks, the vocabulary's too (0: from the ranks left)"),
+      DT_INT("--micro", &m.M, 0, 1 << 20,
+             "microbatches M per step (0: 2 x pp, 1 without pipeline)"),
+      DT_STRING("--schedule", &schedule, "gpipe|1f1b", "the pipeline's schedule (09)"),
+      DT_INT("--zero", &m.zero, 0, 1,
+             "1: shard the optimizer state over dp x cp (06), 0: replicas"),
+      DT_STRING("--split", &split, "contiguous|zigzag",
+                "cp rank i: chunk i, or i and 2cp-1-i (11)"),
+      DT_FLAG("--sequence-parallel", &m.sp,
+              "the residual stream and LayerNorms as S/tp rows of each tp rank (Megatron's SP)"),
+      DT_FLAG("--recompute", &m.recompute,
+              "keep each layer's input alone, recompute its forward in backward"),
+      DT_END};
+  dt_lesson lesson = {"14_gpt", "a GPT on a real text on the 4D mesh, the vocabulary split over tp",
+                      1};
+  m.world = dt_run_start(&run, &argc, &argv, &lesson, options);
+  m.zigzag = strcmp(split, "zigzag") == 0;
+  m.gpipe = schedule[0] == 'g';
+  gpt_check_backend();
+  mesh_shape(m.n, m.world->size);
+  run.c.vocab_multiple = m.n[TP]; /* each tp rank V/tp rows of the vocabulary */
+  dt_run_resolve(&run);
+  if (!m.M) m.M = m.n[PP] > 1 ? 2 * m.n[PP] : 1;
+  mesh_check(m.n, m.M, m.zigzag, &run.c); /* 12's: what the mesh cannot split */
+  gpt_check(&m, &run.c);
+  layout(&m, &run);
+  dt_run_begin(&run);
+  if (m.zero) fsdp_start(&m.f, &run);
+  mesh_table(m.world, m.n, m.at);
+  for (int64_t step = run.c.start_step; step < run.c.steps; step++) {
+    dt_step_begin(&run, step);
+    double loss = train_step(&m, &run, step);
+    if (dt_step_update(&run) && m.zero) fsdp_step_taken(&m.f);
+    dt_step_end(&run, step, loss); /* and evaluation when due */
+  }
+  gpt_report(&m, &run);       /* the summary and the tables (none after --steps 0) */
+  return dt_run_finish(&run); /* and --sample */
+}

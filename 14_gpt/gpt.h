@@ -1,0 +1,136 @@
+/* gpt.h: what the files of 14_gpt share: the rank's state, as 05-12 call it
+ * the model (12's mesh, this rank's piece of the GPT and of the vocabulary,
+ * the pieces it composes), and the views of a layer's weights and of what
+ * a pipeline stage keeps per microbatch in flight. */
+#ifndef GPT_H
+#define GPT_H
+
+#include "06_fsdp/shard.h"
+#include "07_tp/tensor.h"
+#include "09_pp/schedule.h"
+#include "09_pp/stash.h"
+#include "09_pp/timeline.h"
+#include "11_cp/ring.h"
+#include "12_mesh/shape.h"
+#include "12_mesh/table.h"
+#include "12_mesh/topology.h"
+#include "train.h"
+
+/* The classes of what a rank holds, by who else holds the same elements:
+ * tp shards (the layers' matrices), the vocabulary's rows (wte's slice, on
+ * the first and the last stage), the tp replicas (the gains, wpe). */
+enum { SHARDS, VOCAB, REPLICAS, CLASSES };
+
+typedef struct {
+  /* the mesh (12): sizes, this rank's coordinates and communicators */
+  dt_comm *world, *axis[AXES]; /* axis[a]: the ranks that differ from this one in a alone */
+  dt_comm *dc;                 /* data x context: the ranks that hold the same weights */
+  dt_comm *emb; /* the first and the last stage of this (dp, cp, tp): wte's two copies */
+  int64_t n[AXES], at[AXES];
+  int64_t zero;      /* --zero 1: the optimizer state sharded over dp x cp (06) */
+  int gpipe, zigzag; /* 09's schedule, 11's split */
+  int sp, recompute; /* --sequence-parallel (sequence.c), --recompute (recompute.c) */
+  int first, last;   /* this stage holds the embedding, the head */
+  /* the sizes of this rank's share */
+  int64_t L, l0, D, H, A, W, Hs, S; /* L layers from l0; A heads, W = D/tp, Hs = H/tp units */
+  int64_t V, Vs, v0;          /* the vocabulary: this tp rank's rows [v0, v0 + Vs), Vs = V/tp */
+  int64_t M, Bm, R, Rs;       /* M microbatches of Bm sequences: R rows each, Rs of them held */
+  int64_t mine;               /* the first of the Rs rows (sequence parallelism's share; else 0) */
+  int64_t nl, nw;             /* a layer's matrices here, 4DW + 2DHs; all of this rank's floats */
+  int64_t at_of[CLASSES + 1]; /* where each class starts in w (the last: n) */
+  /* the weights, one buffer (fsdp's with --zero 1), and the pieces composed */
+  float *w, *g;
+  fsdp f;       /* --zero 1: the optimizer's shards along dc (06) */
+  cp_attn cr;   /* the ring along cp, on this tp rank's heads (11) */
+  stashes st;   /* per microbatch in flight: x_0, each layer's, the head's (buffers.c) */
+  action *plan; /* this stage's schedule (09) */
+  int nplan;
+  timeline *tl; /* its actions, timed: the bubble (09) */
+  dt_wire wire; /* what activations travel in: fp32 */
+  /* scratch, the step's tokens, and what the report counts apart */
+  float *dx, *dnext, *dn, *full, *dfull, *dh, *du, *dout, *dqkv, *dlogits, *layer;
+  int32_t *tokens, *targets, *windows; /* M x [R] (first stage, last stage); [Bm, S+1] */
+  dt_counter ce[2]; /* the cross-entropy's all-reduces on tp: the max, the sums */
+  double ce_seconds;
+} model;
+
+/* Layer l's weights on this rank: ln1, ln2 [D] (whole: a tp replica); its
+ * tp shard of Wq, Wk, Wv [D,W], Wo [W,D], W1 [D,Hs], W2 [Hs,D]; of m->w,
+ * or their gradients of m->g. dt_gpt_block's fields, for the layer's pieces. */
+dt_gpt_block gpt_layer(const model *m, float *w, int64_t l);
+/* The layer's pieces (dt_gpt_attn_*, dt_gpt_mlp_*) see the R rows as one
+ * sequence: the MLP's shape, this tp rank's A heads of W/A columns */
+dt_gpt_shape gpt_shape(const model *m);
+float *gpt_wte(const model *m, float *w);   /* the vocabulary's rows [Vs, D] */
+float *gpt_wpe(const model *m, float *w);   /* first stage: [S, D] */
+float *gpt_lnf(const model *m, float *w);   /* last stage: [D] */
+float *gpt_gains(const model *m, float *w); /* the stage's gains, ln1 ln2 ... (ln_f) */
+int64_t gpt_gains_n(const model *m);        /* how many: 2LD (+ D on the last stage) */
+
+/* One layer's activations of a microbatch: its input x and output out [Rs,
+ * D] in the slot, and in between (the slot's, or with --recompute one
+ * layer's scratch): LN1's mean, rstd [Rs] and h1 [R,D] (gathered), q, k,
+ * v, o [R,W], lse [R,A], x2 = x + attention [Rs,D], LN2's and h2, a, u
+ * [R,Hs]. */
+typedef struct {
+  float *x, *mean1, *rstd1, *h1, *q, *k, *v, *o, *lse, *x2, *mean2, *rstd2, *h2, *a, *u, *out;
+} layer_acts;
+/* The head's in the last stage's slot: LN_f's mean, rstd [Rs], hf [R,D]
+ * (gathered), the logits [R,Vs] and the loss's pieces mx, sum, tl [R]. */
+typedef struct {
+  float *mean, *rstd, *hf, *logits, *mx, *sum, *tl;
+} head_acts;
+
+/* buffers.c: the weights' buffer and its places in the whole model, the
+ * slots, the scratch, the step's tokens (formulas.c counts them) */
+void gpt_buffers(model *m, dt_run *r);
+layer_acts gpt_acts(const model *m, float *slot, int64_t l);
+head_acts gpt_head(const model *m, float *slot);
+size_t gpt_out(const model *m); /* where a slot holds the stage's output x_L */
+/* The step's windows to this rank's rows: tokens (first stage) and targets
+ * (last) of every microbatch, row b Sl + i at its global position (11's
+ * chunks); the positions' embedding of rows [r0, r0 + n) of a microbatch
+ * added to out (forward), or their gradient added to dwpe (backward) */
+void gpt_tokens(model *m, const dt_train_config *c, int64_t step);
+void gpt_positions(const model *m, const float *wpe, int64_t r0, int64_t n, float *out);
+void gpt_positions_backward(const model *m, const float *dout, int64_t r0, int64_t n, float *dwpe);
+
+/* sequence.c: tensor parallelism's exchanges of the residual stream. With
+ * --sequence-parallel a rank holds Rs = R/tp rows of it: gpt_gather
+ * all-gathers its own rows (own, [Rs,D], possibly in place in full) into
+ * full [R,D] and returns full; gpt_reduce reduce-scatters a partial sum
+ * [R,D] into own [Rs,D] and returns own. Without, gather returns own (every
+ * row is there) and reduce all-reduces part in place (07's tp_sum) and
+ * returns it. gpt_partial: where a row-parallel product goes before its
+ * reduce (out itself without). gpt_sum_gains adds the gains' gradients
+ * over tp (each rank saw its own rows). */
+float *gpt_gather(model *m, const float *own, float *full);
+float *gpt_reduce(model *m, float *part, float *own);
+float *gpt_partial(const model *m, float *out);
+void gpt_sum_gains(model *m);
+
+/* recompute.c: with --recompute a layer's forward keeps its output alone;
+ * backward runs it again into the scratch layer first. */
+void gpt_layer_forward(model *m, float *slot, int64_t l);
+void gpt_layer_backward(model *m, float *slot, int64_t l);
+void gpt_forward_core(model *m, layer_acts p, int64_t l); /* gpt.c: the layer itself */
+void gpt_backward_core(model *m, layer_acts p, int64_t l);
+
+/* report.c: what the mesh cannot run, said before any work: the cuda
+ * backend (attention's host loops), sequence parallelism's rows that do
+ * not split over tp */
+void gpt_check_backend(void);
+void gpt_check(const model *m, const dt_train_config *c);
+/* The lesson's defaults: nanoGPT's optimiser and schedule (dt_gpt_defaults)
+ * on a model that 2 cores take through visible learning in about a minute */
+void gpt_defaults(dt_train_config *c);
+/* report.c: after the run the run's summary, each axis's calls and bytes,
+ * memory, beside formulas.c's; the throughput and its MFU (nothing after
+ * --steps 0) */
+void gpt_report(model *m, dt_run *r);
+/* An all-reduce over tp of the cross-entropy's pieces (n floats of buf,
+ * op), counted on the report's own row, not tp's all_reduce (activ) */
+void gpt_pieces(model *m, float *buf, int64_t n, dt_op op, dt_counter *row);
+void gpt_mfu(const model *m, const dt_run *r);
+
+#endif

@@ -1,0 +1,277 @@
+/* report.c: what 14_gpt refuses before any work, and what it prints after
+ * the run (the mesh's table before it is 12's): each axis's calls and bytes,
+ * the vocabulary's among them, the time blocked on each, memory by kind
+ * with the logits' share, each beside formulas.c's and checked on every
+ * rank; the copies of every replicated weight; the pipeline's bubble (09);
+ * the throughput and the model FLOPs utilisation. */
+#define _POSIX_C_SOURCE 200809L /* sysconf */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "09_pp/formulas.h"
+#include "formulas.h"
+#include "gpt.h"
+
+void gpt_check_backend(void) {
+  if (strcmp(dt_backend(), "cpu") != 0)
+    dt_fail("14_gpt runs on the cpu backend only for now: its attention is host loops, as 11's "
+            "and 12's (build with BACKEND=cpu)");
+}
+
+void gpt_defaults(dt_train_config *c) {
+  dt_gpt_defaults(c); /* nanoGPT's: AdamW, warm-up and cosine, clip 1, README.md's text */
+  c->layers = 2;
+  c->dim = 64;
+  c->batch = 16;
+  c->steps = 1000;
+  c->adamw_lr = 3e-3;
+  c->eval_every = 250;
+  c->sample = 300; /* then a sample */
+  c->temperature = 0.8;
+}
+
+void gpt_check(const model *m, const dt_train_config *c) {
+  int64_t T = m->n[TP], R = c->batch / (m->n[DP] * m->M) * (c->seq / m->n[CP]);
+  if (m->sp && R % T != 0)
+    dt_fail("--sequence-parallel: the %lld rows of a microbatch (B/(dp M) x S/cp) do not split "
+            "over --tp %lld: each tp rank holds R/tp rows of the residual stream; choose --batch "
+            "or --seq so that they do",
+            (long long)R, (long long)T);
+}
+
+void gpt_pieces(model *m, float *buf, int64_t n, dt_op op, dt_counter *row) {
+  dt_counter *ar = &m->axis[TP]->count[DT_ALL_REDUCE], kept = *ar;
+  dt_all_reduce(m->axis[TP], buf, buf, (size_t)n, DT_F32, op);
+  row->calls += ar->calls - kept.calls;
+  row->bytes_sent += ar->bytes_sent - kept.bytes_sent;
+  ar->calls = kept.calls;
+  ar->bytes_sent = kept.bytes_sent;
+}
+
+/* This rank's share, as the formulas take it (formulas.c) */
+static gpt_share share_of(const model *m, const dt_run *r) {
+  int64_t lo = 0, hi = m->nw;
+  if (m->zero) fsdp_range(&m->f, &lo, &hi);
+  return (gpt_share){.n = m->n,
+                     .s = m->at[PP],
+                     .L = m->L,
+                     .M = m->M,
+                     .R = m->R,
+                     .Rs = m->Rs,
+                     .D = m->D,
+                     .W = m->W,
+                     .A = m->A,
+                     .Hs = m->Hs,
+                     .C = m->cr.C,
+                     .Vs = m->Vs,
+                     .S = m->S,
+                     .nw = m->nw,
+                     .shard = m->zero ? m->f.S : 0,
+                     .own = hi - lo,
+                     .first = m->first,
+                     .last = m->last,
+                     .gpipe = m->gpipe,
+                     .adamw = r->c.optimizer[0] == 'a',
+                     .sp = m->sp,
+                     .recompute = m->recompute};
+}
+
+/* a counter and the rows counted apart from it */
+static dt_counter plus(dt_counter c, const dt_counter *a, int n) {
+  for (int i = 0; i < n; i++) {
+    c.calls += a[i].calls;
+    c.bytes_sent += a[i].bytes_sent;
+  }
+  return c;
+}
+
+static void bytes(const model *m, const dt_run *r, uint64_t steps, int *bad) {
+  gpt_share x = share_of(m, r);
+  gpt_traffic t = gpt_traffic_of(&x);
+  dt_comm *tp = m->axis[TP];
+#define ROW(axis, what, got, f, how)                                                               \
+  mesh_row(axis, what, got, steps, (uint64_t)(f).calls, (uint64_t)(f).bytes, how, bad)
+  dt_print0("  per rank per step (rank 0)          calls formula  bytes sent     formula\n");
+  if (!m->sp)
+    ROW("tp", "all_reduce (activ)", tp->count[DT_ALL_REDUCE], t.activ,
+        "M((4 + 2 recompute)L + first + last) x 2(tp-1)/tp x RD x 4: after Wo, W2, the "
+        "embedding; their mirrors");
+  else {
+    ROW("tp", "all_gather (activ)", tp->count[DT_ALL_GATHER], t.gather,
+        "M((4 + 2 recompute)L + first + last) x (tp-1) x Rs D x 4: before Wq|Wk|Wv, W1, the head");
+    ROW("tp", "reduce_scatter (activ)", tp->count[DT_REDUCE_SCATTER], t.scatter,
+        "the same: after Wo, W2, the embedding; with the gathers, an all-reduce's bytes");
+    ROW("tp", "all_reduce (gains)", tp->count[DT_ALL_REDUCE], t.gains,
+        "2(tp-1)/tp x (2L + last) D x 4: each rank's rows' share of the gains' gradients");
+  }
+  ROW("tp", "all_reduce (max)", m->ce[0], t.max,
+      "last stage: M x 2(tp-1)/tp x R x 4: each row's max over the vocabulary's slices");
+  ROW("tp", "all_reduce (sum|target)", m->ce[1], t.sums,
+      "last stage: M x 2(tp-1)/tp x 2R x 4: sum of e^(logit - max), the target's logit");
+  ROW("cp", "sendrecv (K|V, dK|dV)", m->axis[CP]->count[DT_SENDRECV], t.cp,
+      "LM(3cp-2 + recompute (cp-1)) x 2RW x 4: 11's ring");
+  ROW("pp", "sendrecv (activ)", m->axis[PP]->count[DT_SENDRECV], t.pp,
+      "M x (s < pp-1: forward out + s > 0: gradient back) x Rs D x 4; calls: the plan's");
+  ROW("dp x cp", "all_reduce (grads)", m->dc->count[DT_ALL_REDUCE], t.grads,
+      m->zero ? "2 x (G-1) x S x 4, as 06 --zero 1 (the rank's buffer one layer)"
+              : "2(G-1)/G x n x 4, G = dp x cp, n this rank's floats");
+  if (m->zero)
+    ROW("dp x cp", "all_gather (params)", m->dc->count[DT_ALL_GATHER], t.params,
+        "(G-1) x S x 4: the stepped shards back to every rank");
+  ROW("emb", "all_reduce (tied wte)", m->emb->count[DT_ALL_REDUCE], t.emb,
+      "first and last stage (pp > 1): 2(2-1)/2 x Vs D x 4, the embedding's and the head's");
+#undef ROW
+  /* --report-json: one figure an axis and kind (13_plan's keys), the rows summed */
+  dt_counter ar = plus(tp->count[DT_ALL_REDUCE], m->ce, 2);
+  mesh_flow f[3] = {t.activ.calls ? t.activ : t.gains, t.max, t.sums};
+  dt_report_traffic("tp", DT_ALL_REDUCE, (double)(ar.calls / steps),
+                    (double)(ar.bytes_sent / steps),
+                    (double)(f[0].bytes + f[1].bytes + f[2].bytes));
+}
+
+static void memory(const model *m, const dt_run *r, int *bad) {
+  gpt_share x = share_of(m, r);
+  int64_t mem[DT_NTAGS], live = pp_live((int)m->n[PP], (int)m->at[PP], m->M, m->gpipe);
+  gpt_memory(&x, mem);
+  char act[200];
+  snprintf(act, sizeof act,
+           "(live x slot + scratch) x 4, live %lld; a slot %lld floats: %s (x_0, %s%s)",
+           (long long)live, (long long)gpt_slot(&x), m->recompute ? "recompute" : "every layer's",
+           m->recompute ? "each layer's input alone"
+                        : "L x (LN stats, h1, q k v o, lse, x2, h2, a u, out)",
+           m->last ? ", the head's" : "");
+  dt_row rows[] = {
+      {DT_PARAMS, mem[DT_PARAMS],
+       m->zero ? "4 x G S: the rank's buffer, padded, as 06 --zero 1"
+               : "4 x n: the layers' tp shards, the vocabulary's rows (first, last), gains, wpe",
+       0},
+      {DT_GRADS, mem[DT_GRADS], "the same", 0},
+      {DT_OPTIM, mem[DT_OPTIM],
+       m->zero ? "AdamW m, v: 8 x its shard along dp x cp (sgd: 0)" : "AdamW m, v: 8 x n (sgd: 0)",
+       0},
+      {DT_ACTIV, mem[DT_ACTIV], act, 0},
+      {DT_COMMBUF, mem[DT_COMMBUF], "8RW x 4: the ring's [K|V] and [dK|dV], two each", 0},
+      {DT_DATA, mem[DT_DATA], "M x R x 4 tokens (first stage), targets (last stage)", 0}};
+  dt_print_memory(rows, 6, NULL);
+  dt_print_memory_uncounted();
+  for (int i = 0; i < 6; i++) *bad += (int64_t)dt_mem_peak(rows[i].tag) != rows[i].formula;
+  if (m->last) /* [B S/cp rows of a microbatch, V/tp]: the vocabulary's slice of the logits */
+    dt_print0(
+        "    the logits: [R, V/tp] = [%lld, %lld] a microbatch, %lld bytes of activ (live %lld "
+        "and dlogits): never gathered, one tp rank's slice of [R, V] = %lld bytes\n",
+        (long long)m->R, (long long)m->Vs, (long long)((live + 1) * m->R * m->Vs * 4),
+        (long long)live, (long long)(m->R * m->V * 4));
+  dt_print0("    with R = B/(dp M) x S/cp = %lld rows per microbatch (%lld of them in this rank's "
+            "stream), W = D/tp = %lld, Hs = H/tp = %lld, Vs = V/tp = %lld, C = %lld, L = %lld "
+            "layers a stage, n = %lld\n",
+            (long long)m->R, (long long)m->Rs, (long long)m->W, (long long)m->Hs, (long long)m->Vs,
+            (long long)m->cr.C, (long long)m->L, (long long)m->nw);
+}
+
+/* Whether the copies of [at, at + n) of the weights differ along c (bookkeeping) */
+static int differ(dt_comm *c, const float *w, int64_t n) {
+  float *mine = dt_host_alloc((size_t)n + 1, 4), *root = dt_host_alloc((size_t)n + 1, 4);
+  dt_copy_to_host(mine, w, (size_t)n * 4);
+  memcpy(root, mine, (size_t)n * 4);
+  dt_host_broadcast(c, root, (size_t)n, DT_F32, 0);
+  int d = memcmp(mine, root, (size_t)n * 4) != 0;
+  free(mine);
+  free(root);
+  return d;
+}
+
+static void replicas(const model *m) {
+  int d[3] = {differ(m->dc, m->w, m->nw),
+              differ(m->axis[TP], m->w + m->at_of[REPLICAS], m->nw - m->at_of[REPLICAS]),
+              m->first || m->last ? differ(m->emb, gpt_wte(m, m->w), m->Vs * m->D) : 0};
+  dt_host_all_reduce(m->world, d, 3, DT_I32, DT_MAX);
+  dt_print0("  replicas: every dp x cp group's %lld copies of its weights %s; the tp groups' "
+            "copies of the gains and wpe %s; wte's rows on the first and the last stage %s\n",
+            (long long)(m->n[DP] * m->n[CP]), d[0] ? "DIFFER" : "are bit-identical",
+            d[1] ? "DIFFER" : "too",
+            d[2]           ? "DIFFER"
+            : m->n[PP] > 1 ? "too"
+                           : "(one stage)");
+}
+
+void gpt_report(model *m, dt_run *r) {
+  uint64_t steps = (uint64_t)(r->c.steps - r->c.start_step);
+  if (steps == 0) return; /* --steps 0: the model alone, saved or sampled */
+  dt_run_summary(r);
+  int bad = 0, worst;
+  bytes(m, r, steps, &bad);
+  worst = bad;
+  dt_host_all_reduce(m->world, &worst, 1, DT_I32, DT_MAX);
+  dt_print0("    every rank's calls and bytes equal their formulas: %s (%d ranks)\n",
+            worst ? "NO" : "yes", m->world->size);
+  double ms = 1e3 / (double)steps;
+  dt_print0(
+      "  time blocked per step (rank 0): tp %.2f ms, cp %.2f ms, pp %.2f ms, dp x cp %.2f ms, "
+      "emb %.2f ms (the rest of the step is compute, above)\n",
+      dt_comm_total(m->axis[TP]).seconds * ms, dt_comm_total(m->axis[CP]).seconds * ms,
+      dt_comm_total(m->axis[PP]).seconds * ms, dt_comm_total(m->dc).seconds * ms,
+      dt_comm_total(m->emb).seconds * ms);
+  bad = 0;
+  memory(m, r, &bad);
+  dt_host_all_reduce(m->world, &bad, 1, DT_I32, DT_MAX);
+  dt_print0("    every rank's memory equals its formulas: %s (%d ranks)\n", bad ? "NO" : "yes",
+            m->world->size);
+  replicas(m);
+  timeline_report(m->tl, m->axis[PP], m->M);
+  gpt_mfu(m, r);
+}
+
+/* One core's sgemm rate, GFLOP/s in CPU time, at the MLP's shape: the
+ * yardstick of the model FLOPs utilisation, as a GPU's peak is nanoGPT's */
+static double gemm_rate(int64_t M, int64_t N, int64_t K) {
+  float *a = dt_alloc_f32((size_t)(M * K + K * N + M * N), DT_OTHER), *b = a + M * K,
+        *c = b + K * N;
+  double best = 0;
+  for (int round = 0; round < 3; round++) {
+    int64_t reps = 0;
+    double t0 = dt_cpu_now(), t = 0;
+    for (; t < 0.05; reps++, t = dt_cpu_now() - t0) dt_matmul(0, 0, M, N, K, a, b, c, 0);
+    best = best > 2.0 * (double)(M * N * K) * (double)reps / t / 1e9
+               ? best
+               : 2.0 * (double)(M * N * K) * (double)reps / t / 1e9;
+  }
+  dt_free(a);
+  return best;
+}
+
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+void gpt_mfu(const model *m, const dt_run *r) {
+  const dt_train_config *c = &r->c;
+  int64_t n = c->steps - c->start_step, ranks = m->world->size,
+          cores = sysconf(_SC_NPROCESSORS_ONLN);
+  double *ms = dt_host_alloc((size_t)n, sizeof *ms);
+  memcpy(ms, r->step_ms + c->start_step, (size_t)n * sizeof *ms);
+  qsort(ms, (size_t)n, sizeof *ms, by_value);
+  double step = ms[n / 2] / 1e3, tokens = (double)(c->batch * c->seq);
+  double flops = gpt_model_flops(c->layers, c->dim, c->hidden, c->vocab, c->seq, c->batch);
+  int64_t busy = ranks < cores ? ranks : cores; /* the cores the ranks keep busy */
+  double rate = m->world->rank == 0 ? gemm_rate(m->R, m->Hs, m->D) : 0;
+  dt_print0("throughput: %.0f tokens/s (the median step, %.2f ms, of B x S = %.0f tokens); model "
+            "FLOPs %.3f GFLOP a step (nanoGPT's 6N + 12 L D S a token): %.2f GFLOP/s, MFU %.1f%% "
+            "of %lld x %.2f GFLOP/s (sgemm [R x D] x [D x H/tp] on one core, measured now in CPU "
+            "time, x min(%lld ranks, %lld cores))\n",
+            tokens / step, step * 1e3, tokens, flops / 1e9, flops / step / 1e9,
+            100 * flops / step / 1e9 / ((double)busy * rate), (long long)busy, rate,
+            (long long)ranks, (long long)cores);
+  if (m->recompute) {
+    double extra = gpt_recompute_flops(c->layers, c->dim, c->hidden, c->seq, c->batch);
+    dt_print0(
+        "  --recompute: %.3f GFLOP more a step (the layers' forward again, %.0f%% of the model "
+        "FLOPs): the hardware's utilisation %.1f%%\n",
+        extra / 1e9, 100 * extra / flops,
+        100 * (flops + extra) / step / 1e9 / ((double)busy * rate));
+  }
+  dt_report(NULL, "mfu", "%.6g", flops / step / 1e9 / ((double)busy * rate));
+  free(ms);
+}

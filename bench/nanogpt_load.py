@@ -1,0 +1,99 @@
+#!/usr/bin/python3
+"""A 14_gpt --save file into nanoGPT's own GPT (model.py of a nanoGPT
+checkout, GPT(bias=False)), by name, then text from nanoGPT's generate.
+
+14_gpt writes nanoGPT's state_dict names and layouts (transformer.wte.weight
+[V, D], attn.c_attn.weight [3D, D] as nn.Linear stores it, ..., the head
+tied to wte) and the GPTConfig in the file's metadata (n_layer, n_head,
+n_embd, block_size, vocab_size, bias) with the vocabulary (the characters,
+in token order). nanoGPT's MLP has nn.GELU(), the erf form; 14_gpt's is
+GPT-2's tanh form (as llm.c's): this script swaps it in, says so, and
+prints the loss on one window of the text under both, so the difference is
+seen, not guessed.
+
+Usage (after --save FILE; no network):
+  /usr/bin/python3 bench/nanogpt_load.py FILE --nanogpt DIR [--prompt P]
+      [--tokens N] [--temperature T] [--top-k K] [--seed S] [--text FILE]
+"""
+import argparse
+import os
+import sys
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+import torch  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_gpt import read_safetensors  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("file")
+    p.add_argument("--nanogpt", default=os.environ.get("NANOGPT", ""),
+                   help="a nanoGPT checkout (its model.py)")
+    p.add_argument("--prompt", default="\n")
+    p.add_argument("--tokens", type=int, default=200)
+    p.add_argument("--temperature", type=float, default=0.8)
+    p.add_argument("--top-k", type=int, default=0)
+    p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--text", default="", help="a text for the loss on one window (its vocabulary)")
+    a = p.parse_args()
+    if not a.nanogpt or not os.path.exists(os.path.join(a.nanogpt, "model.py")):
+        sys.exit("--nanogpt DIR: a nanoGPT checkout, with model.py (git clone "
+                 "https://github.com/karpathy/nanoGPT)")
+    sys.path.insert(0, a.nanogpt)
+    from model import GPT, GPTConfig  # nanoGPT's
+
+    tensors, meta = read_safetensors(a.file)
+    if meta.get("model") != "gpt" or meta.get("tokens") != "char":
+        sys.exit("%s: not a 14_gpt file of character tokens" % a.file)
+    if int(meta["hidden"]) != 4 * int(meta["n_embd"]):
+        sys.exit("%s: hidden %s, nanoGPT's MLP is 4 x n_embd = %d wide" % (
+            a.file, meta["hidden"], 4 * int(meta["n_embd"])))
+    config = GPTConfig(block_size=int(meta["block_size"]), vocab_size=int(meta["vocab_size"]),
+                       n_layer=int(meta["n_layer"]), n_head=int(meta["n_head"]),
+                       n_embd=int(meta["n_embd"]), dropout=0.0, bias=False)
+    model = GPT(config)
+    missing, unexpected = model.load_state_dict(tensors, strict=False)
+    # lm_head.weight is wte's (tied); attn.bias is the causal mask, a buffer
+    missing = [k for k in missing if k != "lm_head.weight" and not k.endswith(".attn.bias")]
+    if missing or unexpected:
+        sys.exit("not nanoGPT's names: missing %s, unexpected %s" % (missing, unexpected))
+    same = model.lm_head.weight.data_ptr() == model.transformer.wte.weight.data_ptr()
+    print("loaded %s into nanoGPT's GPT(%s): %d tensors by name, the head tied to wte: %s" % (
+        a.file, ", ".join("%s=%s" % (k, getattr(config, k)) for k in
+                          ("n_layer", "n_head", "n_embd", "block_size", "vocab_size", "bias")),
+        len(tensors), "yes" if same else "NO"))
+    model.eval()
+    vocab = meta["vocab"]
+    stoi = {c: i for i, c in enumerate(vocab)}
+    if a.text:
+        ids = [stoi[c] for c in open(a.text, encoding="utf-8").read()[:config.block_size + 1]]
+        x = torch.tensor([ids[:-1]])
+        y = torch.tensor([ids[1:]])
+        with torch.no_grad():
+            erf = model(x, y)[1].item()
+            for block in model.transformer.h:
+                block.mlp.gelu = torch.nn.GELU(approximate="tanh")
+            tanh = model(x, y)[1].item()
+        print("loss on the first window of %s: %.9f with nanoGPT's GELU (erf), %.9f with "
+              "14_gpt's (tanh)" % (a.text, erf, tanh))
+    for block in model.transformer.h:  # 14_gpt's GELU, the tanh form
+        block.mlp.gelu = torch.nn.GELU(approximate="tanh")
+    unknown = sorted(set(c for c in a.prompt if c not in stoi))
+    if unknown:
+        sys.exit("--prompt: %r is not in the file's vocabulary" % "".join(unknown))
+    torch.manual_seed(a.seed)
+    idx = torch.tensor([[stoi[c] for c in a.prompt]])
+    with torch.no_grad():
+        out = model.generate(idx, a.tokens, temperature=a.temperature,
+                             top_k=a.top_k if a.top_k > 0 else None)
+    # the padding rows (vocab_size - len(vocab)) are never drawn in practice:
+    # they were never a target, so their logits sink; shown as '?' if ever
+    print("nanoGPT's generate, %d tokens (temperature %g%s):" % (
+        a.tokens, a.temperature, ", top-k %d" % a.top_k if a.top_k > 0 else ""))
+    print("".join(vocab[i] if i < len(vocab) else "?" for i in out[0].tolist()))
+
+
+if __name__ == "__main__":
+    main()

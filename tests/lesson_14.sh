@@ -1,0 +1,245 @@
+# Lesson 14_gpt: nanoGPT's GPT on a real text (README.md's characters) on
+# 12's mesh, the vocabulary split over tp; checked against one process.
+# Sourced by tests/run_tests.sh (check() comes from tests/lib.sh).
+#
+# The tests' model: L=2 D=32 H=128, 4 heads, B=8 windows of S=32 tokens
+# (SMALL14), V = README.md's characters (V14: 93 when this was written; the
+# figures below follow the file) padded to a multiple of tp. On a mesh (dp,
+# pp, cp, tp) with M microbatches: R = B/(dp M) x S/cp rows per microbatch,
+# Vs = V/tp rows of the vocabulary. Per rank per step (tp 2: R = 256 rows):
+#   tp  all_reduce (activ): M((4 + 2 recompute)L + first + last) x 2(tp-1)/tp x R D x 4
+#       (1,1,1,2): 10 calls, 327680 bytes
+#   tp  all_reduce (max): M x 2(tp-1)/tp x R x 4 = 1024; (sum|target): 2048 (last stage)
+#   emb all_reduce (tied wte): pp > 1, first and last stage: Vs D x 4 (1,2,1,1): V14 x 32 x 4
+D14=./14_gpt/gpt
+# the text's characters, as the lesson counts them (README.md changes)
+V14=$(perl -CSD -0777 -ne 'my %s; $s{$_} = 1 for split //; print scalar(keys %s)' README.md)
+pad14() { echo $(((V14 + $1 - 1) / $1 * $1)); } # V padded to a multiple of $1
+V14_2=$(pad14 2)
+PAD14="^vocabulary: $V14 characters, padded to V = $V14_2 \(a multiple of 2" # said when padded
+[ "$V14" = "$V14_2" ] && PAD14="^model: GPT .* V=$V14 "
+T14=$LOGS/14_gpt_files
+mkdir -p "$T14"
+SMALL14=(--layers 2 --dim 32 --seq 32 --batch 8 --sample 0 --eval-every 0)
+PASS14='CHECK PASSED: per-step loss and final weights match single-process training'
+BYTES14="every rank's calls and bytes equal their formulas: yes"
+MEM14="every rank's memory equals its formulas: yes"
+REPL14='replicas: every dp x cp group.s [0-9]+ copies of its weights are bit-identical; the tp groups. copies of the gains and wpe too; wte.s rows on the first and the last stage (too|\(one stage\))'
+row14() { echo "^    $1 +$2 +$3 +$3 +$4 +$4 "; }
+mesh14() { echo "^the mesh: dp $1 x pp $2 x cp $3 x tp $4 = $(($1 * $2 * $3 * $4)) ranks"; }
+
+# Every figure printed beside a formula equals it, in the log of test $1
+sides14() {
+  local log pairs
+  log=$(check_log "$1")
+  pairs=$(
+    sed -En 's/^    (tp|cp|pp|dp x cp|emb) +[a-z_]+ \([^)]*\) +([0-9]+) +([0-9]+) +([0-9]+) +([0-9]+) .*/\2 \3\n\4 \5/p' "$log"
+    sed -En 's/^    (params|grads|optim|activ|comm|data) +([0-9]+) +([0-9]+)   .*/\2 \3/p' "$log"
+  )
+  pairs_equal "$1" "every call count, byte count and memory row equals its formula" 20 "$log" "$pairs"
+}
+
+# Each axis alone, the pairs, all four (NP 1 to 16): vocabulary parallelism
+# on every tp, the tied weight's all-reduce on every pp
+check "14 np=1" 1 0 "$PASS14" "$BYTES14" "$MEM14" "$(mesh14 1 1 1 1)" \
+  "$(row14 tp 'all_reduce \(max\)' 0 0)" "$(row14 emb 'all_reduce \(tied wte\)' 0 0)" \
+  -- $D14 "${SMALL14[@]}" --steps 5
+sides14 "14 np=1"
+check "14 np=2 tp" 2 0 "$PASS14" "$BYTES14" "$MEM14" "$REPL14" "$(mesh14 1 1 1 2)" \
+  "$PAD14" \
+  "$(row14 tp 'all_reduce \(activ\)' 10 327680)" "$(row14 tp 'all_reduce \(max\)' 1 1024)" \
+  "$(row14 tp 'all_reduce \(sum\|target\)' 1 2048)" \
+  '^    the logits: \[R, V/tp\] = \[256, '"$((V14_2 / 2))"'\] a microbatch, .* never gathered' \
+  -- $D14 "${SMALL14[@]}" --steps 5 --tp 2
+sides14 "14 np=2 tp"
+check "14 np=2 pp" 2 0 "$PASS14" "$BYTES14" "$MEM14" "$REPL14" "$(mesh14 1 2 1 1)" \
+  "$(row14 emb 'all_reduce \(tied wte\)' 1 $((V14 * 32 * 4)))" \
+  'bubble over all steps: .* formula \(N-1\)/\(M\+N-1\) = 1/5 = 20\.0%' -- $D14 "${SMALL14[@]}" \
+  --steps 5 --pp 2
+sides14 "14 np=2 pp"
+check "14 np=2 cp" 2 0 "$PASS14" "$BYTES14" "$MEM14" "$REPL14" "$(mesh14 1 1 2 1)" \
+  -- $D14 "${SMALL14[@]}" --steps 5 --cp 2
+check "14 np=2 dp" 2 0 "$PASS14" "$BYTES14" "$MEM14" "$REPL14" "$(mesh14 2 1 1 1)" \
+  -- $D14 "${SMALL14[@]}" --steps 5 --dp 2
+check "14 np=4 tp pp" 4 0 "$PASS14" "$BYTES14" "$MEM14" "$REPL14" "$(mesh14 1 2 1 2)" \
+  -- $D14 "${SMALL14[@]}" --steps 5 --tp 2 --pp 2
+check "14 np=4 cp tp" 4 0 "$PASS14" "$BYTES14" "$MEM14" "$(mesh14 1 1 2 2)" \
+  -- $D14 "${SMALL14[@]}" --steps 5 --cp 2 --tp 2
+check "14 np=4 dp pp" 4 0 "$PASS14" "$BYTES14" "$MEM14" "$REPL14" "$(mesh14 2 2 1 1)" \
+  -- $D14 "${SMALL14[@]}" --steps 5 --dp 2 --pp 2
+check "14 np=8 pp cp tp" 8 0 "$PASS14" "$BYTES14" "$MEM14" "$(mesh14 1 2 2 2)" \
+  -- $D14 "${SMALL14[@]}" --steps 5
+check "14 np=16" 16 0 "$PASS14" "$BYTES14" "$MEM14" "$REPL14" "$(mesh14 2 2 2 2)" \
+  -- $D14 "${SMALL14[@]}" --steps 5
+sides14 "14 np=16"
+# zigzag, GPipe, ZeRO-1, SGD (the default model: K = B x S = 1024, SGD's bound S K u)
+check "14 np=16 zigzag gpipe zero 1" 16 0 "$PASS14" "$BYTES14" "$MEM14" "$REPL14" \
+  "$(row14 'dp x cp' 'all_gather \(params\)' 1 [0-9]+)" -- $D14 "${SMALL14[@]}" --steps 5 \
+  --split zigzag --schedule gpipe --zero 1
+check "14 np=8 sgd" 8 0 "$PASS14" "fp32, sgd" -- $D14 --steps 10 --optimizer sgd --sample 0
+check "14 np=3 dp 3" 3 0 "$PASS14" "$BYTES14" "$MEM14" "$(mesh14 3 1 1 1)" -- $D14 \
+  "${SMALL14[@]}" --steps 5 --batch 6 --dp 3
+
+# --sequence-parallel: all-gathers and reduce-scatters of R/tp rows in place
+# of the all-reduces (the same bytes), the gains summed over tp
+check "14 np=2 sp" 2 0 "$PASS14" "$BYTES14" "$MEM14" "$REPL14" \
+  "$(row14 tp 'all_gather \(activ\)' 10 163840)" "$(row14 tp 'reduce_scatter \(activ\)' 10 163840)" \
+  "$(row14 tp 'all_reduce \(gains\)' 1 [0-9]+)" -- $D14 "${SMALL14[@]}" --steps 5 --tp 2 \
+  --sequence-parallel
+sides14 "14 np=2 sp"
+check "14 np=16 sp recompute sgd" 16 0 "$PASS14" "$BYTES14" "$MEM14" "$REPL14" "fp32, sgd" \
+  -- $D14 --steps 5 --optimizer sgd --sample 0 --sequence-parallel --recompute
+# --recompute: the same bits as without it (cmp of --save), its extra calls
+# and FLOPs printed beside the formulas
+for r14 in "" --recompute; do
+  check "14 np=4 save${r14:+ recompute}" 4 0 "$BYTES14" "$MEM14" "saved $T14/r$r14.safetensors" -- \
+    $D14 "${SMALL14[@]}" --steps 3 --no-check --tp 2 --cp 2 $r14 --save "$T14/r$r14.safetensors"
+done
+if [ -s "$T14/r.safetensors" ] && cmp -s "$T14/r.safetensors" "$T14/r--recompute.safetensors"; then
+  pass "14 recompute: the trained model is bit-identical to the one without --recompute (tp 2 x cp 2)"
+else
+  fail "14 recompute: the trained model is bit-identical to the one without --recompute (tp 2 x cp 2)" \
+    "" "cmp differs"
+fi
+check "14 np=4 recompute rows" 4 0 "$(row14 tp 'all_reduce \(activ\)' 14 [0-9]+)" \
+  "$(row14 cp 'sendrecv \(K\|V, dK\|dV\)' 10 [0-9]+)" \
+  '^  --recompute: [0-9.]+ GFLOP more a step \(the layers. forward again' -- \
+  $D14 "${SMALL14[@]}" --steps 3 --tp 2 --cp 2 --recompute
+
+# text in, text out: another text, bytes, evaluation, a sample, the throughput
+check "14 np=2 another text, bytes" 2 0 "$PASS14" 'text CHECKING.md: [0-9]+ byte tokens' -- \
+  $D14 "${SMALL14[@]}" --steps 3 --text CHECKING.md --tokens byte --tp 2
+check "14 np=4 eval and sample" 4 0 "$PASS14" \
+  '^eval after step 2: train loss [0-9.]+, validation loss [0-9.]+ \(2 batches of 8 windows each\)' \
+  '^eval after step 4: ' '^sample \(40 tokens, temperature 0.8, top-k 5\):$' '^The ' \
+  '^throughput: [0-9]+ tokens/s .* MFU [0-9.]+% of 2 x [0-9.]+ GFLOP/s' \
+  '^step +1/4 +loss [0-9.]+ +\(last stage, mean over dp x cp\) +[0-9.]+ ms +[0-9]+ tokens/s$' \
+  -- $D14 "${SMALL14[@]}" --steps 4 --pp 2 --tp 2 --eval-every 2 --eval-batches 2 --sample 40 \
+  --prompt 'The ' --temperature 0.8 --top-k 5
+# the default model learns: from about ln V (4.54) to below 3 in 100 steps
+check "14 np=2 the default model, 100 steps" 2 0 "$PASS14" '^step +1/100 +loss 4\.[0-9]+ ' \
+  '^step +100/100 +loss [0-9.]+ ' -- $D14 --steps 100 --sample 0 --tp 2
+# (a figure of the text, README.md, which changes: at least 1 below the first loss, ~ln V)
+l14=$(awk '/^step +1\/100 / { a = $4 } /^step +100\/100 / { b = $4 } END { if (a != "" && b != "") print a, b }' \
+  "$(check_log "14 np=2 the default model, 100 steps")")
+if [ -n "$l14" ] && awk -v a="${l14% *}" -v b="${l14#* }" 'BEGIN { exit !(b < a - 1) }'; then
+  pass "14 the default model learns: the loss at the first and the 100th step, $l14, more than 1 apart"
+else
+  fail "14 the default model learns: the loss more than 1 lower after 100 steps" "" "first and last: ${l14:-none}"
+fi
+
+# --save on a mesh: one file, nanoGPT's names; --load on another mesh
+check "14 np=8 save" 8 0 "$PASS14" "saved $T14/gpt.safetensors" -- $D14 "${SMALL14[@]}" \
+  --steps 3 --save "$T14/gpt.safetensors"
+check "14 save: nanoGPT's names and GPTConfig" 0 0 '"transformer.wte.weight":\{"dtype":"F32","shape":\['"$V14_2"',32\]' \
+  '"transformer.h.1.attn.c_attn.weight":\{"dtype":"F32","shape":\[96,32\]' '"n_layer":"2"' \
+  -- head -c 3000 "$T14/gpt.safetensors"
+check "14 np=4 load" 4 0 "$PASS14" -- $D14 "${SMALL14[@]}" --steps 3 --dp 2 --tp 2 \
+  --load "$T14/gpt.safetensors"
+# checkpoints: 5 + 3 steps bit-identical to 8 (pp 2 x cp 2 x tp 2); on another mesh, ZeRO-1
+rm -rf "$T14/ck" "$T14/full.safetensors" "$T14/resumed.safetensors"
+check "14 ckpt: 8 steps" 8 0 "saved $T14/full.safetensors" -- $D14 "${SMALL14[@]}" --no-check \
+  --steps 8 --lr-decay-steps 8 --save "$T14/full.safetensors"
+check "14 ckpt: 5 steps, a checkpoint at 5" 8 0 'checkpoint: step 5 saved' -- $D14 "${SMALL14[@]}" \
+  --no-check --steps 5 --lr-decay-steps 8 --ckpt "$T14/ck" --save-every 5
+check "14 ckpt: resumed to 8" 8 0 'resume: step 5' -- $D14 "${SMALL14[@]}" --no-check --steps 8 \
+  --lr-decay-steps 8 --ckpt "$T14/ck" --resume --save "$T14/resumed.safetensors"
+if [ -s "$T14/full.safetensors" ] && cmp -s "$T14/full.safetensors" "$T14/resumed.safetensors"; then
+  pass "14 ckpt: the resumed run is bit-identical to the uninterrupted one (pp 2 x cp 2 x tp 2)"
+else
+  fail "14 ckpt: the resumed run is bit-identical to the uninterrupted one (pp 2 x cp 2 x tp 2)" "" \
+    "cmp differs"
+fi
+check "14 ckpt: resumed on dp 2 x tp 2, zero 1" 4 0 'resume: step 5' "$PASS14" -- $D14 \
+  "${SMALL14[@]}" --steps 8 --lr-decay-steps 8 --ckpt "$T14/ck" --resume --dp 2 --tp 2 --zero 1
+# --dump-data: the token windows, the same bytes at NP 16 as at NP 1
+rm -f "$T14/data16.safetensors" "$T14/data1.safetensors"
+check "14 np=16 dump-data" 16 0 "$PASS14" -- $D14 "${SMALL14[@]}" --steps 2 \
+  --dump-data "$T14/data16.safetensors"
+check "14 np=1 dump-data" 1 0 "$PASS14" -- $D14 "${SMALL14[@]}" --steps 2 \
+  --dump-data "$T14/data1.safetensors"
+# (the headers differ in V: V14 characters at NP 1, padded to V14_2 over tp 2)
+if [ -s "$T14/data1.safetensors" ] && grep -aq '"tokens":{"dtype":"I32","shape":\[2,8,33\]' \
+  "$T14/data1.safetensors" && cmp -s <(tail -c 2112 "$T14/data16.safetensors") \
+  <(tail -c 2112 "$T14/data1.safetensors"); then
+  pass "14 dump-data: tokens [steps, B, S+1], the same tokens at NP 16 as at NP 1"
+else
+  fail "14 dump-data: tokens [steps, B, S+1], the same tokens at NP 16 as at NP 1" "" \
+    "$(head -c 300 "$T14/data1.safetensors" | tr -d '\0')"
+fi
+
+# Bad input: one clear message from rank 0, exit 2, never a hang.
+check_one_error "14 product not N" 4 2 \
+  'error: --dp 2 --pp 1 --cp 1 --tp 1: a mesh of 2 ranks, but the job has 4' \
+  -- $D14 --dp 2 --pp 1 --cp 1 --tp 1
+check_one_error "14 heads not divisible by tp" 2 2 'error: --heads 3: the heads do not split over --tp 2' \
+  -- $D14 --tp 2 --heads 3 --dim 48
+check_one_error "14 layers not divisible by pp" 3 2 \
+  'error: --layers 2: the layers do not split into --pp 3 stages' -- $D14 --pp 3
+check_one_error "14 seq not divisible by cp" 2 2 \
+  'error: --seq 63 does not split into 2 contiguous \(cp\) chunks' -- $D14 --cp 2 --seq 63
+check_one_error "14 sequence parallelism's rows" 4 2 \
+  'error: --sequence-parallel: the 6 rows of a microbatch .* do not split over --tp 4' \
+  -- $D14 --tp 4 --batch 1 --seq 6 --sequence-parallel
+check_one_error "14 bf16 refused" 2 2 'error: --precision bf16: 14_gpt does not take it: the mesh trains in fp32' \
+  -- $D14 --precision bf16
+check_one_error "14 a missing text" 2 2 '^error: --text build/none.txt: No such file' \
+  -- $D14 --text build/none.txt
+check_one_error "14 a prompt the text cannot spell" 2 2 '^error: --prompt: U\+2211 is not in the vocabulary' \
+  -- $D14 --steps 2 --sample 4 --prompt $'\xe2\x88\x91'
+: >"$T14/empty.txt"
+printf 'abc\377\376def\n' >"$T14/latin1.txt"
+printf 'hello world\n' >"$T14/short.txt"
+check_one_error "14 an empty text" 2 2 "^error: --text $T14/empty.txt is empty" -- $D14 --text "$T14/empty.txt"
+check_one_error "14 a text not UTF-8" 2 2 \
+  "^error: --text $T14/latin1.txt is not UTF-8: byte 3 \(line 1, column 4\) is 0xff.*--tokens byte" \
+  -- $D14 --text "$T14/latin1.txt"
+check_one_error "14 a text shorter than a window" 2 2 \
+  "^error: --text $T14/short.txt holds 12 tokens, 10 to train on and 2 to validate: each must hold a window of --seq \+ 1 = 65" \
+  -- $D14 --text "$T14/short.txt"
+
+# --steps 0: the initial model saved; a file saved at tp 2 (V padded to V14_2)
+# loaded at NP 1 and at NP 4, --steps 0 --sample: the same text from both
+rm -f "$T14/init.safetensors"
+check "14 np=2 steps 0 save" 2 0 "saved $T14/init.safetensors" -- $D14 "${SMALL14[@]}" --steps 0 \
+  --save "$T14/init.safetensors" --no-check
+check "14 steps 0: the initial weights, nanoGPT's names" 0 0 '"transformer.wte.weight":\{"dtype":"F32","shape":\['"$V14_2"',32\]' \
+  '"steps":"0"' -- head -c 3000 "$T14/init.safetensors"
+for np14 in 1 4; do
+  check "14 np=$np14 load, steps 0, sample" $np14 0 '^sample \(60 tokens, temperature 0.8, top-k 0\):$' \
+    -- $D14 "${SMALL14[@]}" --load "$T14/gpt.safetensors" --steps 0 --sample 60 --prompt 'The ' --seed 3 --no-check
+done
+if [ -n "$(sed -n '/^sample (60/,$p' "$(check_log "14 np=1 load, steps 0, sample")" | sed -n 2,4p)" ] &&
+  cmp -s <(sed -n '/^sample (60/,$p' "$(check_log "14 np=1 load, steps 0, sample")" | head -4) \
+  <(sed -n '/^sample (60/,$p' "$(check_log "14 np=4 load, steps 0, sample")" | head -4); then
+  pass "14 sample: the same text from a saved file at NP 1 and at NP 4 (tp 2 x cp 2)"
+else
+  fail "14 sample: the same text from a saved file at NP 1 and at NP 4 (tp 2 x cp 2)" "" "the samples differ"
+fi
+# the vocabulary travels in the file: a model of CHECKING.md's characters
+# samples with --steps 0 whatever --text says (README.md, the default)
+rm -f "$T14/other.safetensors"
+check "14 np=2 save, another text" 2 0 "saved $T14/other.safetensors" -- $D14 "${SMALL14[@]}" --steps 3 \
+  --text CHECKING.md --no-check --save "$T14/other.safetensors"
+check "14 np=1 sample with the file's vocabulary" 1 0 \
+  "^vocabulary: $T14/other.safetensors's [0-9]+ characters \(--steps 0: the text README.md trains nothing\)" \
+  '^sample \(20 tokens, temperature 0.8, top-k 0\):$' -- $D14 "${SMALL14[@]}" \
+  --load "$T14/other.safetensors" --steps 0 --sample 20 --no-check
+# at a tp that does not divide it (3, or else 5 or 7): refused, and why
+for t14 in 3 5 7; do [ $((V14_2 % t14)) -ne 0 ] && break; done
+check_one_error "14 load: V padded for tp 2, at tp $t14" "$t14" 2 \
+  "^error: --load $T14/gpt.safetensors: its vocabulary has V = $V14_2 rows, which this text's $V14 tokens padded to a multiple of $t14 cannot be" \
+  -- $D14 "${SMALL14[@]}" --load "$T14/gpt.safetensors" --steps 0 --tp "$t14" --heads "$t14" --dim $((8 * t14))
+
+# make data (tools/data.sh) without the network: offline, and a wrong file
+rm -rf "$T14/data"
+check "14 make data offline: what to do instead" 0 2 '^make data: could not download file:///nonexistent' \
+  'trains on any UTF-8 text: mpirun -np 4 \./14_gpt/gpt --text FILE' '1115394 bytes, SHA-256 86c4e6aa' \
+  -- env DATA_DIR="$T14/data" DATA_URL=file:///nonexistent/input.txt bash tools/data.sh
+check "14 make data: a wrong file is refused, nothing kept" 0 1 'is not the tiny Shakespeare text: [0-9]+ bytes, not 1115394; nothing kept' \
+  -- env DATA_DIR="$T14/data" DATA_URL="file://$PWD/README.md" bash tools/data.sh
+if [ -e "$T14/data/shakespeare.txt" ] || [ -e "$T14/data/shakespeare.txt.part" ]; then
+  fail "14 make data: nothing left behind" "" "$(ls "$T14/data")"
+else
+  pass "14 make data: nothing left behind"
+fi
