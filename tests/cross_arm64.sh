@@ -25,7 +25,8 @@ compile() { # shellcheck disable=SC2086 # the flags split into words
     -Itests $INCS -c "$1" -o /dev/null 2>&1) || { printf 'FAIL %s\n%s\n' "$1" "$(printf '%s\n' "$out" | grep -m 3 -E 'error|during')"; exit 1; }
 }
 export -f compile
-if [ $# -gt 0 ]; then files=("$@"); else mapfile -t files < <(git ls-files '*.c'); fi
+files=("$@")
+if [ $# = 0 ]; then while IFS= read -r f; do files+=("$f"); done < <(git ls-files '*.c'); fi
 printf '%s\n' "${files[@]}" | xargs -P "${CORES:-2}" -n 1 bash -c 'compile "$0"'
 rc=$?
 [ $rc = 0 ] && echo "${#files[@]} sources compiled by $($CROSS --version | head -n 1)"
