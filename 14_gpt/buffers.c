@@ -180,7 +180,9 @@ void gpt_buffers(model *m, dt_run *r) {
   m->dlogits = m->last ? alloc(R * m->Vs, DT_ACTIV) : NULL;
   m->tokens = m->first ? dt_alloc((size_t)(m->M * R) * 4, DT_DATA) : NULL;
   m->targets = m->last ? dt_alloc((size_t)(m->M * R) * 4, DT_DATA) : NULL;
-  m->windows = dt_host_alloc((size_t)(m->Bm * (m->S + 1)), sizeof *m->windows);
+  /* host: the windows, and the step's tokens and targets made from them
+   * before one copy each to the backend (text.c reads the text there) */
+  m->windows = dt_host_alloc((size_t)(m->Bm * (m->S + 1) + 2 * m->M * R), sizeof *m->windows);
   dt_wire_init(&m->wire, c, (size_t)(2 * Rs * D));
 }
 
@@ -191,15 +193,20 @@ static int64_t position(const model *m, int64_t i) {
 }
 
 void gpt_tokens(model *m, const dt_train_config *c, int64_t step) {
-  int64_t R = m->R, Sl = m->cr.Sl, S1 = m->S + 1;
-  for (int64_t mb = 0; mb < m->M && (m->first || m->last); mb++) {
+  int64_t R = m->R, Sl = m->cr.Sl, S1 = m->S + 1, MR = m->M * R;
+  if (!m->first && !m->last) return; /* the stages between see no tokens */
+  int32_t *tokens = m->windows + m->Bm * S1, *targets = tokens + MR; /* host */
+  for (int64_t mb = 0; mb < m->M; mb++) {
     dt_text_batch(c, step, m->at[DP] * (c->batch / m->n[DP]) + mb * m->Bm, m->Bm, m->windows);
     for (int64_t r = 0; r < R; r++) {
       const int32_t *at = m->windows + r / Sl * S1 + position(m, r % Sl);
-      if (m->first) m->tokens[mb * R + r] = at[0];
-      if (m->last) m->targets[mb * R + r] = at[1]; /* the next token */
+      tokens[mb * R + r] = at[0];
+      targets[mb * R + r] = at[1]; /* the next token */
     }
   }
+  /* one copy each a step, to where the lookup's and the loss's kernels read */
+  if (m->first) dt_copy_from_host(m->tokens, tokens, (size_t)MR * sizeof *tokens);
+  if (m->last) dt_copy_from_host(m->targets, targets, (size_t)MR * sizeof *targets);
 }
 
 /* Rows [r0, r0 + n) of a microbatch, row k of buf, in runs of consecutive

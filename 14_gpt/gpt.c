@@ -227,7 +227,6 @@ int main(int argc, char **argv) {
   m.world = dt_run_start(&run, &argc, &argv, &lesson, options);
   m.zigzag = strcmp(split, "zigzag") == 0;
   m.gpipe = schedule[0] == 'g';
-  gpt_check_backend();
   mesh_shape(m.n, m.world->size);
   run.c.vocab_multiple = m.n[TP]; /* each tp rank V/tp rows of the vocabulary */
   dt_run_resolve(&run);

@@ -49,8 +49,9 @@ typedef struct {
   dt_wire wire; /* what activations travel in: fp32 */
   /* scratch, the step's tokens, and what the report counts apart */
   float *dx, *dnext, *dn, *full, *dfull, *dh, *du, *dout, *dqkv, *dlogits, *layer;
-  int32_t *tokens, *targets, *windows; /* M x [R] (first stage, last stage); [Bm, S+1] */
-  dt_counter ce[2]; /* the cross-entropy's all-reduces on tp: the max, the sums */
+  int32_t *tokens, *targets; /* M x [R] (first stage, last stage), the backend's */
+  int32_t *windows;          /* host: [Bm, S+1], then the tokens, targets staged */
+  dt_counter ce[2];          /* the cross-entropy's all-reduces on tp: the max, the sums */
   double ce_seconds;
 } model;
 
@@ -116,10 +117,8 @@ void gpt_layer_backward(model *m, float *slot, int64_t l);
 void gpt_forward_core(model *m, layer_acts p, int64_t l); /* gpt.c: the layer itself */
 void gpt_backward_core(model *m, layer_acts p, int64_t l);
 
-/* report.c: what the mesh cannot run, said before any work: the cuda
- * backend (attention's host loops), sequence parallelism's rows that do
- * not split over tp */
-void gpt_check_backend(void);
+/* report.c: what the mesh cannot run, said before any work: sequence
+ * parallelism's rows that do not split over tp */
 void gpt_check(const model *m, const dt_train_config *c);
 /* The lesson's defaults: nanoGPT's optimiser and schedule (dt_gpt_defaults)
  * on a model that 2 cores take through visible learning in about a minute */

@@ -14,12 +14,6 @@
 #include "formulas.h"
 #include "gpt.h"
 
-void gpt_check_backend(void) {
-  if (strcmp(dt_backend(), "cpu") != 0)
-    dt_fail("14_gpt runs on the cpu backend only for now: its attention is host loops, as 11's "
-            "and 12's (build with BACKEND=cpu)");
-}
-
 void gpt_defaults(dt_train_config *c) {
   dt_gpt_defaults(c); /* nanoGPT's: AdamW, warm-up and cosine, clip 1, README.md's text */
   c->layers = 2;

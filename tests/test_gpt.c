@@ -332,7 +332,7 @@ static void test_cross_entropy(void) {
 }
 
 /* --------------------------------------------------------- the whole model */
-#ifndef DT_CUDA /* the whole model runs on host rows: the cpu backend's (gpt.c) */
+#ifndef DT_CUDA /* these checks make the weights and read the gradients with host loops */
 /* The model's weights for a gradient check: larger than nanoGPT's 0.02, so
  * that every gradient stands above the loss's rounding */
 static void test_weights(const dt_train_config *c, float *w) {

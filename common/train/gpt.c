@@ -6,9 +6,11 @@
  *
  * Per layer, pre-norm:  h1 = LN1(x);  x2 = x + Attn(h1) Wo;
  *                       h2 = LN2(x2); x' = x2 + gelu(h2 W1) W2
- * and logits = LN_f(x_L) wte^T. Attention runs on host rows (attention.c's
- * tiles, or its plainest form with the scores materialised), so the whole
- * model is the cpu backend's, as lessons 11 and 12 are. */
+ * and logits = LN_f(x_L) wte^T. Attention is attention.c's tiles, or its
+ * plainest form with the scores materialised. Everything runs on the
+ * backend's memory (the GPU's on the cuda backend): the whole model's
+ * activations too; tokens come from the host and are copied in, and the
+ * host sees only what a printed loss or the sampler's draw needs. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,38 +168,42 @@ enum {
   U, /* gelu(a) */
   KINDS
 };
-struct dt_gpt_acts {
+struct dt_gpt_acts { /* all on the backend's memory, under DT_OTHER: not a lesson's */
   int64_t seqs, S, len;
   int materialised;
   dt_heads_scratch mat;
   float *layer[KINDS]; /* L (X: L + 1) of each, `size` floats apart */
   int64_t size[KINDS];
   float *hf, *meanf, *rstdf, *logits, *pieces; /* LN_f, the logits [R, V], mx/sum/tl [3][R] */
-  int32_t *inputs, *targets;                   /* [R] of the last forward */
+  int32_t *inputs, *targets;                   /* [R] of the last forward, copied in */
   float *dx, *dh, *du, *scratch, *dlogits;     /* backward's */
 };
 
+/* The whole model's buffers are the yardstick's and evaluation's, not a
+ * lesson's: DT_OTHER keeps them out of the lessons' memory tables */
+static float *other(int64_t n) { return dt_alloc_f32((size_t)n, DT_OTHER); }
+
 dt_gpt_acts *dt_gpt_acts_new(const dt_train_config *c, int64_t seqs, int materialised) {
   int64_t L = c->layers, D = c->dim, H = c->hidden, S = c->seq, A = c->heads, R = seqs * S;
-  dt_gpt_acts *a = dt_host_alloc(1, sizeof *a);
+  dt_gpt_acts *a = dt_host_alloc(1, sizeof *a); /* the struct itself: host */
   int64_t saved = materialised ? seqs * A * S * S : R * A;
   int64_t size[KINDS] = {R * D, R * D, R, R, 3 * R * D, R * D, saved,
                          R * D, R * D, R, R, R * H,     R * H};
   *a = (dt_gpt_acts){.seqs = seqs, .S = S, .materialised = materialised};
   for (int k = 0; k < KINDS; k++) {
     a->size[k] = size[k];
-    a->layer[k] = dt_host_alloc((size_t)((L + (k == X)) * size[k]), 4);
+    a->layer[k] = other((L + (k == X)) * size[k]);
   }
   if (materialised) dt_heads_scratch_init(&a->mat, S, D, A);
-  a->hf = dt_host_alloc((size_t)(R * D + 2 * R), 4);
+  a->hf = other(R * D + 2 * R);
   a->meanf = a->hf + R * D;
   a->rstdf = a->meanf + R;
-  a->logits = dt_host_alloc((size_t)(2 * R * c->vocab + 3 * R), 4);
+  a->logits = other(2 * R * c->vocab + 3 * R);
   a->dlogits = a->logits + R * c->vocab;
   a->pieces = a->dlogits + R * c->vocab;
-  a->inputs = dt_host_alloc((size_t)(2 * R), sizeof *a->inputs);
+  a->inputs = dt_alloc((size_t)(2 * R) * sizeof *a->inputs, DT_OTHER);
   a->targets = a->inputs + R;
-  a->dx = dt_host_alloc((size_t)(2 * R * D + R * H + 4 * R * D + R * A), 4);
+  a->dx = other(2 * R * D + R * H + 4 * R * D + R * A);
   a->dh = a->dx + R * D;
   a->du = a->dh + R * D;
   a->scratch = a->du + R * H;
@@ -206,10 +212,11 @@ dt_gpt_acts *dt_gpt_acts_new(const dt_train_config *c, int64_t seqs, int materia
 
 void dt_gpt_acts_free(dt_gpt_acts *a) {
   if (!a) return;
-  for (int k = 0; k < KINDS; k++) free(a->layer[k]);
+  for (int k = 0; k < KINDS; k++) dt_free(a->layer[k]);
   if (a->materialised) dt_heads_scratch_free(&a->mat);
-  void *bufs[] = {a->hf, a->logits, a->inputs, a->dx, a};
-  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
+  void *bufs[] = {a->hf, a->logits, a->inputs, a->dx};
+  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) dt_free(bufs[i]);
+  free(a);
 }
 
 const float *dt_gpt_logits(const dt_gpt_acts *a) { return a->logits; }
@@ -229,9 +236,11 @@ double dt_gpt_forward(const dt_train_config *c, const float *w, const int32_t *i
   a->len = len;
   a->mat.S = len; /* the materialised scratch holds S x S; len <= S */
   dt_gpt_shape s = shape_of(c, a);
-  memcpy(a->inputs, inputs, (size_t)R * sizeof *inputs);
-  if (targets) memcpy(a->targets, targets, (size_t)R * sizeof *targets);
-  dt_embed_forward(inputs, R, w, 0, V, D, act(a, X, 0));
+  /* the tokens, made on the host, to the backend: the lookup's and the
+   * loss's kernels read them there, and backward's lookup after */
+  dt_copy_from_host(a->inputs, inputs, (size_t)R * sizeof *inputs);
+  if (targets) dt_copy_from_host(a->targets, targets, (size_t)R * sizeof *targets);
+  dt_embed_forward(a->inputs, R, w, 0, V, D, act(a, X, 0));
   dt_positions_forward(w + dt_model_tensor(c, 1).at, 0, len, a->seqs, D, act(a, X, 0));
   for (int64_t l = 0; l < c->layers; l++) {
     dt_gpt_block b = dt_gpt_block_at(c, model, l);
@@ -248,7 +257,7 @@ double dt_gpt_forward(const dt_train_config *c, const float *w, const int32_t *i
   dt_layernorm_forward(act(a, X, c->layers), lnf, a->hf, a->meanf, a->rstdf, R, D);
   dt_matmul(0, 1, R, V, D, a->hf, w, a->logits, 0); /* the head: wte, tied */
   if (!targets) return 0;
-  ce_pieces(a->logits, R, V, 0, targets, a->pieces, a->pieces + R, a->pieces + 2 * R);
+  ce_pieces(a->logits, R, V, 0, a->targets, a->pieces, a->pieces + R, a->pieces + 2 * R);
   return dt_ce_loss(a->pieces, a->pieces + R, a->pieces + 2 * R, R) / (double)R;
 }
 
@@ -283,8 +292,19 @@ int dt_gpt_eval_due(const dt_train_config *c, int64_t step) {
   return c->eval_every > 0 && ((step + 1) % c->eval_every == 0 || step == c->steps - 1);
 }
 
-void dt_gpt_evaluate(const dt_train_config *c, const float *w, double loss[2]) {
+/* The whole model, gathered on the host (dt_run_gather), to the backend's
+ * memory where the forward's kernels read it: once an evaluation or a
+ * sample, not once a batch or a token */
+static float *model_in(const dt_train_config *c, const float *host) {
+  size_t n = (size_t)dt_model_size(c);
+  float *w = other((int64_t)n);
+  dt_copy_from_host(w, host, n * 4);
+  return w;
+}
+
+void dt_gpt_evaluate(const dt_train_config *c, const float *host, double loss[2]) {
   int64_t B = c->batch, S = c->seq;
+  float *w = model_in(c, host);
   dt_gpt_acts *a = dt_gpt_acts_new(c, B, 0);
   int32_t *win = dt_host_alloc((size_t)(B * (S + 1) + 2 * B * S), sizeof *win);
   int32_t *in = win + B * (S + 1), *tg = in + B * S;
@@ -299,6 +319,7 @@ void dt_gpt_evaluate(const dt_train_config *c, const float *w, double loss[2]) {
   }
   free(win);
   dt_gpt_acts_free(a);
+  dt_free(w);
 }
 
 static int descending(const void *a, const void *b) {
@@ -328,7 +349,7 @@ static int32_t draw(const float *logits, const dt_vocab *v, double temperature, 
   return (int32_t)j;
 }
 
-char *dt_gpt_sample(const dt_train_config *c, const dt_vocab *vocab, const float *w,
+char *dt_gpt_sample(const dt_train_config *c, const dt_vocab *vocab, const float *host,
                     const char *prompt, int64_t n, double temperature, int64_t top_k,
                     uint64_t seed) {
   int64_t S = c->seq, have = (int64_t)strlen(prompt), V = c->vocab;
@@ -337,15 +358,23 @@ char *dt_gpt_sample(const dt_train_config *c, const dt_vocab *vocab, const float
   int64_t k = dt_vocab_encode(vocab, prompt, ids, have + 1, err, sizeof err);
   if (k < 0) dt_fail("--prompt: %s", err);
   if (k == 0) ids[k++] = 0; /* nothing to continue: the vocabulary's first token */
+  float *w = model_in(c, host);
   dt_gpt_acts *a = dt_gpt_acts_new(c, 1, 0);
   double *p = dt_host_alloc((size_t)V, sizeof *p);
+  float *last = dt_host_alloc((size_t)V, sizeof *last);
   for (int64_t i = 0; i < n; i++, k++) {
     int64_t len = k < S ? k : S; /* the context: the last S tokens at most */
     dt_gpt_forward(c, w, ids + k - len, NULL, len, a);
+    /* the last position's logits to the host: the draw is a host loop
+     * (a sort for top k, one uniform number), and its token is the next
+     * forward's input, made on the host: one row of V floats a token */
+    dt_copy_to_host(last, dt_gpt_logits(a) + (len - 1) * V, (size_t)V * sizeof *last);
     double u = (double)(dt_rng_u64(seed, 0, (uint64_t)i) >> 11) * (1.0 / 9007199254740992.0);
-    ids[k] = draw(dt_gpt_logits(a) + (len - 1) * V, vocab, temperature, top_k, u, p);
+    ids[k] = draw(last, vocab, temperature, top_k, u, p);
   }
   char *text = dt_vocab_decode(vocab, ids, k);
+  free(last);
+  dt_free(w);
   free(p);
   free(ids);
   dt_gpt_acts_free(a);

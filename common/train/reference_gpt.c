@@ -3,9 +3,10 @@
  * materialised and kept for backward (attention.c's plainest form), the
  * cross-entropy over the whole vocabulary in one slice, on the same text
  * windows, schedule and optimizer (its decay groups, clipping) as the run.
- * Nothing here is a lesson's: no tiles, no log-sum-exp, no slices. */
+ * Nothing here is a lesson's: no tiles, no log-sum-exp, no slices. On the
+ * backend's memory as reference_attn.c: the weights copied in once
+ * (dt_reference_begin), each step's tokens by dt_gpt_forward. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "train_internal.h"
 
@@ -28,7 +29,7 @@ void dt_reference_train_gpt(const dt_train_config *c, dt_reference_run *out) {
     dt_gpt_backward(c, w, a, scaler.scale, g); /* fp16's scale folded into dlogits */
     dt_reference_update(c, out, &scaler, step, w, g, m, v, (size_t)n, w0_max, 1);
   }
-  memcpy(out->weights, w, (size_t)n * 4);
+  dt_copy_to_host(out->weights, w, (size_t)n * 4); /* the check compares on the host */
   dt_gpt_acts_free(a);
   free(windows);
   float *dev[] = {w, g, m, v};

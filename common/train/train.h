@@ -470,9 +470,10 @@ int dt_vocab_parse(dt_vocab *v, const char *json, size_t len, char *err, size_t 
  * some heads (Wq, Wk, Wv's columns, Wo's rows), some hidden units (W1's
  * columns, W2's rows), some rows of the vocabulary (wte's), so a lesson
  * composes tensor, vocabulary, pipeline and data parallelism from them.
- * Elementwise and row pieces run on the backend's memory (their arithmetic
- * is gpt_core.h's on both); attention's blocks are host rows (attention.c),
- * and so are the whole-model functions further down (the cpu backend). */
+ * Everything runs on the backend's memory: elementwise and row pieces
+ * (gpt_core.h's arithmetic on both backends), attention's blocks
+ * (attention.c, attention_kernels.cu), and the whole-model functions
+ * further down. */
 
 /* nanoGPT's settings for a GPT run, over DT_TRAIN_DEFAULTS' (a lesson calls
  * it before dt_run_init): AdamW at 1e-3 with betas (0.9, 0.99), weight
@@ -556,9 +557,10 @@ void dt_gpt_mlp_backward(const dt_gpt_shape *s, const dt_gpt_block *w, dt_gpt_bl
                          const float *h, const float *a, const float *u, const float *dout,
                          float *du, float *dh);
 
-/* The whole model in one process (host rows, the cpu backend): forward over
- * seqs sequences of len <= S positions, inputs and targets [seqs x len]
- * (targets NULL: no loss), returning the mean loss; backward, after a
+/* The whole model in one process, on the backend's memory (w, g and the
+ * activations; the GPU's on the cuda backend): forward over seqs sequences
+ * of len <= S positions, inputs and targets [seqs x len] on the host
+ * (copied in; targets NULL: no loss), returning the mean loss; backward, after a
  * forward with targets, adds the gradient of the loss x scale (fp16's loss
  * scale, else 1) to g (the whole model's layout). Attention
  * is attention.c's tiled blocks, or with `materialised` the S x S scores
@@ -570,23 +572,26 @@ double dt_gpt_forward(const dt_train_config *c, const float *w, const int32_t *i
                       const int32_t *targets, int64_t len, dt_gpt_acts *a);
 void dt_gpt_backward(const dt_train_config *c, const float *w, dt_gpt_acts *a, double scale,
                      float *g);
-const float *dt_gpt_logits(const dt_gpt_acts *a); /* [seqs x len, V] of the last forward */
+/* [seqs x len, V] of the last forward, on the backend's memory */
+const float *dt_gpt_logits(const dt_gpt_acts *a);
 /* Windows [seqs, S + 1] (text.c's) to inputs and targets [seqs, S] */
 void dt_gpt_split_windows(const int32_t *windows, int64_t seqs, int64_t S, int32_t *inputs,
                           int32_t *targets);
 
 /* Evaluation, the same on every mesh: the mean loss over --eval-batches
  * fixed batches of B windows of each split (text.c), loss[0] training,
- * loss[1] validation; one process, the whole model w (host). */
-void dt_gpt_evaluate(const dt_train_config *c, const float *w, double loss[2]);
+ * loss[1] validation; one process, the whole model host (a host copy,
+ * copied to the backend's memory for the forward). */
+void dt_gpt_evaluate(const dt_train_config *c, const float *host, double loss[2]);
 /* Whether to evaluate after step `step` (0-based): every --eval-every
  * steps, and after the last */
 int dt_gpt_eval_due(const dt_train_config *c, int64_t step);
-/* n tokens after the prompt from the whole model w (host), each drawn from
+/* n tokens after the prompt from the whole model host (a host copy, run on
+ * the backend as evaluation's; each token's last logits back), each drawn from
  * softmax(logits / temperature) over the top_k most likely (0: all; never
  * the padding), keyed by (seed, token): the prompt (empty: the vocabulary's
  * first token) and what follows, as text (malloc'ed). A bad prompt: dt_fail. */
-char *dt_gpt_sample(const dt_train_config *c, const dt_vocab *vocab, const float *w,
+char *dt_gpt_sample(const dt_train_config *c, const dt_vocab *vocab, const float *host,
                     const char *prompt, int64_t n, double temperature, int64_t top_k,
                     uint64_t seed);
 
