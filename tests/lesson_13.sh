@@ -283,11 +283,13 @@ check "13 measuring a model too large for this machine" 2 2 \
 verify_judged() { # NAME LOG SHAPES-PATTERN...: the verdict above, read from LOG
   local name=$1 log=$2 off bad_ratio; shift 2
   off=$(grep -c 'TIME OFF' "$log")
-  # the ratio that decided: the one against the machine measured again after the run, if any
+  # the ratio that decided: a shape's last attempt (a retry's line comes after
+  # the first's), against the machine measured again after the run, if any
   bad_ratio=$(awk '$0 ~ /  (ok|time off|TIME OFF)/ { r = -1
     if (match($0, /after the run: [0-9.]+ ms, [0-9.]+[)]/)) { split(substr($0, RSTART, RLENGTH - 1), a, ", "); r = a[2] + 0 }
     else for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+[.][0-9][0-9]$/) r = $i + 0
-    if (r >= 0 && (r < 0.5 || r > 2)) print }' "$log" | wc -l)
+    shape = $0; sub(/  +[0-9]+  +[0-9]+ of .*/, "", shape); last[shape] = r }
+    END { for (s in last) if (last[s] >= 0 && (last[s] < 0.5 || last[s] > 2)) print s }' "$log" | wc -l)
   local p
   for p in "$@"; do grep -Eq -- "$p" "$log" || { fail "$name" "$log" "output lacks /$p/"; return; }; done
   if grep -q '  FAILED' "$log" || ! grep -Eq '^CHECK (PASSED|FAILED): --verify' "$log" ||
@@ -305,9 +307,11 @@ printf '  a  2  4 of 5  1.0  1.0  1.00  FAILED\nCHECK FAILED: --verify: x\n' >"$
 # measured again at once: the ratio against that prediction decides, both ways
 printf '  a  2  5 of 5  1.0  2.2  0.45  ok (measured again after the run: 2.1 ms, 0.95)\nCHECK PASSED: --verify: x\n' >"$T13/vm.log"
 printf '  a  2  5 of 5  1.0  1.0  1.00  ok (measured again after the run: 2.4 ms, 2.40)\nCHECK PASSED: --verify: x\n' >"$T13/vn.log"
-(PASSED=0 FAILED=0; for v in v2 v3 vx vf vm vn; do verify_judged "$v" "$T13/$v.log" >/dev/null; done
- [ "$PASSED $FAILED" = "2 4" ]) && pass "13 the verify verdict of make test: 2 shapes off pass; 3, a ratio 2.5, a figure differing fail; the ratio measured again decides" ||
-  fail "13 the verify verdict of make test: 2 shapes off pass; 3, a ratio 2.5, a figure differing fail; the ratio measured again decides" ""
+# a shape off 12x on its first attempt (a burst of load) and within 20% on its retry: the retry decides
+printf '  a  2  5 of 5  1.3  16.2  0.08  time off: measured and run again after the others (measured again after the run: 1.3 ms, 0.08)\n  a  2  5 of 5  1.2  1.3  0.92  ok (again)\nCHECK PASSED: --verify: x\n' >"$T13/vr.log"
+(PASSED=0 FAILED=0; for v in v2 v3 vx vf vm vn vr; do verify_judged "$v" "$T13/$v.log" >/dev/null; done
+ [ "$PASSED $FAILED" = "3 4" ]) && pass "13 the verify verdict of make test: 2 shapes off pass; 3, a ratio 2.5, a figure differing fail; the ratio measured again decides, and a retry's" ||
+  fail "13 the verify verdict of make test: 2 shapes off pass; 3, a ratio 2.5, a figure differing fail; the ratio measured again decides, and a retry's" ""
 V13=$(check_log "13 verify: every figure equal; time within 20% (at most 2 shapes miss after 5 attempts, none by 2x)")
 with_timeout -k 5 900 $D13 --verify >"$V13" 2>&1 </dev/null
 verify_judged "13 verify: every figure equal; time within 20% (at most 2 shapes miss after 5 attempts, none by 2x)" "$V13" \
