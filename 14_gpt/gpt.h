@@ -114,7 +114,7 @@ void gpt_sum_gains(model *m);
  * backward runs it again into the scratch layer first. */
 void gpt_layer_forward(model *m, float *slot, int64_t l);
 void gpt_layer_backward(model *m, float *slot, int64_t l);
-void gpt_forward_core(model *m, layer_acts p, int64_t l); /* gpt.c: the layer itself */
+void gpt_forward_core(model *m, layer_acts p, int64_t l); /* layer.c: the layer itself */
 void gpt_backward_core(model *m, layer_acts p, int64_t l);
 
 /* report.c: what the mesh cannot run, said before any work: sequence

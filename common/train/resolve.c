@@ -1,0 +1,145 @@
+/* resolve.c: a config made whole before any work (dt_train_resolve): the
+ * defaults that depend on other flags, the refusals a run must not start
+ * with, and a GPT's text, whose vocabulary sets V (a --load file's
+ * metadata may say how it was padded, or spell the tokens of --steps 0).
+ * Apart from model.c because it reads files' metadata (safetensors.c),
+ * which itself depends on the model's layout. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train_internal.h"
+
+static void gpt_resolve(dt_train_config *c);
+/* safetensors.c: a number of a file's metadata, or -1; its vocabulary: 0, or -1 for none */
+int64_t dt_meta_int(const char *path, const char *key);
+int dt_meta_vocab(const char *path, dt_vocab *v);
+
+static double adamw_lr(const dt_train_config *c) { return c->adamw_lr > 0 ? c->adamw_lr : 0.003; }
+
+const char *dt_lr_help(const dt_train_config *c) {
+  static char help[64];
+  snprintf(help, sizeof help, "learning rate (0: 0.2 for sgd, %g for adamw)", adamw_lr(c));
+  return help;
+}
+
+void dt_train_resolve(dt_train_config *c) {
+  /* a GPT's --steps 0 saves or samples the initial (or loaded) model; the
+   * other lessons train, as the parser's range said before it took 0 */
+  if (c->steps == 0 && c->model != DT_GPT)
+    dt_fail("--steps: 0 is out of range; it must be between 1 and 1000000");
+  if (c->hidden == 0) c->hidden = 4 * c->dim;
+  if (c->samples == 0) c->samples = 8 * c->batch;
+  if (c->lr == 0) c->lr = c->optimizer[0] == 'a' ? adamw_lr(c) : 0.2;
+  if (c->beta2 == 0) c->beta2 = 0.999;
+  if (c->samples % c->batch != 0)
+    dt_fail("--samples %lld is not a multiple of --batch %lld: every epoch must split into whole "
+            "global batches, so that every world size sees the same batches",
+            (long long)c->samples, (long long)c->batch);
+  dt_set_matmul_inputs(dt_precision_type(c));
+  dt_kernels_init(); /* now, not inside the first timed step */
+  if (c->resume && dt_precision_type(c) == DT_F16)
+    dt_fail("--resume with --precision fp16 is not supported: checkpoints do not hold the loss "
+            "scaler's state");
+  if ((c->save_every > 0 || c->resume) && !c->ckpt)
+    dt_fail("--save-every and --resume need --ckpt DIR, the checkpoint folder");
+  if (c->model == DT_MOE && c->topk > c->experts)
+    dt_fail("--topk %lld is more than --experts %lld: a token cannot choose more experts than "
+            "there are",
+            (long long)c->topk, (long long)c->experts);
+  if ((c->model == DT_TRANSFORMER || c->model == DT_GPT) && c->dim % c->heads != 0)
+    dt_fail("--heads %lld: the width D = %lld does not split into %lld heads; choose --heads "
+            "dividing --dim",
+            (long long)c->heads, (long long)c->dim, (long long)c->heads);
+  if (c->model == DT_GPT) gpt_resolve(c);
+  dt_check_outputs(c); /* before any training, not after it */
+  /* Every lesson holds the whole model somewhere (rank 0 checks it), so a
+   * model larger than the memory left is refused before anything runs. */
+  double bytes = 4.0 * (double)dt_model_size(c);
+  double available = dt_memory_available();
+  if (bytes > available)
+    dt_fail("the model needs %.2f GiB for its weights alone (%s x 4 bytes); only %.2f GiB are "
+            "available (%s): choose a smaller --layers, --dim or --hidden%s",
+            bytes / 1073741824.0,
+            c->model == DT_MOE           ? "L x (DE + 2EDH)"
+            : c->model == DT_TRANSFORMER ? "L x (4D^2 + 2DH)"
+            : c->model == DT_GPT         ? "(V + S + 1) D + L x (2D + 4D^2 + 2DH)"
+                                         : "L x 2 x D x H",
+            available / 1073741824.0, dt_memory_source(),
+            c->model == DT_MOE ? " or --experts" : "");
+}
+
+void dt_gpt_defaults(dt_train_config *c) {
+  c->model = DT_GPT;
+  c->optimizer = "adamw";
+  c->adamw_lr = 1e-3;
+  c->beta2 = 0.99;
+  c->weight_decay = 0.1;
+  c->clip = 1.0;
+  c->warmup = -1;
+  c->text = "README.md";
+  c->tokens = "char";
+  c->seq = 64;
+  c->heads = 4;
+  c->batch = 8;
+  c->eval_batches = 4;
+  c->temperature = 1.0;
+}
+
+/* The GPT's text (its vocabulary sets the model's V), once per process;
+ * the schedule's warm-up. */
+static void gpt_resolve(dt_train_config *c) {
+  static dt_text text;
+  static char loaded[4096];
+  int bytes = c->tokens && strcmp(c->tokens, "byte") == 0;
+  char key[4096];
+  if (!c->text) dt_fail("--text FILE: a GPT trains on a text; name one (e.g. --text README.md)");
+  snprintf(key, sizeof key, "%d %lld %lld %s", bytes, (long long)c->vocab_multiple,
+           (long long)c->seq, c->text);
+  if (strcmp(key, loaded) != 0) { /* a test may load another */
+    dt_text_free(&text);
+    dt_text_load(&text, c->text, bytes, c->vocab_multiple, c->seq + 1);
+    snprintf(loaded, sizeof loaded, "%s", key);
+  }
+  c->corpus = &text;
+  dt_vocab file = {0};
+  if (c->load && c->steps == 0 && !bytes && dt_meta_vocab(c->load, &file) == 0 &&
+      (file.used != text.vocab.used ||
+       memcmp(file.chars, text.vocab.chars, (size_t)file.used * 4) != 0)) {
+    /* --steps 0: nothing trains on the text, the file's vocabulary spells its tokens */
+    free(text.vocab.chars);
+    text.vocab.chars = file.chars;
+    text.vocab.used = file.used;
+    text.vocab.size = file.used;
+    dt_print0("vocabulary: %s's %lld characters (--steps 0: the text %s trains nothing)\n", c->load,
+              (long long)file.used, c->text);
+  } else
+    free(file.chars);
+  int64_t saved = c->load ? dt_meta_int(c->load, "vocab_size") : -1;
+  if (saved > 0 &&
+      saved != text.vocab.size) { /* --load: the V it was padded to where it was saved */
+    if (saved < text.vocab.used || saved % (c->vocab_multiple > 1 ? c->vocab_multiple : 1) != 0)
+      dt_fail("--load %s: its vocabulary has V = %lld rows, which this text's %lld tokens padded "
+              "to a multiple of %lld cannot be: load it with a --tp that divides %lld",
+              c->load, (long long)saved, (long long)text.vocab.used, (long long)c->vocab_multiple,
+              (long long)saved);
+    text.vocab.size = saved;
+    dt_print0("vocabulary: padded to V = %lld, as %s was saved\n", (long long)saved, c->load);
+  }
+  c->vocab = text.vocab.size;
+  if (c->sample && c->prompt) { /* a prompt the vocabulary cannot spell fails now, not at the end */
+    size_t n = strlen(c->prompt) + 1;
+    int32_t *ids = dt_host_alloc(n, sizeof *ids);
+    char err[160];
+    int64_t k = dt_vocab_encode(&text.vocab, c->prompt, ids, (int64_t)n, err, sizeof err);
+    free(ids);
+    if (k < 0) dt_fail("--prompt: %s", err);
+  }
+  c->schedule_auto = c->decay_steps == 0 && c->warmup < 0;
+  if (c->decay_steps == 0) c->decay_steps = c->steps > 0 ? c->steps : 1; /* 0: no step to decay */
+  if (c->warmup < 0) c->warmup = c->decay_steps / 10;
+  if (c->warmup >= c->decay_steps)
+    dt_fail("--warmup %lld: the warm-up must end before the decay does, at step %lld "
+            "(--lr-decay-steps, or --steps)",
+            (long long)c->warmup, (long long)c->decay_steps);
+}
