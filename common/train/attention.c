@@ -89,16 +89,8 @@ grad_tile_body(float *restrict s, float *restrict dp, int64_t rows, int64_t cols
                      lse[i * heads], delta[i * heads], scale);
 }
 
-/* As dt_adamw_step does: on x86-64 a copy for AVX2 (8 floats an instruction,
- * not SSE's 4) where the CPU has it; attn_core.h's lanes fix the order of every
- * sum, so both copies give the same bits. */
-#if defined(__x86_64__) && defined(__GNUC__)
-#define WIDE      __attribute__((target("avx2")))
-#define HAVE_WIDE __builtin_cpu_supports("avx2")
-#else
-#define WIDE
-#define HAVE_WIDE 0
-#endif
+/* Wide copies (train_internal.h's WIDE); attn_core.h's lanes fix the order
+ * of every sum, so both copies give the same bits. */
 static WIDE void softmax_tile_wide(float *s, int64_t rows, int64_t cols, int diagonal, int first,
                                    float *mx, float *sum, float *old) {
   softmax_tile_body(s, rows, cols, diagonal, first, mx, sum, old);

@@ -44,6 +44,14 @@ DT_HOSTDEV static inline double dt_rn_dmadd(double a, double b, double s) {
 #endif
 }
 
+/* min(max(x, lo), hi) as a select by bit masks: gcc keeps a float `?:` as a
+ * branch under its default -ftrapping-math, and a loop with a branch is not
+ * vectorized (14's GELU ran 4x slower so). NaN stays NaN, as with `?:`. */
+DT_HOSTDEV static inline float dt_clampf(float x, float lo, float hi) {
+  uint32_t below = 0u - (uint32_t)(x < lo), above = 0u - (uint32_t)(x > hi);
+  return dt_float((dt_bits(x) & ~(below | above)) | (dt_bits(lo) & below) | (dt_bits(hi) & above));
+}
+
 /* e^x without libm, in a form the compiler vectorizes (no branch, no call):
  * x = n ln2 + r with n = round(x / ln2) (the 1.5 x 2^23 trick), e^r by
  * Cephes' polynomial for |r| <= ln2 / 2, 2^n from n's bits. Within 2 ulp of
@@ -51,8 +59,7 @@ DT_HOSTDEV static inline double dt_rn_dmadd(double a, double b, double s) {
  * e^-87 next to a row's max of e^0 adds nothing a float can hold), above 88
  * e^88 (a tanh of 1). */
 DT_HOSTDEV static inline float dt_exp_core(float x) {
-  x = x < -87.0f ? -87.0f : x;
-  x = x > 88.0f ? 88.0f : x;
+  x = dt_clampf(x, -87.0f, 88.0f);
   float t = dt_rn_add(dt_rn_mul(x, 1.44269504f), 12582912.0f);
   float n = t - 12582912.0f;
   float r = dt_rn_add(dt_rn_add(x, -dt_rn_mul(n, 0.693359375f)), dt_rn_mul(n, 2.12194440e-4f));

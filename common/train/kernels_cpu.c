@@ -191,18 +191,13 @@ adamw_loop(float *restrict w, const float *restrict g, float *restrict m, float 
   }
 }
 
-/* Its two divisions and square root per element bound the loop: on x86-64 a
- * copy for AVX2 (8 floats an instruction, not SSE's 4) where the CPU has it,
- * twice as fast on 10_ep's larger models. IEEE division and sqrt round alike
- * at any width, and -std=c11 fuses no multiply-add: the same bits either way. */
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx2"))) static void
-adamw_loop_avx2(float *restrict w, const float *restrict g, float *restrict m, float *restrict v,
-                size_t n, float grad_scale, float step_size, float decay, float bias2_sqrt,
-                float beta2) {
+/* Its two divisions and square root per element bound the loop: a wide copy
+ * (train_internal.h), twice as fast on 10_ep's larger models. */
+static WIDE void adamw_loop_wide(float *restrict w, const float *restrict g, float *restrict m,
+                                 float *restrict v, size_t n, float grad_scale, float step_size,
+                                 float decay, float bias2_sqrt, float beta2) {
   adamw_loop(w, g, m, v, n, grad_scale, step_size, decay, bias2_sqrt, beta2);
 }
-#endif
 
 void dt_adamw_step(float *restrict w, const float *restrict g, float *restrict m, float *restrict v,
                    size_t n, float lr, float weight_decay, int64_t t, float grad_scale,
@@ -210,13 +205,10 @@ void dt_adamw_step(float *restrict w, const float *restrict g, float *restrict m
   const float beta1 = 0.9f;
   float bias1 = 1.0f - powf(beta1, (float)t), bias2_sqrt = sqrtf(1.0f - powf(beta2, (float)t));
   float step_size = lr / bias1, decay = 1.0f - lr * weight_decay;
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (__builtin_cpu_supports("avx2")) {
-    adamw_loop_avx2(w, g, m, v, n, grad_scale, step_size, decay, bias2_sqrt, beta2);
-    return;
-  }
-#endif
-  adamw_loop(w, g, m, v, n, grad_scale, step_size, decay, bias2_sqrt, beta2);
+  if (HAVE_WIDE)
+    adamw_loop_wide(w, g, m, v, n, grad_scale, step_size, decay, bias2_sqrt, beta2);
+  else
+    adamw_loop(w, g, m, v, n, grad_scale, step_size, decay, bias2_sqrt, beta2);
 }
 
 /* The GPT's kernels: loops over gpt_core.h's bodies, whose arithmetic the
@@ -234,12 +226,36 @@ void dt_layernorm_backward(const float *x, const float *g, const float *dy, cons
     dt_ln_row_backward(x + r * D, g, dy + r * D, mean[r], rstd[r], dx + r * D, D, accumulate);
 }
 
-void dt_gelu_forward(const float *a, float *u, size_t n) {
+/* GELU's exponential per element bounds a GPT step's elementwise work (a
+ * quarter of 14's step at nanoGPT's CPU size before it was vectorized): wide
+ * copies (train_internal.h). da may be du (in place). */
+static inline __attribute__((always_inline)) void gelu_forward_loop(const float *restrict a,
+                                                                    float *restrict u, size_t n) {
   for (size_t i = 0; i < n; i++) u[i] = dt_gelu_core(a[i]);
+}
+static inline __attribute__((always_inline)) void
+gelu_backward_loop(const float *restrict a, const float *du, float *da, size_t n) {
+  for (size_t i = 0; i < n; i++) da[i] = dt_rn_mul(du[i], dt_gelu_grad_core(a[i]));
+}
+static WIDE void gelu_forward_wide(const float *a, float *u, size_t n) {
+  gelu_forward_loop(a, u, n);
+}
+static WIDE void gelu_backward_wide(const float *a, const float *du, float *da, size_t n) {
+  gelu_backward_loop(a, du, da, n);
+}
+
+void dt_gelu_forward(const float *a, float *u, size_t n) {
+  if (HAVE_WIDE)
+    gelu_forward_wide(a, u, n);
+  else
+    gelu_forward_loop(a, u, n);
 }
 
 void dt_gelu_backward(const float *a, const float *du, float *da, size_t n) {
-  for (size_t i = 0; i < n; i++) da[i] = dt_rn_mul(du[i], dt_gelu_grad_core(a[i]));
+  if (HAVE_WIDE)
+    gelu_backward_wide(a, du, da, n);
+  else
+    gelu_backward_loop(a, du, da, n);
 }
 
 void dt_embed_forward(const int32_t *tokens, int64_t R, const float *wte, int64_t v0, int64_t Vs,

@@ -13,6 +13,19 @@
 extern "C" {
 #endif
 
+/* The cpu backend's loops that compute bound a step (AdamW, GELU, attention's
+ * tiles) have a second copy for AVX2 (8 floats an instruction, not SSE's 4),
+ * taken where the CPU has it: `static WIDE void f_wide(...) { f_body(...); }`,
+ * called when HAVE_WIDE. IEEE arithmetic rounds alike at any width, and
+ * -std=c11 fuses no multiply-add, so both copies give the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define WIDE      __attribute__((target("avx2")))
+#define HAVE_WIDE __builtin_cpu_supports("avx2")
+#else
+#define WIDE
+#define HAVE_WIDE 0
+#endif
+
 /* kernels_cpu.c / kernels.cu: one-time setup (BLAS threads, cuBLAS handle),
  * done by dt_train_resolve or the first kernel that needs it */
 void dt_kernels_init(void);
