@@ -87,6 +87,16 @@ void dt_reference_update(const dt_train_config *c, dt_reference_run *out, dt_los
                                        : lr * clip * sqrt(sq);
 }
 
+void dt_reverse_rows(void *rows, int64_t count, size_t bytes) {
+  unsigned char *r = rows, t;
+  for (int64_t i = 0, j = count - 1; i < j; i++, j--)
+    for (size_t k = 0; k < bytes; k++) {
+      t = r[(size_t)i * bytes + k];
+      r[(size_t)i * bytes + k] = r[(size_t)j * bytes + k];
+      r[(size_t)j * bytes + k] = t;
+    }
+}
+
 double dt_reference_begin(const dt_train_config *c, float *w, int64_t n, dt_loss_scaler *scaler,
                           dt_reference_run *out) {
   char err[600] = "";
@@ -155,6 +165,7 @@ void dt_reference_train(const dt_train_config *c, dt_reference_run *out) {
   out->reach = 0;
   for (int64_t step = 0; step < c->steps; step++) {
     dt_step_samples(c, 1, 0, step, samples);
+    if (out->twin) dt_reverse_rows(samples, B, sizeof *samples);
     dt_make_batch(c, samples, B, x, y);
     if (kinks) kinks->step = step;
     for (int64_t l = 0; l < L; l++)

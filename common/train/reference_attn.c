@@ -18,9 +18,13 @@ static float *alloc(int64_t n) { return dt_alloc_f32((size_t)n, DT_OTHER); }
 /* The step's batch, made on the host (hx: x then y) and copied to the
  * backend's x and y; each row's key for the check. */
 static void batch(const dt_train_config *c, int64_t step, int64_t *samples, int64_t *keys,
-                  float *hx, float *x, float *y) {
+                  float *hx, float *x, float *y, int twin) {
   int64_t S = c->seq, T = c->batch * S, TD = T * c->dim;
   dt_sequence_batch(c, step, samples, hx, hx + TD);
+  if (twin) { /* the sequences in reverse order: samples, x's and y's rows */
+    dt_reverse_rows(samples, c->batch, sizeof *samples);
+    for (int i = 0; i < 2; i++) dt_reverse_rows(hx + i * TD, c->batch, (size_t)(S * c->dim) * 4);
+  }
   dt_copy_from_host(x, hx, (size_t)TD * 4);
   dt_copy_from_host(y, hx + TD, (size_t)TD * 4);
   for (int64_t t = 0; t < T; t++) keys[t] = samples[t / S] * S + t % S;
@@ -52,7 +56,7 @@ void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out) {
 #define U(l)  (qkvou + (5 * (l) + 4) * T * D)
 #define PR(l) (p + (l)*B * A * S * S)
   for (int64_t step = 0; step < c->steps; step++) {
-    batch(c, step, samples, keys, hx, x, y);
+    batch(c, step, samples, keys, hx, x, y, out->twin);
     if (kinks) kinks->step = step;
     for (int64_t l = 0; l < L; l++) {
       const float *wl = w + l * PL, *xl = x + l * T * D;

@@ -23,6 +23,7 @@ void dt_reference_train_gpt(const dt_train_config *c, dt_reference_run *out) {
   double w0_max = dt_reference_begin(c, w, n, &scaler, out);
   for (int64_t step = 0; step < c->steps; step++) {
     dt_text_batch(c, step, 0, B, windows);
+    if (out->twin) dt_reverse_rows(windows, B, (size_t)(S + 1) * sizeof *windows);
     dt_gpt_split_windows(windows, B, S, inputs, targets);
     out->losses[step] = dt_gpt_forward(c, w, inputs, targets, S, a);
     dt_zero(g, (size_t)n * 4);

@@ -678,6 +678,8 @@ typedef struct {
   dt_decisions replay; /* the run's decisions to replay (none: all NULL), counted there */
   int64_t clipped;     /* steps whose gradients --clip scaled down (continuous: not replayed) */
   double *parts;       /* with experts (optional): each step's balance loss, within losses */
+  int twin; /* the rounding twin (check.c): each step's samples in reverse order, the same
+             * sums in another order; not the mixture's (its capacity makes order matter) */
 } dt_reference_run;
 void dt_reference_train(const dt_train_config *c, dt_reference_run *out);
 /* the mixture of experts' (reference_moe.c): the same loop, experts local */

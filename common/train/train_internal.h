@@ -49,6 +49,8 @@ void dt_fill_rows(float *buf, const int64_t *rows, int64_t count, int64_t cols, 
  * the transformer) share: the start (initial weights of the whole model in w
  * on the backend, made on the host; the scaler, the initial copy; returns
  * the largest |w|, for the reach) and the step after backward */
+/* count rows of `bytes` each, reversed in place (host): the twin's batch */
+void dt_reverse_rows(void *rows, int64_t count, size_t bytes);
 double dt_reference_begin(const dt_train_config *c, float *w, int64_t n, dt_loss_scaler *scaler,
                           dt_reference_run *out);
 void dt_reference_update(const dt_train_config *c, dt_reference_run *out, dt_loss_scaler *scaler,
