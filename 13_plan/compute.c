@@ -1,7 +1,8 @@
 /* compute.c: the operations one stage computes in a step, and their cost.
  *
  * ops_of lists them as the lessons' code calls them (12_mesh/mesh.c,
- * 11_cp/cp.c and ring.c, 05/06/09 on common/train's blocks), each with its
+ * 11_cp/cp.c and ring.c, 05/06/09 on common/train's blocks, 14_gpt's in
+ * compute14.c), each with its
  * shape, how often a step runs it, its FLOPs and the bytes it reads and
  * writes; for the planner's GPT block Megatron's products, attention (fused
  * as FlashAttention, or materialised), the elementwise passes, the model's
