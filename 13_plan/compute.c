@@ -1,7 +1,8 @@
 /* compute.c: the operations one stage computes in a step, and their cost.
  *
  * ops_of lists them as the lessons' code calls them (12_mesh/mesh.c,
- * 11_cp/cp.c and ring.c, 05/06/09 on common/train's blocks), each with its
+ * 11_cp/cp.c and ring.c, 05/06/09 on common/train's blocks, 14_gpt's in
+ * compute14.c), each with its
  * shape, how often a step runs it, its FLOPs and the bytes it reads and
  * writes; for the planner's GPT block Megatron's products, attention (fused
  * as FlashAttention, or materialised), the elementwise passes, the model's
@@ -11,29 +12,7 @@
 #include "block.h"
 #include "compute.h"
 #include "formulas.h"
-
-typedef struct {
-  op *o;
-  int n, max;
-  int per_micro, backward;
-  double times;
-} list;
-
-static void add(list *l, int k, int64_t a, int64_t b, int64_t c, int64_t d, int64_t e, double count,
-                double flops, double bytes) {
-  if (count <= 0 || l->n >= l->max) return;
-  l->o[l->n++] =
-      (op){k, {a, b, c, d, e}, count * l->times, flops, bytes, l->per_micro, l->backward};
-}
-static void gemm(list *l, int64_t m, int64_t n, int64_t k, int ta, int tb, double count,
-                 double es) {
-  add(l, GEMM, m, n, k, ta, tb, count, 2.0 * (double)m * (double)n * (double)k,
-      es * (double)(m * k + k * n + m * n));
-}
-static void ew(list *l, int64_t n, int passes, double count,
-               double es) { /* 1 zero, 2 copy, 3 add */
-  add(l, EW, n, passes, 0, 0, 0, count, (double)n * (passes - 1), es * (double)n * passes);
-}
+#include "oplist.h"
 
 /* The attention blocks rank c of the cp ring computes for one sequence, as
  * 11_cp/ring.c's attend() walks them: its chunks' queries against every
@@ -51,21 +30,42 @@ static void blocks(const mesh *x, int64_t c, int64_t *causal, int64_t *full) {
       }
 }
 
-/* 11's and 12's transformer layer (tp = 1 for 11, whose MLP adds the residual itself) */
-static void transformer(list *l, const model *m, const mesh *x, int64_t s, int64_t c) {
-  int64_t T = x->n[TP], R = rows_per_micro(m, x), D = m->D, W = D / T, A = m->A / T, Hs = m->H / T;
-  int64_t L = stage_layers(m, x, s), Bm = m->B / (x->n[DP] * x->M), nc = x->zigzag ? 2 : 1;
-  int64_t C = m->S / (x->n[CP] * nc), k1, k2, res = m->kind == CP11, P = x->n[PP];
+/* 11's ring on one layer of a microbatch, forward or backward, as its
+ * attend() runs on cp rank c (11_cp/ring.c, which 12 and 14 call): o and
+ * the log-sum-exp started, K|V copied to travel, its blocks; backward the
+ * delta, dq zeroed, dK|dV copied, its blocks. Per is the layers' and
+ * microbatches' count. */
+void ring_ops(op_list *l, const model *m, const mesh *x, int64_t s, int64_t c, int backward) {
+  int64_t T = x->n[TP], R = rows_per_micro(m, x), W = m->D / T, A = m->A / T;
+  int64_t Bm = m->B / (x->n[DP] * x->M), C = m->S / (x->n[CP] * (x->zigzag ? 2 : 1)), k1, k2;
+  double per = (double)(x->M * stage_layers(m, x, s));
   blocks(x, c, &k1, &k2);
+  if (!backward) {
+    ew(l, R * W, 1, per, 4); /* the ring's start: o zeroed, K|V copied */
+    ew(l, 2 * R * W, 2, per, 4);
+    add(l, ATT_F, C, W, A, 1, 0, per * (double)(Bm * k1), 2.0 * (double)(C * C * W),
+        16.0 * (double)(C * W));
+    add(l, ATT_F, C, W, A, 0, 0, per * (double)(Bm * k2), 4.0 * (double)(C * C * W),
+        16.0 * (double)(C * W));
+    return;
+  }
+  ew(l, R * W, 2, 2 * per, 4); /* delta, dq zeroed */
+  ew(l, 2 * R * W, 2, 2 * per, 4);
+  ew(l, 2 * R * W, 1, per, 4);
+  add(l, ATT_B, C, W, A, 1, 0, per * (double)(Bm * k1), 5.0 * (double)(C * C * W),
+      28.0 * (double)(C * W));
+  add(l, ATT_B, C, W, A, 0, 0, per * (double)(Bm * k2), 10.0 * (double)(C * C * W),
+      28.0 * (double)(C * W));
+}
+
+/* 11's and 12's transformer layer (tp = 1 for 11, whose MLP adds the residual itself) */
+static void transformer(op_list *l, const model *m, const mesh *x, int64_t s, int64_t c) {
+  int64_t T = x->n[TP], R = rows_per_micro(m, x), D = m->D, W = D / T, Hs = m->H / T;
+  int64_t L = stage_layers(m, x, s), res = m->kind == CP11, P = x->n[PP];
   double per = (double)(x->M * L);
   l->per_micro = 1;
   gemm(l, R, W, D, 0, 0, 3 * per, 4); /* q, k, v */
-  ew(l, R * W, 1, per, 4);            /* the ring's start: o zeroed, K|V copied */
-  ew(l, 2 * R * W, 2, per, 4);
-  add(l, ATT_F, C, W, A, 1, 0, per * (double)(Bm * k1), 2.0 * (double)(C * C * W),
-      16.0 * (double)(C * W));
-  add(l, ATT_F, C, W, A, 0, 0, per * (double)(Bm * k2), 4.0 * (double)(C * C * W),
-      16.0 * (double)(C * W));
+  ring_ops(l, m, x, s, c, 0);
   gemm(l, R, D, W, 0, 0, per, 4); /* o Wo */
   ew(l, R * D, 3, 2 * per, 4);    /* the residual, twice: after attention and after the MLP */
   add(l, MLP_F, R, D, Hs, res, 0, per, 4.0 * (double)(R * D * Hs),
@@ -76,13 +76,7 @@ static void transformer(list *l, const model *m, const mesh *x, int64_t s, int64
       4.0 * (double)(3 * R * D + 4 * D * Hs + 3 * R * Hs));
   gemm(l, W, D, R, 1, 0, per, 4); /* dWo */
   gemm(l, R, W, D, 0, 1, per, 4); /* do */
-  ew(l, R * W, 2, 2 * per, 4);    /* delta, dq zeroed */
-  ew(l, 2 * R * W, 2, 2 * per, 4);
-  ew(l, 2 * R * W, 1, per, 4);
-  add(l, ATT_B, C, W, A, 1, 0, per * (double)(Bm * k1), 5.0 * (double)(C * C * W),
-      28.0 * (double)(C * W));
-  add(l, ATT_B, C, W, A, 0, 0, per * (double)(Bm * k2), 10.0 * (double)(C * C * W),
-      28.0 * (double)(C * W));
+  ring_ops(l, m, x, s, c, 1);
   gemm(l, D, W, R, 1, 0, 3 * per, 4); /* dWq, dWk, dWv */
   gemm(l, R, D, W, 0, 1, 3 * per, 4); /* their inputs' gradients */
   ew(l, R * D, 3, 2 * per, 4);
@@ -90,12 +84,12 @@ static void transformer(list *l, const model *m, const mesh *x, int64_t s, int64
     add(l, LOSS, R * D, 0, 0, 0, 0, (double)x->M, 3.0 * (double)(R * D), 12.0 * (double)(R * D));
   l->per_micro = l->backward = 0;
   if (s == 0 || s == P - 1 || res) /* cp's chunks of the step's sequences */
-    add(l, DATA11, Bm, m->S, x->n[CP], 2 * c + x->zigzag, D, (double)x->M, 0,
+    add(l, DATA11, m->B / (x->n[DP] * x->M), m->S, x->n[CP], 2 * c + x->zigzag, D, (double)x->M, 0,
         8.0 * (double)(R * D));
 }
 
 /* 05-09's residual MLP blocks (common/train/model.c): 2 products each way */
-static void mlp(list *l, const model *m, const mesh *x, int64_t s) {
+static void mlp(op_list *l, const model *m, const mesh *x, int64_t s) {
   int64_t R = rows_per_micro(m, x), D = m->D, H = m->H, L = stage_layers(m, x, s), P = x->n[PP];
   double per = (double)(x->M * L);
   l->per_micro = 1;
@@ -146,7 +140,7 @@ static layer_shape shape_of(const model *m, const mesh *x, int64_t s) {
 /* Megatron's four products (QKV and the MLP's first by columns, Wo and its
  * last by rows): forward X W; backward dX = dY W^T and dW = X^T dY, whose
  * output is the weight's (its tiles, its waves). */
-static void products(list *l, const layer_shape *g, int backward) {
+static void products(op_list *l, const layer_shape *g, int backward) {
   const int64_t out[4] = {g->q + 2 * g->kv, g->D, g->f1, g->D}, in[4] = {g->D, g->q, g->D, g->f};
   for (int i = 0; i < 4; i++) {
     if (!backward) gemm(l, g->tok, out[i], in[i], 0, 0, g->per, g->es);
@@ -161,7 +155,7 @@ static void products(list *l, const layer_shape *g, int backward) {
  * and PV batched over b a/t, the scores scaled, masked and softmaxed in one
  * pass, dropped out in another where the run drops out (backward: 3 passes
  * each, and the dropout's mask read). */
-static void core(list *l, const layer_shape *g, int backward, int flash) {
+static void core(op_list *l, const layer_shape *g, int backward, int flash) {
   double fwd = 4.0 * g->b * (double)(g->heads * g->Sq * g->keys * g->dh);
   if (flash) {
     double io = g->es * (double)(g->tok * (2 * g->q + 2 * g->kv));
@@ -184,7 +178,7 @@ static void core(list *l, const layer_shape *g, int backward, int flash) {
  * drops out), GELU (in, out) or SwiGLU (gate and up in, their product
  * out), and llama's rotary embedding of Q and K; backward reads the saved
  * input and the gradient and writes the gradient (SwiGLU: two of each). */
-static void passes(list *l, const model *m, const layer_shape *g, int backward) {
+static void passes(op_list *l, const model *m, const layer_shape *g, int backward) {
   ew(l, g->rows * g->D, backward ? 3 : 2, 2 * g->per, g->es);
   ew(l, g->rows * g->D, backward ? 2 : 3, 2 * g->per, g->es);
   if (g->dropout) ew(l, g->rows * g->D, 1, 2 * g->per, 1);
@@ -195,7 +189,7 @@ static void passes(list *l, const model *m, const layer_shape *g, int backward) 
 /* The model's ends: the embedding's gather (its gradient's scatter) on the
  * first stage; the final norm, the output layer (a tp rank's rows of the
  * padded vocabulary) and the loss's softmax in fp32 on the last. */
-static void ends(list *l, const model *m, const mesh *x, const layer_shape *g, int64_t s,
+static void ends(op_list *l, const model *m, const mesh *x, const layer_shape *g, int64_t s,
                  int backward) {
   int64_t T = x->n[TP], Vs = padded_vocab(m, T) / T;
   double M = (double)x->M;
@@ -212,7 +206,7 @@ static void ends(list *l, const model *m, const mesh *x, const layer_shape *g, i
  * and the forward again where recomputed (all of it with full
  * recomputation; with selective, attention's core alone: Korthikanti et
  * al.), in the backward's time. */
-static void gpt(list *l, const model *m, const mesh *x, int64_t s) {
+static void gpt(op_list *l, const model *m, const mesh *x, int64_t s) {
   layer_shape g = shape_of(m, x, s);
   int passes_run = x->recompute == RECOMPUTE_NONE ? 2 : 3;
   l->per_micro = 1;
@@ -229,7 +223,7 @@ static void gpt(list *l, const model *m, const mesh *x, int64_t s) {
 }
 
 int ops_of(const model *m, const mesh *x, int64_t s, int64_t c, op *out, int max) {
-  list l = {.o = out, .max = max, .times = 1};
+  op_list l = {.o = out, .max = max, .times = 1};
   int64_t G = x->n[DP] * x->n[CP], T = x->n[TP], L = stage_layers(m, x, s);
   int64_t n = m->kind == MESH12 ? 4 * m->D * (m->D / T) + 2 * m->D * (m->H / T)
               : m->kind == CP11 ? 4 * m->D * m->D + 2 * m->D * m->H
@@ -237,6 +231,7 @@ int ops_of(const model *m, const mesh *x, int64_t s, int64_t c, op *out, int max
   int64_t shard = (n + G - 1) / G, stepped = L * (m->kind == FSDP06 || x->zero ? shard : n);
   if (m->kind == MESH12 || m->kind == CP11) transformer(&l, m, x, s, c);
   if (m->kind == DP05 || m->kind == FSDP06 || m->kind == PP09) mlp(&l, m, x, s);
+  if (m->kind == GPT14) return gpt14_ops(&l, m, x, s, c); /* compute14.c */
   if (m->kind == GPT) {
     gpt(&l, m, x, s);
     double p = block_stage_params(m, x, s) / (x->zero ? (double)G : 1);
@@ -266,8 +261,8 @@ int ops_of(const model *m, const mesh *x, int64_t s, int64_t c, op *out, int max
  * hop's transfer can hide behind (11's ring overlaps them). */
 double attention_seconds(const model *m, const mesh *x, int64_t s, int64_t c, const machine *k,
                          int backward) {
-  op o[64];
-  int n = ops_of(m, x, s, c, o, 64);
+  op o[160];
+  int n = ops_of(m, x, s, c, o, 160);
   double t = 0, per = (double)(x->M * stage_layers(m, x, s));
   for (int i = 0; i < n; i++)
     if (o[i].k == (backward ? ATT_B : ATT_F) || (o[i].k == FLASH && o[i].backward == backward))

@@ -134,7 +134,9 @@ static stage_cost cost_stage(const model *m, const mesh *x, const machine *c, in
     double hidden_f = (C - 1) * hop - f, hidden_b = (C - 1) * hop - b;
     k.cp = M * L * ((hidden_f > 0 ? hidden_f : 0) + C * hop + (hidden_b > 0 ? hidden_b : 0));
   }
-  k.pp = axis_seconds(t[PP], x->n[PP], c, x, PP, part);
+  traffic tied[NCOLL] = {[AR] = t[PP][AR]}; /* 14's tied weight: first and last stage, 2 ranks */
+  t[PP][AR] = (traffic){0, 0};
+  k.pp = axis_seconds(t[PP], x->n[PP], c, x, PP, part) + axis_seconds(tied, 2, c, x, PP, part);
   k.dc = axis_seconds(t[DC], x->n[DP] * x->n[CP], c, x, DC, part);
   k.grads = part[AR] + part[RS];
   k.params = part[AG];

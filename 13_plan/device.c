@@ -24,9 +24,10 @@
 
 #include "device.h"
 
-const char *const kernel_name[NKERNELS] = {"gemm", "mlp_f", "mlp_b",  "att_f",  "att_b",
-                                           "ew",   "loss",  "data05", "data11", "adamw",
-                                           "sgd",  "flash", "alloc",  "bgemm"};
+const char *const kernel_name[NKERNELS] = {"gemm",  "mlp_f",  "mlp_b",  "att_f", "att_b",  "ew",
+                                           "loss",  "data05", "data11", "adamw", "sgd",    "flash",
+                                           "alloc", "bgemm",  "ln_f",   "ln_b",  "gelu_f", "gelu_b",
+                                           "emb_f", "emb_b",  "ce_f",   "ce_b",  "sumsq"};
 
 enum { TILE_M = 128, TILE_N = 256 };
 

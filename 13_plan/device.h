@@ -28,6 +28,15 @@ enum {
   FLASH,
   ALLOC,
   BGEMM, /* a batched GEMM: m n k and the batch */
+  LN_F,  /* 14's kernels, each as it calls it: LayerNorm (rows, D; backward: accumulate) */
+  LN_B,
+  GELU_F, /* GELU's tanh form over n */
+  GELU_B,
+  EMB_F, /* the embedding's rows of a vocabulary slice: tokens R, Vs, D */
+  EMB_B,
+  CE_F, /* the cross-entropy's pieces over R rows of a slice of Vs (forward: max, sums, loss) */
+  CE_B,
+  SUMSQ, /* the gradients' squares summed (clipping's norm): n */
   NKERNELS
 };
 extern const char *const kernel_name[NKERNELS];

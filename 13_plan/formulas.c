@@ -18,6 +18,7 @@
 #include "09_pp/schedule.h"
 #include "11_cp/formulas.h"
 #include "12_mesh/formulas.h"
+#include "14_gpt/formulas.h"
 #include "block.h"
 #include "dt.h"
 #include "formulas.h"
@@ -30,10 +31,11 @@ static int64_t exchanges(const mesh *x, int64_t s) {
 }
 
 double parameters_of(const model *m) {
-  int64_t D = m->D, H = m->H, L = m->L;
+  int64_t D = m->D, H = m->H, L = m->L, V = m->V;
   switch (m->kind) {
   case STATES: return m->params;
   case GPT: return block_params(m);
+  case GPT14: return (double)(V * D + m->S * D + L * (4 * D * D + 2 * D * H + 2 * D) + D);
   case MESH12:
   case CP11: return (double)(L * (4 * D * D + 2 * D * H)); /* dt_params_per_layer: 4D^2 + 2DH */
   default: return (double)(L * 2 * D * H);                 /* 05-09's MLP: 2DH a layer */
@@ -44,6 +46,8 @@ double parameters_of(const model *m) {
  * attention's two products (QK^T and PV, forward and backward, full S^2). */
 double model_flops(const model *m) {
   double T = (double)m->B * (double)(m->S ? m->S : 1);
+  if (m->kind == GPT14) /* 14's own count, nanoGPT's: wpe's parameters left out */
+    return gpt_model_flops(m->L, m->D, m->H, m->V, m->S, m->B);
   return 6 * parameters_of(m) * T + 12.0 * (double)(m->L * m->D * m->S) * T;
 }
 
@@ -51,6 +55,8 @@ double model_flops(const model *m) {
  * recomputation its attention products (QK^T and PV) */
 double hardware_flops(const model *m, const mesh *x) {
   double T = (double)m->B * (double)(m->S ? m->S : 1), att = 4.0 * (double)(m->L * m->D * m->S);
+  if (m->kind == GPT14)
+    return model_flops(m) + (x->recompute ? gpt_recompute_flops(m->L, m->D, m->H, m->S, m->B) : 0);
   return model_flops(m) + (x->recompute == RECOMPUTE_FULL        ? (2 * parameters_of(m) + att) * T
                            : x->recompute == RECOMPUTE_SELECTIVE ? att * T
                                                                  : 0);
@@ -76,6 +82,58 @@ static mesh_share mesh_share_of(const model *m, const mesh *x, int64_t s) {
                       .shard = x->zero ? up(n, G) : 0,
                       .gpipe = x->gpipe,
                       .adamw = x->adamw};
+}
+
+/* Stage s of gpt14 as 14's formulas take a rank's share (14_gpt/buffers.c's
+ * sizes, report.c's share_of): rank 0 of its dp x cp group, tp rank 0 */
+static gpt_share gpt_share_of(const model *m, const mesh *x, int64_t s) {
+  int64_t T = x->n[TP], G = x->n[DP] * x->n[CP], P = x->n[PP], D = m->D, W = D / T;
+  int64_t L = stage_layers(m, x, s), R = rows_per_micro(m, x), Vs = m->V / T;
+  int first = s == 0, last = s == P - 1;
+  int64_t nw = L * (4 * D * W + 2 * D * (m->H / T)) + (first || last) * Vs * D +
+               (2 * L + last) * D + first * m->S * D;
+  int64_t shard = x->zero ? up(nw, G) : 0;
+  return (gpt_share){.n = x->n,
+                     .s = s,
+                     .L = L,
+                     .M = x->M,
+                     .R = R,
+                     .Rs = x->sp ? R / T : R,
+                     .D = D,
+                     .W = W,
+                     .A = m->A / T,
+                     .Hs = m->H / T,
+                     .C = m->S / (x->n[CP] * (x->zigzag ? 2 : 1)),
+                     .Vs = Vs,
+                     .S = m->S,
+                     .nw = nw,
+                     .shard = shard,
+                     .own = x->zero ? (shard < nw ? shard : nw) : nw,
+                     .first = first,
+                     .last = last,
+                     .gpipe = x->gpipe,
+                     .adamw = x->adamw,
+                     .sp = x->sp,
+                     .recompute = x->recompute == RECOMPUTE_FULL};
+}
+
+/* 14's traffic as 13's axes hold it: tp's all-reduces summed (the
+ * activations' or the gains', the loss's max and sums: one row of its
+ * report JSON), and the tied weight's all-reduce between the first and the
+ * last stage (14's emb: two ranks of the pipeline axis) as pp's all-reduce */
+static void gpt14_traffic(const model *m, const mesh *x, int64_t s, traffic t[NCOMM][NCOLL]) {
+  gpt_share sh = gpt_share_of(m, x, s);
+  gpt_traffic f = gpt_traffic_of(&sh);
+  mesh_flow ar[4] = {f.activ, f.gains, f.max, f.sums};
+  for (int i = 0; i < 4; i++)
+    t[TP][AR] = (traffic){t[TP][AR].calls + ar[i].calls, t[TP][AR].bytes + ar[i].bytes};
+  set(&t[TP][AG], f.gather.calls, f.gather.bytes);
+  set(&t[TP][RS], f.scatter.calls, f.scatter.bytes);
+  set(&t[CP][P2P], f.cp.calls, f.cp.bytes);
+  set(&t[PP][P2P], f.pp.calls, f.pp.bytes);
+  set(&t[PP][AR], f.emb.calls, f.emb.bytes);
+  set(&t[DC][AR], f.grads.calls, f.grads.bytes);
+  set(&t[DC][AG], f.params.calls, f.params.bytes);
 }
 
 void traffic_of(const model *m, const mesh *x, int64_t s, traffic t[NCOMM][NCOLL]) {
@@ -120,7 +178,8 @@ void traffic_of(const model *m, const mesh *x, int64_t s, traffic t[NCOMM][NCOLL
   case PP09: /* a stage's activations forward, gradients back (09_pp/formulas.c) */
     set(&t[PP][P2P], exchanges(x, s), pp_bytes((int)P, (int)s, m->B, D, es));
     break;
-  case GPT: block_traffic(m, x, s, t); break; /* block.c */
+  case GPT: block_traffic(m, x, s, t); break;   /* block.c */
+  case GPT14: gpt14_traffic(m, x, s, t); break; /* 14_gpt/formulas.c */
   default: break;
   }
 }
@@ -146,6 +205,11 @@ memory memory_of(const model *m, const mesh *x, int64_t s) {
   case PP09: /* 09_pp/formulas.c */
     pp_memory((int)P, (int)s, L, M, R, m->B, D, H, x->gpipe, x->adamw, mem);
     break;
+  case GPT14: { /* 14_gpt/formulas.c */
+    gpt_share sh = gpt_share_of(m, x, s);
+    gpt_memory(&sh, mem);
+    break;
+  }
   case GPT:
   case STATES: { /* ZeRO's model states: 16-bit params and grads, fp32 master, m, v (K = 12) */
     double Ps = m->kind == GPT ? block_stage_params(m, x, s) : m->params / (double)(T * P);
@@ -158,8 +222,7 @@ memory memory_of(const model *m, const mesh *x, int64_t s) {
   }
   default: break;
   }
-  if (m->kind == MESH12 || m->kind == CP11 || m->kind == DP05 || m->kind == FSDP06 ||
-      m->kind == PP09) {
+  if (m->kind <= GPT14) { /* the lessons' */
     y.params = mem[DT_PARAMS];
     y.grads = mem[DT_GRADS];
     y.optim = mem[DT_OPTIM];

@@ -7,7 +7,8 @@
 
 const char *const coll_name[NCOLL] = {"all_reduce", "all_gather", "reduce_scatter", "sendrecv"};
 const char *const recompute_name[3] = {"none", "full", "selective"};
-const char *const kind_name[NKINDS] = {"mesh12", "cp11", "dp05", "fsdp06", "pp09", "gpt", "states"};
+const char *const kind_name[NKINDS] = {"mesh12", "cp11",  "dp05", "fsdp06",
+                                       "pp09",   "gpt14", "gpt",  "states"};
 
 int64_t mesh_size(const mesh *x) { return topo_ranks(x->n); }
 
@@ -52,10 +53,18 @@ static int stages_split(const model *m, const mesh *x) {
   return !(each % V || x->first % V || x->last % V) && (V == 1 || P > 1);
 }
 
-/* The planner's own features asked of a lesson's model */
+/* The planner's own features asked of a lesson's model (14 runs Megatron's
+ * sequence parallelism) */
 static int gpt_only(const model *m, const mesh *x) {
-  return x->V > 1 || x->first || x->last || x->sp || x->tp_overlap || x->dropout || m->KV ||
-         m->swiglu || m->llama || m->pad;
+  return x->V > 1 || x->first || x->last || (x->sp && m->kind != GPT14) || x->tp_overlap ||
+         x->dropout || m->KV || m->swiglu || m->llama || m->pad;
+}
+
+/* What a lesson's model runs: fp32, attention by blocks, no recomputation
+ * but 14's (--recompute: each layer's forward again, full) */
+static int lesson_runs(const model *m, const mesh *x) {
+  int recompute = x->recompute && !(m->kind == GPT14 && x->recompute == RECOMPUTE_FULL);
+  return !x->bf16 && !recompute && x->flash;
 }
 
 /* The first thing that stops the model on the mesh, in this order, or RUNS. */
@@ -71,10 +80,13 @@ mesh_refusal mesh_problem(const model *m, const mesh *x, int64_t gpn) {
   if (m->kind != PP09 && !x->first && !x->last && m->L % P) return PP_LAYERS;
   if (m->S && m->S % chunks(x)) return SEQ_CHUNKS;
   if (x->M < 1 || m->B % (x->n[DP] * x->M)) return BATCH_MICRO;
+  if (m->kind == GPT14 && x->sp && rows_per_micro(m, x) % T) return SP_ROWS;
   if (T > gpn && m->kind == GPT) return TP_NODE; /* the planner's rule; the lessons run any */
-  if (m->kind != GPT && (x->bf16 || x->recompute || !x->flash)) return LESSONS_FP32;
-  if (m->kind == MESH12 && x->zero > 1) return ZERO_12;
-  if ((m->kind == FSDP06) != (x->zero > 0) && m->kind != MESH12 && m->kind != GPT) return ZERO_06;
+  if (m->kind != GPT && !lesson_runs(m, x)) return LESSONS_FP32;
+  if ((m->kind == MESH12 || m->kind == GPT14) && x->zero > 1) return ZERO_12;
+  if ((m->kind == FSDP06) != (x->zero > 0) && m->kind != MESH12 && m->kind != GPT14 &&
+      m->kind != GPT)
+    return ZERO_06;
   if (m->kind == GPT && C > 1 && !x->flash) return RING_FLASH;
   return RUNS;
 }
@@ -87,10 +99,11 @@ static const char *const sentence[NREFUSALS] = {
     [SEQ_CHUNKS] = "the sequence (%lld) does not split into %lld chunks",
     [BATCH_MICRO] = "the batch (%lld) does not split into dp x M = %lld x %lld",
     [BATCH_DP] = "the batch does not divide over dp",
+    [SP_ROWS] = "--sequence-parallel: the %lld rows of a microbatch do not split over tp %lld",
     [TP_NODE] = "tp %lld beyond a node of %lld",
-    [LESSONS_FP32] =
-        "the lessons train fp32, without recomputation, attention by blocks (no S x S scores)",
-    [ZERO_12] = "12 shards the optimizer alone (--zero 0|1)",
+    [LESSONS_FP32] = "the lessons train fp32, without recomputation (14: full, --recompute full), "
+                     "attention by blocks (no S x S scores)",
+    [ZERO_12] = "12 and 14 shard the optimizer alone (--zero 0|1)",
     [ZERO_06] = "ZeRO stages are 06's (and 12's --zero 1)",
     [RING_FLASH] = "ring attention (cp) computes by blocks: --attention flash",
     [KV_HEADS] = "the %lld key-value heads must divide the %lld heads and be divided by tp %lld",
@@ -115,6 +128,7 @@ void refusal_text(mesh_refusal r, const model *m, const mesh *x, int64_t gpn, ch
     snprintf(out, size, s, (long long)m->B, (long long)x->n[DP], (long long)x->M);
     break;
   case TP_NODE: snprintf(out, size, s, T, (long long)gpn); break;
+  case SP_ROWS: snprintf(out, size, s, (long long)rows_per_micro(m, x), T); break;
   case KV_HEADS: snprintf(out, size, s, (long long)kv(m), (long long)m->A, T); break;
   case STAGES:
     snprintf(out, size, s, (long long)m->L, (long long)x->n[PP], (long long)x->first,

@@ -12,9 +12,10 @@
 enum { AR, AG, RS, P2P, NCOLL }; /* all-reduce, all-gather, reduce-scatter, sendrecv */
 extern const char *const coll_name[NCOLL];
 
-/* Which code the formulas are: a lesson's, exactly as it prints them, or
- * the planner's GPT block, or model states alone (--params). */
-typedef enum { MESH12, CP11, DP05, FSDP06, PP09, GPT, STATES, NKINDS } model_kind;
+/* Which code the formulas are: a lesson's, exactly as it prints them (14's
+ * GPT among them), or the planner's GPT block, or model states alone
+ * (--params). */
+typedef enum { MESH12, CP11, DP05, FSDP06, PP09, GPT14, GPT, STATES, NKINDS } model_kind;
 extern const char *const kind_name[NKINDS]; /* "mesh12", ... */
 
 typedef struct {
@@ -91,6 +92,7 @@ typedef enum {
   PP_LAYERS,    /* pp does not divide the layers (09 splits them unevenly) */
   SEQ_CHUNKS,   /* the sequence does not split into cp's chunks */
   BATCH_MICRO,  /* the batch does not split into dp x M */
+  SP_ROWS,      /* 14's sequence parallelism: a microbatch's rows do not split over tp */
   BATCH_DP,     /* the batch does not divide over dp (--search's own test) */
   TP_NODE,      /* the planner's rule: tp inside a node */
   LESSONS_FP32, /* the lessons train fp32, no recomputation, attention by blocks */

@@ -72,7 +72,7 @@ static void run_op(const op *o, scratch *b, const dt_train_config *cfg, const in
     dt_free(fresh);
     break;
   }
-  default: break;
+  default: ops14_run(o, p); /* 14's kernels */
   }
 }
 
@@ -87,7 +87,7 @@ static int64_t largest(const op *o) {
   case ATT_B: return 2 * s[0] * (s[1] + s[2]);
   case DATA11: return s[0] * s[1] * s[4];
   case DATA05: return s[0] * s[1];
-  default: return s[0];
+  default: return ops14_largest(o);
   }
 }
 
@@ -110,6 +110,7 @@ static void bench_init(bench *h, const op *o, const model *m) {
   h->cfg.seq = o->k == DATA11 ? s[1] : 0;
   h->samples = dt_host_alloc((size_t)(s[0] + 1), sizeof *h->samples);
   for (int64_t i = 0; i <= s[0]; i++) h->samples[i] = i;
+  ops14_prepare(o, h->b.p);
   if (o->k == ATT_B) { /* a forward first: backward needs its log-sum-exp */
     op f = *o;
     f.k = ATT_F;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "12_mesh/topology.h"
+#include "14_gpt/defaults.h"
 #include "cluster.h"
 #include "dt.h"
 #include "options.h"
@@ -39,13 +40,48 @@ static int model_preset(const char *name, model *m) {
       *m = presets[i];
       return 1;
     }
-  return 0;
+  if (strcmp(name, "gpt14")) return 0;
+  /* 14's model as 14 makes it by default: its own defaults (14_gpt/defaults.c),
+   * resolved as common/train resolves them (the MLP 4D wide); V from the text */
+  dt_train_config c = DT_TRAIN_DEFAULTS;
+  gpt_defaults(&c);
+  *m = (model){.kind = GPT14,
+               .name = "gpt14",
+               .L = c.layers,
+               .D = c.dim,
+               .A = c.heads,
+               .H = c.hidden ? c.hidden : 4 * c.dim,
+               .S = c.seq,
+               .B = c.batch};
+  return 1;
+}
+
+/* gpt14's V: the text's tokens padded to a multiple of tp, read by the
+ * loader 14 reads it with (common/train's dt_text_load, the multiple 14's
+ * main sets), or --vocab padded so. The prediction reads its input where
+ * the lesson does, never from the run it is checked against (the run's
+ * report would hand it the very figure), and no number in verify.c's table
+ * goes stale when the text (README.md) changes. */
+void plan_vocab(const flags *f, model *m, const mesh *x) {
+  int64_t T = x->n[TP] > 0 ? x->n[TP] : 1;
+  if (m->kind != GPT14) return;
+  if (m->V) {
+    m->V = (m->V + T - 1) / T * T;
+    return;
+  }
+  dt_train_config c = DT_TRAIN_DEFAULTS;
+  gpt_defaults(&c);
+  dt_text t = {0};
+  dt_text_load(&t, f->text ? f->text : c.text, !strcmp(f->tokens, "byte"), T, m->S + 1);
+  m->V = t.vocab.size;
+  dt_text_free(&t);
 }
 
 int64_t plan_setup(const flags *f, int measuring, int64_t ranks, model *m, mesh *x, machine *c) {
   if (!model_preset(f->model, m))
     dt_fail(
-        "--model %s: not a model; the lessons' mesh12 cp11 dp05 fsdp06 pp09, or gpt (--layers "
+        "--model %s: not a model; the lessons' mesh12 cp11 dp05 fsdp06 pp09 gpt14, or gpt "
+        "(--layers "
         "--dim --heads --ffn --vocab --seq), gpt3-small gpt3-medium gpt3-xl gpt3-2.7b gpt3-6.7b "
         "gpt3-13b gpt3-175b, llama3-8b llama3-70b llama3-405b",
         f->model);

@@ -9,7 +9,7 @@
  * it). Model sizes left at 0 are the model's (--model). */
 typedef struct {
   const char *model, *cluster, *machine, *recompute, *precision, *schedule, *attention, *split,
-      *opt, *shapes, *mlp, *arch, *published;
+      *opt, *shapes, *mlp, *arch, *published, *text, *tokens;
   int64_t layers, dim, heads, ffn, vocab, seq, batch, micro, gpus, top, zero, axis[AXES];
   int64_t kv_heads, pad, virtual_stages, first, last;
   double params, eff;
@@ -20,7 +20,7 @@ typedef struct {
   {                                                                                                \
     .model = "mesh12", .machine = "build/plan/machine.json", .recompute = "none",                  \
     .precision = "fp32", .schedule = "1f1b", .attention = "flash", .opt = "adamw", .top = 10,      \
-    .published = "13_plan/published.tsv"                                                           \
+    .published = "13_plan/published.tsv", .tokens = "char"                                         \
   }
 #define PLAN_OPTIONS(f)                                                                            \
   DT_FLAG("--measure", &(f)->measure, "measure alpha, beta and every op's time here (mpirun)"),    \
@@ -37,10 +37,10 @@ typedef struct {
       DT_STRING("--shapes", &(f)->shapes, NULL,                                                    \
                 "--verify only the shapes whose lesson and flags hold TEXT (e.g. 09_pp)"),         \
       DT_FLAG("--json", &(f)->json, "one JSON object in place of the table"),                      \
-      DT_STRING(                                                                                   \
-          "--model", &(f)->model, NULL,                                                            \
-          "mesh12 cp11 dp05 fsdp06 pp09 (the lessons' models), gpt, gpt3-small ... gpt3-175b, "    \
-          "llama3-8b llama3-70b llama3-405b"),                                                     \
+      DT_STRING("--model", &(f)->model, NULL,                                                      \
+                "mesh12 cp11 dp05 fsdp06 pp09 gpt14 (the lessons' models), gpt, gpt3-small ... "   \
+                "gpt3-175b, "                                                                      \
+                "llama3-8b llama3-70b llama3-405b"),                                               \
       DT_INT("--layers", &(f)->layers, 0, 1 << 20, "layers L (0: the model's)"),                   \
       DT_INT("--dim", &(f)->dim, 0, 1 << 20, "width D"),                                           \
       DT_INT("--heads", &(f)->heads, 0, 1 << 20, "attention heads"),                               \
@@ -55,7 +55,13 @@ typedef struct {
                 "with --model gpt3-xl --tp 2 --cluster dgx-a100-80g)"),                            \
       DT_INT("--vocab-pad", &(f)->pad, 0, 1 << 20,                                                 \
              "the vocabulary padded to a multiple of this x tp (Megatron's; 0: none)"),            \
-      DT_INT("--vocab", &(f)->vocab, 0, 1 << 24, "vocabulary (gpt)"),                              \
+      DT_INT("--vocab", &(f)->vocab, 0, 1 << 24,                                                   \
+             "vocabulary (gpt; gpt14: 0, the text's, padded to a multiple of tp as 14 pads it)"),  \
+      DT_STRING("--text", &(f)->text, NULL,                                                        \
+                "gpt14: the text whose vocabulary is V (none: 14's default) (e.g. README.md)"),    \
+      DT_STRING("--tokens", &(f)->tokens, "char|byte",                                             \
+                "gpt14: the text's tokens, as 14's (e.g. with --model gpt14 --cluster "            \
+                "dgx-a100-80g)"),                                                                  \
       DT_INT("--seq", &(f)->seq, 0, 1 << 24, "tokens a sequence"),                                 \
       DT_INT("--batch", &(f)->batch, 0, 1 << 24, "sequences per step, all ranks"),                 \
       DT_INT("--micro", &(f)->micro, 0, 1 << 24, "sequences per microbatch (0: the lesson's M)"),  \
@@ -111,5 +117,8 @@ typedef struct {
 int64_t plan_setup(const flags *f, int measuring, int64_t ranks, model *m, mesh *x, machine *c);
 /* The axes left at 0 from the N ranks, and M from --micro (0: the lesson's) */
 void plan_mesh(const model *m, mesh *x, int64_t N, int64_t micro);
+/* gpt14's vocabulary on mesh x: --vocab, or --text's, padded to a multiple
+ * of tp as 14 pads it */
+void plan_vocab(const flags *f, model *m, const mesh *x);
 
 #endif

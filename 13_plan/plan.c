@@ -48,6 +48,8 @@ int main(int argc, char **argv) {
   int64_t N = plan_setup(&f, measuring, world->size, &m, &x, &c);     /* ranks, or --gpus */
   if (f.search && m.kind == STATES)
     dt_fail("--search needs a model with a shape (--model or --layers ...), not --params alone");
+  if (f.search && m.kind == GPT14)
+    dt_fail("--search ranks the planner's meshes; gpt14 is lesson 14's model: --predict a mesh");
   if (f.search) {
     search(&m, &x, &c, N, (int)f.top, f.json);
     free(c.ops);
@@ -55,6 +57,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   plan_mesh(&m, &x, N, f.micro);
+  plan_vocab(&f, &m, &x); /* gpt14: its text's */
   mesh_refusal r = mesh_problem(&m, &x, c.gpus_per_node);
   if (r != RUNS) {
     char why[200];

@@ -9,7 +9,7 @@
 
 /* The formulas behind each figure, as the lesson that measures it prints
  * them (formulas.c computes them; these are their words). */
-static const char *bytes_how(model_kind k, int a) {
+static const char *bytes_how(model_kind k, int a, int coll) {
   static const char *mesh12[NCOMM] = {
       "", "M x (fwd + bwd) x RD x 4; calls: the plan's (09)", "LM(3cp-2) x 2RW x 4 (11's ring)",
       "4LM x 2(tp-1)/tp x RD x 4 (07's f and g)",
@@ -19,6 +19,16 @@ static const char *bytes_how(model_kind k, int a) {
       "LM(3cp-2) x 2 b s kv dh/tp x 2 (ring attention, K and V)",
       "(4 + 2 full) LM x 2(tp-1)/tp x b s D x 2 (Megatron; sp: AG + RS, the same bytes)",
       "ZeRO 0: 2(G-1)/G P x 2; 1: (G-1)/G P x 2 twice; 2: M RS + AG; 3: 2M AG + M RS"};
+  static const char *gpt14[NCOMM][NCOLL] = {
+      [PP] = {"first and last stage: 2(2-1)/2 x Vs D x 4, the tied wte (14's emb)", "", "",
+              "M x (fwd + bwd) x Rs D x 4; calls: the plan's (09)"},
+      [CP] = {[P2P] = "LM(3cp-2 + recompute (cp-1)) x 2RW x 4 (11's ring)"},
+      [TP] = {"M((4 + 2 recompute)L + first + last) x 2(tp-1)/tp x RD x 4 (sp: the gains), "
+              "+ the loss's max and sums: M x 2(tp-1)/tp x 3R x 4 (last stage)",
+              "M((4 + 2 recompute)L + first + last) x (tp-1) x Rs D x 4 (sp)", "the same (sp)"},
+      [DC] = {"2(G-1)/G x n x 4, n the rank's floats; zero 1: 2(G-1) S x 4",
+              "zero 1: (G-1) S x 4, the stepped shards"}};
+  if (k == GPT14) return gpt14[a][coll] ? gpt14[a][coll] : "";
   if (k == GPT) return gpt[a];
   if (k == MESH12) return mesh12[a];
   return k == CP11     ? "11_cp/report.c"
@@ -40,6 +50,10 @@ static const char *memory_how(model_kind k, int row) {
                   "as 05", "", ""},
       [PP09] = {"stage layers x 2DH x 4", "the same", "AdamW: 8 x the stage's",
                 "live x slot + scratch", "", "ends: 2 x B x D x 4"},
+      [GPT14] = {"4 x n: the layers' tp shards, the vocabulary's rows (first, last), gains, wpe",
+                 "the same (zero 1: 4 x G S, padded)", "AdamW m, v: 8 x what the rank steps",
+                 "(live x slot + scratch) x 4 (14_gpt/formulas.c)", "8RW x 4: the ring's buffers",
+                 "M x R x 4 tokens (first stage), targets (last)"},
       [GPT] = {"2P/tp pp (bf16; ZeRO 3: /G)", "2P (ZeRO 2-3: /G)",
                "12P: fp32 master, m, v (ZeRO 1-3: /G)",
                "Korthikanti et al.: live L s b (10h/sp + ((4 + 4kv/a)h + 4F|6F)/t) + scores", "",
@@ -157,7 +171,8 @@ void report_table(const model *m, const mesh *x, const machine *c, const predict
     for (int k = 0; k < NCOLL; k++)
       if (p->t[a][k].calls)
         dt_print0("    %-8s %-15s %8lld %14lld   %s\n", axis_name[a], coll_name[k],
-                  (long long)p->t[a][k].calls, (long long)p->t[a][k].bytes, bytes_how(m->kind, a));
+                  (long long)p->t[a][k].calls, (long long)p->t[a][k].bytes,
+                  bytes_how(m->kind, a, k));
   const int64_t *v = &p->mem.params;
   static const char *kinds[6] = {"params", "grads", "optim", "activ", "comm", "data"};
   dt_print0("memory per rank (stage %lld), bytes:\n", (long long)p->stage);

@@ -75,7 +75,16 @@ static const shape shapes[] = {
     {2, "06_fsdp/fsdp", "--zero 3", "--model fsdp06 --dp 2 --zero 3 --opt sgd"},
     {2, "09_pp/pp", "", "--model pp09 --pp 2 --opt sgd"},
     {4, "12_mesh/mesh", "--cp 2 --tp 2", "--model mesh12 --cp 2 --tp 2"},
-    {8, "12_mesh/mesh", "", "--model mesh12 --pp 2 --cp 2 --tp 2"}};
+    {8, "12_mesh/mesh", "", "--model mesh12 --pp 2 --cp 2 --tp 2"},
+    /* 14 on its default text (README.md, which every checkout has), V read from it */
+    {1, "14_gpt/gpt", "", "--model gpt14"},
+    {2, "14_gpt/gpt", "--dp 2", "--model gpt14 --dp 2"},
+    {2, "14_gpt/gpt", "--tp 2", "--model gpt14 --tp 2"},
+    {2, "14_gpt/gpt", "--pp 2", "--model gpt14 --pp 2"},
+    {2, "14_gpt/gpt", "--cp 2", "--model gpt14 --cp 2"},
+    {2, "14_gpt/gpt", "--tp 2 --sequence-parallel", "--model gpt14 --tp 2 --sequence-parallel"},
+    {4, "14_gpt/gpt", "--cp 2 --tp 2", "--model gpt14 --cp 2 --tp 2"},
+    {8, "14_gpt/gpt", "", "--model gpt14 --pp 2 --cp 2 --tp 2"}};
 
 static const char *const mem_name[6] = {"params", "grads", "optim", "activ", "comm", "data"};
 
@@ -117,6 +126,8 @@ static void parse_lesson(const char *json, figures *f) {
     for (int k = 0; k < NCOLL; k++) {
       char key[64];
       snprintf(key, sizeof key, "\"%s %s\": {", a == DC ? "dp_cp" : axis_name[a], coll_name[k]);
+      if (a == PP && k == AR) /* 14's tied weight, first and last stage: 13's pp all-reduce */
+        snprintf(key, sizeof key, "\"emb all_reduce\": {");
       const char *at = strstr(sent, key), *end = at ? strchr(at, '}') : NULL;
       double calls = number_in(at, end, "calls"), bytes = number_in(at, end, "bytes");
       if (at) f->t[a][k] = (traffic){isnan(calls) ? -1 : (int64_t)calls, (int64_t)bytes};

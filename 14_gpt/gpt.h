@@ -14,6 +14,7 @@
 #include "12_mesh/shape.h"
 #include "12_mesh/table.h"
 #include "12_mesh/topology.h"
+#include "defaults.h" /* gpt_defaults */
 #include "train.h"
 
 /* The classes of what a rank holds, by who else holds the same elements:
@@ -120,9 +121,6 @@ void gpt_backward_core(model *m, layer_acts p, int64_t l);
 /* report.c: what the mesh cannot run, said before any work: sequence
  * parallelism's rows that do not split over tp */
 void gpt_check(const model *m, const dt_train_config *c);
-/* The lesson's defaults: nanoGPT's optimiser and schedule (dt_gpt_defaults)
- * on a model that 2 cores take through visible learning in about a minute */
-void gpt_defaults(dt_train_config *c);
 /* report.c: after the run the run's summary, each axis's calls and bytes,
  * memory, beside formulas.c's; the throughput and its MFU (nothing after
  * --steps 0) */

@@ -14,18 +14,6 @@
 #include "formulas.h"
 #include "gpt.h"
 
-void gpt_defaults(dt_train_config *c) {
-  dt_gpt_defaults(c); /* nanoGPT's: AdamW, warm-up and cosine, clip 1, README.md's text */
-  c->layers = 2;
-  c->dim = 64;
-  c->batch = 16;
-  c->steps = 1000;
-  c->adamw_lr = 3e-3;
-  c->eval_every = 250;
-  c->sample = 300; /* then a sample */
-  c->temperature = 0.8;
-}
-
 void gpt_check(const model *m, const dt_train_config *c) {
   int64_t T = m->n[TP], R = c->batch / (m->n[DP] * m->M) * (c->seq / m->n[CP]);
   if (m->sp && R % T != 0)

@@ -51,6 +51,66 @@ check "13 formula: 06's ZeRO-1" 0 0 '"dp_cp all_reduce": \[4, 524288\]' '"dp_cp 
 check "13 formula: 09's stage 0" 0 0 '"pp sendrecv": \[9, 8192\]' "$(j13 params 262144)" \
   "$(j13 activ 45056)" -- $D13 --predict --json $A100 --model pp09 --pp 2 --opt sgd
 
+# 14_gpt (gpt14) at 14's test size (tests/lesson_14.sh's SMALL14: L 2, D 32, S 32, B 8),
+# V = README.md's characters (it changes: counted here as 14's tests count them)
+# padded to a multiple of tp. tp 2: R = 256 rows, tp's all-reduces 10 of the activations
+# (M((4 + 2 recompute)L + first + last) x 2(tp-1)/tp x RD x 4 = 327680 bytes), the loss's
+# max (1024) and sums (2048): one row of 14's report JSON, 12 calls of 330752 bytes
+G14="--model gpt14 --layers 2 --dim 32 --seq 32 --batch 8"
+V13=$(perl -CSD -0777 -ne 'my %s; $s{$_} = 1 for split //; print scalar(keys %s)' README.md)
+check "13 formula: 14's tp all-reduces, the vocabulary's among them (tp 2)" 0 0 \
+  '"tp all_reduce": \[12, 330752\]' -- $D13 --predict --json $A100 $G14 --tp 2
+# --sequence-parallel: all-gathers and reduce-scatters of R/tp rows, (tp-1) Rs D x 4 each;
+# the gains' all-reduce, 2(tp-1)/tp (2L + 1) D x 4 = 640 bytes, beside the max and sums
+check "13 formula: 14's --sequence-parallel, all-gathers, reduce-scatters, the gains" 0 0 \
+  '"tp all_gather": \[10, 163840\]' '"tp reduce_scatter": \[10, 163840\]' \
+  '"tp all_reduce": \[3, 3712\]' -- $D13 --predict --json $A100 $G14 --tp 2 --sequence-parallel
+# pp 2: M = 4 microbatches of R = 64 rows, stage 0 sends 4 x RD x 4 in 5 exchanges (09's
+# plan); the tied wte's gradient all-reduced between the first and last stage, V D x 4
+check "13 formula: 14's pp 2, the tied weight's all-reduce (V = $V13)" 0 0 \
+  '"pp sendrecv": \[5, 32768\]' "\"pp all_reduce\": \\[1, $((V13 * 32 * 4))\\]" \
+  -- $D13 --predict --json $A100 $G14 --pp 2
+# NP 1: n = L(4D^2 + 2DH) + VD + (2L + 1)D + SD floats, AdamW 8n bytes; the slot and the
+# scratch of 14_gpt/formulas.c (R = 256, the logits [R, V]); the parameters nanoGPT counts, n
+n14=$((2 * (4 * 32 * 32 + 2 * 32 * 128) + V13 * 32 + 5 * 32 + 32 * 32))
+check "13 formula: 14's memory at NP 1, n = $n14 floats" 0 0 "$(j13 params $((4 * n14)))" \
+  "$(j13 grads $((4 * n14)))" "$(j13 optim $((8 * n14)))" "$(j13 comm $((8 * 256 * 32 * 4)))" \
+  "$(j13 data $((2 * 256 * 4)))" "\"parameters\": $n14," -- $D13 --predict --json $A100 $G14
+check "13 gpt14's V padded to tp as 14 pads it" 0 0 "^model gpt14\\+flags: .* vocab $(((V13 + 3) / 4 * 4)), " \
+  -- $D13 --predict $A100 $G14 --tp 4 --heads 4
+# every figure 14's run records (its --report-json), equal to the prediction: two meshes
+# that mix every axis and feature, at 2 steps (no timing)
+cmp14() { # NAME NP "14's flags" "plan's flags"
+  local json="$T13/$(echo "$1" | tr -c 'A-Za-z0-9' _).json"
+  check "$1: 14 runs" "$2" 0 "every rank's memory equals its formulas: yes" -- ./14_gpt/gpt \
+    --layers 2 --dim 32 --seq 32 --batch 8 --sample 0 --eval-every 0 --steps 2 --no-check \
+    --report-json "$json" $3
+  $D13 --predict --json $A100 $G14 $4 2>&1 | sed -n '/^{/,$p' >"$json.plan"
+  if python3 - "$json" "$json.plan" <<'PY'; then pass "$1"; else fail "$1" "$json.plan"; fi
+import json, sys
+run, plan = (json.load(open(f)) for f in sys.argv[1:3])
+n, bad = 0, []
+for k, v in run["traffic"].items():  # 14's emb: the first and last stage, 13's pp
+    n += 1
+    want = plan["traffic"].get("pp all_reduce" if k == "emb all_reduce" else k, [0, 0])
+    bad += [] if [v["calls"], v["bytes"]] == want else [f"{k}: {v} against {want}"]
+for k, v in run["memory"].items():
+    n += 1
+    bad += [] if v["measured"] == plan["memory_per_gpu_bytes"][k] else [f"{k}: {v} against {plan['memory_per_gpu_bytes'][k]}"]
+print(f"{n} figures, {len(bad)} differ", *bad, sep="\n")
+sys.exit(1 if bad or n < 10 else 0)
+PY
+}
+cmp14 "13 gpt14: every figure of 14 --pp 2 --tp 2 --sequence-parallel --recompute equals the plan" 4 \
+  "--pp 2 --tp 2 --sequence-parallel --recompute" "--pp 2 --tp 2 --sequence-parallel --recompute full"
+cmp14 "13 gpt14: every figure of 14 --dp 2 --cp 2 --zero 1 --split zigzag --schedule gpipe equals the plan" 4 \
+  "--dp 2 --cp 2 --zero 1 --split zigzag --schedule gpipe" "--dp 2 --cp 2 --zero 1 --split zigzag --schedule gpipe"
+check "13 gpt14 refuses what 14 cannot run" 0 2 '^error: 12 and 14 shard the optimizer alone' \
+  -- $D13 --predict $A100 --model gpt14 --dp 2 --zero 2
+check "13 gpt14: --sequence-parallel's rows must split over tp" 0 2 \
+  '^error: --sequence-parallel: the 6 rows of a microbatch do not split over tp 4' \
+  -- $D13 --predict $A100 --model gpt14 --tp 4 --seq 6 --batch 1 --sequence-parallel
+
 # ---- the planner's own formulas, worked out by hand ----------------------------
 # GPT-3 175B: L(4D^2 + 2DF + 9D + F) + VD + SD + 2D parameters; model FLOPs
 # 6 P T + 12 L D S T with T = 1536 x 2048 tokens (PaLM's)
@@ -261,7 +321,7 @@ check "13 no machine file yet" 0 2 '^error: --machine .*nowhere.json: no machine
   -- $D13 --predict --machine "$T13/nowhere.json"
 check "13 --verify under mpirun" 2 2 '^error: --verify starts mpirun itself' -- $D13 --verify
 check "13 --verify --shapes that no shape holds: named, with the lessons it has" 0 2 \
-  "^error: --shapes 'nope': no shape of --verify holds it; its lessons: 12_mesh/mesh, 11_cp/cp, 05_dp/dp, 06_fsdp/fsdp, 09_pp/pp$" \
+  "^error: --shapes 'nope': no shape of --verify holds it; its lessons: 12_mesh/mesh, 11_cp/cp, 05_dp/dp, 06_fsdp/fsdp, 09_pp/pp, 14_gpt/gpt$" \
   -- $D13 --verify --shapes nope
 check "13 --measure with --cluster" 0 2 '^error: --measure measures this machine, --cluster plans for another' \
   -- $D13 --measure --cluster dgx-a100-80g
@@ -315,7 +375,8 @@ printf '  a  2  5 of 5  1.3  16.2  0.08  time off: measured and run again after 
 V13=$(check_log "13 verify: every figure equal; time within 20% (at most 2 shapes miss after 5 attempts, none by 2x)")
 with_timeout -k 5 900 $D13 --verify >"$V13" 2>&1 </dev/null
 verify_judged "13 verify: every figure equal; time within 20% (at most 2 shapes miss after 5 attempts, none by 2x)" "$V13" \
-  '12_mesh/mesh --tp 2 +2 +1[0-9] of 1[0-9] ' '06_fsdp/fsdp --zero 3 +2 +7 of 7 '
+  '12_mesh/mesh --tp 2 +2 +1[0-9] of 1[0-9] ' '06_fsdp/fsdp --zero 3 +2 +7 of 7 ' \
+  '14_gpt/gpt --tp 2 --sequence-parallel +2 +13 of 13 ' '14_gpt/gpt \(defaults\) +1 +11 of 11 '
 # the same across emulated nodes with a shaped link: each rank a node of its own,
 # 1 Gbit/s between them (tools/cluster.sh), where a step is mostly communication
 if tools/cluster.sh check >/dev/null 2>&1; then

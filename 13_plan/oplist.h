@@ -1,0 +1,39 @@
+/* oplist.h: how compute.c and compute14.c list a stage's operations: each
+ * with its kernel, its shape, how often a step runs it (times l->times),
+ * its FLOPs and its bytes, in a microbatch's forward or backward or once a
+ * step (l->per_micro, l->backward). */
+#ifndef PLAN_OPLIST_H
+#define PLAN_OPLIST_H
+
+#include "device.h"
+#include "inputs.h"
+
+typedef struct {
+  op *o;
+  int n, max;
+  int per_micro, backward;
+  double times;
+} op_list;
+
+static inline void add(op_list *l, int k, int64_t a, int64_t b, int64_t c, int64_t d, int64_t e,
+                       double count, double flops, double bytes) {
+  if (count <= 0 || l->n >= l->max) return;
+  l->o[l->n++] =
+      (op){k, {a, b, c, d, e}, count * l->times, flops, bytes, l->per_micro, l->backward};
+}
+static inline void gemm(op_list *l, int64_t m, int64_t n, int64_t k, int ta, int tb, double count,
+                        double es) {
+  add(l, GEMM, m, n, k, ta, tb, count, 2.0 * (double)m * (double)n * (double)k,
+      es * (double)(m * k + k * n + m * n));
+}
+static inline void ew(op_list *l, int64_t n, int passes, double count,
+                      double es) { /* 1 zero, 2 copy, 3 add */
+  add(l, EW, n, passes, 0, 0, 0, count, (double)n * (passes - 1), es * (double)n * passes);
+}
+
+/* 11's ring on one layer of a microbatch of stage s, cp rank c (compute.c) */
+void ring_ops(op_list *l, const model *m, const mesh *x, int64_t s, int64_t c, int backward);
+/* lesson 14's GPT on stage s, cp rank c: the number of operations (compute14.c) */
+int gpt14_ops(op_list *l, const model *m, const mesh *x, int64_t s, int64_t c);
+
+#endif
