@@ -35,7 +35,7 @@ typedef struct {
       DT_STRING("--published", &(f)->published, NULL,                                              \
                 "the published runs' file (13_plan/published.tsv: the runs, their sources)"),      \
       DT_STRING("--shapes", &(f)->shapes, NULL,                                                    \
-                "--verify only the shapes whose lesson and flags hold TEXT (e.g. 09_pp)"),         \
+                "--verify only the shapes whose lesson and flags hold TEXT (09_pp; or 05,09_pp)"), \
       DT_FLAG("--json", &(f)->json, "one JSON object in place of the table"),                      \
       DT_STRING("--model", &(f)->model, NULL,                                                      \
                 "mesh12 cp11 dp05 fsdp06 pp09 gpt14 (the lessons' models), gpt, gpt3-small ... "   \
