@@ -31,7 +31,7 @@ static inline void ew(op_list *l, int64_t n, int passes, double count,
   add(l, EW, n, passes, 0, 0, 0, count, (double)n * (passes - 1), es * (double)n * passes);
 }
 
-/* 11's ring on one layer of a microbatch of stage s, cp rank c (compute.c) */
+/* 11's ring on one layer of a microbatch of stage s, cp rank c (cp_ring.c) */
 void ring_ops(op_list *l, const model *m, const mesh *x, int64_t s, int64_t c, int backward);
 /* lesson 14's GPT on stage s, cp rank c: the number of operations (compute14.c) */
 int gpt14_ops(op_list *l, const model *m, const mesh *x, int64_t s, int64_t c);

@@ -232,7 +232,10 @@ static double twin_multiplier(const dt_train_config *c, const dt_reference_run *
   int64_t worst = 0;
   for (int64_t t = 0; t < dt_model_tensors(c); t++) {
     double d = tensor_rel(c, t, w, ref->weights, ref->initial, NULL, NULL);
-    if (!(d <= most)) most = d, worst = t;
+    if (!(d <= most)) {
+      most = d;
+      worst = t;
+    }
   }
   double x = fmax(loss / ADAMW_LOSS_BOUND, most / ADAMW_WEIGHT_BOUND);
   double m = fmin(TWIN_CAP, fmax(1, TWIN_FACTOR * x));
@@ -290,7 +293,9 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
   figures f = measure(c, losses, ref_loss, parts, ref->parts, w, r, w0, tensor_bound, share);
   if (adamw && !(f.loss <= loss_bound && f.tensor <= f.bound && f.outliers <= f.allowed) &&
       (m = twin_multiplier(c, ref)) > 1) {
-    loss_bound *= m, tensor_bound *= m, share *= m;
+    loss_bound *= m;
+    tensor_bound *= m;
+    share *= m;
     f = measure(c, losses, ref_loss, parts, ref->parts, w, r, w0, tensor_bound, share);
   }
   size_t n = f.of;

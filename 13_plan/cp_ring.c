@@ -1,0 +1,48 @@
+/* cp_ring.c: 11's ring of attention blocks as the cost model lists it, for
+ * the transformer's stages (compute.c) and the GPT's (compute14.c). */
+#include "inputs.h"
+#include "oplist.h"
+
+/* The attention blocks rank c of the cp ring computes for one sequence, as
+ * 11_cp/ring.c's attend() walks them: its chunks' queries against every
+ * rank's chunks on or below the causal diagonal (diagonal blocks masked). */
+static void blocks(const mesh *x, int64_t c, int64_t *causal, int64_t *full) {
+  int64_t N = x->n[CP], nc = x->zigzag ? 2 : 1;
+  *causal = *full = 0;
+  for (int64_t src = 0; src < N; src++)
+    for (int64_t jq = 0; jq < nc; jq++)
+      for (int64_t jk = 0; jk < nc; jk++) {
+        int64_t cq = x->zigzag && jq ? 2 * N - 1 - c : c,
+                ck = x->zigzag && jk ? 2 * N - 1 - src : src;
+        *causal += ck == cq;
+        *full += ck < cq;
+      }
+}
+
+/* 11's ring on one layer of a microbatch, forward or backward, as its
+ * attend() runs on cp rank c (11_cp/ring.c, which 12 and 14 call): o and
+ * the log-sum-exp started, K|V copied to travel, its blocks; backward the
+ * delta, dq zeroed, dK|dV copied, its blocks. Per is the layers' and
+ * microbatches' count. */
+void ring_ops(op_list *l, const model *m, const mesh *x, int64_t s, int64_t c, int backward) {
+  int64_t T = x->n[TP], R = rows_per_micro(m, x), W = m->D / T, A = m->A / T;
+  int64_t Bm = m->B / (x->n[DP] * x->M), C = m->S / (x->n[CP] * (x->zigzag ? 2 : 1)), k1, k2;
+  double per = (double)(x->M * stage_layers(m, x, s));
+  blocks(x, c, &k1, &k2);
+  if (!backward) {
+    ew(l, R * W, 1, per, 4); /* the ring's start: o zeroed, K|V copied */
+    ew(l, 2 * R * W, 2, per, 4);
+    add(l, ATT_F, C, W, A, 1, 0, per * (double)(Bm * k1), 2.0 * (double)(C * C * W),
+        16.0 * (double)(C * W));
+    add(l, ATT_F, C, W, A, 0, 0, per * (double)(Bm * k2), 4.0 * (double)(C * C * W),
+        16.0 * (double)(C * W));
+    return;
+  }
+  ew(l, R * W, 2, 2 * per, 4); /* delta, dq zeroed */
+  ew(l, 2 * R * W, 2, 2 * per, 4);
+  ew(l, 2 * R * W, 1, per, 4);
+  add(l, ATT_B, C, W, A, 1, 0, per * (double)(Bm * k1), 5.0 * (double)(C * C * W),
+      28.0 * (double)(C * W));
+  add(l, ATT_B, C, W, A, 0, 0, per * (double)(Bm * k2), 10.0 * (double)(C * C * W),
+      28.0 * (double)(C * W));
+}
