@@ -80,8 +80,7 @@ static int diverged(const dt_train_config *c, const double *losses, const double
 
 typedef struct {
   double loss, part, tensor, element; /* measured; loss: the task's when the loss has a part */
-  double bound;                       /* the worst tensor's bound */
-  int worst;                          /* the tensor furthest past its bound */
+  int worst;                          /* the tensor of the worst L2 figure */
   size_t outliers, of, allowed; /* in the tensor with the largest share of them, of its size */
 } figures;
 
@@ -118,7 +117,7 @@ static size_t outliers(const float *a, const float *b, size_t n, double limit) {
 static figures measure(const dt_train_config *c, const double *losses, const double *ref_loss,
                        const double *parts, const double *ref_parts, const float *w,
                        const float *ref, const float *w0, double tensor_bound, double share) {
-  figures f = {.bound = tensor_bound};
+  figures f = {0};
   for (int64_t s = c->start_step; s < c->steps; s++) { /* of where it started */
     double p = parts ? parts[s] : 0, q = parts ? ref_parts[s] : 0, q0 = parts ? ref_parts[0] : 0;
     f.loss = fmax(f.loss, fabs((losses[s] - p) - (ref_loss[s] - q)) / (ref_loss[0] - q0));
@@ -242,8 +241,7 @@ static double twin_multiplier(const dt_train_config *c, const dt_reference_run *
   printf("AdamW's own drift: one process trained again with each step's samples reversed (the "
          "same sums in another order, %.2f s) ends %.2e from the first in its loss, %.2e in %s: "
          "%.2g x AdamW's fixed bounds, which are multiplied by max(1, min(%g x %.2g, %g)) = %.3g\n",
-         dt_now() - t0, loss, most, dt_model_tensor(c, worst).name, x, TWIN_FACTOR, x, TWIN_CAP,
-         fmax(1, m));
+         dt_now() - t0, loss, most, dt_model_tensor(c, worst).name, x, TWIN_FACTOR, x, TWIN_CAP, m);
   if (m == TWIN_CAP)
     printf("  (rounding alone moves this configuration so far that a bug moving it less than %g x "
            "those bounds cannot be told from rounding: a longer warm-up, or --optimizer sgd, "
@@ -254,11 +252,12 @@ static double twin_multiplier(const dt_train_config *c, const dt_reference_run *
   return m;
 }
 
-/* The row furthest past its bound (NaN first), in words; "" if none. */
+/* The row furthest past its bound (NaN first), in words; "" if none.
+ * bound: the loss's, a tensor's, a weight's. */
 static void name_worst(const dt_train_config *c, const figures *f, const double *bound, int parts,
                        char *row, size_t len) {
-  double ratio[5] = {f->loss / bound[0], f->tensor / f->bound,
-                     (double)f->outliers / fmax((double)f->allowed, 1), f->element / bound[1],
+  double ratio[5] = {f->loss / bound[0], f->tensor / bound[1],
+                     (double)f->outliers / fmax((double)f->allowed, 1), f->element / bound[2],
                      f->part / bound[0]};
   int worst = -1;
   for (int i = 0; i < 5; i++)
@@ -271,13 +270,13 @@ static void name_worst(const dt_train_config *c, const figures *f, const double 
     snprintf(row, len, "the balance loss is off: %.2e, bound %.1e", f->part, bound[0]);
   if (worst == 1)
     snprintf(row, len, "a tensor is off: %s's rel L2 diff %.2e, bound %.1e",
-             dt_model_tensor(c, f->worst).name, f->tensor, f->bound);
+             dt_model_tensor(c, f->worst).name, f->tensor, bound[1]);
   if (worst == 2)
     snprintf(row, len, "too many weights are off: %zu of %zu in one tensor, bound %zu", f->outliers,
              f->of, f->allowed);
   if (worst == 3)
     snprintf(row, len, "a weight is off by more than the optimizer can move it: %.2e, bound %.1e",
-             f->element, bound[1]);
+             f->element, bound[2]);
 }
 
 static int check_fp32(const dt_train_config *c, const double *losses, const double *parts,
@@ -291,7 +290,7 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
   const float *r = ref->weights, *w0 = ref->initial;
   double share = OUTLIER_SHARE, m = 1;
   figures f = measure(c, losses, ref_loss, parts, ref->parts, w, r, w0, tensor_bound, share);
-  if (adamw && !(f.loss <= loss_bound && f.tensor <= f.bound && f.outliers <= f.allowed) &&
+  if (adamw && !(f.loss <= loss_bound && f.tensor <= tensor_bound && f.outliers <= f.allowed) &&
       (m = twin_multiplier(c, ref)) > 1) {
     loss_bound *= m;
     tensor_bound *= m;
@@ -300,7 +299,7 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
   }
   size_t n = f.of;
   int ok_loss = f.loss <= loss_bound, ok_part = f.part <= loss_bound,
-      ok_tensor = f.tensor <= f.bound, ok_out = f.outliers <= f.allowed,
+      ok_tensor = f.tensor <= tensor_bound, ok_out = f.outliers <= f.allowed,
       ok_elem = f.element <= reach2;
   char why[64];
   if (m > 1)
@@ -324,7 +323,7 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
            "per-step balance loss, max |diff| / first", f.part, loss_bound, why);
   printf("  %-4s weights, worst tensor rel L2 diff         %-12.2e %-9.1e %s, of how far training "
          "moved it (%s)\n",
-         MARK(ok_tensor), f.tensor, f.bound, adamw ? why : "S x K x u",
+         MARK(ok_tensor), f.tensor, tensor_bound, adamw ? why : "S x K x u",
          dt_model_tensor(c, f.worst).name);
   printf("  %-4s weights off alone, worst tensor           %-12zu %-9zu %.3g%% of %zu, off by more "
          "than the bound x the tensor's rms movement\n",
@@ -335,7 +334,7 @@ static int check_fp32(const dt_train_config *c, const double *losses, const doub
   int failed = !(ok_loss && ok_part && ok_tensor && ok_out && ok_elem) || other;
   if (failed) list_off(c, w, r, w0, tensor_bound);
   char row[240];
-  name_worst(c, &f, (double[2]){loss_bound, reach2}, parts != NULL, row, sizeof row);
+  name_worst(c, &f, (double[3]){loss_bound, tensor_bound, reach2}, parts != NULL, row, sizeof row);
   printf("CHECK %s: per-step loss and final weights match single-process training (%s)\n",
          verdict(failed),
          !failed  ? "every figure within its bound"
