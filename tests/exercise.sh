@@ -221,8 +221,9 @@ show_lines() {
 #                            "tp all_reduce (max)"; extra: its formula is 0)
 #   loss slice               14: the first loss is ln(V/tp), not ln V: each
 #                            rank's cross-entropy over its own slice alone
-#   never-moved LAYERS       tensors still at their initial weights
-#   moved =N | =1/N | R      how far the tensors off moved against one process
+#   no-gradient LAYERS       tensors the run gave no gradient at the first step off
+#   gradient =N | =1/N | R   how large the run's gradient of the tensors off was
+#                            against one process's from the same state
 #   off LAYERS [all]         which layers have a tensor off (all: every one)
 #   peer prev|next|other     whom the rank the watchdog stopped waits on
 facts_of() {
@@ -261,14 +262,14 @@ facts_of() {
     /^the mesh: dp [0-9]+ x pp [0-9]+ x cp [0-9]+ x tp [0-9]+/ { T = $13 + 0 }
     /^model: GPT .* V=[0-9]+/ { v = $0; sub(/.* V=/, "", v); V = v + 0 }
     /^step +1\/[0-9]+ +loss [0-9.]+/ { l1 = $4 + 0; has1 = 1 }
-    /^reference: .* loss [0-9.]+ -> / { r1 = $0; sub(/.* loss /, "", r1); r1 += 0; hasr = 1 }
-    /^    layers\.[0-9]+\.w[12]  rel diff / {
+    /^lockstep: step 1 is off .* one process.s [0-9.]+\)/ { r1 = $0; sub(/.* one process.s /, "", r1); r1 += 0; hasr = 1 }
+    /^    layers\.[0-9]+\.w[12]  rel diff .* gradient [0-9.]+ x/ {
       split($1, p, "."); l = p[2] + 0
       if (!(l in seen)) { seen[l] = 1; offl = offl (offl == "" ? "" : ",") l }
       n_off++
-      if ($0 ~ /never moved\)/) { nev[l]++; n_nev++ } else { mv[++n_mv] = $6 + 0 }
+      if ($0 ~ /no gradient reached it\)/) { nev[l]++; n_nev++ } else { mv[++n_mv] = $6 + 0 }
     }
-    /^  tensors off: [0-9]+ of [0-9]+/ { total = $5 + 0 }
+    /^  gradients off: [0-9]+ of [0-9]+ tensors/ { total = $5 + 0 }
     # every rank the watchdog stopped in a recv: one waiting on a wrong peer
     # (not its prev) is the one to name
     /^watchdog: rank [0-9]+ stuck .* in recv .*peer rank [0-9]+/ {
@@ -294,18 +295,18 @@ facts_of() {
         n_off, total, (nl > 1 ? "s" : ""), offl
       if (n_nev) {
         lst = ""; for (l = 0; l < total; l++) if (l in nev) lst = lst (lst == "" ? "" : ",") l
-        printf "fact: never-moved %s | %d tensor%s never moved from %s initial weights (layer%s %s): no update reached %s, so %s rel diff is exactly 1.00, the whole distance one process moved %s\n", \
-          lst, n_nev, (n_nev > 1 ? "s" : ""), (n_nev > 1 ? "their" : "its"), (n_nev > 1 ? "s" : ""), lst, \
-          (n_nev > 1 ? "them" : "it"), (n_nev > 1 ? "their" : "its"), (n_nev > 1 ? "them" : "it")
+        printf "fact: no-gradient %s | %d tensor%s got no gradient from the run at the first step off (layer%s %s): nothing reached %s, so %s rel diff is exactly 1.00\n", \
+          lst, n_nev, (n_nev > 1 ? "s" : ""), (n_nev > 1 ? "s" : ""), lst, \
+          (n_nev > 1 ? "them" : "it"), (n_nev > 1 ? "their" : "its")
       }
       if (n_mv) { # the median, against N and 1/N
         for (i = 1; i <= n_mv; i++) for (j = i + 1; j <= n_mv; j++) if (mv[j] < mv[i]) { t = mv[i]; mv[i] = mv[j]; mv[j] = t }
         med = mv[int((n_mv + 1) / 2)]
-        # nearer N (or 1/N) than 1 on a log scale: over a few steps the
-        # loss surface bends, so a sum of N gradients moves 3 x, not 4 x, at N=4
+        # nearer N (or 1/N) than 1 on a log scale (one process's gradient from
+        # the same state: a sum of N means is N times it, exactly but for rounding)
         lm = log(med > 0 ? med : 1e-9); lN = log(N > 1 ? N : 2)
         tag = (N > 1 && lm > lN / 2 && lm < 1.5 * lN) ? "=N" : ((N > 1 && -lm > lN / 2 && -lm < 1.5 * lN) ? "=1/N" : sprintf("%.2f", med))
-        printf "fact: moved %s | the tensors off moved %.2f times as far as one process moved them (median of %d; N=%d)\n", tag, med, n_mv, N
+        printf "fact: gradient %s | the run\047s gradient of the tensors off was %.2f times one process\047s from the same state (median of %d; N=%d)\n", tag, med, n_mv, N
       }
     }' "$1"
 }

@@ -12,7 +12,7 @@
 D05=./05_dp/dp
 T05=$LOGS/05_dp_files
 mkdir -p "$T05"
-PASS05='CHECK PASSED: per-step loss and final weights match single-process training'
+PASS05='CHECK PASSED: each step.s loss, gradient and update match one process.s fp32 step'
 bytes05() { echo "bytes sent per rank per step $1, formula 2\(N-1\)/N x P x 4${3:+, rounded down per call} = $2\$"; }
 
 # Every NP passes the reference check; NP=3 needs a batch divisible by 3.
@@ -125,7 +125,7 @@ for prec in bf16 fp16; do
   check "05 --precision $prec np=4 sgd: bytes halve, matches the $prec reference" 4 0 \
     'bytes sent per rank per step 393216, formula 2\(N-1\)/N x P x 2 = 393216' \
     "not in the table: matmul's 16-bit rounding copies of its inputs, 73728 bytes" \
-    "CHECK PASSED: per-step loss and final weights match single-process $prec training" \
+    "CHECK PASSED: each step.s loss, gradient and update match one process.s $prec step" \
     -- ./05_dp/dp --precision $prec --steps 10
   check "05 --precision $prec np=2 adamw overlap" 2 0 "CHECK PASSED: .*$prec training" \
     -- ./05_dp/dp --precision $prec --optimizer adamw --overlap --bucket-mb 0.1 --steps 10

@@ -98,7 +98,7 @@ check "06 help" 1 0 '--zero' '--prefetch' -- $B --help
 # Under the table, matmul's rounded copies of its largest A and B, b = B/N = 8:
 # (b x H + D x H) x 4 = (512 + 1024) x 4 = 6144.
 for prec in bf16 fp16; do
-  check "06 np=4 zero=3 $prec bytes halve" 4 0 "CHECK PASSED: .*single-process $prec training" \
+  check "06 np=4 zero=3 $prec bytes halve" 4 0 "CHECK PASSED: .*one process.s $prec step" \
     'all_gather +8 +24576 +24576 +2 x L x \(N-1\) x S x 2' 'reduce_scatter +4 +12288 +12288 ' \
     'total +36864 +36864 .*DP \(05\): 2\(N-1\)/N x P x 2 = 24576' 'comm +9216 +9216 ' \
     "not in the table: matmul's 16-bit rounding copies of its inputs, 6144 bytes" \

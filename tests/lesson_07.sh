@@ -86,20 +86,20 @@ check "07 resume without ckpt" 2 2 'error: --save-every and --resume need --ckpt
 # precision within the stated relative tolerance.
 L07_AR16='2L x 2\(N-1\)/N x B x D x 2: '
 check "07 np=2 bf16 sgd" 2 0 "${L07_AR}32768 +32768 +${L07_AR16}" \
-  'CHECK PASSED: .*single-process bf16 training' -- $L07 "${L07_FAST[@]}" --precision bf16
+  'CHECK PASSED: .*one process.s bf16 step' -- $L07 "${L07_FAST[@]}" --precision bf16
 check "07 np=3 bf16 adamw hidden=192" 3 0 "${L07_AR}43688 +43690\.67 " \
-  'CHECK PASSED: .*single-process bf16 training' \
+  'CHECK PASSED: .*one process.s bf16 step' \
   -- $L07 "${L07_FAST[@]}" --precision bf16 --optimizer adamw --hidden 192
 check "07 np=4 bf16 adamw" 4 0 "${L07_AR}49152 +49152 +${L07_AR16}" \
   'total +49152 +49152 +DP \(05\): 2\(N-1\)/N x 2LDH x 2 = 393216' \
-  'CHECK PASSED: .*single-process bf16 training' -- $L07 "${L07_FAST[@]}" --precision bf16 --optimizer adamw
+  'CHECK PASSED: .*one process.s bf16 step' -- $L07 "${L07_FAST[@]}" --precision bf16 --optimizer adamw
 check "07 np=2 fp16 adamw" 2 0 "${L07_AR}32768 +32768 " "${L07_SC}1\.00 ${L07_SCB}4\.00, ${L07_SCF}4\.00" \
-  'total +32768 +32768 ' 'CHECK PASSED: .*single-process fp16 training' \
+  'total +32768 +32768 ' 'CHECK PASSED: .*one process.s fp16 step' \
   -- $L07 "${L07_FAST[@]}" --precision fp16 --optimizer adamw
 check "07 np=4 fp16 sgd" 4 0 "${L07_AR}49152 +49152 " "${L07_SC}1\.00 ${L07_SCB}6\.00, ${L07_SCF}6\.00" \
   'total +49152 +49152 ' '128\.0 per byte of f/g, formula 3H/\(2\(N-1\)\) = 128\.0' \
   'fp16 loss scaling +0 steps skipped on overflow; final loss scale 65536' \
-  'CHECK PASSED: .*single-process fp16 training' -- $L07 "${L07_FAST[@]}" --precision fp16
+  'CHECK PASSED: .*one process.s fp16 step' -- $L07 "${L07_FAST[@]}" --precision fp16
 # fp16 dynamic loss scaling: at 1e12 the scaled gradients overflow 16 bits,
 # every rank skips the step (the flag is maxed), the scale halves until they
 # fit, and the reference skips the same steps. The verdict's all-reduce runs

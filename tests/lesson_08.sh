@@ -103,7 +103,7 @@ check "08 np=4 tp=4 resumes the np=4 tp=2 checkpoint" 4 0 'resume: step 5' 'CHEC
 # 2 x (2 x 2 x 8192 + 8192 + 16 x 64) = 83968; 06's column 2 x (2 x 4 x 8192
 # + 8192) = 147456, 07's 2 x 32 x 64 = 4096.
 for prec in bf16 fp16; do
-  check "08 np=4 tp=2 $prec bytes halve" 4 0 "CHECK PASSED: .*single-process $prec training" \
+  check "08 np=4 tp=2 $prec bytes halve" 4 0 "CHECK PASSED: .*one process.s $prec step" \
     'tp all_reduce \(activ\) +16384 +16384 +0 +49152 +2L x 2\(T-1\)/T x \(B/F\) x D x 2' \
     'fsdp all_gather \(params\) +131072 +131072 +393216 +0 ' 'fsdp reduce_scatter \(grads\) +65536 +65536 +196608 +0 ' \
     'total \(every communicator\) +212992 +212992 +589824 +49152 ' 'params +196608 +196608 ' \

@@ -13,7 +13,7 @@ for np in 1 2 4; do
   for m in $(printf '%s\n' 1 $np $((2 * np)) | sort -un); do
     r=$((32 / m)) L=4 # rows per microbatch, layers
     for sched in gpipe 1f1b; do
-      pats=('CHECK PASSED: per-step loss and final weights match')
+      pats=('CHECK PASSED: each step.s loss, gradient and update match')
       for ((s = 0; s < np; s++)); do
         # a microbatch's stash: x_0..x_nl [R,D], a and h [R,H] per layer; scratch:
         # two activation-gradient buffers [R,D] and dh [R,H]
@@ -80,7 +80,7 @@ check "09 unknown flag" 2 2 "unknown flag '--stages'" -- $L09 --stages 2
 l09_prec() { # NAME NP PREC [PATTERN... --] FLAGS...: every stage's bytes asserted
   local name=$1 np=$2 prec=$3 s fwd bwd
   shift 3
-  local pats=("CHECK PASSED: .*single-process $prec training")
+  local pats=("CHECK PASSED: .*one process.s $prec step")
   if [[ " $* " == *" -- "* ]]; then
     while [ "$1" != -- ]; do pats+=("$1"); shift; done
     shift

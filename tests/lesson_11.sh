@@ -15,7 +15,7 @@
 D11=./11_cp/cp
 T11=$LOGS/11_cp_files
 mkdir -p "$T11"
-PASS11='CHECK PASSED: per-step loss and final weights match single-process training'
+PASS11='CHECK PASSED: each step.s loss, gradient and update match one process.s fp32 step'
 WORK11="every rank's work equals its formula: yes"
 BYTES11="every rank's bytes equal its formulas: yes"
 fwd11() { echo "^    forward +$1\.0 +formula .* = $1\.0\$"; }
@@ -179,7 +179,7 @@ check "11 dump-data: [steps, B, S, D] x and y, the task's values" 0 0 \
 # bf16 and fp16: K and V, dK and dV, Ulysses' all-to-alls and the gradients
 # travel in 16 bits, every byte count half of fp32's, beside its formula;
 # one process trains at the same precision and the 16-bit criterion holds
-PASS11H='CHECK PASSED: per-step loss and final weights match single-process'
+PASS11H='CHECK PASSED: each step.s loss, gradient and update match one process.s'
 check "11 np=4 bf16" 4 0 "$PASS11H bf16 training within 5e-02" "$BYTES11" "$(fwd11 49152)" \
   "$(bwd11 114688)" "$(ar11 73728)" 'E = 2 bytes an element, bf16: half of fp32' \
   -- $D11 --steps 5 --precision bf16

@@ -13,7 +13,7 @@
 D12=./12_mesh/mesh
 T12=$LOGS/12_mesh_files
 mkdir -p "$T12"
-PASS12='CHECK PASSED: per-step loss and final weights match single-process training'
+PASS12='CHECK PASSED: each step.s loss, gradient and update match one process.s fp32 step'
 BYTES12="every rank's calls and bytes equal their formulas: yes"
 MEM12="every rank's memory equals its formulas: yes"
 REPL12='replicas: every dp x cp group.s [0-9]+ copies of its weights are bit-identical'

@@ -195,20 +195,20 @@ if [ -n "$ex_dir" ]; then
   ex_run 06 "$ex_dir" 6 "$log" CHECK_NP=2
   whole=$(sed -n 's/^      whole output: //p' "$log" | head -n 1)
   ex_expect "check-6, DT_SUM for DT_AVG: its output marks each row ok or FAIL" "${whole:-/dev/null}" \
-    '^  FAIL weights, worst tensor rel L2 diff ' '^  ok   weights, max \|diff\| ' '^  tensors off: 8 of 8$'
-  ex_expect "check-6, DT_SUM for DT_AVG: worst row named, 'moved about N times' hint" "$log" \
-    "got: CHECK FAILED: .*\(a tensor is off: layers\.[0-9]\.w[12]'s rel L2 diff" \
-    'measured: the tensors off moved [0-9.]+ times as far as one process' \
-    'hint: the bytes match, but every tensor moved about N times as far'
+    '^  FAIL gradient, worst tensor rel L2 diff ' '^  ok   update, elements not bit for bit ' '^  gradients off: 8 of 8 tensors$'
+  ex_expect "check-6, DT_SUM for DT_AVG: the first step off named, 'N times one process's' hint" "$log" \
+    "got: CHECK FAILED: .*\(step 1: a gradient is off: layers\.[0-9]\.w[12]'s rel L2 diff" \
+    'measured: the run.s gradient of the tensors off was [0-9.]+ times one process.s' \
+    'hint: the bytes match, but every tensor.s gradient is about N times one process.s'
 fi
 ex_plant 06_fsdp shard.c 's/dt_reduce_scatter(f->comm, send, recv,/dt_reduce_scatter(f->comm, send, f->gs,/' fsdp-offset
 if [ -n "$ex_dir" ]; then
   log=$LOGS/exercise-feedback-06-offset.log
   ex_run 06 "$ex_dir" 6 "$log" CHECK_NP=2
-  ex_expect "check-6, f->gs for the layer's slice: never-moved layers (rel diff 1.00) and the layer-offset hint" "$log" \
-    'measured: [0-9]+ tensors never moved from their initial weights \(layers 1,2,3\)' 'rel diff is exactly 1\.00' \
-    "hint: the bytes match, but whole layers never trained while layer 0 is off" "f->gs \+ l \* f->S"
-  grep -q 'hint: the bytes match, but every tensor moved about N times' "$log" &&
+  ex_expect "check-6, f->gs for the layer's slice: layers with no gradient (rel diff 1.00) and the layer-offset hint" "$log" \
+    'measured: [0-9]+ tensors got no gradient from the run at the first step off \(layers 1,2,3\)' 'rel diff is exactly 1\.00' \
+    "hint: the bytes match, but whole layers got no gradient while layer 0.s is off" "f->gs \+ l \* f->S"
+  grep -q 'hint: the bytes match, but every tensor.s gradient is about N times' "$log" &&
     fail "check-6, f->gs for the layer's slice: not the wrong-operation hint" "$log"
 fi
 ex_case fsdp-count 6 shard.c 's/mine, all, (size_t)f->S, f->wire.type)/mine, all, (size_t)f->S \/ (size_t)f->comm->size, f->wire.type)/' 2 \

@@ -292,9 +292,46 @@ else
   MUT_ALSO='^    tp +reduce_scatter \(activ\) +0 +10 ' mutant 14-sp 14_gpt 14_gpt/sequence.c \
     's/if \(!m->sp\) \{\n    tp_sum/if (1) {\n    tp_sum/' \
     "sequence parallelism's reduce-scatter replaced by the all-reduce (12's tp_sum)" -- --steps 10 --sample 0 --sequence-parallel
-  MUT_ALSO="a tensor is off: wpe's rel L2 diff" mutant 14-positions 14_gpt 14_gpt/buffers.c \
+  MUT_ALSO="a gradient is off: wpe's rel L2 diff" mutant 14-positions 14_gpt 14_gpt/buffers.c \
     's/position\(m, i\), run/i, run/g' \
     "the position embedding indexed by the local, not the global position under cp" -- --steps 10 --sample 0 --cp 2
+  # Bugs a comparison of two trajectories cannot see (CHECKING.md, "The check,
+  # step by step"): a bug in one step only, and small ones. Each must be named
+  # at the first step it acts, with its tensor where it has one.
+  MUT_ALSO='^CHECK FAILED: .*\(step 1: the update is off: [0-9]+ elements not what the optimizer makes' \
+    mutant lock-lr 14_gpt common/train/run.c \
+    's/\(float\)dt_lr_at\(c, r->step\)\}/(float)dt_lr_at(c, r->step + (r->step == 0 \&\& r->world->rank == 1))}/' \
+    "the learning rate of step 1 one step ahead on rank 1 (its warm-up's 2x)" -- --steps 10 --sample 0
+  MUT_ALSO="^CHECK FAILED: .*\\(step 1: a gradient is off: layers\\.[0-9]\\.w[12]'s rel L2 diff" \
+    mutant lock-scale 05_dp 05_dp/dp.c \
+    's/(  if \(m->topk\)\n    topk_average)/  if (m->world->rank == 1) dt_scale(m->g, (size_t)m->P, 1.001f);\n$1/' \
+    "rank 1's gradient contribution scaled by 1.001 before the all-reduce"
+  MUT_ALSO="^CHECK FAILED: .*\\(step 1: a gradient is off: layers\\.[0-9]\\.w[12]'s rel L2 diff" \
+    mutant lock-message 07_tp 07_tp/tensor.c \
+    's/(  void \*p = dt_wire_pack\(wire, buf, n, 0, 1\);)/  if (tp->rank == 1) for (size_t i = 0; i < 3 \&\& i < n; i++) buf[i * 97 % n] *= 1.01f;\n$1/' \
+    "three elements of rank 1's tensor-parallel messages off by a percent"
+  # the moments restored swapped after --resume: the first step after it is
+  # checked from the checkpoint's own state, so the run's step is off there
+  lock_dir=$MUT_DIR/lock-resume
+  MUT_TOTAL=$((MUT_TOTAL + 1))
+  build_copy "$lock_dir" 06_fsdp common/train/run.c \
+    's/    scatter\(r, 1, m\);\n    scatter\(r, 2, v\);/    scatter(r, 1, v);\n    scatter(r, 2, m);/'
+  case $? in
+  2) fail "mutant lock-resume: the substitution no longer matches common/train/run.c" "" "update it in tests/suite_mutants.sh" ;;
+  1) fail "mutant lock-resume: does not build" "$lock_dir/build.log" ;;
+  *)
+    lock_before=$FAILED
+    for np in 2 4; do
+      rm -rf "$lock_dir/ckpt$np"
+      check "mutant lock-resume np=$np: its first run, before the bug acts, passes" "$np" 0 'CHECK PASSED' -- \
+        "./$lock_dir/fsdp" --optimizer adamw --zero 1 --steps 6 --ckpt "$lock_dir/ckpt$np" --save-every 3
+      check "mutant lock-resume np=$np: AdamW's moments restored swapped after --resume" "$np" 1 \
+        '^lockstep: step 7 is off .*: the update is off' '^CHECK FAILED' -- \
+        "./$lock_dir/fsdp" --optimizer adamw --zero 1 --steps 9 --ckpt "$lock_dir/ckpt$np" --resume
+    done
+    [ "$FAILED" = "$lock_before" ] && MUT_CAUGHT=$((MUT_CAUGHT + 1))
+    ;;
+  esac
   echo "mutants: $MUT_CAUGHT caught of $MUT_TOTAL"
   if [ "$MUT_CAUGHT" = "$MUT_TOTAL" ]; then
     pass "mutants: every planted bug is caught: CHECK FAILED, or the watchdog naming a deadlock"

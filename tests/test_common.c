@@ -361,6 +361,19 @@ static void test_memory(void) {
   EXPECT(dt_mem_current(DT_GRADS) == 64, "grads tag");
   dt_free(b), dt_free(g);
   EXPECT(dt_mem_current(DT_PARAMS) == base && dt_mem_current(DT_GRADS) == 0, "all freed");
+  /* the check's buffers, made aside, count nowhere: not when made, not when
+   * freed (even outside the aside), and a counted buffer freed aside still
+   * leaves its count */
+  void *c = dt_alloc(300, DT_PARAMS);
+  dt_mem_aside(1);
+  void *d = dt_alloc(4000, DT_PARAMS);
+  dt_free(c);
+  dt_mem_aside(0);
+  EXPECT(dt_mem_current(DT_PARAMS) == base && dt_mem_peak(DT_PARAMS) == base + 500,
+         "aside: current %zu peak %zu", dt_mem_current(DT_PARAMS), dt_mem_peak(DT_PARAMS));
+  dt_free(d);
+  EXPECT(dt_mem_current(DT_PARAMS) == base, "an aside buffer freed: current %zu",
+         dt_mem_current(DT_PARAMS));
 
   /* a buffer of a size just freed (reused from the cache on a GPU) is zero-filled too */
   enum { N = 1000 };

@@ -531,7 +531,7 @@ static void test_reference_file_sample(void) {
   double *loss = malloc((size_t)c.steps * 8);
   float *w = malloc((size_t)n * 4), *back = malloc((size_t)n * 4), *w0 = malloc((size_t)n * 4);
   dt_reference_run ref = {.losses = loss, .weights = w, .initial = w0};
-  dt_reference_train_gpt(&c, &ref);
+  dt_reference_train(&c, &ref);
   dt_print0("reference: a GPT of %lld weights on README.md, loss %.4f -> %.4f in %lld steps\n",
             (long long)n, loss[0], loss[c.steps - 1], (long long)c.steps);
   EXPECT(loss[0] > 4 && loss[c.steps - 1] < 0.8 * loss[0], "the loss falls: %g -> %g", loss[0],

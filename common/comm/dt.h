@@ -347,6 +347,12 @@ size_t dt_mem_current(dt_tag tag);
 size_t dt_mem_peak(dt_tag tag);
 size_t dt_mem_peak_total(void); /* peak of the sum over tags */
 void dt_mem_reset_peaks(void);  /* peaks restart from the current usage */
+/* Between dt_mem_aside(1) and dt_mem_aside(0) (nested), buffers are made and
+ * freed as any, but counted under no tag, before and after: what the check's
+ * one process holds on rank 0 during training stays out of the lesson's
+ * tables. A buffer made aside and kept (a kernel's scratch) stays out too. */
+void dt_mem_aside(int on);
+int dt_mem_is_aside(void);
 
 /* ---------------------------------------------------------------- timing */
 double dt_now(void); /* MPI_Wtime, seconds */

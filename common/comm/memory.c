@@ -23,12 +23,13 @@
 typedef struct {
   void *ptr;
   size_t bytes;
-  dt_tag tag;
+  dt_tag tag; /* DT_NTAGS: made aside (dt_mem_aside), in no count */
 } allocation;
 
 static allocation *live; /* a short list: lessons hold tens of buffers */
 static size_t nlive, cap;
 static size_t current[DT_NTAGS], peak[DT_NTAGS], current_total, peak_total;
+static int aside; /* depth of dt_mem_aside(1) */
 
 /* Freed blocks, kept for the next request of the same size: 06 and 08 free
  * a gathered layer and its gradient after use and ask for the next layer's
@@ -283,6 +284,10 @@ void *dt_alloc(size_t bytes, dt_tag tag) {
     live = realloc(live, cap * sizeof *live);
     CHECK_ALLOC(live);
   }
+  if (aside) { /* bookkeeping's: counted nowhere */
+    live[nlive++] = (allocation){p, bytes, DT_NTAGS};
+    return p;
+  }
   live[nlive++] = (allocation){p, bytes, tag};
   current[tag] += bytes;
   current_total += bytes;
@@ -300,10 +305,15 @@ void dt_free(void *buf) {
   if (i == 0) dt_fatal(__FILE__, __LINE__, "dt_free", "pointer was not returned by dt_alloc");
   allocation a = live[i - 1];
   live[i - 1] = live[--nlive];
-  current[a.tag] -= a.bytes;
-  current_total -= a.bytes;
+  if (a.tag != DT_NTAGS) {
+    current[a.tag] -= a.bytes;
+    current_total -= a.bytes;
+  }
   cache_put(buf, a.bytes ? a.bytes : 1);
 }
+
+void dt_mem_aside(int on) { aside += on ? 1 : -1; }
+int dt_mem_is_aside(void) { return aside > 0; }
 
 void dt_copy_to_host(void *host, const void *buf, size_t bytes) {
 #ifdef DT_CUDA

@@ -45,23 +45,27 @@ void dt_fill_rows(float *buf, const int64_t *rows, int64_t count, int64_t cols, 
     dt_fill_block(buf + k * cols, 1, cols, cols, rows[k], 0, seed, stream, bound);
 }
 
-/* 16-bit matmul inputs: rounded copies of A and B, kept between calls. */
+/* 16-bit matmul inputs: rounded copies of A and B, kept between calls; a
+ * second pair for the check's one process (made aside, dt_mem_aside), whose
+ * larger matmuls must not grow the lesson's, which its table counts. */
 static dt_dtype matmul_inputs = DT_F32;
-static float *rounded[2];
-static size_t rounded_size[2];
+static float *rounded[2][2];
+static size_t rounded_size[2][2];
 void dt_set_matmul_inputs(dt_dtype t) { matmul_inputs = t; }
 dt_dtype dt_matmul_inputs(void) { return matmul_inputs; }
-size_t dt_rounding_bytes(void) { return (rounded_size[0] + rounded_size[1]) * sizeof(float); }
+size_t dt_rounding_bytes(void) { return (rounded_size[0][0] + rounded_size[0][1]) * sizeof(float); }
 
 static const float *rounded_copy(int which, const float *x, size_t n) {
-  if (rounded_size[which] < n) {
-    dt_free(rounded[which]); /* dt_alloc: the memory tables know of them */
-    rounded[which] = dt_alloc_f32(n, DT_OTHER);
-    rounded_size[which] = n;
+  int set = dt_mem_is_aside();
+  float **r = &rounded[set][which];
+  if (rounded_size[set][which] < n) {
+    dt_free(*r); /* dt_alloc: the memory tables know of them */
+    *r = dt_alloc_f32(n, DT_OTHER);
+    rounded_size[set][which] = n;
   }
-  for (size_t i = 0; i < n; i++) rounded[which][i] = x[i];
-  dt_round_half(rounded[which], n, matmul_inputs);
-  return rounded[which];
+  for (size_t i = 0; i < n; i++) (*r)[i] = x[i];
+  dt_round_half(*r, n, matmul_inputs);
+  return *r;
 }
 
 void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,

@@ -8,12 +8,14 @@
  * gradient, not by a rounding error. So the run records every
  * pre-activation within tol |x_i| |W1_j| of 0 (tol = K u: the rounding bound
  * of a dot product, with K the check's longest sum), keyed by step, layer,
- * row and unit. One process meets the same keys; where its own value is
- * within the same tolerance it takes the run's side (replayed), and it counts
- * what it met: near 0 in both, of them decided apart, and near 0 in one run
- * only. A forward pass that is wrong, or rows keyed wrong, shows in those
- * counts; a replay changes one process only where its own number is within
- * rounding of 0, so it cannot make a wrong run match. */
+ * row and unit. At each step the check compares, every rank's records go to
+ * rank 0, where one process, taking the same step from the run's state,
+ * meets the same keys; where its own value is within the same tolerance it
+ * takes the run's side (replayed), and it counts what it met: near 0 in
+ * both, of them decided apart, and near 0 in one run only. A forward pass
+ * that is wrong, or rows keyed wrong, shows in those counts; a replay
+ * changes one process only where its own number is within rounding of 0, so
+ * it cannot make a wrong run match. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,30 +91,37 @@ static int by_key(const void *pa, const void *pb) {
   return 0;
 }
 
-/* Bookkeeping, outside the counters: each rank's records padded to the
- * longest, gathered, packed on rank 0. */
-void dt_kinks_gather(dt_kinks *k, dt_comm *world) {
+/* Bookkeeping, outside the counters: each rank's records of the step
+ * padded to the longest, gathered, packed and sorted on rank 0. */
+void dt_kinks_pass(dt_kinks *k, dt_kinks *into, dt_comm *world, int keep) {
   enum { WORDS = sizeof(dt_kink) / 8 };
-  int64_t most[3] = {k->n, k->decisions, k->lost}, P = world->size;
+  int64_t made[2] = {k->decisions, k->lost}, P = world->size;
+  k->decisions = k->lost = 0;
+  if (!keep) { /* every rank alike: a step the check does not compare */
+    k->n = 0;
+    return;
+  }
+  int64_t most = k->n;
   int64_t *counts = dt_host_alloc((size_t)P, 8);
   dt_host_gather(world, &k->n, counts, 1, DT_I64, 0);
-  dt_host_all_reduce(world, most, 1, DT_I64, DT_MAX);
-  dt_host_reduce(world, most + 1, 2, DT_I64, DT_SUM, 0);
-  dt_kink *mine = dt_host_alloc((size_t)(most[0] ? most[0] : 1), sizeof *mine);
+  dt_host_all_reduce(world, &most, 1, DT_I64, DT_MAX);
+  dt_host_reduce(world, made, 2, DT_I64, DT_SUM, 0);
+  dt_kink *mine = dt_host_alloc((size_t)(most ? most : 1), sizeof *mine);
   if (k->n) memcpy(mine, k->k, (size_t)k->n * sizeof *mine);
-  dt_kink *all = dt_host_alloc(world->rank == 0 ? (size_t)(P * most[0]) + 1 : 1, sizeof *all);
-  dt_host_gather(world, mine, all, (size_t)(most[0] * WORDS), DT_I64, 0);
+  dt_kink *all = dt_host_alloc(world->rank == 0 ? (size_t)(P * most) + 1 : 1, sizeof *all);
+  dt_host_gather(world, mine, all, (size_t)(most * WORDS), DT_I64, 0);
   free(mine);
+  k->n = 0;
   if (world->rank == 0) {
     int64_t n = 0;
     for (int64_t r = 0; r < P; r++)
-      for (int64_t i = 0; i < counts[r]; i++) all[n++] = all[r * most[0] + i];
+      for (int64_t i = 0; i < counts[r]; i++) all[n++] = all[r * most + i];
     qsort(all, (size_t)n, sizeof *all, by_key);
-    free(k->k);
-    k->k = all;
-    k->n = k->cap = n;
-    k->decisions = most[1];
-    k->lost = most[2];
+    free(into->k);
+    into->k = all;
+    into->n = into->cap = n;
+    into->decisions += made[0];
+    into->lost += made[1];
   } else {
     free(all);
   }
@@ -180,7 +189,6 @@ static int64_t own_only(const dt_kinks *k, const float *x, const float *w1, cons
 /* One process: the run's records for this block's rows and units, met. */
 static void replay(dt_kinks *k, const dt_rows *where, const float *x, const float *w1, float *a,
                    int64_t rows, int64_t D, int64_t Hs) {
-  if (k->step < k->first) return; /* a resumed run recorded its own steps only */
   int cx, cw, ca;
   float *hx = host_view(x, rows * D, &cx), *hw = host_view(w1, D * Hs, &cw),
         *ha = host_view(a, rows * Hs, &ca);
@@ -233,20 +241,19 @@ void dt_kinks_meet(const dt_rows *where, const float *x, const float *w1, float 
 #define EDGE_SHARE 0.25   /* near 0 in one run only, of those met */
 #define SLACK      2      /* a count this small is never more than rounding */
 
-int dt_kinks_verdict(const dt_kinks *k, int strict, char *why, size_t len) {
+int dt_kinks_verdict(const dt_kinks *k, char *why, size_t len) {
   int64_t flip_bound = (int64_t)(FLIP_SHARE * (double)k->met) + SLACK,
           edge_bound = (int64_t)(EDGE_SHARE * (double)k->met) + SLACK,
           edge = k->run_only + k->own_only;
-  printf("ReLU decisions: %lld made; %lld within K u |x| |W1| of 0 in both runs (K u %.1e), "
-         "%lld of them decided apart by rounding, replayed in one process; near 0 in one run "
-         "only: %lld%s",
+  printf("ReLU decisions: %lld made in the steps compared; %lld within K u |x| |W1| of 0 in both "
+         "(K u %.1e), %lld of them decided apart by rounding, replayed in one process; near 0 in "
+         "one only: %lld",
          (long long)k->decisions, (long long)k->met, (double)k->tol, (long long)k->flipped,
-         (long long)edge, strict ? "" : " (AdamW: drift allowed, counted only)");
+         (long long)edge);
   if (k->lost)
     printf("; %lld near 0 not recorded (the record was full): not replayed", (long long)k->lost);
   printf("\n");
   why[0] = 0;
-  if (!strict) return 0;
   if (k->flipped > flip_bound)
     snprintf(why, len,
              "%lld ReLU decisions near 0 fell apart, more than rounding flips (at most %lld: "

@@ -1,13 +1,13 @@
-/* reference_moe.c: lesson 10's yardstick, the mixture of experts trained in
+/* reference_moe.c: lesson 10's yardstick, the mixture of experts computed in
  * one process with every expert local: no exchange, no reorder, a plain loop
  * over experts. The batch is the ranks' shares one after another, each share
  * a capacity group as in the run, so both drop the same tokens.
  *
  * Routing is a discrete choice: the run's choices are replayed (routing
  * given), and each is judged against this process's own logits: the same
- * experts, a near tie (the chosen ones within DT_ROUTING_TIE, with AdamW
- * or bf16 DT_ROUTING_TIE_DRIFT, of the k-th
- * best logit), or a disagreement, which fails the check (CHECKING.md). */
+ * experts, a near tie (the chosen ones within DT_ROUTING_TIE of the k-th
+ * best logit, DT_ROUTING_TIE16 in 16 bits), or a disagreement, which fails
+ * the check (CHECKING.md). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,12 +29,12 @@ static double judge(const float *p, const int32_t *own, const int32_t *rec, int6
   return fmax(margin, 1e-300);
 }
 
-static void replay(dt_routing *rt, int64_t step, int64_t l, const dt_train_config *c,
-                   const float *probs, int32_t *choice) {
+static void replay(dt_routing *rt, int64_t l, const dt_train_config *c, const float *probs,
+                   int32_t *choice) {
   int64_t k = c->topk, E = c->experts, R = rt->R;
   for (int64_t g = 0; g < rt->groups; g++)
     for (int64_t t = 0; t < R; t++) {
-      const int32_t *rec = rt->choice + (((g * c->steps + step) * c->layers + l) * R + t) * k;
+      const int32_t *rec = rt->choice + ((g * c->layers + l) * R + t) * k;
       int32_t *own = choice + (g * R + t) * k;
       double margin = judge(probs + (g * R + t) * E, own, rec, k);
       rt->tokens++;
@@ -107,13 +107,13 @@ static void layers_free(layer *ly, int64_t L) {
 /* The router of layer l, the run's choices replayed, and the queues: group
  * r's kept choices follow groups 0..r-1's in each expert's rows. */
 static void route_layer(const dt_train_config *c, const shape *z, layer *q, dt_routing *rt,
-                        int64_t step, int64_t l, const float *xl, const float *wl) {
+                        int64_t l, const float *xl, const float *wl) {
   int64_t B = z->B, E = z->E, k = z->k, R = z->R, count[256];
   dt_router_forward(xl, wl, B, z->D, E, k, q->probs, q->dchoice);
-  if (rt && step >= c->start_step) { /* a resumed run recorded its own steps only */
+  if (rt) {
     dt_copy_to_host(q->hprobs, q->probs, (size_t)(B * E) * 4);
     dt_copy_to_host(q->choice, q->dchoice, (size_t)(B * k) * 4);
-    replay(rt, step, l, c, q->hprobs, q->choice);
+    replay(rt, l, c, q->hprobs, q->choice);
     dt_copy_from_host(q->dchoice, q->choice, (size_t)(B * k) * 4);
   } else
     dt_copy_to_host(q->choice, q->dchoice, (size_t)(B * k) * 4);
@@ -176,66 +176,89 @@ static double balance(const dt_train_config *c, const shape *z, const layer *q, 
   return dt_moe_aux(c, q->probs, z->B, f, scale, daux);
 }
 
-void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out) {
-  dt_routing *rt = out->replay.routing;
-  dt_kinks *kinks = out->replay.kinks; /* the run's ReLU decisions near 0 */
-  shape z = {.L = c->layers,
-             .D = c->dim,
-             .H = c->hidden,
-             .B = c->batch,
-             .E = c->experts,
-             .k = c->topk,
-             .G = rt ? rt->groups : dt_size()};
-  z.R = z.B / z.G;
-  z.C = dt_moe_capacity(c, z.R);
-  z.cap = z.G * z.C;
-  int64_t L = z.L, D = z.D, B = z.B, E = z.E, ec = E * z.cap;
-  int64_t PL = dt_params_per_layer(c), n = dt_model_size(c);
-  if (rt) /* SGD in fp32 stays within rounding; AdamW and bf16 drift after a flip (CHECKING.md) */
-    rt->tie = dt_precision_type(c) == DT_F32 && c->optimizer[0] != 'a' ? DT_ROUTING_TIE
-                                                                       : DT_ROUTING_TIE_DRIFT;
-  int adamw = c->optimizer[0] == 'a';
+typedef struct {
+  shape z;
+  layer *ly;
+  float *x, *y, *dx, *dnext, *dout, *dxin, *dh, *dlogits, *daux;
+  int64_t *samples;
+} moe;
+
+static double moe_gradient(dt_one *o, int64_t step, const float *w, float *g, double scale,
+                           double *part) {
+  const dt_train_config *c = o->c;
+  moe *b = o->own;
+  const shape *z = &b->z;
+  dt_routing *rt = o->replay ? o->replay->routing : NULL; /* the run's choices of this step */
+  dt_kinks *kinks = o->replay ? o->replay->kinks : NULL;  /* its ReLU decisions near 0 */
+  int64_t L = z->L, D = z->D, B = z->B, PL = dt_params_per_layer(c);
   dt_dtype half = dt_precision_type(c); /* bf16: the rows the run exchanges, rounded alike */
-  float *w = dt_alloc_f32((size_t)n, DT_PARAMS), *g = dt_alloc_f32((size_t)n, DT_GRADS);
-  float *m = adamw ? dt_alloc_f32((size_t)n, DT_OPTIM) : NULL;
-  float *v = adamw ? dt_alloc_f32((size_t)n, DT_OPTIM) : NULL;
-  float *x = dev((L + 1) * B * D), *y = dev(B * D), *dx = dev(B * D), *dnext = dev(B * D);
-  float *dout = dev(ec * D), *dxin = dev(ec * D), *dh = dev(z.cap * z.H), *dlogits = dev(B * E);
-  float *daux = dev(E);
-  int64_t *samples = dt_host_alloc((size_t)B, sizeof *samples);
-  layer *ly = layers_new(&z);
-  dt_loss_scaler scaler;
-  double w0_max = dt_reference_begin(c, w, n, &scaler, out);
-  for (int64_t step = 0; step < c->steps; step++) {
-    for (int64_t r = 0; r < z.G; r++) dt_step_samples(c, (int)z.G, (int)r, step, samples + r * z.R);
-    dt_make_batch(c, samples, B, x, y);
-    if (kinks) kinks->step = step;
-    for (int64_t l = 0; l < L; l++) {
-      route_layer(c, &z, ly + l, rt, step, l, x + l * B * D, w + l * PL);
-      forward_layer(&z, ly + l, kinks, l, x + l * B * D, w + l * PL, x + (l + 1) * B * D, half);
-    }
-    double loss =
-        dt_mse_forward_backward(x + L * B * D, y, dx, (size_t)(B * D), 1.0 / (double)(B * D));
-    double aux = 0;
-    if (scaler.scale != 1.0) dt_scale(dx, (size_t)(B * D), (float)scaler.scale); /* fp16 */
-    dt_zero(g, (size_t)n * 4);
-    for (int64_t l = L - 1; l >= 0; l--) {
-      aux += balance(c, &z, ly + l, scaler.scale, daux);
-      backward_layer(&z, ly + l, x + l * B * D, w + l * PL, g + l * PL, daux, dx, dnext, dout, dxin,
-                     dh, dlogits, half);
-      float *t = dx;
-      dx = dnext;
-      dnext = t;
-    }
-    out->losses[step] = loss + aux;
-    if (out->parts) out->parts[step] = aux;
-    /* in bf16 the run's gradients never travel in 16 bits (the router's all-reduce
-     * is fp32, the experts' stay home): its token rows do, rounded below */
-    dt_reference_update(c, out, &scaler, step, w, g, m, v, (size_t)n, w0_max, 0);
+  float *x = b->x, *dx = b->dx, *dnext = b->dnext;
+  for (int64_t r = 0; r < z->G; r++)
+    dt_step_samples(c, (int)z->G, (int)r, step, b->samples + r * z->R);
+  dt_make_batch(c, b->samples, B, x, b->y);
+  if (kinks) kinks->step = step;
+  for (int64_t l = 0; l < L; l++) {
+    route_layer(c, z, b->ly + l, rt, l, x + l * B * D, w + l * PL);
+    forward_layer(z, b->ly + l, kinks, l, x + l * B * D, w + l * PL, x + (l + 1) * B * D, half);
   }
-  dt_copy_to_host(out->weights, w, (size_t)n * 4);
-  layers_free(ly, L);
-  free(samples);
-  float *bufs[] = {w, g, m, v, x, y, dx, dnext, dout, dxin, dh, dlogits, daux};
+  double loss =
+      dt_mse_forward_backward(x + L * B * D, b->y, dx, (size_t)(B * D), 1.0 / (double)(B * D));
+  double aux = 0;
+  if (scale != 1.0) dt_scale(dx, (size_t)(B * D), (float)scale); /* fp16 */
+  dt_zero(g, (size_t)dt_model_size(c) * 4);
+  for (int64_t l = L - 1; l >= 0; l--) {
+    aux += balance(c, z, b->ly + l, scale, b->daux);
+    backward_layer(z, b->ly + l, x + l * B * D, w + l * PL, g + l * PL, b->daux, dx, dnext, b->dout,
+                   b->dxin, b->dh, b->dlogits, half);
+    float *t = dx;
+    dx = dnext;
+    dnext = t;
+  }
+  *part = aux;
+  return loss + aux;
+}
+
+static void moe_release(dt_one *o) {
+  moe *b = o->own;
+  layers_free(b->ly, b->z.L);
+  float *bufs[] = {b->x, b->y, b->dx, b->dnext, b->dout, b->dxin, b->dh, b->dlogits, b->daux};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) dt_free(bufs[i]);
+  free(b->samples);
+  free(b);
+}
+
+void dt_one_moe(dt_one *o) {
+  const dt_train_config *c = o->c;
+  dt_routing *rt = o->replay ? o->replay->routing : NULL;
+  moe *b = dt_host_alloc(1, sizeof *b);
+  shape *z = &b->z;
+  *z = (shape){.L = c->layers,
+               .D = c->dim,
+               .H = c->hidden,
+               .B = c->batch,
+               .E = c->experts,
+               .k = c->topk,
+               .G = rt ? rt->groups : dt_size()};
+  z->R = z->B / z->G;
+  z->C = dt_moe_capacity(c, z->R);
+  z->cap = z->G * z->C;
+  int64_t L = z->L, D = z->D, B = z->B, E = z->E, ec = E * z->cap;
+  /* in fp32 the two sides' logits differ by rounding alone; 16 bits round the rows the run sends */
+  if (rt) rt->tie = dt_precision_type(c) == DT_F32 ? DT_ROUTING_TIE : DT_ROUTING_TIE16;
+  b->x = dev((L + 1) * B * D);
+  b->y = dev(B * D);
+  b->dx = dev(B * D);
+  b->dnext = dev(B * D);
+  b->dout = dev(ec * D);
+  b->dxin = dev(ec * D);
+  b->dh = dev(z->cap * z->H);
+  b->dlogits = dev(B * E);
+  b->daux = dev(E);
+  b->samples = dt_host_alloc((size_t)B, sizeof(int64_t));
+  b->ly = layers_new(z);
+  o->own = b;
+  o->round16 = 0; /* in bf16 its gradients never travel in 16 bits (the router's all-reduce is
+                   * fp32, the experts' stay home): its token rows do, rounded in the layers */
+  o->gradient = moe_gradient;
+  o->release = moe_release;
 }

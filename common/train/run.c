@@ -84,7 +84,8 @@ void dt_run_rank_state(dt_run *r, int seg, float *buf, const char *what) {
  * segment through a host copy, each place row by row. A segment without
  * the buffer (per-rank state on some segments only) is skipped. */
 static float *seg_buf(dt_segment *s, int which) {
-  return which == 0 ? s->w : which == 1 ? s->m : which == 2 ? s->v : s->e;
+  float *b[] = {s->w, s->m, s->v, s->e, s->g};
+  return b[which];
 }
 
 static void scatter(dt_run *r, int which, const float *model) {
@@ -176,6 +177,10 @@ void dt_run_begin(dt_run *r) {
     scatter(r, 2, v);
   }
   if (c->resume && e) scatter(r, 3, e);
+  r->lockstep = dt_lockstep_new(r);
+  /* the first step after a resume is checked from the checkpoint's state,
+   * not from what the run made of it */
+  if (c->resume) dt_lockstep_start_from(r->lockstep, w, m, v);
   free(w);
   free(m);
   free(v);
@@ -209,6 +214,7 @@ void dt_step_begin(dt_run *r, int64_t step) {
   if (r->kinks) r->kinks->step = step;
   r->t_step = dt_now();
   r->comm_step = comm_seconds(r);
+  r->held = 0;
 }
 
 /* A fact about the whole model from one float per rank, over the world: the
@@ -231,6 +237,7 @@ int dt_step_update(dt_run *r) {
   const dt_train_config *c = &r->c;
   double used = 1.0, sq = 0;
   int bad = 0;
+  dt_lockstep_gather(r); /* the step's start and its gradient, where the check compares it */
   for (int k = 0; dt_precision_type(c) == DT_F16 && k < r->nseg; k++)
     bad |= dt_count_nonfinite(r->seg[k].g, r->seg[k].n) > 0;
   if (dt_precision_type(c) == DT_F16) bad = all_reduce_scalar(r, bad, DT_MAX) > 0;
@@ -245,6 +252,7 @@ int dt_step_update(dt_run *r) {
   }
   /* unscale and clip ride in the optimizer's pass */
   dt_step_scalars step = {r->scaler.taken, dt_grad_scale(c, used, sq), (float)dt_lr_at(c, r->step)};
+  r->used = step;
   for (int k = 0; k < r->nseg; k++) {
     dt_segment *s = &r->seg[k];
     dt_optimizer_step(c, s->w, s->g, s->m, s->v, s->n, &s->plain, step);
@@ -307,15 +315,20 @@ void dt_step_end(dt_run *r, int64_t step, double loss) {
   r->losses[step] = sum[0] / r->loss_ranks;
   if (part) r->parts[step] = sum[1] / r->loss_ranks;
   dt_sync();
-  double dt = dt_now() - r->t_step;
+  double dt = dt_now() - r->t_step - r->held; /* the check's gathers are not the step's */
+  r->aside += r->held;
   r->step_ms[step] = dt * 1e3;
   r->compute += dt - (comm_seconds(r) - r->comm_step);
   if (r->steps_timed++ == 0)
     r->first_step = dt;
   else
     r->later_steps += dt;
-  dt_print_step(&r->c, step, r->losses[step], part, part ? r->parts[step] : 0,
-                r->loss_how ? r->loss_how : "mean over ranks", dt);
+  int blown = dt_print_step(&r->c, step, r->losses[step], part, part ? r->parts[step] : 0,
+                            r->loss_how ? r->loss_how : "mean over ranks", dt);
+  double t0 = dt_now();
+  dt_lockstep_step(r, step); /* one process takes this step from the run's state, and compares */
+  r->aside += dt_now() - t0;
+  if (blown) dt_stop_diverged(r, step);
   if (r->c.model == DT_GPT && dt_gpt_eval_due(&r->c, step)) evaluate(r, step);
 }
 
@@ -377,34 +390,8 @@ int32_t *dt_run_record_routing(dt_run *r, int64_t tokens) {
   return r->routing;
 }
 
-/* The routing of every rank to rank 0, rank-major, where the check replays it. */
-static dt_routing *gather_routing(dt_run *r, dt_routing *rt) {
-  if (!r->routing) return NULL;
-  size_t n = (size_t)(r->c.steps * r->c.layers * r->routing_rows * r->c.topk);
-  *rt = (dt_routing){.groups = r->world->size, .R = r->routing_rows};
-  rt->choice = dt_host_alloc(r->world->rank == 0 ? n * (size_t)r->world->size : 1, 4);
-  dt_host_gather(r->world, r->routing, rt->choice, n, DT_I32, 0);
-  return rt;
-}
-
-/* What the run decided, for one process to replay: the routing, ReLU's
- * decisions near 0 (every rank's, on rank 0), fp16's skips. */
-static dt_decisions decisions(dt_run *r, dt_routing *routing, dt_skips *skips) {
-  if (r->kinks) {
-    dt_kinks_gather(r->kinks, r->world);
-    r->kinks->replay = 1;
-    r->kinks->first = r->c.start_step; /* set by --resume after the record began */
-  }
-  *skips = (dt_skips){.skipped = r->skipped};
-  return (dt_decisions){.routing = gather_routing(r, routing),
-                        .kinks = r->kinks,
-                        .skips = dt_precision_type(&r->c) == DT_F16 ? skips : NULL};
-}
-
 int dt_run_finish(dt_run *r) {
   const dt_train_config *c = &r->c;
-  dt_routing routing = {0};
-  dt_skips skips;
   dt_run_gather(r, 0, r->host);
   if (c->save && r->world->rank == 0) dt_save_model(c->save, c, c->steps, r->host);
   if (c->save) dt_print0("saved %s\n", c->save);
@@ -416,13 +403,7 @@ int dt_run_finish(dt_run *r) {
               c->temperature, (long long)c->top_k, text);
     free(text);
   }
-  int failed = 0;
-  if (!c->no_check && r->verdict)
-    failed = r->verdict(r);
-  else if (!c->no_check) {
-    dt_decisions replay = decisions(r, &routing, &skips);
-    failed = dt_check_against_reference(c, r->losses, r->parts, r->host, r->replicated, &replay);
-  }
+  int failed = c->no_check ? 0 : r->verdict ? r->verdict(r) : dt_check_run(r);
   int64_t from = c->start_step, n = c->steps - from;
   dt_report_array("loss", r->losses + from, n);
   dt_report_array("step_ms", r->step_ms + from, n);
@@ -432,6 +413,7 @@ int dt_run_finish(dt_run *r) {
     dt_free(r->seg[k].v);
     free(r->seg[k].plain.at);
   }
+  dt_lockstep_free(r->lockstep);
   dt_free(r->scalar);
   free(r->host);
   free(r->losses);
@@ -439,7 +421,6 @@ int dt_run_finish(dt_run *r) {
   free(r->parts);
   free(r->place);
   free(r->routing);
-  free(routing.choice);
   free(r->skipped);
   dt_kinks_free(r->kinks);
   dt_finalize();

@@ -47,7 +47,8 @@ typedef struct {
   const char *save, *load, *dump_data, *trace, *ckpt;
   int64_t save_every;
   int no_check, resume;
-  int64_t start_step; /* set by dt_ckpt_resume: the first step this run trains */
+  int64_t check_every; /* the check takes every K-th step in one process (1: each) */
+  int64_t start_step;  /* set by dt_ckpt_resume: the first step this run trains */
   /* set by dt_run_rank_state: what per-rank state checkpoints hold beside
    * the model (top-k's residual), NULL for none; a resume must match it */
   const char *rank_state;
@@ -81,7 +82,7 @@ typedef struct {
   {                                                                                                \
     .layers = 4, .dim = 64, .hidden = 0, .batch = 32, .steps = 30, .samples = 0, .seed = 1,        \
     .data_seed = 2, .lr = 0, .weight_decay = 0.01, .clip = 0, .optimizer = "sgd",                  \
-    .precision = "fp32", .loss_scale = 65536, .growth_interval = 2000                              \
+    .precision = "fp32", .loss_scale = 65536, .growth_interval = 2000, .check_every = 1            \
   }
 
 /* The flags every training lesson shares; put it first in the option table. */
@@ -110,17 +111,20 @@ typedef struct {
       DT_STRING("--ckpt", &(c)->ckpt, NULL, "checkpoint folder for --save-every and --resume"),    \
       DT_INT("--save-every", &(c)->save_every, 0, 1 << 30, "checkpoint every K steps (0: never)"), \
       DT_FLAG("--resume", &(c)->resume, "continue from the latest checkpoint in --ckpt"),          \
-      DT_FLAG("--no-check", &(c)->no_check, "skip the comparison with single-process training")
+      DT_FLAG("--no-check", &(c)->no_check, "skip the comparison with single-process training"),   \
+      DT_INT("--check-every", &(c)->check_every, 1, 1 << 30,                                       \
+             "compare every K-th step with one process's, from the run's own state")
 
 /* A training step's loss line, on the steps worth reading (the first five
  * of the run, every tenth, the last); `how` says where the number comes from.
  * With part_name (dt_loss_part: a mixture's "balance"), part is a term of the
  * loss printed apart: loss = task + part.
- * Called by every rank every step with the same loss: a loss that is not
- * finite or has exploded (10^4 x the run's first) ends the job there with a
- * message naming divergence and what to change (dt_fail, exit 2). */
-void dt_print_step(const dt_train_config *c, int64_t step, double loss, const char *part_name,
-                   double part, const char *how, double seconds);
+ * Called by every rank every step with the same loss; returns 1 where the
+ * loss is not finite or has exploded (10^4 x the run's first), and the run
+ * then ends the job at that step (dt_step_end: dt_stop_diverged, a message
+ * naming divergence and what to change, exit 2; or a failed check). */
+int dt_print_step(const dt_train_config *c, int64_t step, double loss, const char *part_name,
+                  double part, const char *how, double seconds);
 
 /* The model's second loss term, printed apart from the task's (a mixture's
  * load-balancing loss: "balance"), or NULL: the loss has one term. */
@@ -283,8 +287,8 @@ typedef struct {
   const int64_t *keys;
   int64_t layer, unit0;
 } dt_rows;
-/* fp16's skips: the steps the run skipped on overflow, which one process
- * takes alike (run.c records, reference.c replays) */
+/* fp16's skips: at each step compared, whether one process's own gradient
+ * overflows as the run's did (run.c records, lockstep.c judges) */
 typedef struct {
   const unsigned char *skipped;       /* per step: 1 when the run skipped it */
   int64_t alike, replayed, otherwise; /* what one process decided */
@@ -362,14 +366,15 @@ void dt_moe_combine_backward(const float *dy, const float *back, const int32_t *
       DT_DOUBLE("--aux-coef", &(c)->aux_coef, 0, 1e3, "weight of the load-balancing loss")
 
 /* Routing is a discrete choice, so the check replays the run's (CHECKING.md):
- * the reference takes each token's experts from `choice` and verifies they
- * are the ones it would choose itself, unless the logits it sees are within
- * DT_ROUTING_TIE of a tie (DT_ROUTING_TIE_DRIFT where the check allows drift). Capacity groups: one
- * per rank, as the run's. */
-#define DT_ROUTING_TIE       1e-4
-#define DT_ROUTING_TIE_DRIFT 1e-2 /* AdamW or bf16: after a flip the logits drift apart */
+ * at each step it compares, one process takes each token's experts from
+ * `choice` and verifies they are the ones it would choose itself, unless the
+ * logits it sees are within DT_ROUTING_TIE of a tie (DT_ROUTING_TIE16 in 16
+ * bits, where the rows the run sends round by a bf16 or fp16 unit). Capacity
+ * groups: one per rank, as the run's. */
+#define DT_ROUTING_TIE   1e-4
+#define DT_ROUTING_TIE16 1e-2
 typedef struct {
-  int32_t *choice;                /* [groups][steps][layers][R][k], rank-major (rank 0) */
+  int32_t *choice;                /* the step's, [groups][layers][R][k], rank-major (rank 0) */
   int64_t groups, R;              /* ranks, and the tokens each routes per step */
   int64_t tokens, ties, disagree; /* what the reference found */
   double tie;                     /* the tolerance it used */
@@ -647,51 +652,36 @@ void dt_sequence_batch(const dt_train_config *c, int64_t step, int64_t *samples,
 void dt_step_samples(const dt_train_config *c, int replicas, int rank, int64_t step, int64_t *out);
 
 /* -------------------------------------------------------------- reference */
-/* Train the same config in one process on rank 0 and compare (check.c, the
- * criterion in CHECKING.md): per-step loss (with parts, the per-step balance
- * loss of a mixture, each of the loss's two terms on its own) and final weights (the whole
- * model's array of dt_model_size floats, host copies: W1_0, W2_0, W1_1, ...; on rank 0).
- * replicated: every rank holds the whole model in final_weights, and all
- * copies must be bit-identical. Prints each figure beside its bound and CHECK
- * PASSED or CHECK FAILED on rank 0; returns 0 or 1 on every rank (collective). */
-/* The run's discrete decisions, each NULL where the run made none or does
- * not replay it: the routing (10), ReLU's near 0 (fp32), fp16's skips. */
+/* The check (check.c, lockstep.c; the criterion in CHECKING.md): at every
+ * step it compares (--check-every), one process on rank 0 takes the same
+ * step from the run's own state, gathered as a checkpoint gathers it (the
+ * weights, AdamW's moments, the loss scale), on the step's global batch:
+ * the loss, the gradient, and the optimizer's update. The run's loss and
+ * gradient must match within one step's rounding, its update bit for bit.
+ * The run's discrete decisions, each NULL where it made none or they are not
+ * replayed: the routing (10), ReLU's near 0 (fp32), fp16's skips. */
 typedef struct {
   dt_routing *routing;
   dt_kinks *kinks;
   dt_skips *skips;
 } dt_decisions;
-int dt_check_against_reference(const dt_train_config *c, const double *losses, const double *parts,
-                               const float *final_weights, int replicated, dt_decisions *replay);
 /* For methods that change the gradients on purpose (top-k compression):
  * the final loss must be within `factor` of the exact reference's and below
  * the run's first loss. Prints both and CHECK PASSED/FAILED; collective. */
 int dt_check_convergence(const dt_train_config *c, const double *losses, double factor,
                          const char *what);
-/* The reference trainer itself. losses[steps] and weights (as above, host)
- * are filled; initial (optional, host) gets the weights before step 0; reach
- * is how far the optimizer could move any one weight in the steps run. */
+/* One process trained alone from the start, the same steps (reference.c):
+ * losses[steps] and weights (the whole model, host) are filled; initial
+ * (optional, host) gets the weights before step 0, parts (optional) each
+ * step's balance loss, clipped the steps --clip scaled down. The
+ * trajectory a learner sees beside the verdict, not the verdict. */
 typedef struct {
   double *losses;
   float *weights, *initial;
-  double reach;
-  dt_decisions replay; /* the run's decisions to replay (none: all NULL), counted there */
-  int64_t clipped;     /* steps whose gradients --clip scaled down (continuous: not replayed) */
-  double *parts;       /* with experts (optional): each step's balance loss, within losses */
-  int twin; /* the rounding twin (check.c): each step's samples in reverse order, the same
-             * sums in another order; not the mixture's (its capacity makes order matter) */
+  double *parts;
+  int64_t clipped;
 } dt_reference_run;
 void dt_reference_train(const dt_train_config *c, dt_reference_run *out);
-/* the mixture of experts' (reference_moe.c): the same loop, experts local */
-void dt_reference_train_moe(const dt_train_config *c, dt_reference_run *out);
-/* the transformer's (reference_attn.c): whole sequences, scores materialised */
-void dt_reference_train_attn(const dt_train_config *c, dt_reference_run *out);
-/* the GPT's (reference_gpt.c): the whole model, the scores materialised, the
- * cross-entropy over the whole vocabulary; the same text windows, schedule
- * and optimizer as the run */
-void dt_reference_train_gpt(const dt_train_config *c, dt_reference_run *out);
-/* |m_hat / (sqrt(v_hat) + eps)| <= this at step t, with AdamW's second beta beta2 */
-double dt_adamw_max_update(int64_t t, double beta2);
 
 /* ------------------------------------------------------------ checkpoints */
 /* safetensors, F32, "layers.{l}.w1" [D,H] and "layers.{l}.w2" [H,D] (each
@@ -828,8 +818,11 @@ struct dt_run {
   int64_t steps_timed;
   dt_counter scalars; /* the all-reduces of one float: clip norm, fp16 verdict */
   float *scalar;
-  float *host;  /* the whole model on the host (rank 0; every rank when replicated) */
-  int64_t step; /* the step now trained (dt_step_begin) */
+  float *host;          /* the whole model on the host (rank 0; every rank when replicated) */
+  int64_t step;         /* the step now trained (dt_step_begin) */
+  dt_step_scalars used; /* what the last dt_step_update read the gradients with */
+  struct dt_lockstep *lockstep; /* the check's, step by step (lockstep.c); NULL: none */
+  double held; /* seconds of this step spent on the check's gathers, left out of its time */
   /* what the run decided, which one process replays (the check; train.h's
    * "decisions"): ReLU's near 0, fp16's skips, a mixture's routing */
   dt_kinks *kinks;        /* NULL: none recorded (--no-check, 16 bits) */
@@ -896,9 +889,9 @@ typedef struct {
 } dt_row;
 void dt_print_memory(const dt_row *rows, int n, const char *other);
 /* The whole model to rank 0 (every rank when replicated), as in files. */
-void dt_run_gather(dt_run *r, int which, float *host); /* which: 0 w, 1 m, 2 v */
+void dt_run_gather(dt_run *r, int which, float *host); /* which: 0 w, 1 m, 2 v, 4 g */
 /* DT_MOE: where the lesson records each layer's choices ([steps][L]
- * [tokens][k], step-major), which dt_run_finish gathers for the check to
+ * [tokens][k], step-major), which the check gathers step by step to
  * replay; NULL with --no-check (nothing to record). */
 int32_t *dt_run_record_routing(dt_run *r, int64_t tokens);
 /* Gather, --save, --trace, a GPT's --sample (rank 0 writes text from the

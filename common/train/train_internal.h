@@ -3,6 +3,7 @@
 #ifndef DT_TRAIN_INTERNAL_H
 #define DT_TRAIN_INTERNAL_H
 
+#include <math.h>
 #include <stdio.h>
 
 #include "comm_internal.h"
@@ -45,17 +46,67 @@ void dt_host_gemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, flo
 void dt_fill_rows(float *buf, const int64_t *rows, int64_t count, int64_t cols, uint64_t seed,
                   uint64_t stream, float bound);
 
-/* reference.c: what the reference trainers of the new models (the mixture,
- * the transformer) share: the start (initial weights of the whole model in w
- * on the backend, made on the host; the scaler, the initial copy; returns
- * the largest |w|, for the reach) and the step after backward */
-/* count rows of `bytes` each, reversed in place (host): the twin's batch */
-void dt_reverse_rows(void *rows, int64_t count, size_t bytes);
-double dt_reference_begin(const dt_train_config *c, float *w, int64_t n, dt_loss_scaler *scaler,
-                          dt_reference_run *out);
-void dt_reference_update(const dt_train_config *c, dt_reference_run *out, dt_loss_scaler *scaler,
-                         int64_t step, float *w, float *g, float *m, float *v, size_t n,
-                         double w0_max, int round16);
+/* One process's model, the check's yardstick (reference.c, the MLP;
+ * reference_moe.c, reference_attn.c, reference_gpt.c): gradient() computes
+ * the loss of `step`'s global batch at the whole model's weights w and its
+ * gradient into g (both backend memory, g overwritten), fp16's loss scale
+ * folded into the loss's gradient; *part: a mixture's balance loss, within
+ * the loss. Where replay is given, the run's decisions of that step are
+ * replayed (and counted there). */
+typedef struct dt_one dt_one;
+struct dt_one {
+  const dt_train_config *c;
+  dt_decisions *replay; /* NULL: decide everything itself */
+  int round16; /* in 16 bits the run's gradients travel in 16 bits: one trip (not the mixture's) */
+  double (*gradient)(dt_one *o, int64_t step, const float *w, float *g, double scale, double *part);
+  void (*release)(dt_one *o);
+  void *own; /* the kind's buffers */
+};
+dt_one *dt_one_new(const dt_train_config *c, dt_decisions *replay);
+void dt_one_free(dt_one *o);
+void dt_one_moe(dt_one *o);  /* reference_moe.c */
+void dt_one_attn(dt_one *o); /* reference_attn.c */
+void dt_one_gpt(dt_one *o);  /* reference_gpt.c */
+/* The optimizer on the whole model (backend memory) at step's learning
+ * rate, AdamW's count taken, the gradients read x grad_scale */
+void dt_one_update(const dt_train_config *c, int64_t step, float *w, const float *g, float *m,
+                   float *v, size_t n, int64_t taken, float grad_scale);
+
+/* lockstep.c: the check, step by step (CHECKING.md). new at dt_run_begin
+ * (NULL: nothing to compare); gather at dt_step_update's start, before the
+ * optimizer (the run's state and gradient, when the step is compared); step
+ * at dt_step_end, after the loss (the state after it; rank 0 computes the
+ * same step in one process and compares; collective). verdict after
+ * training, on rank 0: prints the figures, worst step by step, and returns
+ * 1 if any is past its bound, or a decision is not rounding's;
+ * worst_one_step: the largest gradient figure, for the trajectory line. */
+typedef struct dt_lockstep dt_lockstep;
+dt_lockstep *dt_lockstep_new(dt_run *r);
+void dt_lockstep_gather(dt_run *r);
+/* --resume: the whole model and moments as the checkpoint holds them (host,
+ * every rank), where one process starts the first step from */
+void dt_lockstep_start_from(dt_lockstep *k, const float *w, const float *m, const float *v);
+void dt_lockstep_step(dt_run *r, int64_t step);
+int dt_lockstep_verdict(dt_lockstep *k, const char *other, double *worst_one_step);
+void dt_lockstep_free(dt_lockstep *k);
+/* Every rank waits for rank 0's x (a verdict, or that it is done), watched
+ * with an allowance for one process's work on rank 0 meanwhile */
+void dt_lockstep_wait(int *x, const char *what);
+/* A loss that is no longer a number, or that grew 10^4-fold since the first
+ * step, does not come back: training has diverged. */
+static inline int dt_blew_up(double loss, double first) {
+  return !isfinite(loss) || loss > 1e4 * first;
+}
+/* check.c: a diverged run stopped at `step`, every rank alike, with why:
+ * the configuration (exit 2) or the distributed step (CHECK FAILED, 1) */
+void dt_stop_diverged(dt_run *r, int64_t step);
+/* lockstep.c: where the check compared `step` (rank 0): one process's loss
+ * from the run's state there (*one_loss), and the first step found off
+ * before it, or -1 */
+int64_t dt_lockstep_diverged(const dt_lockstep *k, int64_t step, double *one_loss);
+/* check.c: the verdict after training (replicas, the lockstep's figures, the
+ * trajectory beside them); collective, 0 or 1 on every rank */
+int dt_check_run(dt_run *r);
 
 /* attention.c: causal attention the plainest way, one sequence of S rows
  * of width D (heads x dh columns) at a time, each head's S x S
@@ -100,8 +151,9 @@ void dt_gpt_file_unpack(const dt_train_config *c, const dt_file_tensor *f, const
                         float *model);
 
 /* kinks.c: ReLU's decisions near 0 (train.h, "decisions"). A run records
- * them; one process, given the run's (gathered to rank 0, sorted by step,
- * layer, row and unit), replays them and counts what it met. */
+ * them a step at a time; at a step the check compares, every rank's go to
+ * rank 0 (sorted by layer, row and unit), where one process replays them
+ * and counts what it met, over the steps compared. */
 typedef struct {
   int64_t step, layer, row, unit; /* row: its key (dt_rows); unit: in the whole layer */
   double a, scale;                /* the run's pre-activation, and |x_i| |W1_j| */
@@ -110,10 +162,9 @@ struct dt_kinks {
   int replay;     /* 0: a run records; 1: one process replays */
   float tol;      /* K u */
   int64_t step;   /* the step now trained */
-  int64_t first;  /* the first step recorded: a resumed run's, set before the replay */
   dt_rows *calls; /* the run: this step's block calls, until their hits get keys */
   int64_t ncalls, callcap;
-  dt_kink *k; /* recorded: a rank's, then on rank 0 every rank's, sorted */
+  dt_kink *k; /* the step's: a rank's, then on rank 0 every rank's, sorted */
   int64_t n, cap;
   int64_t decisions, lost; /* made; near 0 but not recorded (a full record) */
   /* what one process met: near 0 in both runs, of them decided otherwise
@@ -126,19 +177,20 @@ void dt_kinks_free(dt_kinks *k);
 void dt_kinks_meet(const dt_rows *where, const float *x, const float *w1, float *a, int64_t rows,
                    int64_t D, int64_t Hs);
 void dt_kinks_step_end(dt_kinks *k); /* the step's hits get their keys */
-/* every rank's record to rank 0 (collective; bookkeeping), sorted there */
-void dt_kinks_gather(dt_kinks *k, dt_comm *world);
-/* Rank 0, after one process replayed: the line that says what it met, and
- * whether rounding explains it (strict: the SGD criterion, where the two runs
- * stay within rounding; else the count is printed only). 1: it does not. */
-int dt_kinks_verdict(const dt_kinks *k, int strict, char *why, size_t len);
+/* The run's record of the step (k, every rank's, then cleared) to rank 0's
+ * replay (into; NULL elsewhere): collective, bookkeeping. keep 0 drops the
+ * step's record unread (a step not compared). */
+void dt_kinks_pass(dt_kinks *k, dt_kinks *into, dt_comm *world, int keep);
+/* Rank 0, after one process replayed: the line that says what it met over
+ * the steps compared, and whether rounding explains it; 1: it does not. */
+int dt_kinks_verdict(const dt_kinks *k, char *why, size_t len);
 /* the backend's part (kernels_cpu.c, kernels.cu): append the hits of one
  * block call, |a_ij| <= tol |x_i| |W1_j|, to the backend's record; fetch
  * returns this step's (host) and how many did not fit, and starts anew */
 void dt_kinks_scan(int64_t call, const float *x, const float *w1, const float *a, int64_t rows,
                    int64_t D, int64_t Hs, float tol);
 int64_t dt_kinks_fetch(const dt_kink_hit **hits, int64_t *lost);
-/* the check's longest sum, K = max(B, D, H, B x seq, a GPT's V): SGD's bound is S K u */
+/* the check's longest sum, K = max(B, D, H, B x seq, a GPT's V) */
 int64_t dt_check_longest_sum(const dt_train_config *c);
 
 /* outputs.c: check the output paths at start-up (collective: rank 0 looks,

@@ -103,7 +103,7 @@ MPIRUN=mpirun # the kit's, on PATH
 check "kit: 03_all_reduce np=4 with the kit's mpirun" 4 0 'CHECK PASSED' 'Open MPI v4\.1\.8' \
   -- "${BINS[0]}" --max-bytes 1M
 check "kit: 05_dp np=4 with the kit's mpirun" 4 0 \
-  'CHECK PASSED: per-step loss and final weights match single-process training' 'Open MPI v4\.1\.8' \
+  'CHECK PASSED: each step.s loss, gradient and update match one process.s fp32 step' 'Open MPI v4\.1\.8' \
   -- "${BINS[1]}" --steps 20
 
 if [ -n "${CUDA_HOME:-}" ] && [ -x "$CUDA_HOME/bin/nvcc" ]; then
