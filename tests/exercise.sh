@@ -295,9 +295,8 @@ facts_of() {
         n_off, total, (nl > 1 ? "s" : ""), offl
       if (n_nev) {
         lst = ""; for (l = 0; l < total; l++) if (l in nev) lst = lst (lst == "" ? "" : ",") l
-        printf "fact: no-gradient %s | %d tensor%s got no gradient from the run at the first step off (layer%s %s): nothing reached %s, so %s rel diff is exactly 1.00\n", \
-          lst, n_nev, (n_nev > 1 ? "s" : ""), (n_nev > 1 ? "s" : ""), lst, \
-          (n_nev > 1 ? "them" : "it"), (n_nev > 1 ? "their" : "its")
+        printf "fact: no-gradient %s | %d tensor%s got no gradient from the run at the first step off (layer%s %s): nothing reached %s\n", \
+          lst, n_nev, (n_nev > 1 ? "s" : ""), (n_nev > 1 ? "s" : ""), lst, (n_nev > 1 ? "them" : "it")
       }
       if (n_mv) { # the median, against N and 1/N
         for (i = 1; i <= n_mv; i++) for (j = i + 1; j <= n_mv; j++) if (mv[j] < mv[i]) { t = mv[i]; mv[i] = mv[j]; mv[j] = t }

@@ -42,7 +42,8 @@ check "05 np=4 accum 2" 4 0 "$PASS05" '\(2 micro-steps of 4\)' 'all-reduce calls
   "$(bytes05 786432 786432)" '^    activ +44032 +44032 ' -- $D05 --steps 5 --accum 2
 check "05 np=4 accum 2 overlap" 4 0 "$PASS05" -- $D05 --steps 5 --accum 2 --overlap --bucket-mb 0.25
 check "05 np=4 clip" 4 0 "$PASS05" 'sgd, lr 0.2, clipped' \
-  '^gradient clipping: one process clipped 5 of 5 steps; min\(1, clip / \|g\|\) is continuous' \
+  '^gradient clipping: the run clipped 5 of the 5 steps compared; min\(1, clip / \|g\|\) is continuous' \
+  '^  ok   gradient.s factor, rel diff ' \
   -- $D05 --steps 5 --clip 0.01
 # The memory table, every row exact (b = B/N = 8; AdamW keeps m and v).
 check "05 np=4 adamw memory table" 4 0 "$PASS05" '30 steps of adamw, lr 0.003' \

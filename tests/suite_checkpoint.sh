@@ -58,14 +58,14 @@ ckpt_killed() { # kill -9 while it checkpoints every step; the manifest must sta
 }
 
 ckpt_suite 05_dp ./05_dp/dp 2
-# The check replays a resumed run's ReLU decisions from its own first step
-# (CHECKING.md); under SGD it judges them, so a replay that began at step 0
-# would find the steps before the resume unrecorded and fail
+# A resumed run's first step is compared from the checkpoint's own state
+# (CHECKING.md), its ReLU decisions of that step replayed and judged
 rm -rf "$CK/05-kinks"
 check "05 ckpt: 2 steps of sgd, checkpoint every step" 2 0 "checkpoint: step 2 saved" -- \
   ./05_dp/dp --steps 2 --ckpt "$CK/05-kinks" --save-every 1
 check "05 ckpt: resumed to 3 steps, its ReLU decisions replayed from step 3" 2 0 'resume: step 2' \
-  '^ReLU decisions: 32768 made; .* near 0 in one run only: 0$' 'CHECK PASSED' -- \
+  '^ReLU decisions: 32768 made in the steps compared; .* near 0 in one only: 0$' \
+  '^lockstep: one process took 1 of the run.s 1 steps from the run.s own state' 'CHECK PASSED' -- \
   ./05_dp/dp --steps 3 --ckpt "$CK/05-kinks" --resume
 ckpt_killed 05_dp ./05_dp/dp 2
 ckpt_killed 05_dp-compress ./05_dp/dp 2 --compress topk:0.01

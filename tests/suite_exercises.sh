@@ -205,8 +205,8 @@ ex_plant 06_fsdp shard.c 's/dt_reduce_scatter(f->comm, send, recv,/dt_reduce_sca
 if [ -n "$ex_dir" ]; then
   log=$LOGS/exercise-feedback-06-offset.log
   ex_run 06 "$ex_dir" 6 "$log" CHECK_NP=2
-  ex_expect "check-6, f->gs for the layer's slice: layers with no gradient (rel diff 1.00) and the layer-offset hint" "$log" \
-    'measured: [0-9]+ tensors got no gradient from the run at the first step off \(layers 1,2,3\)' 'rel diff is exactly 1\.00' \
+  ex_expect "check-6, f->gs for the layer's slice: layers with no gradient and the layer-offset hint" "$log" \
+    'measured: [0-9]+ tensors got no gradient from the run at the first step off \(layers 1,2,3\): nothing reached them' \
     "hint: the bytes match, but whole layers got no gradient while layer 0.s is off" "f->gs \+ l \* f->S"
   grep -q 'hint: the bytes match, but every tensor.s gradient is about N times' "$log" &&
     fail "check-6, f->gs for the layer's slice: not the wrong-operation hint" "$log"

@@ -149,7 +149,7 @@ check "divergence: an exploding loss stops 05 at step 2" 2 2 \
   'lower --lr \(now 100; try 10\), or bound each update with --clip 1' \
   -- ./05_dp/dp --lr 100 --steps 30
 check "divergence: a NaN loss stops 05 (AdamW, 16 layers)" 2 2 \
-  '^error: training diverged at step 2: the loss is NaN; one process diverges alike \(at step 2\): .*lower --lr \(now 100; try 10\)' \
+  '^error: training diverged at step 2: the loss is NaN; one process diverges alike \(at step 2, from the run.s own state\): .*lower --lr \(now 100; try 10\)' \
   -- ./05_dp/dp --optimizer adamw --lr 100 --layers 16 --steps 30
 check "divergence: 06 zero-1 with prefetch in flight stops cleanly" 2 2 '^error: training diverged at step 2' \
   -- ./06_fsdp/fsdp --zero 1 --prefetch --lr 100

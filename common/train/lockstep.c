@@ -22,10 +22,12 @@
  * state both sides share. The gathers and one process's work are
  * bookkeeping: outside the byte counters, the memory tables (dt_mem_aside)
  * and the step's time. */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "train_internal.h"
 
@@ -42,12 +44,17 @@ struct dt_lockstep {
   const dt_train_config *c;
   size_t n; /* the whole model's floats */
   int adamw;
-  /* the run's, gathered (host, the whole model, on rank 0; elsewhere only
-   * w0 exists, the scratch every gather passes through) */
-  float *w0, *m0, *v0; /* at the start of the step compared */
-  float *g;            /* the gradient its optimizer read */
-  float *w1, *m1, *v1; /* after the step */
-  int held;            /* w0, m0, v0 hold the start of the next step (the last one's end) */
+  /* the run's, gathered: on rank 0 two blocks of the whole model's arrays
+   * one after another (a gather of several is one collective), pre: the
+   * state at the step's start (w, and AdamW's m and v) and the gradient its
+   * optimizer read; post: the state after it. Elsewhere pre is the scratch
+   * every gather passes through. */
+  float *pre, *post;
+  int slots;           /* the state's arrays: 1 (w), or 3 (w, m, v) */
+  float *w0, *m0, *v0; /* in pre */
+  float *g;            /* in pre, after the state */
+  float *w1, *m1, *v1; /* in post */
+  int held;            /* pre holds the start of the next step (the last one's end) */
   int replicated;      /* every rank holds the whole model (05), N > 1 */
   float *theirs;       /* replicated runs, ranks but 0: rank 0's weights, to compare with */
   dt_loss_scaler scaler;
@@ -65,12 +72,12 @@ struct dt_lockstep {
   worst grad;
   worst factor;
   int64_t off, off_step, off_at; /* elements of the update not bit for bit; the first's step, at */
-  int64_t replicas,
-      replicas_step;    /* weights of another rank's replica not rank 0's; the first step */
-  const char *off_what; /* "weight", "first moment", "second moment" */
-  int64_t failed_at;    /* the first step off, -1: none */
-  char why[400];        /* and why, for the verdict */
-  int64_t blown_step;   /* the step where the run's loss blew up, and one process's loss */
+  int64_t replicas, replicas_step; /* weights of a replica not rank 0's; the first step */
+  int64_t clipped;                 /* steps compared whose factor --clip set below 1 */
+  const char *off_what;            /* "weight", "first moment", "second moment" */
+  int64_t failed_at;               /* the first step off, -1: none */
+  char why[400];                   /* and why, for the verdict */
+  int64_t blown_step; /* the step where the run's loss blew up, and one process's loss */
   double blown_loss;
   double seconds;
 };
@@ -114,6 +121,18 @@ static int due(const dt_run *r, int64_t step) {
   return (step - r->c.start_step) % r->c.check_every == 0;
 }
 
+/* the arrays in their blocks (again after pre and post swap) */
+static void point(dt_lockstep *k) {
+  size_t n = k->n;
+  k->w0 = k->pre;
+  k->m0 = k->adamw ? k->pre + n : NULL;
+  k->v0 = k->adamw ? k->pre + 2 * n : NULL;
+  k->g = k->pre + (size_t)k->slots * n;
+  k->w1 = k->post;
+  k->m1 = k->post && k->adamw ? k->post + n : NULL;
+  k->v1 = k->post && k->adamw ? k->post + 2 * n : NULL;
+}
+
 dt_lockstep *dt_lockstep_new(dt_run *r) {
   const dt_train_config *c = &r->c;
   if (c->no_check || r->verdict || c->steps <= c->start_step) return NULL;
@@ -128,15 +147,16 @@ dt_lockstep *dt_lockstep_new(dt_run *r) {
                      .blown_step = -1};
   worst none = {0, 0, -1};
   k->loss = k->part = k->grad = k->factor = none;
-  k->w0 = dt_host_alloc(n, 4);
+  k->slots = k->adamw ? 3 : 1;
+  size_t block = (size_t)(k->slots + 1) * n;
+  k->pre = dt_host_alloc(block, 4);
+  point(k);
   if (!root && r->replicated) k->theirs = dt_host_alloc(n, 4);
   if (!root) return k;
-  float **host[] = {&k->g, &k->w1, &k->hg, &k->hu};
-  for (size_t i = 0; i < 4; i++) *host[i] = dt_host_alloc(n, 4);
-  if (k->adamw) {
-    float **mv[] = {&k->m0, &k->v0, &k->m1, &k->v1};
-    for (size_t i = 0; i < 4; i++) *mv[i] = dt_host_alloc(n, 4);
-  }
+  k->post = dt_host_alloc(block, 4);
+  point(k);
+  k->hg = dt_host_alloc(n, 4);
+  k->hu = dt_host_alloc(n, 4);
   dt_mem_aside(1);
   k->W = dt_alloc_f32(n, DT_OTHER);
   k->G = dt_alloc_f32(n, DT_OTHER);
@@ -165,7 +185,7 @@ void dt_lockstep_free(dt_lockstep *k) {
   float *dev[] = {k->W, k->G, k->M, k->V};
   for (size_t i = 0; i < 4; i++) dt_free(dev[i]);
   dt_mem_aside(0);
-  float *host[] = {k->w0, k->m0, k->v0, k->g, k->w1, k->m1, k->v1, k->hg, k->hu, k->theirs};
+  float *host[] = {k->pre, k->post, k->hg, k->hu, k->theirs};
   for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
   dt_kinks_free(k->kinks);
   free(k->routing.choice);
@@ -174,34 +194,30 @@ void dt_lockstep_free(dt_lockstep *k) {
 
 void dt_lockstep_start_from(dt_lockstep *k, const float *w, const float *m, const float *v) {
   if (!k) return;
-  k->held = 1;       /* on every rank: the gathers are collective */
-  if (!k->g) return; /* the arrays are rank 0's */
+  k->held = 1;          /* on every rank: the gathers are collective */
+  if (!k->post) return; /* the arrays are rank 0's */
   memcpy(k->w0, w, k->n * 4);
   if (k->adamw) {
     memcpy(k->m0, m, k->n * 4);
     memcpy(k->v0, v, k->n * 4);
   }
-  k->held = 1;
 }
 
-/* which: 0 w, 1 m, 2 v, 4 g (dt_run_gather's); into rank 0's array, through
- * the scratch elsewhere */
-static void gather(dt_run *r, int which, float *root) {
-  dt_run_gather(r, which, r->world->rank == 0 ? root : r->lockstep->w0);
+/* which: 0 w, 1 m, 2 v, 4 g (dt_run_gather's), n of them into rank 0's
+ * arrays from root on, through the scratch elsewhere */
+static void gather(dt_run *r, const int *which, int n, float *root) {
+  dt_run_gather_all(r, which, n, r->world->rank == 0 ? root : r->lockstep->pre);
 }
 
 void dt_lockstep_gather(dt_run *r) {
   dt_lockstep *k = r->lockstep;
   if (!k || !due(r, r->step)) return;
   double t0 = dt_now();
-  if (!k->held) {
-    gather(r, 0, k->w0);
-    if (k->adamw) {
-      gather(r, 1, k->m0);
-      gather(r, 2, k->v0);
-    }
-  }
-  gather(r, 4, k->g);
+  static const int state_and_g[2][4] = {{0, 4}, {0, 1, 2, 4}};
+  if (k->held)
+    gather(r, (const int[]){4}, 1, k->g);
+  else
+    gather(r, state_and_g[k->adamw], k->slots + 1, k->w0);
   k->scaler = r->scaler;
   k->scaler.quiet = 1;
   r->held += dt_now() - t0;
@@ -266,8 +282,8 @@ static void list_off(const dt_train_config *c, int64_t step, const float *g, con
   if (shown > 8) printf("    ... and %lld more\n", (long long)(shown - 8));
   if (off) printf("  gradients off: %lld of %lld tensors\n", (long long)off, (long long)T);
   if (none)
-    printf("  no gradient: %lld of them got none from the run (all zeros), so their rel diff is "
-           "exactly 1.00\n",
+    printf("  no gradient: %lld of them got none from the run (all zeros): their whole gradient is "
+           "the difference\n",
            (long long)none);
 }
 
@@ -318,6 +334,7 @@ static int64_t update_off(dt_run *r, dt_lockstep *k, int64_t step, int *taken_ou
     double sq = c->clip > 0 ? dt_sum_squares(k->G, n) : 0;
     float own = dt_grad_scale(c, used, sq), run = r->used.grad_scale;
     keep_worst(&k->factor, fabs((double)run - own) / own, step, -1);
+    k->clipped += c->clip > 0 && dt_clip_factor(c, sq / (used * used)) < 1.0f;
     dt_one_update(c, step, k->W, k->G, k->M, k->V, n, s.taken, run);
   }
   const float *mine[3] = {k->W, k->M, k->V}, *runs[3] = {k->w1, k->m1, k->v1};
@@ -341,7 +358,7 @@ static int64_t update_off(dt_run *r, dt_lockstep *k, int64_t step, int *taken_ou
  * outside the counters; the count is rank 0's. */
 static int64_t replicas_off(dt_run *r, dt_lockstep *k) {
   int root = r->world->rank == 0;
-  float *mine = root ? k->w1 : k->w0, *ref = root ? k->w1 : k->theirs;
+  float *mine = root ? k->w1 : k->pre, *ref = root ? k->w1 : k->theirs;
   DT_WATCH("MPI_Bcast of rank 0's weights for the check's replicas");
   CHECK_MPI(MPI_Bcast(ref, dt_mpi_count(k->n), MPI_FLOAT, 0, MPI_COMM_WORLD));
   dt_watch_done();
@@ -433,11 +450,19 @@ int64_t dt_lockstep_diverged(const dt_lockstep *k, int64_t step, double *one_los
 
 /* Every rank waits while rank 0 computes: allowed twice what the whole run
  * took so far, N times, on top of --timeout (a stopped rank 0 still ends
- * the job; a long one-process step does not end it falsely). */
+ * the job; a long one-process step does not end it falsely). The wait polls
+ * with a pause, not spinning: where ranks share cores (oversubscribed), a
+ * spinning wait would take rank 0's core from its work. */
 void dt_lockstep_wait(int *x, const char *what) {
   double allowance = dt_timeout() + 2.0 * dt_size() * dt_uptime();
   dt_watch_call_within(what, __FILE__, __LINE__, allowance);
-  CHECK_MPI(MPI_Bcast(x, 1, MPI_INT, 0, MPI_COMM_WORLD));
+  MPI_Request req;
+  CHECK_MPI(MPI_Ibcast(x, 1, MPI_INT, 0, MPI_COMM_WORLD, &req));
+  for (int done = 0;;) {
+    CHECK_MPI(MPI_Test(&req, &done, MPI_STATUS_IGNORE));
+    if (done) break;
+    nanosleep(&(struct timespec){0, 200000}, NULL); /* 0.2 ms */
+  }
   dt_watch_done();
 }
 
@@ -452,12 +477,9 @@ void dt_lockstep_step(dt_run *r, int64_t step) {
   }
   double t0 = dt_now();
   int root = r->world->rank == 0;
-  gather(r, 0, k->w1);
-  int64_t replicas = k->replicated ? replicas_off(r, k) : 0; /* before the scratch is reused */
-  if (k->adamw) {
-    gather(r, 1, k->m1);
-    gather(r, 2, k->v1);
-  }
+  static const int state[3] = {0, 1, 2};
+  gather(r, state, k->slots, k->w1);
+  int64_t replicas = k->replicated ? replicas_off(r, k) : 0;
   if (root && replicas && !k->replicas) k->replicas_step = step;
   if (root) k->replicas += replicas;
   if (r->routing) { /* the step's choices, [groups][layers][R][k] */
@@ -475,15 +497,10 @@ void dt_lockstep_step(dt_run *r, int64_t step) {
   /* the state after this step starts the next one */
   int next = step + 1 < r->c.steps && due(r, step + 1);
   if (next && root) {
-    float *t = k->w0;
-    k->w0 = k->w1;
-    k->w1 = t;
-    t = k->m0;
-    k->m0 = k->m1;
-    k->m1 = t;
-    t = k->v0;
-    k->v0 = k->v1;
-    k->v1 = t;
+    float *t = k->pre;
+    k->pre = k->post;
+    k->post = t;
+    point(k);
   }
   k->held = next;
   k->seconds += dt_now() - t0;
@@ -539,6 +556,10 @@ int dt_lockstep_verdict(dt_lockstep *k, const char *other, double *worst_one_ste
            "the run's verdict taken), apart otherwise in %lld\n",
            (long long)k->steps, (long long)k->skips.alike, (long long)k->skips.replayed,
            (long long)k->skips.otherwise);
+  if (c->clip > 0)
+    printf("gradient clipping: the run clipped %lld of the %lld steps compared; min(1, clip / |g|) "
+           "is continuous in |g|, so rounding moves it by rounding (its row below)\n",
+           (long long)k->clipped, (long long)k->steps);
   printf("compare each step with one process from the run's state (%s, %s; the criterion: "
          "CHECKING.md)\n",
          prec, c->optimizer);
@@ -551,8 +572,8 @@ int dt_lockstep_verdict(dt_lockstep *k, const char *other, double *worst_one_ste
   printf(row, MARK(ok_grad), "gradient, worst tensor rel L2 diff", k->grad.value, gb, b.how_grad,
          where[2]);
   if (c->clip > 0 || dt_precision_type(c) == DT_F16)
-    printf(row, MARK(ok_factor), "gradient's factor (clip, 1/scale), rel diff", k->factor.value, fb,
-           "(N + 2) u", where[3]);
+    printf(row, MARK(ok_factor), "gradient's factor, rel diff", k->factor.value, fb,
+           "(N + 2) u (clip, fp16's scale)", where[3]);
   printf("  %-4s %-41s %-12lld %-9d the optimizer on the run's state and gradient\n",
          MARK(ok_update), "update, elements not bit for bit", (long long)k->off, 0);
   if (k->replicated)

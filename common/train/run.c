@@ -115,11 +115,13 @@ static void gather_own(dt_run *r, int which, float *model) {
   }
 }
 
-void dt_run_gather(dt_run *r, int which, float *model) {
-  gather_own(r, which, model);
+void dt_run_gather(dt_run *r, int which, float *model) { dt_run_gather_all(r, &which, 1, model); }
+
+void dt_run_gather_all(dt_run *r, const int *which, int n, float *model) {
+  size_t P = (size_t)dt_model_size(&r->c);
+  for (int i = 0; i < n; i++) gather_own(r, which[i], model + (size_t)i * P);
   /* Every element has one owner and 0 elsewhere: the sum is the model. */
-  if (!r->replicated)
-    dt_host_reduce(r->world, model, (size_t)dt_model_size(&r->c), DT_F32, DT_SUM, 0);
+  if (!r->replicated) dt_host_reduce(r->world, model, (size_t)n * P, DT_F32, DT_SUM, 0);
 }
 
 static int by_start(const void *a, const void *b) {

@@ -890,6 +890,8 @@ typedef struct {
 void dt_print_memory(const dt_row *rows, int n, const char *other);
 /* The whole model to rank 0 (every rank when replicated), as in files. */
 void dt_run_gather(dt_run *r, int which, float *host); /* which: 0 w, 1 m, 2 v, 4 g */
+/* n of them at once, one after another in host (n x the model), one collective */
+void dt_run_gather_all(dt_run *r, const int *which, int n, float *host);
 /* DT_MOE: where the lesson records each layer's choices ([steps][L]
  * [tokens][k], step-major), which the check gathers step by step to
  * replay; NULL with --no-check (nothing to record). */
