@@ -128,14 +128,14 @@ for prec in bf16 fp16; do
     "not in the table: matmul's 16-bit rounding copies of its inputs, 73728 bytes" \
     "CHECK PASSED: each step.s loss, gradient and update match one process.s $prec step" \
     -- ./05_dp/dp --precision $prec --steps 10
-  check "05 --precision $prec np=2 adamw overlap" 2 0 "CHECK PASSED: .*$prec training" \
+  check "05 --precision $prec np=2 adamw overlap" 2 0 "CHECK PASSED: .*one process.s $prec step" \
     -- ./05_dp/dp --precision $prec --optimizer adamw --overlap --bucket-mb 0.1 --steps 10
 done
 # fp16 dynamic loss scaling: a scale far too large overflows, steps are
 # skipped and the scale halves until the gradients fit; the reference
 # skips the same steps.
 check "05 fp16 loss scale backs off on overflow" 2 0 'step +1: fp16 gradients overflowed at loss scale 1e\+12' \
-  '[1-9][0-9]* steps skipped on overflow' 'CHECK PASSED: .*fp16 training' \
+  '[1-9][0-9]* steps skipped on overflow' 'CHECK PASSED: .*one process.s fp16 step' \
   -- ./05_dp/dp --precision fp16 --loss-scale 1e12 --steps 30
 check "05 fp16 loss scale grows after good steps" 2 0 'fp16 loss scaling +0 steps skipped on overflow; final loss scale 262144' \
   -- ./05_dp/dp --precision fp16 --growth-interval 5 --steps 10 --no-check

@@ -105,18 +105,18 @@ for prec in bf16 fp16; do
     -- $B $SMALL --zero 3 --precision $prec
   # Stage 1, N=4: all-reduce 2*4*3*512*2 = 24576, all-gather 12288; with
   # prefetch all L layers' 16-bit gathers are in flight: 2(L NS + NS) = 20480.
-  check "06 np=4 zero=1 $prec bytes halve" 4 0 "CHECK PASSED: .*$prec training" \
+  check "06 np=4 zero=1 $prec bytes halve" 4 0 "CHECK PASSED: .*one process.s $prec step" \
     'all_gather +4 +12288 +12288 ' 'all_reduce +4 +24576 +24576 ' 'total +36864 +36864 ' \
     'comm +20480 +20480 ' -- $B $SMALL --zero 1 --prefetch --precision $prec
   for opt in sgd adamw; do
-    check "06 np=2 zero=2 $prec $opt" 2 0 "CHECK PASSED: .*$prec training" \
+    check "06 np=2 zero=2 $prec $opt" 2 0 "CHECK PASSED: .*one process.s $prec step" \
       'all_gather +4 +8192 +8192 ' 'reduce_scatter +4 +8192 +8192 ' \
       -- $B $SMALL --zero 2 --precision $prec --optimizer $opt
-    check "06 np=4 zero=3 prefetch $prec $opt" 4 0 "CHECK PASSED: .*$prec training" \
+    check "06 np=4 zero=3 prefetch $prec $opt" 4 0 "CHECK PASSED: .*one process.s $prec step" \
       -- $B $SMALL --zero 3 --prefetch --precision $prec --optimizer $opt
   done
 done
-check "06 np=3 zero=3 bf16 padded" 3 0 'CHECK PASSED: .*bf16 training' \
+check "06 np=3 zero=3 bf16 padded" 3 0 'CHECK PASSED: .*one process.s bf16 step' \
   'all_gather +8 +21856 +21856 ' -- $B $SMALL --zero 3 --batch 24 --precision bf16
 # fp16: the overflow verdict is one flag all-reduced with MAX (the run's
 # scalars row, out of the total: 2(N-1)/N x 4 = 6 bytes at N=4). A loss scale of 1e12
@@ -127,6 +127,6 @@ check "06 np=4 fp16 overflow verdict" 4 0 \
   'fp16 loss scaling +0 steps skipped' -- $B $SMALL --precision fp16 --no-check
 check "06 np=4 fp16 loss scale backs off" 4 0 'step +1: fp16 gradients overflowed at loss scale 1e\+12' \
   '19 steps skipped on overflow' 'all_gather +[0-9]+ +([0-9]+) +\1 +L x \(N-1\) x S x 2 x 11/30 steps taken' \
-  'CHECK PASSED: .*fp16 training' -- $B $SMALL --zero 1 --precision fp16 --loss-scale 1e12 --steps 30
+  'CHECK PASSED: .*one process.s fp16 step' -- $B $SMALL --zero 1 --precision fp16 --loss-scale 1e12 --steps 30
 check "06 np=2 fp16 loss scale backs off, zero 3" 2 0 '[1-9][0-9]* steps skipped on overflow' \
-  'CHECK PASSED: .*fp16 training' -- $B $SMALL --precision fp16 --loss-scale 1e12 --steps 30 --prefetch
+  'CHECK PASSED: .*one process.s fp16 step' -- $B $SMALL --precision fp16 --loss-scale 1e12 --steps 30 --prefetch

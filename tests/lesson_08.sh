@@ -109,20 +109,20 @@ for prec in bf16 fp16; do
     'total \(every communicator\) +212992 +212992 +589824 +49152 ' 'params +196608 +196608 ' \
     'comm \(16-bit copies\) +83968 +83968 +147456 +4096 ' -- $L08 "${L08_FAST[@]}" --precision $prec
   for opt in sgd adamw; do
-    check "08 np=4 tp=1 $prec $opt" 4 0 "CHECK PASSED: .*$prec training" \
+    check "08 np=4 tp=1 $prec $opt" 4 0 "CHECK PASSED: .*one process.s $prec step" \
       'fsdp all_gather \(params\) +393216 +393216 ' 'comm \(16-bit copies\) +147456 +147456 ' \
       -- $L08 "${L08_FAST[@]}" --tp 1 --precision $prec --optimizer $opt
-    check "08 np=2 tp=2 $prec $opt" 2 0 "CHECK PASSED: .*$prec training" \
+    check "08 np=2 tp=2 $prec $opt" 2 0 "CHECK PASSED: .*one process.s $prec step" \
       'tp all_reduce \(activ\) +32768 +32768 ' 'total \(every communicator\) +32768 +32768 ' \
       -- $L08 "${L08_FAST[@]}" --tp 2 --precision $prec --optimizer $opt
   done
 done
-check "08 np=4 tp=4 bf16 (= 07)" 4 0 'CHECK PASSED: .*bf16 training' \
+check "08 np=4 tp=4 bf16 (= 07)" 4 0 'CHECK PASSED: .*one process.s bf16 step' \
   'tp all_reduce \(activ\) +49152 +49152 +0 +49152 ' 'comm \(16-bit copies\) +4096 +4096 ' \
   -- $L08 "${L08_FAST[@]}" --tp 4 --precision bf16
-check "08 np=3 tp=3 bf16" 3 0 'CHECK PASSED: .*bf16 training' \
+check "08 np=3 tp=3 bf16" 3 0 'CHECK PASSED: .*one process.s bf16 step' \
   'tp all_reduce \(activ\) +43688 +43690\.67 ' -- $L08 "${L08_FAST[@]}" --tp 3 --hidden 192 --precision bf16
-check "08 np=1 fp16" 1 0 'CHECK PASSED: .*fp16 training' -- $L08 "${L08_FAST[@]}" --precision fp16
+check "08 np=1 fp16" 1 0 'CHECK PASSED: .*one process.s fp16 step' -- $L08 "${L08_FAST[@]}" --precision fp16
 # fp16: each rank holds different pieces, so the overflow verdict is one flag
 # maxed over the world, on the run's scalars row (2(N-1)/N x 4 = 6 bytes at
 # N=4). A loss scale of 1e12 overflows; every rank skips the same steps as the
@@ -132,10 +132,10 @@ check "08 np=4 fp16 overflow verdict" 4 0 \
   'fp16 loss scaling +0 steps skipped' 'total \(every communicator\) +212992 +212992 ' \
   -- $L08 "${L08_FAST[@]}" --precision fp16 --no-check
 check "08 np=4 fp16 loss scale backs off" 4 0 'step +1: fp16 gradients overflowed at loss scale 1e\+12' \
-  '17 steps skipped on overflow; final loss scale 7.62939e\+06' 'CHECK PASSED: .*fp16 training' \
+  '17 steps skipped on overflow; final loss scale 7.62939e\+06' 'CHECK PASSED: .*one process.s fp16 step' \
   -- $L08 --precision fp16 --loss-scale 1e12 --optimizer adamw
 check "08 np=2 tp=2 fp16 loss scale backs off (F = 1)" 2 0 '17 steps skipped on overflow' \
-  'CHECK PASSED: .*fp16 training' -- $L08 --tp 2 --precision fp16 --loss-scale 1e12
+  'CHECK PASSED: .*one process.s fp16 step' -- $L08 --tp 2 --precision fp16 --loss-scale 1e12
 
 # Bad input: a clear message and exit code 2, never a hang.
 check "08 np=4 tp=3" 4 2 'error: --tp 3 does not divide the number of ranks, 4' -- $L08 --tp 3

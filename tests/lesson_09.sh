@@ -101,7 +101,7 @@ l09_prec "09 np=4 fp16 1f1b sgd" 4 fp16 \
 # every stage skips the step (the verdict is maxed over the stages), the scale
 # halves until they fit, and the reference skips the same steps.
 check "09 np=4 fp16 loss scale backs off" 4 0 'step +1: fp16 gradients overflowed at loss scale 1e\+12' \
-  '[1-9][0-9]* steps skipped on overflow' 'CHECK PASSED: .*fp16 training' \
+  '[1-9][0-9]* steps skipped on overflow' 'CHECK PASSED: .*one process.s fp16 step' \
   -- $L09 --steps 20 --precision fp16 --loss-scale 1e12 --clip 0.05
 check "09 np=2 fp16 loss scale grows" 2 0 'fp16 loss scaling +0 steps skipped on overflow; final loss scale 262144' \
   -- $L09 --steps 10 --precision fp16 --growth-interval 5 --no-check
