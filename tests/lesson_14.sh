@@ -117,6 +117,29 @@ check "14 np=4 a chaotic short schedule: each step from the run's state" 4 0 "$P
   '^trajectory \(shown, not judged\): one process trained alone from the start' \
   -- $D14 --text tests/texts/drift.txt --tp 4 --steps 30 --seed 2 --sample 0
 
+# At the sizes and texts users run (CHECKING.md, "Why not compare the ends"):
+# 300 steps of AdamW with nanoGPT's schedule, where two correct trajectories
+# end apart, compared step by step. Debian's license texts with every
+# default at NP 4 (the run the issue reports: it failed when the check
+# compared the ends), where the machine has them; and texts of this tree on
+# other meshes and seeds, at the tests' model. Every run must pass, with the
+# trajectory beside it. (suite_kernels.sh runs such runs under every kernel.)
+if ls /usr/share/common-licenses/* >/dev/null 2>&1; then
+  for f in /usr/share/common-licenses/*; do [ -L "$f" ] || cat "$f"; done >"$T14/licenses.txt"
+  TEST_TIMEOUT=400 check "14 np=4 Debian's license texts, 300 steps of the default model, every step compared" 4 0 \
+    "$PASS14" '^lockstep: one process took 300 of the run.s 300 steps' \
+    '^trajectory \(shown, not judged\): ' -- $D14 --text "$T14/licenses.txt" --steps 300 --sample 0
+else
+  echo "SKIP 14 license texts: this machine has no /usr/share/common-licenses"
+fi
+for spec in "README.md 2 --tp 2 --seed 1" "CHECKING.md 4 --pp 2 --tp 2 --seed 2" \
+  "14_gpt/README.md 4 --dp 2 --cp 2 --seed 3"; do
+  read -ra f <<<"$spec" # the text, NP, the mesh and seed
+  check "14 np=${f[1]} ${f[0]}, 300 steps ${f[*]:2}: every step compared" "${f[1]}" 0 "$PASS14" \
+    '^lockstep: one process took 300 of the run.s 300 steps' -- \
+    $D14 "${SMALL14[@]}" --text "${f[0]}" --steps 300 "${f[@]:2}"
+done
+
 # text in, text out: another text, bytes, evaluation, a sample, the throughput
 check "14 np=2 another text, bytes" 2 0 "$PASS14" 'text CHECKING.md: [0-9]+ byte tokens' -- \
   $D14 "${SMALL14[@]}" --steps 3 --text CHECKING.md --tokens byte --tp 2

@@ -84,6 +84,18 @@ else
         ./14_gpt/gpt --steps 10 --layers 2 --dim 32 --seq 32 --batch 8 --sample 0 \
         $(echo "$spec" | cut -s -d' ' -f2-)
     done
+    # and 300 steps of AdamW on a real text, where two correct trajectories
+    # end apart, compared step by step: a text, a mesh and a seed a kernel
+    text_run=(
+      "4 --text README.md --tp 2 --cp 2 --seed 1" "4 --text CHECKING.md --tp 4 --seed 2"
+      "2 --text 14_gpt/README.md --pp 2 --seed 3" "4 --text tests/texts/drift.txt --dp 2 --tp 2 --seed 2"
+      "2 --text docs/testing.md --cp 2 --seed 1" "4 --text TEACHING.md --pp 2 --tp 2 --seed 3")
+    spec=${text_run[$((${#ran[@]} - 1))]}
+    # shellcheck disable=SC2086 # the spec's words are the NP and the flags
+    [ -x 14_gpt/gpt ] && OPENBLAS_CORETYPE=$k check "kernel $k gpt 300 steps np=$spec" "${spec%% *}" 0 \
+      'CHECK PASSED' '^lockstep: one process took 300 of the run.s 300 steps' -- \
+      ./14_gpt/gpt --steps 300 --layers 2 --dim 32 --seq 32 --batch 8 --sample 0 \
+      $(echo "$spec" | cut -s -d' ' -f2-)
   done
   # A ReLU input within rounding of 0 (CHECKING.md, "Discrete decisions"):
   # one run per kernel that meets one decided apart by one step's rounding,
