@@ -45,6 +45,10 @@ check "05 np=4 clip" 4 0 "$PASS05" 'sgd, lr 0.2, clipped' \
   '^gradient clipping: the run clipped 5 of the 5 steps compared; min\(1, clip / \|g\|\) is continuous' \
   '^  ok   gradient.s factor, rel diff ' \
   -- $D05 --steps 5 --clip 0.01
+# --check-every: the check takes every K-th step (steps 1, 4, 7, 10 of 10)
+check "05 np=2 check every 3rd step" 2 0 "$PASS05" \
+  '^lockstep: one process took 4 of the run.s 10 steps \(--check-every\) from the run.s own state' \
+  -- $D05 --steps 10 --optimizer adamw --check-every 3
 # The memory table, every row exact (b = B/N = 8; AdamW keeps m and v).
 check "05 np=4 adamw memory table" 4 0 "$PASS05" '30 steps of adamw, lr 0.003' \
   '^    params +524288 +524288   P x 4$' '^    grads +524288 +524288   P x 4$' \

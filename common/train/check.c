@@ -215,7 +215,8 @@ static int trajectory(const dt_train_config *c, const double *losses, const floa
     char how[200] = "the check found a step off (above): not rounding's";
     if (!off)
       snprintf(how, sizeof how,
-               "each step differed by rounding alone (at most %.2e of a gradient, above), and %lld "
+               "each step compared differed by rounding alone (at most %.2e of a gradient, above), "
+               "and %lld "
                "steps carried it that far",
                one_step, (long long)(c->steps - c->start_step));
     printf("trajectory (shown, not judged): one process trained alone from the start (%.2f s) "

@@ -316,14 +316,13 @@ static int skips_judged(dt_lockstep *k, int run, double largest) {
 
 /* The update: one process's optimizer on the run's gradient and state must
  * give the run's new state bit for bit. Returns the elements that differ. */
-static int64_t update_off(dt_run *r, dt_lockstep *k, int64_t step, int *taken_out) {
+static int64_t update_off(dt_run *r, dt_lockstep *k, int64_t step) {
   const dt_train_config *c = k->c;
   size_t n = k->n;
   int overflow = dt_precision_type(c) == DT_F16 && any_nonfinite(k->g, n);
   double used = 1.0;
   dt_loss_scaler s = k->scaler;
   int taken = dt_scaler_update(&s, c, overflow, &used);
-  *taken_out = taken;
   dt_copy_from_host(k->W, k->w0, n * 4);
   if (k->adamw) {
     dt_copy_from_host(k->M, k->m0, n * 4);
@@ -407,8 +406,7 @@ static void compare(dt_run *r, dt_lockstep *k, int64_t step, int64_t replicas) {
       worst_t = t;
     }
   }
-  int taken;
-  int64_t off = update_off(r, k, step, &taken);
+  int64_t off = update_off(r, k, step);
   double factor = k->factor.step == step ? k->factor.value : 0;
   k->off += off;
   char why[320] = "";
@@ -579,11 +577,12 @@ int dt_lockstep_verdict(dt_lockstep *k, const char *other, double *worst_one_ste
   if (k->replicated)
     printf("  %-4s %-41s %-12lld %-9d every rank's after each step compared, bit for bit\n",
            MARK(ok_replicas), "replicas, weights not rank 0's", (long long)k->replicas, 0);
-  if (!ok_update)
-    printf("  update: first off at step %lld, %s %lld (%s): the run's optimizer did not compute "
+  if (!ok_update) {
+    dt_tensor x = dt_model_tensor(c, dt_tensor_at(c, k->off_at));
+    printf("  update: first off at step %lld, %s's %s %lld: the run's optimizer did not compute "
            "what one process computes from the same state and gradient\n",
-           (long long)k->off_step + 1, k->off_what, (long long)k->off_at,
-           dt_model_tensor(c, dt_tensor_at(c, k->off_at)).name);
+           (long long)k->off_step + 1, x.name, k->off_what, (long long)(k->off_at - x.at));
+  }
   *worst_one_step = k->grad.value;
   int failed =
       !(ok_loss && ok_part && ok_grad && ok_update && ok_factor && ok_skips && ok_replicas) ||
