@@ -57,12 +57,14 @@ quick)
   check "$tag: 07 tensor parallel" 4 0 "$B22" "$PASS" -- ./07_tp/tp --steps 5
   check "$tag: 08 fsdp + tp" 4 0 "$B22" "$PASS" -- ./08_fsdp_tp/fsdp_tp --steps 5
   check "$tag: 09 pipeline" 4 0 "$B22" "$PASS" -- ./09_pp/pp --steps 5
-  # any lesson this file does not name (a new NN_name/ folder): its own check
+  # any lesson this file does not name (a new NN_name/ folder): its own
+  # check, on the short run its tour.flags name where its defaults are long
   for dir in [0-9][0-9]_*/; do
     bin=./${dir%/}/${dir#*_}
     bin=${bin%/}
     grep -qE -- "$bin( |$)" "${BASH_SOURCE[0]}" && continue
-    [ -x "$bin" ] && check "$tag: ${dir%/}" 4 0 "$B22" "$PASS" -- "$bin"
+    # shellcheck disable=SC2046 # tour.flags: the words of a short run
+    [ -x "$bin" ] && check "$tag: ${dir%/}" 4 0 "$B22" "$PASS" -- "$bin" $(cat "${dir}tour.flags" 2>/dev/null)
   done
   # Ranks dealt round-robin: each node holds ranks that are not neighbours,
   # so every edge of the flat ring crosses between nodes (4 edges).

@@ -301,8 +301,8 @@ facts_of() {
       if (n_mv) { # the median, against N and 1/N
         for (i = 1; i <= n_mv; i++) for (j = i + 1; j <= n_mv; j++) if (mv[j] < mv[i]) { t = mv[i]; mv[i] = mv[j]; mv[j] = t }
         med = mv[int((n_mv + 1) / 2)]
-        # nearer N (or 1/N) than 1 on a log scale (one process's gradient from
-        # the same state: a sum of N means is N times it, exactly but for rounding)
+        # nearer N (or 1/N) than 1 on a log scale (against one process from the
+        # same state, a sum of N means is N times it, exactly but for rounding)
         lm = log(med > 0 ? med : 1e-9); lN = log(N > 1 ? N : 2)
         tag = (N > 1 && lm > lN / 2 && lm < 1.5 * lN) ? "=N" : ((N > 1 && -lm > lN / 2 && -lm < 1.5 * lN) ? "=1/N" : sprintf("%.2f", med))
         printf "fact: gradient %s | the run\047s gradient of the tensors off was %.2f times one process\047s from the same state (median of %d; N=%d)\n", tag, med, n_mv, N
