@@ -94,14 +94,18 @@ struct dt_lockstep {
 #define U_BF16 (1.0 / 256.0)
 typedef struct {
   double loss, grad;
-  char how_loss[48], how_grad[48];
+  char how_loss[64], how_grad[48];
 } bounds;
 static bounds bounds_of(const dt_train_config *c) {
   bounds b;
   if (dt_precision_type(c) == DT_F32) {
     int64_t K = dt_check_longest_sum(c);
     b.loss = b.grad = (double)K * U32;
-    snprintf(b.how_loss, sizeof b.how_loss, "K u (K %lld, u 2^-24)", (long long)K);
+    snprintf(b.how_loss, sizeof b.how_loss, "K u (K = max(B%s,D,H) = %lld, u 2^-24)",
+             c->model == DT_TRANSFORMER ? " x seq"
+             : c->model == DT_GPT       ? " x seq,V"
+                                        : "",
+             (long long)K);
     snprintf(b.how_grad, sizeof b.how_grad, "K u");
   } else {
     b.loss = 2 * U_BF16;
