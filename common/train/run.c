@@ -3,10 +3,9 @@
  * A lesson owns its layout and its communication; this file owns the rest of
  * a step, the same way for all: the optimizer update with fp16's verdict and
  * the clip norm, checkpoints, the loss line, the time, and the run's start
- * and end. The state a rank steps is described once, as segments (what the
- * optimizer steps) and places (where their elements sit in the whole model),
- * so the initial weights, --load, --resume, checkpoints, --save and the check
- * need no code of the lesson's. */
+ * and end. The state a rank steps is described once, as segments and places
+ * (state.c), so the initial weights, --load, --resume, checkpoints, --save
+ * and the check need no code of the lesson's. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,93 +34,6 @@ void dt_run_resolve(dt_run *r) {
    * fp32's rounding; 16 bits round each value by far more (CHECKING.md) */
   if (!r->c.no_check && dt_precision_type(&r->c) == DT_F32 && r->c.model != DT_GPT)
     r->kinks = dt_kinks_new(&r->c, 0); /* the GPT has no ReLU: GELU decides nothing */
-}
-
-int dt_run_segment(dt_run *r, float *w, float *g, size_t n) {
-  if (r->nseg == DT_RUN_SEGMENTS) dt_fatal(__FILE__, __LINE__, "dt_run_segment", "too many");
-  dt_segment *s = &r->seg[r->nseg];
-  *s = (dt_segment){.w = w, .g = g, .n = n};
-  if (r->c.optimizer[0] == 'a') {
-    s->m = dt_alloc_f32(n, DT_OPTIM);
-    s->v = dt_alloc_f32(n, DT_OPTIM);
-  }
-  return r->nseg++;
-}
-
-void dt_run_place(dt_run *r, int seg, int64_t off, int64_t at, int64_t rows, int64_t cols,
-                  int64_t ld) {
-  if (rows <= 0 || cols <= 0) return;
-  if (r->nplace == r->cap) {
-    r->cap = r->cap ? 2 * r->cap : 64;
-    r->place = realloc(r->place, (size_t)r->cap * sizeof *r->place);
-    if (!r->place) dt_fatal(__FILE__, __LINE__, "dt_run_place", "out of memory");
-  }
-  r->place[r->nplace++] = (dt_place){seg, off, at, rows, cols, ld};
-}
-
-void dt_run_place_range(dt_run *r, int seg, int64_t off, int64_t at, int64_t cols, int64_t ld,
-                        int64_t lo, int64_t hi) {
-  while (lo < hi) { /* a partial first row, whole rows, a partial last row */
-    int64_t row = lo / cols, col = lo % cols, n = hi - lo < cols - col ? hi - lo : cols - col;
-    if (col == 0 && n == cols && (hi - lo) / cols > 1) n = (hi - lo) / cols * cols;
-    if (col == 0 && n >= cols)
-      dt_run_place(r, seg, off, at + row * ld, n / cols, cols, ld);
-    else
-      dt_run_place(r, seg, off, at + row * ld + col, 1, n, n);
-    off += n;
-    lo += n;
-  }
-}
-
-void dt_run_rank_state(dt_run *r, int seg, float *buf, const char *what) {
-  if (seg < 0 || seg >= r->nseg || r->c.rank_state)
-    dt_fatal(__FILE__, __LINE__, "dt_run_rank_state", "no such segment, or a second state");
-  r->seg[seg].e = buf;
-  r->c.rank_state = what;
-}
-
-/* Between the segments (backend memory) and the whole model (host): each
- * segment through a host copy, each place row by row. A segment without
- * the buffer (per-rank state on some segments only) is skipped. */
-static float *seg_buf(dt_segment *s, int which) {
-  float *b[] = {s->w, s->m, s->v, s->e, s->g};
-  return b[which];
-}
-
-static void scatter(dt_run *r, int which, const float *model) {
-  for (int k = 0; k < r->nseg; k++) {
-    if (!seg_buf(&r->seg[k], which)) continue;
-    float *h = dt_host_alloc(r->seg[k].n, 4); /* padding stays 0 */
-    for (const dt_place *p = r->place; p < r->place + r->nplace; p++)
-      for (int64_t i = 0; p->seg == k && i < p->rows; i++)
-        memcpy(h + p->off + i * p->cols, model + p->at + i * p->ld, (size_t)p->cols * 4);
-    dt_copy_from_host(seg_buf(&r->seg[k], which), h, r->seg[k].n * 4);
-    free(h);
-  }
-}
-
-/* This rank's elements in their places, 0 elsewhere. */
-static void gather_own(dt_run *r, int which, float *model) {
-  memset(model, 0, (size_t)dt_model_size(&r->c) * 4);
-  for (int k = 0; k < r->nseg; k++) {
-    if (!seg_buf(&r->seg[k], which)) continue;
-    if (r->seg[k].copy && !r->replicated) continue; /* another rank's counts */
-    float *h = dt_host_alloc(r->seg[k].n, 4);
-    dt_copy_to_host(h, seg_buf(&r->seg[k], which), r->seg[k].n * 4);
-    for (const dt_place *p = r->place; p < r->place + r->nplace; p++)
-      for (int64_t i = 0; p->seg == k && i < p->rows; i++)
-        memcpy(model + p->at + i * p->ld, h + p->off + i * p->cols, (size_t)p->cols * 4);
-    free(h);
-  }
-}
-
-void dt_run_gather(dt_run *r, int which, float *model) { dt_run_gather_all(r, &which, 1, model); }
-
-void dt_run_gather_all(dt_run *r, const int *which, int n, float *model) {
-  size_t P = (size_t)dt_model_size(&r->c);
-  for (int i = 0; i < n; i++) gather_own(r, which[i], model + (size_t)i * P);
-  /* Every element has one owner and 0 elsewhere: the sum is the model. */
-  if (!r->replicated) dt_host_reduce(r->world, model, (size_t)n * P, DT_F32, DT_SUM, 0);
 }
 
 static int by_start(const void *a, const void *b) {
@@ -170,15 +82,15 @@ void dt_run_begin(dt_run *r) {
   for (const dt_place *p = r->place; !c->resume && !c->load && p < r->place + r->nplace; p++)
     for (int64_t i = 0; i < p->rows; i++)
       dt_initial_weights(c, w + p->at + i * p->ld, p->at + i * p->ld, p->cols);
-  scatter(r, 0, w);
+  dt_run_scatter(r, 0, w);
   dt_spans plain = dt_model_plain(c);
   for (int k = 0; plain.n && adamw && k < r->nseg; k++) plain_spans(r, k);
   free(plain.at);
   if (c->resume && adamw) {
-    scatter(r, 1, m);
-    scatter(r, 2, v);
+    dt_run_scatter(r, 1, m);
+    dt_run_scatter(r, 2, v);
   }
-  if (c->resume && e) scatter(r, 3, e);
+  if (c->resume && e) dt_run_scatter(r, 3, e);
   r->lockstep = dt_lockstep_new(r);
   /* the first step after a resume is checked from the checkpoint's state,
    * not from what the run made of it */
@@ -276,7 +188,7 @@ static void checkpoint(dt_run *r, int64_t steps_done) {
   }
   if (r->c.rank_state) {
     own = dt_host_alloc(P, 4);
-    gather_own(r, 3, own);
+    dt_run_gather_own(r, 3, own);
     if (r->world->rank == 0) e = dt_host_alloc((size_t)r->world->size * P, 4);
     dt_host_gather(r->world, own, e, P, DT_F32, 0);
   }

@@ -46,6 +46,12 @@ void dt_host_gemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, flo
 void dt_fill_rows(float *buf, const int64_t *rows, int64_t count, int64_t cols, uint64_t seed,
                   uint64_t stream, float bound);
 
+/* state.c: a whole model's array (host) to this rank's segments (which: 0
+ * w, 1 m, 2 v, 3 the rank's own state, 4 g), and this rank's elements back
+ * in their places, 0 elsewhere */
+void dt_run_scatter(dt_run *r, int which, const float *model);
+void dt_run_gather_own(dt_run *r, int which, float *model);
+
 /* One process's model, the check's yardstick (reference.c, the MLP;
  * reference_moe.c, reference_attn.c, reference_gpt.c): gradient() computes
  * the loss of `step`'s global batch at the whole model's weights w and its
