@@ -121,6 +121,8 @@ static bounds bounds_of(const dt_train_config *c) {
  * that; the factor and fp16's 1/scale each round to float once. */
 static double factor_bound(int ranks) { return ((double)ranks + 2) * U32; }
 
+static double checking; /* seconds this rank spent in the check's steps (dt_lockstep_wait) */
+
 static int due(const dt_run *r, int64_t step) {
   return (step - r->c.start_step) % r->c.check_every == 0;
 }
@@ -225,6 +227,7 @@ void dt_lockstep_gather(dt_run *r) {
   k->scaler = r->scaler;
   k->scaler.quiet = 1;
   r->held += dt_now() - t0;
+  checking += dt_now() - t0;
 }
 
 /* ------------------------------------------------------------ the figures */
@@ -450,13 +453,14 @@ int64_t dt_lockstep_diverged(const dt_lockstep *k, int64_t step, double *one_los
   return k->failed_at >= 0 && k->failed_at < step ? k->failed_at : -1;
 }
 
-/* Every rank waits while rank 0 computes: allowed twice what the whole run
- * took so far, N times, on top of --timeout (a stopped rank 0 still ends
+/* Every rank waits while rank 0 computes: allowed twice what the run took so
+ * far, N times (one process does the work of N ranks), the check's own time
+ * left out of "the run", on top of --timeout (a stopped rank 0 still ends
  * the job; a long one-process step does not end it falsely). The wait polls
  * with a pause, not spinning: where ranks share cores (oversubscribed), a
  * spinning wait would take rank 0's core from its work. */
 void dt_lockstep_wait(int *x, const char *what) {
-  double allowance = dt_timeout() + 2.0 * dt_size() * dt_uptime();
+  double allowance = dt_timeout() + 2.0 * dt_size() * (dt_uptime() - checking);
   dt_watch_call_within(what, __FILE__, __LINE__, allowance);
   MPI_Request req;
   CHECK_MPI(MPI_Ibcast(x, 1, MPI_INT, 0, MPI_COMM_WORLD, &req));
@@ -506,6 +510,7 @@ void dt_lockstep_step(dt_run *r, int64_t step) {
   }
   k->held = next;
   k->seconds += dt_now() - t0;
+  checking += dt_now() - t0;
 }
 
 /* ------------------------------------------------------------ the verdict */
