@@ -558,9 +558,9 @@ int dt_lockstep_verdict(dt_lockstep *k, const char *other, double *worst_one_ste
   }
   if (!other && decided[0]) other = decided;
   if (k->replay.skips)
-    printf("fp16 step skips: in the %lld steps compared one process's own gradient overflowed as "
-           "the run's did in %lld, apart near fp16's largest value in %lld (within 2x of 65504: "
-           "the run's verdict taken), apart otherwise in %lld\n",
+    printf("fp16 step skips: in the %lld steps compared one process's own gradient decided as the "
+           "run's did (overflowed or not) in %lld, apart near fp16's largest value in %lld (within "
+           "2x of 65504: the run's verdict taken), apart otherwise in %lld\n",
            (long long)k->steps, (long long)k->skips.alike, (long long)k->skips.replayed,
            (long long)k->skips.otherwise);
   if (c->clip > 0)

@@ -113,7 +113,7 @@ typedef struct {
       DT_FLAG("--resume", &(c)->resume, "continue from the latest checkpoint in --ckpt"),          \
       DT_FLAG("--no-check", &(c)->no_check, "skip the comparison with single-process training"),   \
       DT_INT("--check-every", &(c)->check_every, 1, 1 << 30,                                       \
-             "compare every K-th step with one process's, from the run's own state")
+             "compare every N-th step with one process's, from the run's own state")
 
 /* A training step's loss line, on the steps worth reading (the first five
  * of the run, every tenth, the last); `how` says where the number comes from.
