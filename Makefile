@@ -107,7 +107,7 @@ BUILD   := $(BUILD_ROOT)/$(BACKEND)
 # speeds the SGD pass further: `make bench-flags` measures each candidate.
 OPT     ?= -O3 -funroll-loops -g
 CFLAGS  := $(OPT) -std=c11 -Wall -Wextra -I. -Icommon/comm -Icommon/train -Itests $(BLAS_CFLAGS) -MMD -MP
-LDLIBS  := $(if $(filter cpu,$(BACKEND)),$(BLAS_LIBS)) -lm -pthread
+LDLIBS  := $(if $(filter cpu,$(BACKEND)),$(BLAS_LIBS) -rdynamic) -lm -pthread
 # common/ in two layers, two libraries: comm (what lessons 01-04 need) and
 # train above it (05-09). A lesson links train first: train calls into comm.
 COMM_SRC  := $(filter-out %/kernels_cpu.c,$(wildcard common/comm/*.c))

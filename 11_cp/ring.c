@@ -32,7 +32,7 @@ void cp_attn_init(cp_attn *a, dt_comm *comm, const dt_train_config *c, int zigza
   a->ob = alloc(a->C * W, DT_ACTIV);
   a->lseb = alloc(a->C * A, DT_ACTIV);
   a->delta = alloc(a->R * A, DT_ACTIV);
-  int gpu = dt_device() >= 0;
+  int gpu = !dt_host_sees_device(); /* a GPU, or the cpu in its device-boundary mode */
   a->stage = gpu ? dt_host_alloc((size_t)(2 * a->R * c->dim), sizeof(float)) : NULL;
   a->merge = gpu ? dt_attn_merge : cp_merge;
   travel *t[2] = {&a->kv, &a->dkv};

@@ -266,9 +266,15 @@ void dt_watch_done(void);
 #define DT_MPI(call)                                                                               \
   do {                                                                                             \
     dt_watch_call(#call, __FILE__, __LINE__);                                                      \
+    dt_mpi_progress(1);                                                                            \
     CHECK_MPI(call);                                                                               \
+    dt_mpi_progress(0);                                                                            \
     dt_watch_done();                                                                               \
   } while (0)
+/* Around a host MPI call: MPI moves the nonblocking collectives in flight
+ * inside any call, into their device buffers, as a GPU would at any time;
+ * the cpu's device-boundary mode (boundary.h) opens them for it */
+void dt_mpi_progress(int begin);
 
 /* ----------------------------------------------------------- bookkeeping */
 /* Facts about a run, not its algorithm: losses, timings, counts, a check's
@@ -341,6 +347,14 @@ void dt_copy(void *dst, const void *src, size_t bytes); /* within the backend */
 void dt_copy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                 size_t rows);
 void dt_zero(void *buf, size_t bytes);
+
+/* Whether host code may read and write dt_alloc's memory itself: on the
+ * cpu backend, except in its device-boundary mode (DT_DEVICE_BOUNDARY=1 in
+ * the environment), where that memory is out of the host's reach outside
+ * the backend's kernels, copies and collectives, as a GPU's is. Code that
+ * takes that shortcut (filling a batch in place) asks first, and copies
+ * otherwise; docs/gpu.md, "The device boundary on the cpu". */
+int dt_host_sees_device(void);
 
 const char *dt_tag_name(dt_tag tag);
 size_t dt_mem_current(dt_tag tag);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpt_core.h"
 #include "train_internal.h"
 
 /* ---------------------------------------------------------------- pieces */
@@ -46,6 +47,34 @@ double dt_ce_whole(const float *logits, int64_t R, int64_t V, const int32_t *tar
   if (dlogits) dt_ce_backward(logits, R, V, 0, targets, p, p + R, scale / (float)R, dlogits);
   dt_free(p);
   return loss;
+}
+
+/* The embedding's backward: each token's rows in buckets (a counting sort,
+ * rows ascending), then each token's gradient summed from its rows in that
+ * order on the backend: no atomics, whose order would change the bits. The
+ * buckets are made on the host from the token ids and copied in. */
+void dt_embed_backward(const int32_t *tokens, int64_t R, const float *dout, int64_t v0, int64_t Vs,
+                       int64_t D, float *dwte) {
+  static int64_t *offsets; /* backend scratch, kept: [Vs + 1] and [R] */
+  static int32_t *rows;
+  static int64_t have_v, have_r;
+  if (R <= 0 || Vs <= 0 || D <= 0) return;
+  if (Vs > have_v || R > have_r) {
+    dt_free(offsets);
+    dt_free(rows);
+    have_v = Vs > have_v ? Vs : have_v;
+    have_r = R > have_r ? R : have_r;
+    offsets = dt_alloc((size_t)(have_v + 1) * sizeof *offsets, DT_OTHER);
+    rows = dt_alloc((size_t)have_r * sizeof *rows, DT_OTHER);
+  }
+  int64_t *ho = dt_host_alloc((size_t)Vs + 1, sizeof *ho);
+  int32_t *hr = dt_host_alloc((size_t)R, sizeof *hr);
+  dt_token_buckets(tokens, R, v0, Vs, ho, hr);
+  dt_copy_from_host(offsets, ho, (size_t)(Vs + 1) * sizeof *ho);
+  dt_copy_from_host(rows, hr, (size_t)R * sizeof *hr);
+  free(ho);
+  free(hr);
+  dt_embed_rows_sum(offsets, rows, dout, Vs, D, dwte);
 }
 
 dt_gpt_block dt_gpt_block_at(const dt_train_config *c, float *model, int64_t layer) {

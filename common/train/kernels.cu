@@ -350,8 +350,8 @@ extern "C" void dt_adamw_step(float *w, const float *g, float *m, float *v, size
  * block, and the same bits as the cpu. Token ids and the embedding's
  * buckets come from the host, staged in device buffers kept between calls
  * (from pageable memory a copy returns once the host's bytes are taken). */
-static void *staged_buf[3];
-static size_t staged_size[3];
+static void *staged_buf[1];
+static size_t staged_size[1];
 static const void *staged(int slot, const void *host, size_t bytes) {
   if (staged_size[slot] < bytes) {
     dt_free(staged_buf[slot]);
@@ -464,20 +464,10 @@ extern "C" void dt_embed_forward(const int32_t *tokens, int64_t R, const float *
   embed_forward_kernel<<<GRID((size_t)(R * D))>>>(t, R, wte, v0, Vs, D, out);
   LAUNCHED();
 }
-/* Sorted, not atomic: the rows of each token are summed in row order by one
- * thread per (token, column), the cpu's order; atomicAdd would add them in
- * whatever order the threads arrive, other bits on every run. */
-extern "C" void dt_embed_backward(const int32_t *tokens, int64_t R, const float *dout, int64_t v0,
+extern "C" void dt_embed_rows_sum(const int64_t *offsets, const int32_t *rows, const float *dout,
                                   int64_t Vs, int64_t D, float *dwte) {
-  if (R <= 0 || Vs <= 0 || D <= 0) return;
-  int64_t *offsets = (int64_t *)dt_host_alloc((size_t)Vs + 1, sizeof *offsets);
-  int32_t *rows = (int32_t *)dt_host_alloc((size_t)R, sizeof *rows);
-  dt_token_buckets(tokens, R, v0, Vs, offsets, rows);
-  const int64_t *o = (const int64_t *)staged(1, offsets, (size_t)(Vs + 1) * sizeof *offsets);
-  const int32_t *w = (const int32_t *)staged(2, rows, (size_t)R * sizeof *rows);
-  free(offsets);
-  free(rows);
-  embed_backward_kernel<<<GRID((size_t)(Vs * D))>>>(o, w, dout, Vs, D, dwte);
+  if (Vs <= 0 || D <= 0) return;
+  embed_backward_kernel<<<GRID((size_t)(Vs * D))>>>(offsets, rows, dout, Vs, D, dwte);
   LAUNCHED();
 }
 extern "C" void dt_positions_forward(const float *wpe, int64_t t0, int64_t len, int64_t count,
