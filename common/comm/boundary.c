@@ -64,23 +64,6 @@ int dt_kernel_enter(const char *call, const char *names, const void *const *ptrs
   (void)call, (void)names, (void)ptrs, (void)n;
   return 0;
 }
-void dt_boundary_inflight(int delta) { arena.inflight += delta; }
-
-/* A host MPI call while a nonblocking collective is in flight: MPI moves
- * that collective inside any call, into its device buffers, as a GPU's
- * engine would at any moment; open for it. The call's own buffers are
- * still checked where the layer knows them (host.c's dt_expect_host). */
-void dt_mpi_progress(int begin) {
-  if (!dt_boundary) return;
-  if (begin && arena.inflight) {
-    arena.progress++;
-    if (arena.depth++ == 0) set_open(1);
-  } else if (!begin && arena.progress) {
-    arena.progress--;
-    if (--arena.depth == 0) set_open(0);
-  }
-}
-
 void dt_kernel_leave(int *scope) { (void)scope; }
 void dt_expect_device(const char *call, const char *arg, const void *p, size_t bytes) {
   (void)call, (void)arg, (void)p, (void)bytes;

@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpt_core.h"
 #include "train_internal.h"
 
 /* ---------------------------------------------------------------- pieces */
@@ -49,10 +48,11 @@ double dt_ce_whole(const float *logits, int64_t R, int64_t V, const int32_t *tar
   return loss;
 }
 
-/* The embedding's backward: each token's rows in buckets (a counting sort,
- * rows ascending), then each token's gradient summed from its rows in that
- * order on the backend: no atomics, whose order would change the bits. The
- * buckets are made on the host from the token ids and copied in. */
+/* The embedding's backward, in two kernels on the backend's memory: the
+ * slice's rows bucketed by token (gpt_core.h's dt_token_bucket, one thread
+ * a token id), then each token's gradient summed from its rows in row
+ * order. The token ids stay where they are (device memory): no copy to the
+ * host and back, no wait in the step; the buckets' scratch is kept. */
 void dt_embed_backward(const int32_t *tokens, int64_t R, const float *dout, int64_t v0, int64_t Vs,
                        int64_t D, float *dwte) {
   static int64_t *offsets; /* backend scratch, kept: [Vs + 1] and [R] */
@@ -67,13 +67,7 @@ void dt_embed_backward(const int32_t *tokens, int64_t R, const float *dout, int6
     offsets = dt_alloc((size_t)(have_v + 1) * sizeof *offsets, DT_OTHER);
     rows = dt_alloc((size_t)have_r * sizeof *rows, DT_OTHER);
   }
-  int64_t *ho = dt_host_alloc((size_t)Vs + 1, sizeof *ho);
-  int32_t *hr = dt_host_alloc((size_t)R, sizeof *hr);
-  dt_token_buckets(tokens, R, v0, Vs, ho, hr);
-  dt_copy_from_host(offsets, ho, (size_t)(Vs + 1) * sizeof *ho);
-  dt_copy_from_host(rows, hr, (size_t)R * sizeof *hr);
-  free(ho);
-  free(hr);
+  dt_embed_buckets(tokens, R, v0, Vs, offsets, rows);
   dt_embed_rows_sum(offsets, rows, dout, Vs, D, dwte);
 }
 

@@ -347,22 +347,8 @@ extern "C" void dt_adamw_step(float *w, const float *g, float *m, float *v, size
 /* The GPT's kernels: one thread per row, column or element, each running
  * gpt_core.h's body as the cpu loop does, so the bits are the cpu's. A
  * row's sums run in the row's thread, in order: slower than a tree across a
- * block, and the same bits as the cpu. Token ids and the embedding's
- * buckets come from the host, staged in device buffers kept between calls
- * (from pageable memory a copy returns once the host's bytes are taken). */
-static void *staged_buf[1];
-static size_t staged_size[1];
-static const void *staged(int slot, const void *host, size_t bytes) {
-  if (staged_size[slot] < bytes) {
-    dt_free(staged_buf[slot]);
-    staged_buf[slot] = dt_alloc(bytes, DT_OTHER);
-    staged_size[slot] = bytes;
-  }
-  if (bytes)
-    CHECK_CUDA(cudaMemcpyAsync(staged_buf[slot], host, bytes, cudaMemcpyHostToDevice, dt_stream()));
-  return staged_buf[slot];
-}
-
+ * block, and the same bits as the cpu. Token ids and targets are read where
+ * the lesson keeps them, in device memory (train.h). */
 __global__ static void ln_forward_kernel(const float *x, const float *g, float *y, float *mean,
                                          float *rstd, int64_t R, int64_t D) {
   size_t r = INDEX;
@@ -392,6 +378,11 @@ __global__ static void embed_forward_kernel(const int32_t *tokens, int64_t R, co
                                             int64_t v0, int64_t Vs, int64_t D, float *out) {
   size_t e = INDEX;
   if (e < (size_t)(R * D)) out[e] = dt_embed_core(wte, tokens[e / D], v0, Vs, D, (int64_t)(e % D));
+}
+__global__ static void token_bucket_kernel(const int32_t *tokens, int64_t R, int64_t v0,
+                                           int64_t Vs, int64_t *offsets, int32_t *rows) {
+  size_t v = INDEX;
+  if (v < (size_t)Vs) dt_token_bucket(tokens, R, v0, Vs, (int64_t)v, offsets, rows);
 }
 __global__ static void embed_backward_kernel(const int64_t *offsets, const int32_t *rows,
                                              const float *dout, int64_t Vs, int64_t D,
@@ -460,8 +451,13 @@ extern "C" void dt_gelu_backward(const float *a, const float *du, float *da, siz
 extern "C" void dt_embed_forward(const int32_t *tokens, int64_t R, const float *wte, int64_t v0,
                                  int64_t Vs, int64_t D, float *out) {
   if (R <= 0 || D <= 0) return;
-  const int32_t *t = (const int32_t *)staged(0, tokens, (size_t)R * sizeof *tokens);
-  embed_forward_kernel<<<GRID((size_t)(R * D))>>>(t, R, wte, v0, Vs, D, out);
+  embed_forward_kernel<<<GRID((size_t)(R * D))>>>(tokens, R, wte, v0, Vs, D, out);
+  LAUNCHED();
+}
+extern "C" void dt_embed_buckets(const int32_t *tokens, int64_t R, int64_t v0, int64_t Vs,
+                                 int64_t *offsets, int32_t *rows) {
+  if (Vs <= 0) return;
+  token_bucket_kernel<<<GRID((size_t)Vs)>>>(tokens, R, v0, Vs, offsets, rows);
   LAUNCHED();
 }
 extern "C" void dt_embed_rows_sum(const int64_t *offsets, const int32_t *rows, const float *dout,
@@ -485,9 +481,7 @@ extern "C" void dt_positions_backward(const float *dout, int64_t t0, int64_t len
 static void ce_rows(const float *logits, int64_t R, int64_t Vs, int64_t v0, const int32_t *targets,
                     const float *mx, float *out, int piece) {
   if (R <= 0) return;
-  const int32_t *t =
-      targets ? (const int32_t *)staged(0, targets, (size_t)R * sizeof *targets) : NULL;
-  ce_rows_kernel<<<GRID((size_t)R)>>>(logits, R, Vs, v0, t, mx, out, piece);
+  ce_rows_kernel<<<GRID((size_t)R)>>>(logits, R, Vs, v0, targets, mx, out, piece);
   LAUNCHED();
 }
 extern "C" void dt_ce_max(const float *logits, int64_t R, int64_t Vs, float *mx) {
@@ -505,7 +499,7 @@ extern "C" void dt_ce_backward(const float *logits, int64_t R, int64_t Vs, int64
                                const int32_t *targets, const float *mx, const float *sum,
                                float scale, float *dlogits) {
   if (R <= 0 || Vs <= 0) return;
-  const int32_t *t = (const int32_t *)staged(0, targets, (size_t)R * sizeof *targets);
-  ce_backward_kernel<<<GRID((size_t)(R * Vs))>>>(logits, R, Vs, v0, t, mx, sum, scale, dlogits);
+  ce_backward_kernel<<<GRID((size_t)(R * Vs))>>>(logits, R, Vs, v0, targets, mx, sum, scale,
+                                                  dlogits);
   LAUNCHED();
 }

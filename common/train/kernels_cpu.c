@@ -280,6 +280,12 @@ void dt_embed_forward(const int32_t *tokens, int64_t R, const float *wte, int64_
     for (int64_t d = 0; d < D; d++) out[r * D + d] = dt_embed_core(wte, tokens[r], v0, Vs, D, d);
 }
 
+void dt_embed_buckets(const int32_t *tokens, int64_t R, int64_t v0, int64_t Vs, int64_t *offsets,
+                      int32_t *rows) {
+  DT_KERNEL("dt_embed_buckets", tokens, offsets, rows);
+  for (int64_t v = 0; v < Vs; v++) dt_token_bucket(tokens, R, v0, Vs, v, offsets, rows);
+}
+
 void dt_embed_rows_sum(const int64_t *offsets, const int32_t *rows, const float *dout, int64_t Vs,
                        int64_t D, float *dwte) {
   DT_KERNEL("dt_embed_rows_sum", offsets, rows, dout, dwte);
