@@ -376,6 +376,18 @@ typedef struct {
 } dt_timer;
 void dt_timer_start(dt_timer *t);
 double dt_timer_stop(dt_timer *t); /* seconds */
+/* The rank's own work over many spans, without a wait in any: on the cpu
+ * this thread's CPU time (dt_cpu_now: what the rank computed, whatever
+ * else shares its core); on a GPU the work queued in each span, by CUDA
+ * events, summed as they complete (dt_work_seconds waits for the last). */
+typedef struct {
+  double seconds, t0;
+  void **events; /* cuda: start, stop of each span not yet summed */
+  int n, cap;
+} dt_work;
+void dt_work_start(dt_work *w);
+void dt_work_stop(dt_work *w);
+double dt_work_seconds(dt_work *w); /* the spans so far */
 
 /* ----------------------------------------------------------------- trace */
 /* --trace FILE: spans per rank as Chrome trace JSON (Perfetto opens it).

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "gpt_core.h"
+#include "optim_core.h"
 #include "train_internal.h"
 
 /* DT_GEMM_TIME=1: each rank prints at exit the wall time it spent in
@@ -182,23 +183,17 @@ double dt_sum_squares(const float *x, size_t n) {
  * in one pass over memory; it replaces a dt_scale pass for each factor. */
 void dt_sgd_step(float *restrict w, const float *restrict g, size_t n, float lr, float grad_scale) {
   DT_KERNEL("dt_sgd_step", w, g);
-  for (size_t i = 0; i < n; i++) w[i] -= lr * (g[i] * grad_scale);
+  for (size_t i = 0; i < n; i++) w[i] = dt_sgd_core(w[i], g[i], lr, grad_scale);
 }
 
-/* As torch.optim.AdamW computes it, in this order, on g x grad_scale (fused
- * as in dt_sgd_step). */
+/* optim_core.h's update, the GPU's too, on g x grad_scale (fused as in
+ * dt_sgd_step). */
 static inline __attribute__((always_inline)) void
 adamw_loop(float *restrict w, const float *restrict g, float *restrict m, float *restrict v,
            size_t n, float grad_scale, float step_size, float decay, float bias2_sqrt,
            float beta2) {
-  const float beta1 = 0.9f, eps = 1e-8f;
-  for (size_t i = 0; i < n; i++) {
-    float gi = g[i] * grad_scale;
-    w[i] *= decay;
-    m[i] += (gi - m[i]) * (1.0f - beta1);
-    v[i] = v[i] * beta2 + (1.0f - beta2) * gi * gi;
-    w[i] -= step_size * m[i] / (sqrtf(v[i]) / bias2_sqrt + eps);
-  }
+  for (size_t i = 0; i < n; i++)
+    w[i] = dt_adamw_core(w[i], g[i], &m[i], &v[i], grad_scale, step_size, decay, bias2_sqrt, beta2);
 }
 
 /* Its two divisions and square root per element bound the loop: a wide copy
