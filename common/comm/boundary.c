@@ -162,20 +162,6 @@ static void frame_name(const char *line, char *out, size_t n) {
   }
 }
 
-/* The first frame of a backtrace that is not this file's: after the
- * signal's trampoline (the first frame in a shared library: the C
- * library's), or after the check that refused (dt_expect_*, dt_kernel_enter) */
-static int first_frame(char **names, int n, int fault) {
-  int at = 0;
-  for (int i = 0; names && i < n && i < 10; i++) {
-    char f[200];
-    frame_name(names[i], f, sizeof f);
-    if (fault && strstr(names[i], ".so")) return i + 1;
-    if (!fault && (!strncmp(f, "dt_expect_", 10) || !strcmp(f, "dt_kernel_enter"))) at = i + 1;
-  }
-  return at;
-}
-
 /* One frame of the message: a function and where it is (an inlined one is
  * a frame of its own), or a library's function */
 typedef struct {
@@ -262,6 +248,20 @@ static int frames_of(char **names, int nf, int from, frame *out, int cap) {
   return k;
 }
 
+/* The first frame that is not this file's: after the signal's trampoline
+ * (the first frame in a shared library: the C library's), or after the
+ * frames of the check that refused (addr2line's names: they know what the
+ * compiler inlined, split or called in a tail jump) */
+static int first_frame(const frame *f, int n, int fault) {
+  for (int i = 0; i < n; i++) {
+    if (fault && f[i].lib) return i + 1;
+    if (!fault && !strstr(f[i].where, "boundary.c") && strcmp(f[i].func, "dt_kernel_enter") &&
+        strncmp(f[i].func, "dt_expect_", 10))
+      return i;
+  }
+  return 0;
+}
+
 /* The culprit the headline names: the first function outside the C library
  * and MPI (an MPI call on device memory: the MPI function and its caller),
  * and not `callee` (the call that refused: its caller is named) */
@@ -270,18 +270,20 @@ static void culprit(const frame *f, int n, const char *callee, char *out, size_t
   size_t cl = callee ? strcspn(callee, " ") : 0;
   for (int i = 0; i < n; i++) {
     const char *fn = f[i].func;
-    if (!fn[0] || (cl && strlen(fn) == cl && !strncmp(fn, callee, cl))) continue;
+    if (!fn[0] || (cl && !strncmp(fn, callee, cl))) continue; /* dt_host_all_reduce_at too */
     if (!strncmp(fn, "MPI_", 4) || !strncmp(fn, "PMPI_", 5)) {
-      snprintf(out, cap, "%s", fn + (fn[0] == 'P'));
+      snprintf(out, cap, "%.159s", fn + (fn[0] == 'P'));
       mpi = 1;
       continue;
     }
     if (f[i].lib) continue; /* inside a library: its caller is the culprit */
     size_t len = mpi ? strlen(out) : 0;
-    snprintf(out + len, cap - len, "%s%s (%s)", mpi ? ", called by " : "", fn, f[i].where);
-    if (!mpi && i + 1 < n && !f[i + 1].lib) { /* and its caller: an inlined body is often it */
+    snprintf(out + len, cap - len, "%s%.159s (%.239s)", mpi ? ", called by " : "", fn, f[i].where);
+    int j = i + 1; /* and its caller (an inlined body is often the culprit), not a part of it */
+    while (j < n && !strcmp(f[j].func, fn)) j++;
+    if (!mpi && j < n && !f[j].lib) {
       len = strlen(out);
-      snprintf(out + len, cap - len, ", called by %s (%s)", f[i + 1].func, f[i + 1].where);
+      snprintf(out + len, cap - len, ", called by %.159s (%.239s)", f[j].func, f[j].where);
     }
     return;
   }
@@ -299,14 +301,14 @@ static void report(const char *headline, int fault, const char *callee) {
   nf = backtrace(frames, 32);
   names = backtrace_symbols(frames, nf);
 #endif
-  int n = frames_of(names, nf, first_frame(names, nf, fault), f, 40);
-  culprit(f, n, callee, who, sizeof who);
+  int n = frames_of(names, nf, 0, f, 40), from = first_frame(f, n, fault);
+  culprit(f + from, n - from, callee, who, sizeof who);
   fprintf(stderr, "[rank %d] device boundary: ", dt_rank());
   fprintf(stderr, headline, who);
   fputc('\n', stderr);
   if (dt_watch_describe(call, sizeof call)) fprintf(stderr, "[rank %d]   in %s\n", dt_rank(), call);
-  for (int i = 0; i < n && i < 14; i++)
-    fprintf(stderr, "[rank %d]   %s %s (%s)\n", dt_rank(), i ? "  " : "at",
+  for (int i = from; i < n && i < from + 14; i++)
+    fprintf(stderr, "[rank %d]   %s %s (%s)\n", dt_rank(), i > from ? "  " : "at",
             f[i].func[0] ? f[i].func : "?", f[i].where);
   free(names);
   fflush(stderr);
