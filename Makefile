@@ -6,6 +6,7 @@
 #   make test-cluster    every lesson across emulated nodes (make bench-cluster: a slow link)
 #   make setup           install Open MPI, OpenBLAS (and gnuplot: apt-get through sudo; Homebrew on macOS)
 #   make gpu-node-kit    pack Open MPI into .gpu-kit/ for a GPU machine without network
+#   make gpu-check       on a GPU machine: 10-14 and the cuda backend, checked (no GPU: a dry run)
 #   make exercise-5      a classroom exercise      make check-5 [NP=k]   check it
 #   make data            the tiny Shakespeare text for 14_gpt (data/shakespeare.txt, checked)
 #   make grade DIR=d     check every exercise in d: a table and Gradescope results.json
@@ -66,7 +67,7 @@ ifeq ($(BACKEND),cpu)
 else
   HAVE_CBLAS  := not needed
 endif
-NO_MPI_GOALS := setup clean help gpu-node-kit test-gpu-node-kit test-arm64
+NO_MPI_GOALS := setup clean help gpu-node-kit test-gpu-node-kit test-arm64 gpu-check
 ifeq ($(and $(MPICC),$(HAVE_CBLAS)),)
 ifneq ($(filter-out $(NO_MPI_GOALS),$(or $(MAKECMDGOALS),all)),)
 $(info mpicc or cblas.h not found: running 'make setup' to install Open MPI and OpenBLAS first)
@@ -403,6 +404,15 @@ gpu-node-kit:
 	@bash tools/gpu-node/pack.sh
 test-gpu-node-kit: gpu-node-kit
 	@CORES=$(CORES) bash tools/gpu-node/test_kit.sh
+
+# What a GPU must show, in one command (docs/gpu.md, "make gpu-check"): the
+# cuda build, its unit tests, the tour at NP 1 and 2, lessons 10-14 at their
+# variants with the check, compute-sanitizer on 11 and 14; logs and a
+# summary in GPU_CHECK_DIR. Where no GPU is, a dry run: what it would run.
+GPU_CHECK_DIR ?= build/gpu-check
+.PHONY: gpu-check
+gpu-check:
+	@bash tools/gpu-node/check.sh $(GPU_CHECK_DIR)
 
 # apt-get and Homebrew are run; other package managers are named, with the
 # command (Fedora's Open MPI is a module: its mpicc is not on PATH by itself).
