@@ -397,8 +397,8 @@ __global__ static void embed_forward_kernel(const int32_t *tokens, int64_t R, co
   size_t e = INDEX;
   if (e < (size_t)(R * D)) out[e] = dt_embed_core(wte, tokens[e / D], v0, Vs, D, (int64_t)(e % D));
 }
-__global__ static void token_bucket_kernel(const int32_t *tokens, int64_t R, int64_t v0,
-                                           int64_t Vs, int64_t *offsets, int32_t *rows) {
+__global__ static void token_bucket_kernel(const int32_t *tokens, int64_t R, int64_t v0, int64_t Vs,
+                                           int64_t *offsets, int32_t *rows) {
   size_t v = INDEX;
   if (v < (size_t)Vs) dt_token_bucket(tokens, R, v0, Vs, (int64_t)v, offsets, rows);
 }
@@ -518,6 +518,6 @@ extern "C" void dt_ce_backward(const float *logits, int64_t R, int64_t Vs, int64
                                float scale, float *dlogits) {
   if (R <= 0 || Vs <= 0) return;
   ce_backward_kernel<<<GRID((size_t)(R * Vs))>>>(logits, R, Vs, v0, targets, mx, sum, scale,
-                                                  dlogits);
+                                                 dlogits);
   LAUNCHED();
 }
