@@ -56,7 +56,7 @@ void dt_boundary_inflight(int delta);
 #define DT_KERNEL(call, ...) ((void)0)
 #else
 #define DT_KERNEL(call, ...)                                                                       \
-  __attribute__((cleanup(dt_kernel_leave))) int dt_kernel_scope_ =                                 \
+  __attribute__((cleanup(dt_kernel_leave), unused)) int dt_kernel_scope_ =                         \
       dt_boundary ? dt_kernel_enter(                                                               \
                         call, #__VA_ARGS__, (const void *const[]){__VA_ARGS__},                    \
                         (int)(sizeof((const void *const[]){__VA_ARGS__}) / sizeof(const void *)))  \
