@@ -4,6 +4,7 @@
 #   make lesson-3        build one lesson          make run-3 NP=4 ARGS="--max-bytes 1M"
 #   make tour            run every lesson at NP=4  make test    the whole test suite
 #   make test-cluster    every lesson across emulated nodes (make bench-cluster: a slow link)
+#   make test-boundary   every lesson's suite with the cpu holding device memory out of the host's reach
 #   make setup           install Open MPI, OpenBLAS (and gnuplot: apt-get through sudo; Homebrew on macOS)
 #   make gpu-node-kit    pack Open MPI into .gpu-kit/ for a GPU machine without network
 #   make gpu-check       on a GPU machine: 10-14 and the cuda backend, checked (no GPU: a dry run)
@@ -230,6 +231,15 @@ test: all
 	@BACKEND=$(BACKEND) NVCC="$(NVCC)" GPUS=$(GPUS) CORES=$(CORES) MPIRUN="$(MPIRUN)" MPICC="$(MPICC)" \
 	  BLAS_CFLAGS="$(BLAS_CFLAGS)" BLAS_LIBS="$(BLAS_LIBS)" MAKE="$(MAKE)" bash tests/run_tests.sh
 
+# Every lesson's suite but 13's in the cpu backend's device-boundary mode
+# (tests/run_boundary.sh, docs/gpu.md): make test runs each lesson's tour and
+# its variations in it (tests/suite_boundary.sh); this runs all of the
+# suites' checks so (about 10 minutes here).
+.PHONY: test-boundary
+test-boundary: all
+	@BACKEND=$(BACKEND) CORES=$(CORES) MPIRUN="$(MPIRUN)" MPICC="$(MPICC)" MAKE="$(MAKE)" \
+	  bash tests/run_boundary.sh
+
 # ARM64 Linux emulated here (tests/run_arm64.sh): a Debian arm64 root by
 # debootstrap run through qemu-user-static, the project built inside with its
 # GCC, every lesson at NP 2 and 4, the kernel x seed matrix over OpenBLAS's
@@ -442,6 +452,6 @@ clean:
 	rm -rf build $(foreach d,$(LESSON_DIRS),$(call lesson_bin,$(d))) $(patsubst tests/%.c,tests/%,$(wildcard tests/test_*.c)) tests/gpt_run
 
 help:
-	@sed -n '2,9p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,15p' Makefile | sed 's/^# \{0,1\}//'
 
 -include $(shell find $(BUILD_ROOT) -name '*.d' -type f 2>/dev/null)

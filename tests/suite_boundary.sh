@@ -41,10 +41,16 @@ else
   bd "05 fp16" 2 ./05_dp/dp $BDS --precision fp16
   bd "05 topk" 2 ./05_dp/dp $BDS --compress topk:0.1
   bd "05 clip" 2 ./05_dp/dp $BDS --clip 0.5 --optimizer adamw
+  rm -rf "$LOGS/boundary-ckpt"
+  bd "05 save ckpt trace" 2 ./05_dp/dp $BDS --save "$LOGS/boundary.st" --ckpt "$LOGS/boundary-ckpt" \
+    --save-every 2 --trace "$LOGS/boundary-trace.json"
+  bd "05 resume load" 2 ./05_dp/dp $BDS --steps 6 --ckpt "$LOGS/boundary-ckpt" --resume
   for z in 1 2 3; do bd "06 zero $z prefetch" 2 ./06_fsdp/fsdp $BDS --zero "$z" --prefetch; done
+  bd "06 zero 3 bf16 prefetch" 2 ./06_fsdp/fsdp $BDS --zero 3 --precision bf16 --prefetch
   bd "07 bf16" 2 ./07_tp/tp $BDS --precision bf16
   bd "08" 4 ./08_fsdp_tp/fsdp_tp $BDS
   bd "09 gpipe" 2 ./09_pp/pp $BDS --schedule gpipe
+  bd "09 fp16" 2 ./09_pp/pp $BDS --precision fp16
   for k in 1 2; do bd "10 top-$k" 2 ./10_ep/ep $BDS --experts 4 --topk "$k" --verify-dispatch; done
   bd "10 hand all-to-all" 2 ./10_ep/ep $BDS --experts 4 --all-to-all hand
   BDA="--layers 2 --dim 16 --hidden 32 --steps 4 --seq 16 --batch 4 --heads 2"
@@ -60,6 +66,7 @@ else
   bd "14 pp recompute" 2 ./14_gpt/gpt $BDG --pp 2 --recompute
   bd "14 cp zigzag" 2 ./14_gpt/gpt $BDG --cp 2 --split zigzag
   bd "14 dp zero" 2 ./14_gpt/gpt $BDG --dp 2 --zero 1
+  bd "14 cp tp zigzag sequence-parallel" 4 ./14_gpt/gpt $BDG --cp 2 --tp 2 --split zigzag --sequence-parallel
   # --- bugs of each kind, planted in copies: each must end the run, naming the call ---
   # planted ID LESSON_DIR FILE PERL_SUBSTITUTION DESCRIPTION NP PATTERN -- ARGS...: the copy
   # (build_copy, tests/lib.sh) in the mode ends with a non-zero exit and PATTERN
