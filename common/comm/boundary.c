@@ -396,7 +396,8 @@ static void whole_range(const char *call, const char *arg, const void *p, size_t
                         int device) {
   if (!p || !bytes) return;
   const char *c = p;
-  const block *b = block_of(p), *e = block_of(c + bytes - 1);
+  const block *b = block_of(p);
+  const block *e = block_of(c + bytes - 1);
   int touches = dt_boundary_owns(p) || dt_boundary_owns(c + bytes - 1);
   char what[300], head[900];
   describe(p, what, sizeof what);

@@ -93,7 +93,8 @@ double dt_timer_stop(dt_timer *t) {
 static void work_collect(dt_work *w, int wait) {
   int kept = 0;
   for (int i = 0; i + 1 < w->n; i += 2) {
-    cudaEvent_t a = (cudaEvent_t)w->events[i], b = (cudaEvent_t)w->events[i + 1];
+    cudaEvent_t a = (cudaEvent_t)w->events[i];
+    cudaEvent_t b = (cudaEvent_t)w->events[i + 1];
     if (wait) CHECK_CUDA(cudaEventSynchronize(b));
     cudaError_t state = cudaEventQuery(b);
     if (state == cudaErrorNotReady) {
