@@ -4,8 +4,10 @@
 #   make lesson-3        build one lesson          make run-3 NP=4 ARGS="--max-bytes 1M"
 #   make tour            run every lesson at NP=4  make test    the whole test suite
 #   make test-cluster    every lesson across emulated nodes (make bench-cluster: a slow link)
+#   make test-boundary   every lesson's suite with the cpu holding device memory out of the host's reach
 #   make setup           install Open MPI, OpenBLAS (and gnuplot: apt-get through sudo; Homebrew on macOS)
 #   make gpu-node-kit    pack Open MPI into .gpu-kit/ for a GPU machine without network
+#   make gpu-check       on a GPU machine: 10-14 and the cuda backend, checked (no GPU: a dry run)
 #   make exercise-5      a classroom exercise      make check-5 [NP=k]   check it
 #   make data            the tiny Shakespeare text for 14_gpt (data/shakespeare.txt, checked)
 #   make grade DIR=d     check every exercise in d: a table and Gradescope results.json
@@ -66,7 +68,7 @@ ifeq ($(BACKEND),cpu)
 else
   HAVE_CBLAS  := not needed
 endif
-NO_MPI_GOALS := setup clean help gpu-node-kit test-gpu-node-kit test-arm64
+NO_MPI_GOALS := setup clean help gpu-node-kit test-gpu-node-kit test-arm64 gpu-check
 ifeq ($(and $(MPICC),$(HAVE_CBLAS)),)
 ifneq ($(filter-out $(NO_MPI_GOALS),$(or $(MAKECMDGOALS),all)),)
 $(info mpicc or cblas.h not found: running 'make setup' to install Open MPI and OpenBLAS first)
@@ -107,7 +109,7 @@ BUILD   := $(BUILD_ROOT)/$(BACKEND)
 # speeds the SGD pass further: `make bench-flags` measures each candidate.
 OPT     ?= -O3 -funroll-loops -g
 CFLAGS  := $(OPT) -std=c11 -Wall -Wextra -I. -Icommon/comm -Icommon/train -Itests $(BLAS_CFLAGS) -MMD -MP
-LDLIBS  := $(if $(filter cpu,$(BACKEND)),$(BLAS_LIBS)) -lm -pthread
+LDLIBS  := $(if $(filter cpu,$(BACKEND)),$(BLAS_LIBS) -rdynamic) -lm -pthread
 # common/ in two layers, two libraries: comm (what lessons 01-04 need) and
 # train above it (05-09). A lesson links train first: train calls into comm.
 COMM_SRC  := $(filter-out %/kernels_cpu.c,$(wildcard common/comm/*.c))
@@ -228,6 +230,15 @@ tour: all
 test: all
 	@BACKEND=$(BACKEND) NVCC="$(NVCC)" GPUS=$(GPUS) CORES=$(CORES) MPIRUN="$(MPIRUN)" MPICC="$(MPICC)" \
 	  BLAS_CFLAGS="$(BLAS_CFLAGS)" BLAS_LIBS="$(BLAS_LIBS)" MAKE="$(MAKE)" bash tests/run_tests.sh
+
+# Every lesson's suite but 13's in the cpu backend's device-boundary mode
+# (tests/run_boundary.sh, docs/gpu.md): make test runs each lesson's tour and
+# its variations in it (tests/suite_boundary.sh); this runs all of the
+# suites' checks so (about 10 minutes here).
+.PHONY: test-boundary
+test-boundary: all
+	@BACKEND=$(BACKEND) CORES=$(CORES) MPIRUN="$(MPIRUN)" MPICC="$(MPICC)" MAKE="$(MAKE)" \
+	  bash tests/run_boundary.sh
 
 # ARM64 Linux emulated here (tests/run_arm64.sh): a Debian arm64 root by
 # debootstrap run through qemu-user-static, the project built inside with its
@@ -404,6 +415,15 @@ gpu-node-kit:
 test-gpu-node-kit: gpu-node-kit
 	@CORES=$(CORES) bash tools/gpu-node/test_kit.sh
 
+# What a GPU must show, in one command (docs/gpu.md, "make gpu-check"): the
+# cuda build, its unit tests, the tour at NP 1 and 2, lessons 10-14 at their
+# variants with the check, compute-sanitizer on 11 and 14; logs and a
+# summary in GPU_CHECK_DIR. Where no GPU is, a dry run: what it would run.
+GPU_CHECK_DIR ?= build/gpu-check
+.PHONY: gpu-check
+gpu-check:
+	@bash tools/gpu-node/check.sh $(GPU_CHECK_DIR)
+
 # apt-get and Homebrew are run; other package managers are named, with the
 # command (Fedora's Open MPI is a module: its mpicc is not on PATH by itself).
 setup:
@@ -432,6 +452,6 @@ clean:
 	rm -rf build $(foreach d,$(LESSON_DIRS),$(call lesson_bin,$(d))) $(patsubst tests/%.c,tests/%,$(wildcard tests/test_*.c)) tests/gpt_run
 
 help:
-	@sed -n '2,9p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '2,15p' Makefile | sed 's/^# \{0,1\}//'
 
 -include $(shell find $(BUILD_ROOT) -name '*.d' -type f 2>/dev/null)

@@ -7,7 +7,7 @@ static void *alloc(int64_t n, size_t size, dt_tag tag) { return dt_alloc((size_t
 void ep_buffers(model *m, const dt_train_config *c) {
   int64_t L = m->L, D = m->D, H = m->H, E = m->E, N = m->N;
   int64_t R = m->R, k = m->k, M = m->M;
-  int gpu = dt_device() >= 0;
+  int gpu = !dt_host_sees_device(); /* a GPU, or the cpu in its device-boundary mode */
   float **act[] = {&m->x, &m->dx, &m->dnext, &m->dh, &m->dlogits};
   int64_t act_n[] = {(L + 1) * R * D, R * D, R * D, N * m->C * H, R * E};
   for (int i = 0; i < 5; i++) *act[i] = alloc(act_n[i], 4, DT_ACTIV);

@@ -18,18 +18,23 @@ static int64_t work(const model *m, int zigzag, int ulysses, int64_t r) {
 static void balance(model *m, uint64_t steps) {
   int64_t N = m->N, per = m->L * m->B, mine[2] = {m->cr.scores[0], m->cr.scores[1]},
           dh = m->D / m->A;
-  /* GFLOP/s in the blocks, and one core's sgemm alone at the tiles' shapes,
-   * both in CPU time, measured by every rank at once, as the blocks ran */
+  /* GFLOP/s in the blocks, and sgemm alone at the tiles' shapes, both on
+   * the rank's own clock (a core's CPU time, or its GPU's events), measured
+   * by every rank at once, as the blocks ran */
   double flops = (double)dh * (4.0 * (double)m->cr.scores[0] + 10.0 * (double)m->cr.scores[1]);
-  double t[4] = {m->cr.work_seconds * 1e3 / (double)steps, m->attn_seconds * 1e3 / (double)steps,
-                 flops / m->cr.work_seconds / 1e9, dt_attn_gemm_rate(dh)};
+  double busy = dt_work_seconds(&m->cr.work);
+  int gpu = dt_device() >= 0;
+  double t[4] = {busy * 1e3 / (double)steps, m->attn_seconds * 1e3 / (double)steps,
+                 flops / busy / 1e9, dt_attn_gemm_rate(dh)};
   int64_t *all = dt_host_alloc((size_t)(2 * N), 8);
   double *ms = dt_host_alloc((size_t)(4 * N), 8);
   dt_host_gather(m->world, mine, all, 2, DT_I64, 0); /* bookkeeping */
   dt_host_gather(m->world, t, ms, 4, DT_F64, 0);
   dt_print0("  attention work per rank: q.k scores x heads per layer per sequence, forward "
-            "(backward recomputes as many); ms per step in the score blocks (the rank's CPU time: "
-            "its own work, whatever shares its core), and in attention with its waits (wall):\n");
+            "(backward recomputes as many); ms per step in the score blocks (%s), and in attention "
+            "with its waits (wall):\n",
+            gpu ? "the GPU's time, by CUDA events"
+                : "the rank's CPU time: its own work, whatever shares its core");
   int same = 1;
   for (int64_t r = 0; r < N && m->rank == 0; r++) {
     int64_t f = all[2 * r] / (int64_t)steps / per, b = all[2 * r + 1] / (int64_t)steps / per;
@@ -49,9 +54,10 @@ static void balance(model *m, uint64_t steps) {
   dt_print0("    every rank's work equals its formula: %s (%lld ranks)\n", same ? "yes" : "NO",
             (long long)N);
   dt_print0("  attention's rate in its score blocks (4 dh flops a score forward, 10 dh backward), "
-            "beside one core's sgemm alone at the tiles' shapes (%d x %d x dh, %d x dh x %d; dh "
+            "beside %s's sgemm alone at the tiles' shapes (%d x %d x dh, %d x dh x %d; dh "
             "%lld), each rank measuring at once:\n",
-            DT_ATTN_TILE, DT_ATTN_TILE, DT_ATTN_TILE, DT_ATTN_TILE, (long long)dh);
+            gpu ? "its GPU" : "one core", DT_ATTN_TILE, DT_ATTN_TILE, DT_ATTN_TILE, DT_ATTN_TILE,
+            (long long)dh);
   for (int64_t r = 0; r < N && m->rank == 0; r++)
     dt_print0("    rank %lld   %7.2f GFLOP/s   sgemm %7.2f GFLOP/s   %5.1f%%\n", (long long)r,
               ms[4 * r + 2], ms[4 * r + 3], 100 * ms[4 * r + 2] / ms[4 * r + 3]);

@@ -32,7 +32,7 @@ void cp_attn_init(cp_attn *a, dt_comm *comm, const dt_train_config *c, int zigza
   a->ob = alloc(a->C * W, DT_ACTIV);
   a->lseb = alloc(a->C * A, DT_ACTIV);
   a->delta = alloc(a->R * A, DT_ACTIV);
-  int gpu = dt_device() >= 0;
+  int gpu = !dt_host_sees_device(); /* a GPU, or the cpu in its device-boundary mode */
   a->stage = gpu ? dt_host_alloc((size_t)(2 * a->R * c->dim), sizeof(float)) : NULL;
   a->merge = gpu ? dt_attn_merge : cp_merge;
   travel *t[2] = {&a->kv, &a->dkv};
@@ -100,7 +100,7 @@ typedef struct {
 static void attend(cp_attn *a, const float *q, const float *kv, pass *p, int64_t src) {
   int64_t R = a->R, W = a->W, A = a->A, C = a->C;
   const float *k = kv, *v = kv + R * W;
-  double t0 = dt_cpu_now(); /* the rank's own work, whatever shares its core */
+  dt_work_start(&a->work); /* the rank's own work: its CPU time, or its GPU's */
   for (int64_t b = 0; b < a->B; b++)
     for (int64_t jq = 0; jq < a->nc; jq++)
       for (int64_t jk = 0; jk < a->nc; jk++) {
@@ -117,7 +117,7 @@ static void attend(cp_attn *a, const float *q, const float *kv, pass *p, int64_t
                                   a->delta + rq * A, p->saved_lse + rq * A, C, C, W, A, ck == cq,
                                   p->dq + rq * W, p->dkv + rk * W, p->dkv + R * W + rk * W);
       }
-  a->work_seconds += dt_cpu_now() - t0;
+  dt_work_stop(&a->work);
 }
 
 /* One hop of a travelling block: start gives the float block to fill (this

@@ -32,8 +32,8 @@ typedef struct {
    * device rows (train.h's dt_attn_merge) */
   void (*merge)(float *o, float *lse, const float *ob, const float *lseb, int64_t n, int64_t D,
                 int64_t A);
-  int64_t scores[2];   /* q.k scores x heads: forward, backward (recomputed) */
-  double work_seconds; /* CPU time in the score blocks alone: the split's balance */
+  int64_t scores[2]; /* q.k scores x heads: forward, backward (recomputed) */
+  dt_work work;      /* in the score blocks alone, the split's balance: CPU time, or the GPU's */
 } cp_attn;
 
 /* The split of B sequences of c->seq tokens over comm, and attention's

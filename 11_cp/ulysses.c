@@ -68,11 +68,11 @@ void ulysses_forward(model *m, int64_t l) {
   to_heads(m, m->q + l * R * D, q);
   to_heads(m, m->k + l * R * D, k);
   to_heads(m, m->v + l * R * D, v);
-  double t0 = dt_cpu_now();
+  dt_work_start(&m->cr.work);
   for (int64_t b = 0; b < m->B; b++) /* the whole sequence is one diagonal block */
     m->cr.scores[0] += A * dt_attn_block_forward(q + b * S * W, k + b * S * W, v + b * S * W, S, S,
                                                  W, A, 1, o + b * S * W, lse + b * S * A);
-  m->cr.work_seconds += dt_cpu_now() - t0;
+  dt_work_stop(&m->cr.work);
   from_heads(m, o, m->o + l * R * D);
 }
 
@@ -84,12 +84,12 @@ void ulysses_backward(model *m, int64_t l) {
   to_heads(m, m->dout, dout);
   dt_attn_delta(dout, o, m->B * S, W, A, m->cr.delta);
   dt_zero(dq, (size_t)(3 * n) * 4);
-  double t0 = dt_cpu_now();
+  dt_work_start(&m->cr.work);
   for (int64_t b = 0; b < m->B; b++)
     m->cr.scores[1] +=
         A * dt_attn_block_backward(q + b * S * W, k + b * S * W, v + b * S * W, dout + b * S * W,
                                    m->cr.delta + b * S * A, lse + b * S * A, S, S, W, A, 1,
                                    dq + b * S * W, dk + b * S * W, dv + b * S * W);
-  m->cr.work_seconds += dt_cpu_now() - t0;
+  dt_work_stop(&m->cr.work);
   for (int64_t i = 0; i < 3; i++) from_heads(m, dq + i * n, m->dq + i * R * D);
 }

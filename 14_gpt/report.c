@@ -205,19 +205,24 @@ void gpt_report(model *m, dt_run *r) {
   gpt_mfu(m, r);
 }
 
-/* One core's sgemm rate, GFLOP/s in CPU time, at the MLP's shape: the
- * yardstick of the model FLOPs utilisation, as a GPU's peak is nanoGPT's */
+/* sgemm's rate at the MLP's shape, GFLOP/s on the rank's own clock (a
+ * core's CPU time, or its GPU's: CUDA events): the yardstick of the model
+ * FLOPs utilisation, as a GPU's peak is nanoGPT's */
 static double gemm_rate(int64_t M, int64_t N, int64_t K) {
   float *a = dt_alloc_f32((size_t)(M * K + K * N + M * N), DT_OTHER), *b = a + M * K,
         *c = b + K * N;
   double best = 0;
   for (int round = 0; round < 3; round++) {
     int64_t reps = 0;
-    double t0 = dt_cpu_now(), t = 0;
-    for (; t < 0.05; reps++, t = dt_cpu_now() - t0) dt_matmul(0, 0, M, N, K, a, b, c, 0);
-    best = best > 2.0 * (double)(M * N * K) * (double)reps / t / 1e9
-               ? best
-               : 2.0 * (double)(M * N * K) * (double)reps / t / 1e9;
+    dt_work w = {0};
+    for (; dt_work_seconds(&w) < 0.05; reps++) {
+      dt_work_start(&w);
+      dt_matmul(0, 0, M, N, K, a, b, c, 0);
+      dt_work_stop(&w);
+    }
+    double rate = 2.0 * (double)(M * N * K) * (double)reps / dt_work_seconds(&w) / 1e9;
+    best = best > rate ? best : rate;
+    free(w.events);
   }
   dt_free(a);
   return best;
@@ -237,15 +242,20 @@ void gpt_mfu(const model *m, const dt_run *r) {
   qsort(ms, (size_t)n, sizeof *ms, by_value);
   double step = ms[n / 2] / 1e3, tokens = (double)(c->batch * c->seq);
   double flops = gpt_model_flops(c->layers, c->dim, c->hidden, c->vocab, c->seq, c->batch);
-  int64_t busy = ranks < cores ? ranks : cores; /* the cores the ranks keep busy */
+  int gpu = dt_device() >= 0; /* a GPU a rank: the ranks' GPUs; else the cores they keep busy */
+  int64_t busy = gpu || ranks < cores ? ranks : cores;
   double rate = m->world->rank == 0 ? gemm_rate(m->R, m->Hs, m->D) : 0;
+  char of[160];
+  if (gpu)
+    snprintf(of, sizeof of, "%lld ranks' GPUs, each a GPU of its own", (long long)ranks);
+  else
+    snprintf(of, sizeof of, "min(%lld ranks, %lld cores)", (long long)ranks, (long long)cores);
   dt_print0("throughput: %.0f tokens/s (the median step, %.2f ms, of B x S = %.0f tokens); model "
             "FLOPs %.3f GFLOP a step (nanoGPT's 6N + 12 L D S a token): %.2f GFLOP/s, MFU %.1f%% "
-            "of %lld x %.2f GFLOP/s (sgemm [R x D] x [D x H/tp] on one core, measured now in CPU "
-            "time, x min(%lld ranks, %lld cores))\n",
+            "of %lld x %.2f GFLOP/s (sgemm [R x D] x [D x H/tp] on %s, measured now %s, x %s)\n",
             tokens / step, step * 1e3, tokens, flops / 1e9, flops / step / 1e9,
             100 * flops / step / 1e9 / ((double)busy * rate), (long long)busy, rate,
-            (long long)ranks, (long long)cores);
+            gpu ? "rank 0's GPU" : "one core", gpu ? "by CUDA events" : "in CPU time", of);
   if (m->recompute) {
     double extra = gpt_recompute_flops(c->layers, c->dim, c->hidden, c->seq, c->batch);
     dt_print0(

@@ -40,3 +40,14 @@ if [ "${GPUS:-0}" = 0 ]; then
     '^error: this binary was built with BACKEND=cuda but rank 0 sees no CUDA GPU: [A-Za-z].*; rebuild with' \
     -- "$CB/05_dp/dp" --steps 2
 fi
+
+# make gpu-check's runs on the cuda binaries, forced without a GPU: each
+# fails naming the CUDA error, the summary counts it, the exit says so
+if [ "${GPUS:-0}" = 0 ]; then
+  check "cuda: gpu-check forced without a GPU: every run fails, named in the summary" 0 1 \
+    '^unit test_gpt np=2 +FAILED +[0-9]+ +exit 2: .*sees no CUDA GPU' \
+    '^14 tp 2 sequence-parallel +FAILED ' '^gpu-check: 0 passed, 2 failed, 0 skipped in ' -- \
+    env GPU_CHECK_FORCE=1 GPU_CHECK_BUILD=0 GPU_CHECK_BIN="$CB" \
+    GPU_CHECK_ONLY='^(unit test_gpt np=2|14 tp 2 sequence-parallel)$' \
+    bash tools/gpu-node/check.sh "$LOGS/gpu-check-cuda"
+fi

@@ -13,35 +13,7 @@
 MUT_DIR=${MUT_DIR:-build/mutants}
 MUT_CAUGHT=0
 MUT_TOTAL=0
-
-# build_copy DIR LESSON_DIR FILE [PERL_SUBSTITUTION]: DIR/<name>, the lesson
-# built with FILE replaced by a copy (mutated when a substitution is given).
-# Returns 2 when the substitution no longer matches, 1 when it does not build.
-build_copy() {
-  local dir=$1 lesson=$2 file=$3 subst=${4:-} name
-  name=$(basename "$lesson"); name=${name#*_}
-  mkdir -p "$dir"
-  cp "$file" "$dir/$(basename "$file")"
-  if [ -n "$subst" ]; then
-    perl -0pi -e "$subst" "$dir/$(basename "$file")"
-    cmp -s "$file" "$dir/$(basename "$file")" && return 2
-  fi
-  # the lesson's other objects (its folder's, and the pieces of other lessons
-  # it includes as "NN_x/y.h"), as the Makefile links them
-  local objs=() o piece
-  for o in "$BUILD_DIR/$lesson"/*.o; do
-    [ "$o" = "$BUILD_DIR/${file%.c}.o" ] || objs+=("$o")
-  done
-  for piece in $(sed -n 's|^#include "\([0-9][0-9]_[^/"]*/[^"]*\)\.h".*|\1|p' "$lesson"/*.c | sort -u); do
-    [ -f "$piece.c" ] && [ "${piece%%/*}" != "$lesson" ] && [ "$piece.c" != "$file" ] && objs+=("$BUILD_DIR/$piece.o")
-  done
-  local link=("${objs[@]}" "$dir/copy.o" "$BUILD_DIR/libdttrain.a" "$BUILD_DIR/libdtcomm.a")
-  case $file in
-    common/*) link+=(-Wl,--allow-multiple-definition) ;;
-  esac
-  mpicc -O2 -std=c11 ${BLAS_CFLAGS:-} -I. -I"$lesson" -I"$(dirname "$file")" -Icommon/comm -Icommon/train -Itests -c "$dir/$(basename "$file")" -o "$dir/copy.o" >"$dir/build.log" 2>&1 &&
-    mpicc "${link[@]}" -o "$dir/$name" ${BLAS_LIBS:--lopenblas} -lm -pthread >>"$dir/build.log" 2>&1 || return 1
-}
+# build_copy (tests/lib.sh) builds each mutated copy
 
 # mutant ID LESSON_DIR FILE PERL_SUBSTITUTION DESCRIPTION -- ARGS...
 # At NP 2 and 4, or at the NPs of MUT_NPS (a bug that needs several axes).

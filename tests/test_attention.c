@@ -7,7 +7,9 @@
  * backend's kernels where built so); delta and the ring's merge beside
  * attn_core.h's bodies, run here on the host: the same bits. The
  * yardsticks' materialised attention (reference_attn.c's, over the same
- * bodies as the lessons) against the plain loops too, not only the bodies. */
+ * bodies as the lessons) against the plain loops too, not only the bodies;
+ * and 11's whole transformer (that yardstick), one SGD step against central
+ * differences. All on the backend's memory: the GPU's under cuda. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -295,6 +297,65 @@ static void test_materialised(int64_t S, int64_t D, int64_t heads) {
   for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
 }
 
+/* The first step's loss of 11's transformer, the whole model trained in one
+ * process (reference_attn.c: the yardstick of 11 and 12, on the backend's
+ * memory, the GPU's under cuda), from the weights in file `path` */
+static double first_loss(dt_train_config c, const char *path, float *after) {
+  double loss = 0;
+  float *w = malloc((size_t)dt_model_size(&c) * 4);
+  c.load = path;
+  dt_reference_run ref = {.losses = &loss, .weights = after ? after : w};
+  dt_reference_train(&c, &ref);
+  free(w);
+  return loss;
+}
+
+/* The whole transformer's forward and backward: one SGD step moves each
+ * weight by -lr x its gradient, which central differences of the first
+ * step's loss give too, each from weights nudged in a file (--load's way
+ * in); three weights of each of the six tensors. */
+static void test_transformer(void) {
+  dt_train_config c = DT_TRAIN_DEFAULTS;
+  c.model = DT_TRANSFORMER;
+  c.layers = 1, c.dim = 4, c.hidden = 8, c.heads = 2, c.seq = 4, c.batch = 2, c.steps = 1;
+  c.lr = 0.05;
+  dt_train_resolve(&c);
+  int64_t n = dt_model_size(&c);
+  float *w0 = malloc((size_t)n * 4), *w1 = malloc((size_t)n * 4), *nudged = malloc((size_t)n * 4);
+  dt_initial_weights(&c, w0, 0, n);
+  char path[64];
+  snprintf(path, sizeof path, "build/test-transformer-%d.safetensors", dt_rank());
+  dt_save_model(path, &c, 0, w0);
+  double loss = first_loss(c, path, w1), worst = 0, largest = 1e-3, h = 1e-2;
+  for (int64_t t = 0; t < dt_model_tensors(&c); t++)
+    for (int64_t j = 0; j < 3; j++) {
+      dt_tensor x = dt_model_tensor(&c, t);
+      int64_t i = x.at + j * (x.rows * x.cols) / 3;
+      double d[2];
+      for (int k = 0; k < 2; k++) { /* Richardson: steps h and h/2 */
+        double step = k ? h / 2 : h, f[2];
+        for (int side = 0; side < 2; side++) {
+          memcpy(nudged, w0, (size_t)n * 4);
+          nudged[i] += (float)(side ? -step : step);
+          dt_save_model(path, &c, 0, nudged);
+          f[side] = first_loss(c, path, NULL);
+        }
+        d[k] = (f[0] - f[1]) / (2 * step);
+      }
+      double fd = (4 * d[1] - d[0]) / 3, g = (w0[i] - w1[i]) / c.lr;
+      largest = unit_max(largest, fabs(fd));
+      worst = unit_max(worst, fabs(fd - g));
+    }
+  remove(path);
+  dt_print0("the transformer's whole model (L=1 D=4 H=8 A=2 S=4 B=2, %lld weights): loss %.6f, "
+            "SGD's step against central differences %.2e of the largest gradient\n",
+            (long long)n, loss, worst / largest);
+  EXPECT(loss > 0 && worst < 1e-2 * largest,
+         "the transformer's gradient (one SGD step) against central differences: %g of %g", worst,
+         largest);
+  free(w0), free(w1), free(nudged);
+}
+
 int main(int argc, char **argv) {
   dt_lesson lesson = {"test_attention", "unit tests of the tiled attention", 1};
   dt_init(&argc, &argv, &lesson, NULL);
@@ -318,6 +379,7 @@ int main(int argc, char **argv) {
   test_softmax_rows(37);
   test_materialised(37, 24, 3);
   test_materialised(64, 32, 4);
+  test_transformer();
   double rate = dt_attn_gemm_rate(8);
   EXPECT(rate > 0 && isfinite(rate), "sgemm's rate at the tiles' shapes: %g GFLOP/s", rate);
   return unit_verdict();

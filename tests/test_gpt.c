@@ -4,7 +4,8 @@
  * kernels against the cpu's arithmetic); finite differences of LayerNorm,
  * GELU, the embedding and the cross-entropy, the sliced pieces against the
  * whole vocabulary (1, 2 and 3 slices), the whole model's loss against
- * every tensor (tiled and materialised attention); the initialisation, the
+ * every tensor (tiled and materialised attention), on the backend's memory
+ * as every test here (the GPU's on cuda); the initialisation, the
  * schedule and the decay groups; the text's windows and vocabulary; the
  * reference's loss falling on README.md; the nanoGPT-named file read back
  * bit for bit; sampling. */
@@ -41,6 +42,13 @@ static int32_t *random_tokens(int64_t n, int64_t V, uint64_t stream) {
     t[i] = (int32_t)(dt_rng_u64(45, stream, (uint64_t)i) % (uint64_t)V);
   return t;
 }
+/* token ids where the kernels read them, the backend's memory, as a lesson
+ * keeps them (train.h) */
+static int32_t *ids_on_device(const int32_t *host, int64_t n) {
+  int32_t *d = dt_alloc((size_t)n * sizeof *d, DT_OTHER);
+  dt_copy_from_host(d, host, (size_t)n * sizeof *d);
+  return d;
+}
 static int same_bits(const float *a, const float *dev_b, size_t n) {
   float *b = to_host(dev_b, n);
   int same = memcmp(a, b, n * 4) == 0;
@@ -71,7 +79,7 @@ static void test_bits(void) {
   float *dy = random_host(RD, 3, -1, 1), *dg0 = random_host((size_t)D, 4, -1, 1);
   float *dx0 = random_host(RD, 5, -1, 1), *wte = random_host((size_t)(Vs * D), 6, -1, 1);
   float *logits = random_host(RV, 7, -8, 8);
-  int32_t *tok = random_tokens(R, V, 8);
+  int32_t *tok = random_tokens(R, V, 8), *dT = ids_on_device(tok, R);
   float *dX = on_device(x, RD), *dG = on_device(g, (size_t)D), *dDy = on_device(dy, RD);
   /* LayerNorm */
   float *y = malloc(RD * 4), *mean = malloc((size_t)R * 4), *rstd = malloc((size_t)R * 4);
@@ -105,17 +113,25 @@ static void test_bits(void) {
   float *dW = on_device(wte, (size_t)(Vs * D)), *e = malloc(RD * 4);
   for (int64_t r = 0; r < R; r++)
     for (int64_t d = 0; d < D; d++) e[r * D + d] = dt_embed_core(wte, tok[r], v0, Vs, D, d);
-  dt_embed_forward(tok, R, dW, v0, Vs, D, dY);
+  dt_embed_forward(dT, R, dW, v0, Vs, D, dY);
   EXPECT(same_bits(e, dY, RD), "embedding forward: the bodies' bits");
+  /* the buckets, one token id at a time as the GPU's threads make them,
+   * against a plain reading: each token's rows, ascending, one after another */
   int64_t *off = malloc((size_t)(Vs + 1) * sizeof *off);
   int32_t *rows = malloc((size_t)R * sizeof *rows);
-  dt_token_buckets(tok, R, v0, Vs, off, rows);
+  for (int64_t v = Vs - 1; v >= 0; v--) dt_token_bucket(tok, R, v0, Vs, v, off, rows);
+  int64_t at = 0, buckets_ok = off[0] == 0;
+  for (int64_t v = 0; v < Vs; v++)
+    for (int64_t r = 0; r < R; r++)
+      if (tok[r] == v0 + v) buckets_ok &= at < R && rows[at++] == r && off[v + 1] >= at;
+  EXPECT(buckets_ok && off[Vs] == at, "the embedding's buckets: %lld rows of the slice's tokens",
+         (long long)at);
   float *gw = malloc((size_t)(Vs * D) * 4);
   memcpy(gw, wte, (size_t)(Vs * D) * 4);
   for (int64_t v = 0; v < Vs; v++)
     for (int64_t d = 0; d < D; d++)
       gw[v * D + d] = dt_rows_sum_core(dy, rows, off[v], off[v + 1], D, d, gw[v * D + d]);
-  dt_embed_backward(tok, R, dDy, v0, Vs, D, dW);
+  dt_embed_backward(dT, R, dDy, v0, Vs, D, dW);
   EXPECT(same_bits(gw, dW, (size_t)(Vs * D)), "embedding backward: the bodies' bits");
   /* the cross-entropy's pieces and backward over a slice */
   float *dL = on_device(logits, RV), *mx = malloc((size_t)R * 4), *sum = malloc((size_t)R * 4);
@@ -131,15 +147,16 @@ static void test_bits(void) {
   EXPECT(same_bits(mx, dM, (size_t)R), "cross-entropy max: the bodies' bits");
   dt_ce_sumexp(dL, R, Vs, dM, dR);
   EXPECT(same_bits(sum, dR, (size_t)R), "cross-entropy sum: the bodies' bits");
-  dt_ce_backward(dL, R, Vs, v0, tok, dM, dR, 0.25f, dO);
+  dt_ce_backward(dL, R, Vs, v0, dT, dM, dR, 0.25f, dO);
   EXPECT(same_bits(dl, dO, (size_t)(R * Vs)), "cross-entropy backward: the bodies' bits");
-  dt_ce_target(dL, R, Vs, v0, tok, dM);
+  dt_ce_target(dL, R, Vs, v0, dT, dM);
   EXPECT(same_bits(tl, dM, (size_t)R), "cross-entropy target: the bodies' bits");
   void *host[] = {x,  g, dy, dg0, dx0, wte,  logits, tok, y,   mean, rstd, dx,
                   dg, u, da, e,   off, rows, gw,     mx,  sum, tl,   dl};
   for (size_t i = 0; i < sizeof host / sizeof *host; i++) free(host[i]);
   float *dev[] = {dX, dG, dDy, dY, dM, dR, dDx, dDg, dU, dW, dL, dO};
   for (size_t i = 0; i < sizeof dev / sizeof *dev; i++) dt_free(dev[i]);
+  dt_free(dT);
 }
 
 /* ------------------------------------------------- finite differences */
@@ -227,7 +244,7 @@ static void test_embedding(void) {
   int64_t R = 29, D = 5, V = 12;
   float *wte = random_host((size_t)(V * D), 21, -1, 1),
         *dy = random_host((size_t)(R * D), 22, -1, 1);
-  int32_t *tok = random_tokens(R, V, 23);
+  int32_t *tok = random_tokens(R, V, 23), *dT = ids_on_device(tok, R);
   double *want = calloc((size_t)(V * D), 8);
   for (int64_t r = 0; r < R; r++) /* the gradient of sum dy . wte[tok] is dy summed per token */
     for (int64_t d = 0; d < D; d++) want[tok[r] * D + d] += dy[r * D + d];
@@ -238,10 +255,10 @@ static void test_embedding(void) {
     for (int k = 0; k < slices; k++) {
       float *dW = on_device(wte + k * Vs * D, (size_t)(Vs * D));
       float *dG = dt_alloc_f32((size_t)(Vs * D), DT_OTHER);
-      dt_embed_forward(tok, R, dW, k * Vs, Vs, D, out);
+      dt_embed_forward(dT, R, dW, k * Vs, Vs, D, out);
       float *h = to_host(out, (size_t)(R * D));
       for (int64_t i = 0; i < R * D; i++) sum[i] += h[i];
-      dt_embed_backward(tok, R, dDy, k * Vs, Vs, D, dG);
+      dt_embed_backward(dT, R, dDy, k * Vs, Vs, D, dG);
       float *gh = to_host(dG, (size_t)(Vs * D));
       memcpy(grad + k * Vs * D, gh, (size_t)(Vs * D) * 4);
       free(h), free(gh);
@@ -256,7 +273,7 @@ static void test_embedding(void) {
     free(sum), free(grad);
   }
   free(wte), free(dy), free(tok), free(want);
-  dt_free(dDy), dt_free(out);
+  dt_free(dDy), dt_free(out), dt_free(dT);
 }
 
 /* The cross-entropy in 1, 2 and 3 slices: the all-reduced pieces (max over
@@ -265,7 +282,7 @@ static void test_embedding(void) {
 static void test_cross_entropy(void) {
   int64_t R = 9, V = 12;
   float *lg = random_host((size_t)(R * V), 31, -4, 4);
-  int32_t *tg = random_tokens(R, V, 32);
+  int32_t *htg = random_tokens(R, V, 32), *tg = ids_on_device(htg, R);
   float *dl = on_device(lg, (size_t)(R * V)), *dg = dt_alloc_f32((size_t)(R * V), DT_OTHER);
   double whole = dt_ce_whole(dl, R, V, tg, 1.0f, dg);
   float *g = to_host(dg, (size_t)(R * V));
@@ -327,14 +344,13 @@ static void test_cross_entropy(void) {
     free(mx), free(sum), free(tl), free(sliced), free(gd);
     dt_free(piece), dt_free(part);
   }
-  free(lg), free(tg), free(g), free(fd);
-  dt_free(dl), dt_free(dg);
+  free(lg), free(g), free(fd), free(htg);
+  dt_free(dl), dt_free(dg), dt_free(tg);
 }
 
 /* --------------------------------------------------------- the whole model */
-#ifndef DT_CUDA /* these checks make the weights and read the gradients with host loops */
 /* The model's weights for a gradient check: larger than nanoGPT's 0.02, so
- * that every gradient stands above the loss's rounding */
+ * that every gradient stands above the loss's rounding (host) */
 static void test_weights(const dt_train_config *c, float *w) {
   for (int64_t t = 0; t < dt_model_tensors(c); t++) {
     dt_tensor x = dt_model_tensor(c, t);
@@ -347,36 +363,44 @@ static void test_weights(const dt_train_config *c, float *w) {
 
 /* The central difference of the loss in weight i, Richardson-extrapolated
  * from steps h and h/2: its h^2 error cancels, the loss's rounding stays
- * small against h/2 */
-static double gpt_slope(const dt_train_config *c, float *w, int64_t i, const int32_t *in,
-                        const int32_t *tg, dt_gpt_acts *a, double h) {
-  float keep = w[i];
+ * small against h/2. The weights are the backend's (dw), as the forward
+ * reads them; each nudge is one float copied in. */
+static double gpt_slope(const dt_train_config *c, float *dw, float keep, int64_t i,
+                        const int32_t *in, const int32_t *tg, dt_gpt_acts *a, double h) {
   double d[2];
   for (int k = 0; k < 2; k++) {
     double step = k ? h / 2 : h;
-    w[i] = keep + (float)step;
-    double up = dt_gpt_forward(c, w, in, tg, c->seq, a);
-    w[i] = keep - (float)step;
-    d[k] = (up - dt_gpt_forward(c, w, in, tg, c->seq, a)) / (2 * step);
-    w[i] = keep;
+    float up_w = keep + (float)step, down_w = keep - (float)step;
+    dt_copy_from_host(dw + i, &up_w, sizeof up_w);
+    double up = dt_gpt_forward(c, dw, in, tg, c->seq, a);
+    dt_copy_from_host(dw + i, &down_w, sizeof down_w);
+    d[k] = (up - dt_gpt_forward(c, dw, in, tg, c->seq, a)) / (2 * step);
   }
+  dt_copy_from_host(dw + i, &keep, sizeof keep);
   return (4 * d[1] - d[0]) / 3;
 }
 
+/* The whole GPT's forward and backward on the backend (the GPU's on cuda),
+ * tiled and materialised attention against each other and every weight's
+ * gradient against finite differences */
 static void test_gpt_gradients(void) {
   dt_train_config c = tiny(2, 8, 2, 6, 2);
   int64_t n = dt_model_size(&c), B = c.batch, S = c.seq;
-  float *w = malloc((size_t)n * 4), *g[2] = {calloc((size_t)n, 4), calloc((size_t)n, 4)};
+  float *w = malloc((size_t)n * 4), *g[2];
   int32_t *win = malloc((size_t)(B * (S + 1)) * 4), *in = malloc((size_t)(B * S) * 4);
   int32_t *tg = malloc((size_t)(B * S) * 4);
   test_weights(&c, w);
+  float *dw = on_device(w, (size_t)n);
   dt_text_batch(&c, 3, 0, B, win);
   dt_gpt_split_windows(win, B, S, in, tg);
   dt_gpt_acts *a[2] = {dt_gpt_acts_new(&c, B, 0), dt_gpt_acts_new(&c, B, 1)};
   double loss[2];
   for (int k = 0; k < 2; k++) {
-    loss[k] = dt_gpt_forward(&c, w, in, tg, c.seq, a[k]);
-    dt_gpt_backward(&c, w, a[k], 1.0, g[k]);
+    float *dg = dt_alloc_f32((size_t)n, DT_OTHER); /* zeroed: backward adds to it */
+    loss[k] = dt_gpt_forward(&c, dw, in, tg, c.seq, a[k]);
+    dt_gpt_backward(&c, dw, a[k], 1.0, dg);
+    g[k] = to_host(dg, (size_t)n);
+    dt_free(dg);
   }
   double *gd = malloc((size_t)n * 8), apart = 0, worst = 0;
   for (int64_t i = 0; i < n; i++) gd[i] = g[1][i];
@@ -391,7 +415,7 @@ static void test_gpt_gradients(void) {
   for (int64_t t = 0; t < dt_model_tensors(&c); t++) {
     dt_tensor x = dt_model_tensor(&c, t);
     for (int64_t i = 0; i < x.rows * x.cols; i++)
-      gd[x.at + i] = gpt_slope(&c, w, x.at + i, in, tg, a[1], 1e-2);
+      gd[x.at + i] = gpt_slope(&c, dw, w[x.at + i], x.at + i, in, tg, a[1], 1e-2);
     double e = rel_err(gd + x.at, g[1] + x.at, x.rows * x.cols, 1e-4);
     if (e > worst) snprintf(worst_name, sizeof worst_name, "%s", x.name);
     worst = unit_max(worst, e);
@@ -405,10 +429,9 @@ static void test_gpt_gradients(void) {
     dt_gpt_acts_free(a[k]);
     free(g[k]);
   }
+  dt_free(dw);
   free(w), free(win), free(in), free(tg), free(gd);
 }
-
-#endif
 
 /* nanoGPT's initialisation, keyed: a shard drawn alone is the whole's */
 static void test_init(void) {
@@ -520,7 +543,6 @@ static void test_text(void) {
 }
 
 /* ------------------------------------------ reference, files, sampling */
-#ifndef DT_CUDA
 static void test_reference_file_sample(void) {
   dt_train_config c = tiny(2, 32, 4, 32, 8);
   c.steps = 60;
@@ -563,8 +585,6 @@ static void test_reference_file_sample(void) {
   free(a), free(b), free(d), free(loss), free(w), free(back), free(w0);
 }
 
-#endif
-
 int main(int argc, char **argv) {
   dt_lesson lesson = {"test_gpt", "unit tests of the GPT", 1};
   dt_init(&argc, &argv, &lesson, NULL);
@@ -576,9 +596,7 @@ int main(int argc, char **argv) {
   test_init();
   test_schedule_and_decay();
   test_text();
-#ifndef DT_CUDA
   test_gpt_gradients();
   test_reference_file_sample();
-#endif
   return unit_verdict();
 }

@@ -1,6 +1,7 @@
 /* test_model.c: unit tests of the model layer: kernels against naive loops
  * (odd shapes, every transpose, accumulate), a finite-difference gradient
- * check of the block and the loss, AdamW against its formula, a safetensors
+ * check of the block and the loss, AdamW against its formula, both
+ * optimizers against optim_core.h's bodies bit for bit, a safetensors
  * round trip, the reference trainer's loss falling, and ReLU's decisions near
  * 0 recorded, keyed, replayed and judged (kinks.c); the router (moe.c) beside
  * moe_core.h's bodies. */
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "moe_core.h"
+#include "optim_core.h"
 #include "train_internal.h"
 #include "unit.h"
 
@@ -129,6 +131,40 @@ static void test_adamw(void) {
   dt_copy_to_host(&w, dw, 4);
   EXPECT(fabs(w - pw) < 1e-6, "adamw: %.8f vs %.8f", w, pw);
   dt_free(dw), dt_free(dg), dt_free(dm), dt_free(dv);
+}
+
+/* The optimizers on the backend against optim_core.h's bodies run here on
+ * the host, bit for bit: on a GPU, that nvcc fused no multiply-add the cpu
+ * rounds twice (the cpu and the GPU then save the same weights) */
+static void test_optimizer_bits(void) {
+  enum { N = 1000 };
+  float *w = random_host(N, 11), *g = random_host(N, 12), *m = calloc(N, 4), *v = calloc(N, 4);
+  float *sw = malloc(N * 4), *dw = on_device(w, N), *dg = on_device(g, N), *dm = on_device(m, N);
+  float *dv = on_device(v, N), *ds = on_device(w, N);
+  memcpy(sw, w, N * 4);
+  for (int t = 1; t <= 3; t++) {
+    float lr = 0.01f, wd = 0.1f, gs = 0.7f, b2 = 0.99f;
+    dt_adamw_step(dw, dg, dm, dv, N, lr, wd, t, gs, b2);
+    dt_sgd_step(ds, dg, N, lr, gs);
+    float bias1 = 1.0f - powf(0.9f, (float)t), bias2_sqrt = sqrtf(1.0f - powf(b2, (float)t));
+    for (int i = 0; i < N; i++) {
+      w[i] =
+          dt_adamw_core(w[i], g[i], &m[i], &v[i], gs, lr / bias1, 1.0f - lr * wd, bias2_sqrt, b2);
+      sw[i] = dt_sgd_core(sw[i], g[i], lr, gs);
+    }
+  }
+  float *hw = malloc(N * 4), *hs = malloc(N * 4), *hm = malloc(N * 4), *hv = malloc(N * 4);
+  dt_copy_to_host(hw, dw, N * 4);
+  dt_copy_to_host(hs, ds, N * 4);
+  dt_copy_to_host(hm, dm, N * 4);
+  dt_copy_to_host(hv, dv, N * 4);
+  EXPECT(!memcmp(hw, w, N * 4) && !memcmp(hm, m, N * 4) && !memcmp(hv, v, N * 4),
+         "AdamW on the backend: optim_core.h's bits (weights, m, v; 3 steps of %d)", N);
+  EXPECT(!memcmp(hs, sw, N * 4), "SGD on the backend: optim_core.h's bits (3 steps of %d)", N);
+  void *h[] = {w, g, m, v, sw, hw, hs, hm, hv};
+  for (size_t i = 0; i < sizeof h / sizeof *h; i++) free(h[i]);
+  float *d[] = {dw, dg, dm, dv, ds};
+  for (size_t i = 0; i < sizeof d / sizeof *d; i++) dt_free(d[i]);
 }
 
 static void test_checkpoint_and_reference(void) {
@@ -370,6 +406,7 @@ int main(int argc, char **argv) {
       test_matmul(f & 1, f >> 1, shapes[s][0], shapes[s][1], shapes[s][2], s % 2);
   test_gradients();
   test_adamw();
+  test_optimizer_bits();
   test_checkpoint_and_reference();
   test_kinks();
   test_router(37, 12, 8, 2);

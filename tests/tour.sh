@@ -3,8 +3,9 @@
 # of its folder's tour.flags, a short run of a lesson whose defaults train for
 # a minute), show its output, then one table: lesson, concept, verdict, time. Each run is under a
 # timeout; the exit code is non-zero if any lesson failed its own check. A
-# lesson that refuses this NP (01 at NP=1) or the cuda backend (10, 11, 12:
-# host loops) is shown so ("needs 2+", "cpu only"), not as a failure.
+# lesson that refuses this NP (01 at NP=1) is shown so ("needs 2+"), as is one
+# that refuses the cuda backend ("cpu only": none does now, every lesson is
+# built for it), not as a failure.
 set -u
 cd "$(dirname "$0")/.."
 source tests/lib.sh # with_timeout, now

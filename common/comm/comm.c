@@ -185,6 +185,8 @@ void dt_comm_reset(dt_comm *c) { memset(c->count, 0, sizeof c->count); }
 static double begin(dt_comm *c, dt_kind k, size_t count, int peer) {
   c->seq++;
   dt_watch_begin(c, k, count, peer); /* from here on, the watchdog minds the deadline */
+  /* the cpu's collectives are its NCCL: MPI on device memory (boundary.h) */
+  if (dt_boundary) dt_kernel_enter(dt_kind_name(k), "", NULL, 0);
 #ifdef DT_CUDA
   /* Let the stream's earlier work finish, so the seconds counted are the
    * collective's alone; polled under the deadline, never a bare sync. */
@@ -201,6 +203,7 @@ static void finish(dt_comm *c, dt_kind k, uint64_t bytes, double t0) {
   c->count[k].bytes_sent += bytes;
   c->count[k].seconds += dt_now() - t0;
   dt_span_end(dt_kind_name(k), "comm", t0);
+  dt_kernel_leave(NULL);
   dt_watch_end();
 }
 
@@ -279,6 +282,7 @@ void dt_finish_avg(dt_comm *c, void *buf, size_t count, dt_dtype t, dt_op op) {
 /* ---- point to point ---- */
 void dt_send(dt_comm *c, const void *buf, size_t count, dt_dtype t, int peer) {
   size_t bytes = count * dt_dtype_size(t);
+  dt_expect_collective("dt_send", buf, bytes, NULL, 0);
   double t0 = begin(c, DT_SEND, count, peer);
 #ifdef DT_CUDA
   if (c->nccl) CHECK_NCCL(ncclSend(buf, count, dt_nccl_type(t), peer, c->nccl_comm, dt_stream()));
@@ -292,6 +296,7 @@ void dt_send(dt_comm *c, const void *buf, size_t count, dt_dtype t, int peer) {
 
 void dt_recv(dt_comm *c, void *buf, size_t count, dt_dtype t, int peer) {
   size_t bytes = count * dt_dtype_size(t);
+  dt_expect_collective("dt_recv", NULL, 0, buf, bytes);
   double t0 = begin(c, DT_RECV, count, peer);
 #ifdef DT_CUDA
   if (c->nccl) CHECK_NCCL(ncclRecv(buf, count, dt_nccl_type(t), peer, c->nccl_comm, dt_stream()));
@@ -310,6 +315,7 @@ void dt_sendrecv(dt_comm *c, const void *sendbuf, size_t sendcount, int dst, voi
   if (dst == DT_NOBODY) sendcount = 0; /* a missing half moves nothing, whatever its count */
   if (src == DT_NOBODY) recvcount = 0;
   size_t es = dt_dtype_size(t), sbytes = sendcount * es;
+  dt_expect_collective("dt_sendrecv", sendbuf, sbytes, recvbuf, recvcount * es);
   double t0 = begin(c, DT_SENDRECV, sendcount, dst);
 #ifdef DT_CUDA
   if (c->nccl) { /* grouped: NCCL starts both together, so neither waits on the other */
@@ -336,6 +342,7 @@ void dt_sendrecv(dt_comm *c, const void *sendbuf, size_t sendcount, int dst, voi
 /* ---- collectives ---- */
 void dt_broadcast(dt_comm *c, void *buf, size_t count, dt_dtype t, int root) {
   size_t bytes = count * dt_dtype_size(t);
+  dt_expect_collective("dt_broadcast", buf, bytes, NULL, 0);
   if (alone(c, buf, buf, bytes)) return;
   double t0 = begin(c, DT_BROADCAST, count, root);
 #ifdef DT_CUDA
@@ -355,6 +362,7 @@ void dt_broadcast(dt_comm *c, void *buf, size_t count, dt_dtype t, int root) {
 void dt_reduce(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t, dt_op op,
                int root) {
   size_t bytes = count * dt_dtype_size(t);
+  dt_expect_collective("dt_reduce", sendbuf, bytes, c->rank == root ? recvbuf : NULL, bytes);
   if (alone(c, sendbuf, recvbuf, bytes)) return;
   double t0 = begin(c, DT_REDUCE, count, root);
 #ifdef DT_CUDA
@@ -380,6 +388,7 @@ void dt_reduce(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_
 void dt_all_reduce(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t,
                    dt_op op) {
   size_t bytes = count * dt_dtype_size(t);
+  dt_expect_collective("dt_all_reduce", sendbuf, bytes, recvbuf, bytes);
   if (alone(c, sendbuf, recvbuf, bytes)) return;
   double t0 = begin(c, DT_ALL_REDUCE, count, -1);
 #ifdef DT_CUDA
@@ -400,6 +409,7 @@ void dt_all_reduce(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count,
 
 void dt_all_gather(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t) {
   size_t bytes = count * dt_dtype_size(t);
+  dt_expect_collective("dt_all_gather", sendbuf, bytes, recvbuf, bytes * (size_t)c->size);
   if (alone(c, sendbuf, recvbuf, bytes)) return;
   double t0 = begin(c, DT_ALL_GATHER, count, -1);
 #ifdef DT_CUDA
@@ -420,6 +430,7 @@ void dt_all_gather(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count,
 void dt_reduce_scatter(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t,
                        dt_op op) {
   size_t bytes = count * dt_dtype_size(t);
+  dt_expect_collective("dt_reduce_scatter", sendbuf, bytes * (size_t)c->size, recvbuf, bytes);
   if (alone(c, sendbuf, recvbuf, bytes)) return;
   double t0 = begin(c, DT_REDUCE_SCATTER, count, -1);
 #ifdef DT_CUDA
@@ -450,6 +461,8 @@ static int *mpi_counts(int n) {
 
 void dt_all_to_all(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count, dt_dtype t) {
   size_t bytes = count * dt_dtype_size(t);
+  dt_expect_collective("dt_all_to_all", sendbuf, bytes * (size_t)c->size, recvbuf,
+                       bytes * (size_t)c->size);
   if (alone(c, sendbuf, recvbuf, bytes)) return;
   double t0 = begin(c, DT_ALL_TO_ALL, count, -1);
 #ifdef DT_CUDA
@@ -484,6 +497,7 @@ void dt_all_to_allv(dt_comm *c, const void *sendbuf, const size_t *sendcounts,
     if (sdispls[p] + sendcounts[p] > send_end) send_end = sdispls[p] + sendcounts[p];
     if (rdispls[p] + recvcounts[p] > recv_end) recv_end = rdispls[p] + recvcounts[p];
   }
+  dt_expect_collective("dt_all_to_allv", sendbuf, send_end * es, recvbuf, recv_end * es);
   if (c->size == 1) {
     if (sendcounts[0])
       dt_copy((char *)recvbuf + rdispls[0] * es, (const char *)sendbuf + sdispls[0] * es,

@@ -34,6 +34,7 @@ struct dt_request {
   void *done_event; /* NCCL: recorded on the side stream */
   double seconds;   /* time the caller spent in start and wait */
   int mpi_done;
+  int in_flight; /* started, not alone: counted by the device-boundary mode (boundary.h) */
 };
 
 static dt_request *request_new(dt_comm *c, dt_kind k, dt_dtype t, dt_op op, void *result,
@@ -51,6 +52,16 @@ static dt_request *request_new(dt_comm *c, dt_kind k, dt_dtype t, dt_op op, void
   r->seconds = -dt_now();
   return r;
 }
+
+/* The cpu's MPI calls on device memory are its NCCL's: the device-boundary
+ * mode's arena open around them (boundary.h), and only then: in that mode
+ * Open MPI moves a message inside its calls alone. */
+#define ON_DEVICE(call)                                                                            \
+  do {                                                                                             \
+    if (dt_boundary) dt_kernel_enter(#call, "", NULL, 0);                                          \
+    CHECK_MPI(call);                                                                               \
+    dt_kernel_leave(NULL);                                                                         \
+  } while (0)
 
 /* MPI must not see device memory: give it host copies. */
 static const void *async_in(dt_request *r, const void *buf, size_t bytes) {
@@ -86,6 +97,8 @@ static dt_request *alone(dt_comm *c, dt_kind k, const void *sendbuf, void *recvb
 }
 
 static dt_request *started(dt_request *r, uint64_t bytes) {
+  r->in_flight = 1;
+  dt_boundary_inflight(1);
   r->c->count[r->kind].calls++;
   r->c->count[r->kind].bytes_sent += bytes;
   r->seconds += dt_now();
@@ -111,6 +124,7 @@ static void record_done(dt_request *r) {
 dt_request *dt_all_reduce_async(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                 dt_dtype t, dt_op op) {
   size_t bytes = count * dt_dtype_size(t);
+  dt_expect_collective("dt_all_reduce_async", sendbuf, bytes, recvbuf, bytes);
   dt_request *one = alone(c, DT_ALL_REDUCE, sendbuf, recvbuf, bytes);
   if (one) return one;
   dt_request *r = request_new(c, DT_ALL_REDUCE, t, op, recvbuf, count);
@@ -126,7 +140,7 @@ dt_request *dt_all_reduce_async(dt_comm *c, const void *sendbuf, void *recvbuf, 
   void *out = r->host_in ? r->host_in : recvbuf; /* staged: reduce in the host copy */
   r->host_out = r->host_in ? r->host_in : NULL;
   r->host_in = NULL;
-  CHECK_MPI(MPI_Iallreduce(s == out ? MPI_IN_PLACE : s, out, dt_mpi_count(count), dt_mpi_type(t),
+  ON_DEVICE(MPI_Iallreduce(s == out ? MPI_IN_PLACE : s, out, dt_mpi_count(count), dt_mpi_type(t),
                            dt_mpi_op(op, t), c->mpi, &r->mpi));
   return started(r, dt_ring_bytes(c, DT_ALL_REDUCE, bytes));
 }
@@ -134,6 +148,7 @@ dt_request *dt_all_reduce_async(dt_comm *c, const void *sendbuf, void *recvbuf, 
 dt_request *dt_all_gather_async(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                 dt_dtype t) {
   size_t bytes = count * dt_dtype_size(t);
+  dt_expect_collective("dt_all_gather_async", sendbuf, bytes, recvbuf, bytes * (size_t)c->size);
   dt_request *one = alone(c, DT_ALL_GATHER, sendbuf, recvbuf, bytes);
   if (one) return one;
   dt_request *r = request_new(c, DT_ALL_GATHER, t, DT_SUM, recvbuf, count * c->size);
@@ -148,7 +163,7 @@ dt_request *dt_all_gather_async(dt_comm *c, const void *sendbuf, void *recvbuf, 
   int in_place = sendbuf == (const char *)recvbuf + (size_t)c->rank * bytes;
   const void *s = in_place && !STAGED_ASYNC ? MPI_IN_PLACE : async_in(r, sendbuf, bytes);
   void *out = async_out(r, bytes * c->size);
-  CHECK_MPI(MPI_Iallgather(s, dt_mpi_count(count), dt_mpi_type(t), out, dt_mpi_count(count),
+  ON_DEVICE(MPI_Iallgather(s, dt_mpi_count(count), dt_mpi_type(t), out, dt_mpi_count(count),
                            dt_mpi_type(t), c->mpi, &r->mpi));
   return started(r, dt_ring_bytes(c, DT_ALL_GATHER, bytes));
 }
@@ -156,6 +171,7 @@ dt_request *dt_all_gather_async(dt_comm *c, const void *sendbuf, void *recvbuf, 
 dt_request *dt_reduce_scatter_async(dt_comm *c, const void *sendbuf, void *recvbuf, size_t count,
                                     dt_dtype t, dt_op op) {
   size_t bytes = count * dt_dtype_size(t);
+  dt_expect_collective("dt_reduce_scatter_async", sendbuf, bytes * (size_t)c->size, recvbuf, bytes);
   dt_request *one = alone(c, DT_REDUCE_SCATTER, sendbuf, recvbuf, bytes);
   if (one) return one;
   dt_request *r = request_new(c, DT_REDUCE_SCATTER, t, op, recvbuf, count);
@@ -169,7 +185,7 @@ dt_request *dt_reduce_scatter_async(dt_comm *c, const void *sendbuf, void *recvb
 #endif
   const void *s = async_in(r, sendbuf, bytes * c->size);
   void *out = async_out(r, bytes);
-  CHECK_MPI(MPI_Ireduce_scatter_block(s, out, dt_mpi_count(count), dt_mpi_type(t), dt_mpi_op(op, t),
+  ON_DEVICE(MPI_Ireduce_scatter_block(s, out, dt_mpi_count(count), dt_mpi_type(t), dt_mpi_op(op, t),
                                       c->mpi, &r->mpi));
   return started(r, dt_ring_bytes(c, DT_REDUCE_SCATTER, bytes));
 }
@@ -179,6 +195,7 @@ dt_request *dt_reduce_scatter_async(dt_comm *c, const void *sendbuf, void *recvb
 dt_request *dt_sendrecv_async(dt_comm *c, const void *sendbuf, size_t sendcount, int dst,
                               void *recvbuf, size_t recvcount, int src, dt_dtype t) {
   size_t es = dt_dtype_size(t);
+  dt_expect_collective("dt_sendrecv_async", sendbuf, sendcount * es, recvbuf, recvcount * es);
   dt_request *one = c->size == 1 && dst == 0 && src == 0
                         ? alone(c, DT_SENDRECV, sendbuf, recvbuf, sendcount * es)
                         : NULL;
@@ -197,8 +214,8 @@ dt_request *dt_sendrecv_async(dt_comm *c, const void *sendbuf, size_t sendcount,
 #endif
   const void *s = async_in(r, sendbuf, sendcount * es);
   void *out = async_out(r, recvcount * es);
-  CHECK_MPI(MPI_Irecv(out, dt_mpi_count(recvcount), dt_mpi_type(t), src, 0, c->mpi, &r->mpi));
-  CHECK_MPI(MPI_Isend(s, dt_mpi_count(sendcount), dt_mpi_type(t), dst, 0, c->mpi, &r->mpi_send));
+  ON_DEVICE(MPI_Irecv(out, dt_mpi_count(recvcount), dt_mpi_type(t), src, 0, c->mpi, &r->mpi));
+  ON_DEVICE(MPI_Isend(s, dt_mpi_count(sendcount), dt_mpi_type(t), dst, 0, c->mpi, &r->mpi_send));
   return started(r, sendcount * es);
 }
 
@@ -217,10 +234,10 @@ int dt_test(dt_request *r) {
 #endif
   if (!r->mpi_done && r->mpi_send != MPI_REQUEST_NULL) {
     int sent = 0;
-    CHECK_MPI(MPI_Test(&r->mpi_send, &sent, MPI_STATUS_IGNORE));
+    ON_DEVICE(MPI_Test(&r->mpi_send, &sent, MPI_STATUS_IGNORE));
     if (!sent) return 0;
   }
-  if (!r->mpi_done) CHECK_MPI(MPI_Test(&r->mpi, &r->mpi_done, MPI_STATUS_IGNORE));
+  if (!r->mpi_done) ON_DEVICE(MPI_Test(&r->mpi, &r->mpi_done, MPI_STATUS_IGNORE));
   return r->mpi_done;
 }
 
@@ -238,14 +255,15 @@ void dt_wait(dt_request *r) {
   if (!r->done_event) {
     if (!r->mpi_done) { /* under the watchdog */
       dt_watch_begin(r->c, r->kind, r->result_count, -1);
-      CHECK_MPI(MPI_Wait(&r->mpi_send, MPI_STATUS_IGNORE)); /* NULL but for a sendrecv */
-      CHECK_MPI(MPI_Wait(&r->mpi, MPI_STATUS_IGNORE));
+      ON_DEVICE(MPI_Wait(&r->mpi_send, MPI_STATUS_IGNORE)); /* NULL but for a sendrecv */
+      ON_DEVICE(MPI_Wait(&r->mpi, MPI_STATUS_IGNORE));
       dt_watch_end();
     }
     if (r->host_out)
       dt_copy_from_host(r->result, r->host_out, r->result_count * dt_dtype_size(r->t));
     if (r->kind != DT_ALL_GATHER) dt_finish_avg(r->c, r->result, r->result_count, r->t, r->op);
   }
+  if (r->in_flight) dt_boundary_inflight(-1);
   if (r->c->size > 1) {
     r->c->count[r->kind].seconds += r->seconds + dt_now() - t0;
     dt_span_end("wait", "comm", t0);

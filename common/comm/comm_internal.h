@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "boundary.h"
 #include "dt.h"
 #ifdef DT_CUDA
 #include "dt_cuda.h"
@@ -49,6 +50,8 @@ void dt_watchdog_stop(void);
  * or stuck elsewhere would keep the others in it forever (dt_fail,
  * dt_finalize) */
 void dt_watch_finalize(void);
+/* the call the deadline watches now, "what, called from file:line" (0: none) */
+int dt_watch_describe(char *out, size_t n);
 #ifdef DT_CUDA
 /* NCCL work is asynchronous: these poll until the compute stream is idle, or
  * the event has happened, checking NCCL's errors, under the deadline. */

@@ -86,3 +86,60 @@ double dt_timer_stop(dt_timer *t) {
   return MPI_Wtime() - t->t0;
 #endif
 }
+
+#ifdef DT_CUDA
+/* Sum the spans whose stop event has happened (wait: all of them), keep the
+ * rest; their events go back to be reused. */
+static void work_collect(dt_work *w, int wait) {
+  int kept = 0;
+  for (int i = 0; i + 1 < w->n; i += 2) {
+    cudaEvent_t a = (cudaEvent_t)w->events[i];
+    cudaEvent_t b = (cudaEvent_t)w->events[i + 1];
+    if (wait) CHECK_CUDA(cudaEventSynchronize(b));
+    cudaError_t state = cudaEventQuery(b);
+    if (state == cudaErrorNotReady) {
+      w->events[kept++] = a;
+      w->events[kept++] = b;
+      continue;
+    }
+    CHECK_CUDA(state);
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+    w->seconds += ms * 1e-3;
+    CHECK_CUDA(cudaEventDestroy(a));
+    CHECK_CUDA(cudaEventDestroy(b));
+  }
+  w->n = kept;
+}
+#endif
+
+void dt_work_start(dt_work *w) {
+#ifdef DT_CUDA
+  work_collect(w, 0); /* what has finished, so few events are ever held */
+  if (w->n + 2 > w->cap) {
+    w->cap = w->cap ? 2 * w->cap : 16;
+    w->events = realloc(w->events, (size_t)w->cap * sizeof *w->events);
+    CHECK_ALLOC(w->events);
+  }
+  for (int i = 0; i < 2; i++) CHECK_CUDA(cudaEventCreate((cudaEvent_t *)&w->events[w->n + i]));
+  CHECK_CUDA(cudaEventRecord((cudaEvent_t)w->events[w->n], dt_rt.stream));
+#else
+  w->t0 = dt_cpu_now();
+#endif
+}
+
+void dt_work_stop(dt_work *w) {
+#ifdef DT_CUDA
+  CHECK_CUDA(cudaEventRecord((cudaEvent_t)w->events[w->n + 1], dt_rt.stream));
+  w->n += 2;
+#else
+  w->seconds += dt_cpu_now() - w->t0;
+#endif
+}
+
+double dt_work_seconds(dt_work *w) {
+#ifdef DT_CUDA
+  work_collect(w, 1);
+#endif
+  return w->seconds;
+}

@@ -266,9 +266,15 @@ void dt_watch_done(void);
 #define DT_MPI(call)                                                                               \
   do {                                                                                             \
     dt_watch_call(#call, __FILE__, __LINE__);                                                      \
+    dt_mpi_progress(1);                                                                            \
     CHECK_MPI(call);                                                                               \
+    dt_mpi_progress(0);                                                                            \
     dt_watch_done();                                                                               \
   } while (0)
+/* Around a host MPI call: MPI moves the nonblocking collectives in flight
+ * inside any call, into their device buffers, as a GPU would at any time;
+ * the cpu's device-boundary mode (boundary.h) opens them for it */
+void dt_mpi_progress(int begin);
 
 /* ----------------------------------------------------------- bookkeeping */
 /* Facts about a run, not its algorithm: losses, timings, counts, a check's
@@ -342,6 +348,14 @@ void dt_copy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t
                 size_t rows);
 void dt_zero(void *buf, size_t bytes);
 
+/* Whether host code may read and write dt_alloc's memory itself: on the
+ * cpu backend, except in its device-boundary mode (DT_DEVICE_BOUNDARY=1 in
+ * the environment), where that memory is out of the host's reach outside
+ * the backend's kernels, copies and collectives, as a GPU's is. Code that
+ * takes that shortcut (filling a batch in place) asks first, and copies
+ * otherwise; docs/gpu.md, "The device boundary on the cpu". */
+int dt_host_sees_device(void);
+
 const char *dt_tag_name(dt_tag tag);
 size_t dt_mem_current(dt_tag tag);
 size_t dt_mem_peak(dt_tag tag);
@@ -368,6 +382,18 @@ typedef struct {
 } dt_timer;
 void dt_timer_start(dt_timer *t);
 double dt_timer_stop(dt_timer *t); /* seconds */
+/* The rank's own work over many spans, without a wait in any: on the cpu
+ * this thread's CPU time (dt_cpu_now: what the rank computed, whatever
+ * else shares its core); on a GPU the work queued in each span, by CUDA
+ * events, summed as they complete (dt_work_seconds waits for the last). */
+typedef struct {
+  double seconds, t0;
+  void **events; /* cuda: start, stop of each span not yet summed */
+  int n, cap;
+} dt_work;
+void dt_work_start(dt_work *w);
+void dt_work_stop(dt_work *w);
+double dt_work_seconds(dt_work *w); /* the spans so far */
 
 /* ----------------------------------------------------------------- trace */
 /* --trace FILE: spans per rank as Chrome trace JSON (Perfetto opens it).

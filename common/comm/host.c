@@ -1,5 +1,6 @@
 /* host.c: bookkeeping traffic (dt.h): host buffers straight to MPI, timed by
- * the watchdog under the caller's line, and never counted; and the lines of
+ * the watchdog under the caller's line, and never counted (a device buffer
+ * handed here ends the run in the device-boundary mode, boundary.h); and the lines of
  * every rank printed in rank order. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,12 +11,15 @@
 #define HOST_CALL(what, call)                                                                      \
   do {                                                                                             \
     dt_watch_call(what, file, line);                                                               \
+    dt_mpi_progress(1);                                                                            \
     CHECK_MPI(call);                                                                               \
+    dt_mpi_progress(0);                                                                            \
     dt_watch_done();                                                                               \
   } while (0)
 
 void dt_host_all_reduce_at(const char *file, int line, dt_comm *c, void *buf, size_t count,
                            dt_dtype t, dt_op op) {
+  dt_expect_host("dt_host_all_reduce", "buf", buf, count * dt_dtype_size(t));
   if (op == DT_AVG) dt_fatal(file, line, "dt_host_all_reduce", "DT_AVG: sum, then divide");
   HOST_CALL("MPI_Allreduce (bookkeeping)", MPI_Allreduce(MPI_IN_PLACE, buf, dt_mpi_count(count),
                                                          dt_mpi_type(t), dt_mpi_op(op, t), c->mpi));
@@ -23,6 +27,7 @@ void dt_host_all_reduce_at(const char *file, int line, dt_comm *c, void *buf, si
 
 void dt_host_reduce_at(const char *file, int line, dt_comm *c, void *buf, size_t count, dt_dtype t,
                        dt_op op, int root) {
+  dt_expect_host("dt_host_reduce", "buf", buf, count * dt_dtype_size(t));
   if (op == DT_AVG) dt_fatal(file, line, "dt_host_reduce", "DT_AVG: sum, then divide");
   HOST_CALL("MPI_Reduce (bookkeeping)",
             MPI_Reduce(c->rank == root ? MPI_IN_PLACE : buf, buf, dt_mpi_count(count),
@@ -31,12 +36,16 @@ void dt_host_reduce_at(const char *file, int line, dt_comm *c, void *buf, size_t
 
 void dt_host_broadcast_at(const char *file, int line, dt_comm *c, void *buf, size_t count,
                           dt_dtype t, int root) {
+  dt_expect_host("dt_host_broadcast", "buf", buf, count * dt_dtype_size(t));
   HOST_CALL("MPI_Bcast (bookkeeping)",
             MPI_Bcast(buf, dt_mpi_count(count), dt_mpi_type(t), root, c->mpi));
 }
 
 void dt_host_gather_at(const char *file, int line, dt_comm *c, const void *send, void *recv,
                        size_t count, dt_dtype t, int root) {
+  dt_expect_host("dt_host_gather", "send", send, count * dt_dtype_size(t));
+  if (c->rank == root)
+    dt_expect_host("dt_host_gather", "recv", recv, count * dt_dtype_size(t) * (size_t)c->size);
   HOST_CALL("MPI_Gather (bookkeeping)",
             MPI_Gather(send, dt_mpi_count(count), dt_mpi_type(t), recv, dt_mpi_count(count),
                        dt_mpi_type(t), root, c->mpi));

@@ -73,7 +73,10 @@ static void *cache_take(size_t n) {
 }
 static void cache_put(void *p, size_t n) {
   if (!DT_KEEP_FREED) {
-    free(p);
+    if (dt_boundary_owns(p))
+      dt_boundary_free(p);
+    else
+      free(p);
     return;
   }
   if (ncache == cache_cap) {
@@ -88,13 +91,18 @@ void dt_mem_release_cache(void) {
 #ifdef DT_CUDA
   for (size_t i = 0; i < ncache; i++) CHECK_CUDA(cudaFree(cache[i].ptr));
 #else
-  for (size_t i = 0; i < ncache; i++) free(cache[i].ptr);
+  for (size_t i = 0; i < ncache; i++)
+    if (dt_boundary_owns(cache[i].ptr))
+      dt_boundary_free(cache[i].ptr);
+    else
+      free(cache[i].ptr);
 #endif
   ncache = 0;
   cached_bytes = 0;
 }
 
 void dt_mem_init(void) {
+  dt_boundary_init();
 #if defined(__GLIBC__) && !defined(DT_CUDA)
   /* 06 and 08 allocate and free a layer's buffers every step (their memory
    * tables measure that). glibc returned such blocks to the kernel (mmap,
@@ -272,11 +280,15 @@ void *dt_alloc(size_t bytes, dt_tag tag) {
   if (p) CHECK_CUDA(cudaMemsetAsync(p, 0, n, dt_stream()));
 #else
   p = cache_take(n);
+  if (!p && dt_boundary) p = dt_boundary_alloc(n, dt_tag_name(tag));
   if (!p && posix_memalign(&p, 64, n) != 0) { /* give the kept blocks back, retry */
     dt_mem_release_cache();
     if (posix_memalign(&p, 64, n) != 0) p = NULL;
   }
-  if (p) memset(p, 0, n);
+  if (p) {
+    DT_KERNEL("dt_alloc (its zero fill)", p);
+    memset(p, 0, n);
+  }
 #endif
   if (!p) dt_fatal(__FILE__, __LINE__, "dt_alloc", "out of memory");
   if (nlive == cap) {
@@ -315,11 +327,16 @@ void dt_free(void *buf) {
 void dt_mem_aside(int on) { aside += on ? 1 : -1; }
 int dt_mem_is_aside(void) { return aside > 0; }
 
+/* The copies on the cpu backend: memcpy, with the device-boundary mode's
+ * checks of which side of the boundary each buffer is on (boundary.h) */
 void dt_copy_to_host(void *host, const void *buf, size_t bytes) {
 #ifdef DT_CUDA
   CHECK_CUDA(cudaMemcpyAsync(host, buf, bytes, cudaMemcpyDeviceToHost, dt_stream()));
   CHECK_CUDA(cudaStreamSynchronize(dt_stream()));
 #else
+  dt_expect_host("dt_copy_to_host", "host", host, bytes);
+  dt_expect_device("dt_copy_to_host", "buf", buf, bytes);
+  DT_KERNEL("dt_copy_to_host", buf);
   if (host != buf && bytes) memcpy(host, buf, bytes);
 #endif
 }
@@ -329,6 +346,9 @@ void dt_copy_from_host(void *buf, const void *host, size_t bytes) {
   CHECK_CUDA(cudaMemcpyAsync(buf, host, bytes, cudaMemcpyHostToDevice, dt_stream()));
   CHECK_CUDA(cudaStreamSynchronize(dt_stream())); /* the host buffer may be reused at once */
 #else
+  dt_expect_host("dt_copy_from_host", "host", host, bytes);
+  dt_expect_device("dt_copy_from_host", "buf", buf, bytes);
+  DT_KERNEL("dt_copy_from_host", buf);
   if (host != buf && bytes) memcpy(buf, host, bytes);
 #endif
 }
@@ -350,6 +370,9 @@ void dt_copy(void *dst, const void *src, size_t bytes) {
   }
   CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, dt_stream()));
 #else
+  dt_expect_device("dt_copy", "dst", dst, bytes);
+  dt_expect_device("dt_copy", "src", src, bytes);
+  DT_KERNEL("dt_copy", dst);
   if (dst != src && bytes) memmove(dst, src, bytes);
 #endif
 }
@@ -361,6 +384,9 @@ void dt_copy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t
   CHECK_CUDA(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDeviceToDevice,
                                dt_stream()));
 #else
+  dt_expect_device("dt_copy_2d", "dst", dst, (rows - 1) * dpitch + width);
+  dt_expect_device("dt_copy_2d", "src", src, (rows - 1) * spitch + width);
+  DT_KERNEL("dt_copy_2d", dst);
   for (size_t i = 0; i < rows; i++)
     memcpy((char *)dst + i * dpitch, (const char *)src + i * spitch, width);
 #endif
@@ -370,6 +396,8 @@ void dt_zero(void *buf, size_t bytes) {
 #ifdef DT_CUDA
   CHECK_CUDA(cudaMemsetAsync(buf, 0, bytes, dt_stream()));
 #else
+  dt_expect_device("dt_zero", "buf", buf, bytes);
+  DT_KERNEL("dt_zero", buf);
   memset(buf, 0, bytes);
 #endif
 }

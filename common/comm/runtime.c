@@ -104,6 +104,7 @@ static int choose_device(const char *comm_choice, char *gpu_name, size_t n) {
 
 dt_comm *dt_init(int *argc, char ***argv, const dt_lesson *lesson, dt_option *options) {
   dt_mem_reexec(*argv);
+  dt_boundary_setup(); /* DT_DEVICE_BOUNDARY: settings MPI_Init reads */
   CHECK_MPI(MPI_Init(argc, argv));
   dt_rt.start = MPI_Wtime();
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* so CHECK_MPI sees errors */

@@ -96,6 +96,18 @@ void dt_watch_end(void) {
   pthread_mutex_unlock(&wd.lock);
 }
 
+/* What the rank is inside, for a crash's message (boundary.c's): read
+ * without the lock, the handler of a fault may not wait for it */
+int dt_watch_describe(char *out, size_t n) {
+  if (!wd.armed) return 0;
+  if (wd.what[0])
+    snprintf(out, n, "%s, called from %s:%d", wd.what, wd.file ? wd.file : "?", wd.line);
+  else
+    snprintf(out, n, "%s #%llu on the %s communicator, called from %s:%d", dt_kind_name(wd.kind),
+             (unsigned long long)wd.seq, wd.comm, wd.file ? wd.file : "?", wd.line);
+  return 1;
+}
+
 /* Where this rank is stuck, in one write (holds wd.lock). */
 static void say_stuck(void) {
   char peer[32] = "", line[512];

@@ -142,6 +142,7 @@ static int64_t scores_of(int64_t n, int64_t nk, int causal) {
 
 int64_t dt_attn_block_forward(const float *q, const float *k, const float *v, int64_t n, int64_t nk,
                               int64_t W, int64_t heads, int causal, float *o, float *lse) {
+  DT_KERNEL("dt_attn_block_forward", q, k, v, o, lse);
   int64_t dh = W / heads, lq;
   float scale = 1.0f / sqrtf((float)dh), mx[TILE], sum[TILE], old[TILE];
   tile_ready(dh);
@@ -168,6 +169,7 @@ int64_t dt_attn_block_forward(const float *q, const float *k, const float *v, in
 
 void dt_attn_delta(const float *dout, const float *o, int64_t n, int64_t W, int64_t heads,
                    float *delta) {
+  DT_KERNEL("dt_attn_delta", dout, o, delta);
   int64_t dh = W / heads;
   for (int64_t i = 0; i < n; i++)
     for (int64_t h = 0; h < heads; h++)
@@ -178,6 +180,7 @@ int64_t dt_attn_block_backward(const float *q, const float *k, const float *v, c
                                const float *delta, const float *lse, int64_t n, int64_t nk,
                                int64_t W, int64_t heads, int causal, float *dq, float *dk,
                                float *dv) {
+  DT_KERNEL("dt_attn_block_backward", q, k, v, dout, delta, lse, dq, dk, dv);
   int64_t dh = W / heads, lq, lg;
   float scale = 1.0f / sqrtf((float)dh);
   tile_ready(dh);
@@ -231,22 +234,26 @@ double dt_attn_gemm_rate(int64_t dh) {
 }
 
 void dt_attn_start(float *o, float *lse, int64_t n, int64_t W, int64_t heads) {
+  DT_KERNEL("dt_attn_start", o, lse);
   memset(o, 0, (size_t)(n * W) * 4);
   for (int64_t i = 0; i < n * heads; i++) lse[i] = -INFINITY;
 }
 
 void dt_attn_merge(float *o, float *lse, const float *ob, const float *lseb, int64_t n, int64_t W,
                    int64_t heads) {
+  DT_KERNEL("dt_attn_merge", o, lse, ob, lseb);
   int64_t dh = W / heads;
   for (int64_t i = 0; i < n * heads; i++) /* row i / heads, head i % heads */
     lse[i] = dt_attn_merge_row(o + i / heads * W + i % heads * dh, lse[i],
                                ob + i / heads * W + i % heads * dh, lseb[i], dh);
 }
 void dt_softmax_causal(float *p, int64_t S, float scale) {
+  DT_KERNEL("dt_softmax_causal", p);
   for (int64_t i = 0; i < S; i++) dt_attn_causal_softmax_row(p + i * S, i, S, scale);
 }
 
 void dt_softmax_causal_backward(const float *p, float *dp, int64_t S, float scale) {
+  DT_KERNEL("dt_softmax_causal_backward", p, dp);
   for (int64_t i = 0; i < S; i++) dt_attn_softmax_grad_row(p + i * S, dp + i * S, S, scale);
 }
 #endif

@@ -48,6 +48,29 @@ double dt_ce_whole(const float *logits, int64_t R, int64_t V, const int32_t *tar
   return loss;
 }
 
+/* The embedding's backward, in two kernels on the backend's memory: the
+ * slice's rows bucketed by token (gpt_core.h's dt_token_bucket, one thread
+ * a token id), then each token's gradient summed from its rows in row
+ * order. The token ids stay where they are (device memory): no copy to the
+ * host and back, no wait in the step; the buckets' scratch is kept. */
+void dt_embed_backward(const int32_t *tokens, int64_t R, const float *dout, int64_t v0, int64_t Vs,
+                       int64_t D, float *dwte) {
+  static int64_t *offsets; /* backend scratch, kept: [Vs + 1] and [R] */
+  static int32_t *rows;
+  static int64_t have_v, have_r;
+  if (R <= 0 || Vs <= 0 || D <= 0) return;
+  if (Vs > have_v || R > have_r) {
+    dt_free(offsets);
+    dt_free(rows);
+    have_v = Vs > have_v ? Vs : have_v;
+    have_r = R > have_r ? R : have_r;
+    offsets = dt_alloc((size_t)(have_v + 1) * sizeof *offsets, DT_OTHER);
+    rows = dt_alloc((size_t)have_r * sizeof *rows, DT_OTHER);
+  }
+  dt_embed_buckets(tokens, R, v0, Vs, offsets, rows);
+  dt_embed_rows_sum(offsets, rows, dout, Vs, D, dwte);
+}
+
 dt_gpt_block dt_gpt_block_at(const dt_train_config *c, float *model, int64_t layer) {
   float *p[8];
   for (int j = 0; j < 8; j++) p[j] = model + dt_model_tensor(c, 2 + 8 * layer + j).at;

@@ -171,21 +171,23 @@ DT_HOSTDEV static inline float dt_positions_sum_core(const float *dout, int64_t 
   return acc;
 }
 
-/* The rows of a slice's tokens by token (host; a counting sort): the rows
- * holding token v0 + v are rows[offsets[v] .. offsets[v + 1]), ascending.
- * offsets [Vs + 1], rows [R]. The embedding's backward sums each token's
- * rows in this order on both backends: no atomics, whose order would change
- * the bits from run to run. */
-static inline void dt_token_buckets(const int32_t *tokens, int64_t R, int64_t v0, int64_t Vs,
-                                    int64_t *offsets, int32_t *rows) {
-  for (int64_t v = 0; v <= Vs; v++) offsets[v] = 0;
+/* Bucket v of a slice's tokens (token v0 + v of the slice's Vs), by the
+ * rows holding it: its start in rows (the rows holding one of the tokens
+ * v0 .. v0 + v - 1) into offsets[v], then its rows, ascending, from there;
+ * the last bucket writes offsets[Vs], the end, too. One thread a bucket on
+ * the GPU, reading the R token ids where they lie (device memory), a loop
+ * on the cpu: each bucket's rows in row order without atomics, whose order
+ * would change the embedding's sums from run to run. O(Vs R) in all, but
+ * parallel over the buckets and with no trip through the host. */
+DT_HOSTDEV static inline void dt_token_bucket(const int32_t *tokens, int64_t R, int64_t v0,
+                                              int64_t Vs, int64_t v, int64_t *offsets,
+                                              int32_t *rows) {
+  int64_t at = 0;
+  for (int64_t r = 0; r < R; r++) at += tokens[r] >= v0 && tokens[r] < v0 + v;
+  offsets[v] = at;
   for (int64_t r = 0; r < R; r++)
-    if (tokens[r] >= v0 && tokens[r] < v0 + Vs) offsets[tokens[r] - v0 + 1]++;
-  for (int64_t v = 0; v < Vs; v++) offsets[v + 1] += offsets[v];
-  for (int64_t r = 0; r < R; r++) /* rows ascending within each bucket */
-    if (tokens[r] >= v0 && tokens[r] < v0 + Vs) rows[offsets[tokens[r] - v0]++] = (int32_t)r;
-  for (int64_t v = Vs; v > 0; v--) offsets[v] = offsets[v - 1]; /* back to each bucket's start */
-  offsets[0] = 0;
+    if (tokens[r] == v0 + v) rows[at++] = (int32_t)r;
+  if (v == Vs - 1) offsets[Vs] = at;
 }
 
 /* --------------------------------------------------------- cross-entropy */

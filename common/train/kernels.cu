@@ -8,6 +8,7 @@
 #include "blas_cuda.h"
 #include "gpt_core.h"
 #include "half_core.h"
+#include "optim_core.h"
 #include "rng_core.h"
 #include "train_internal.h"
 
@@ -95,21 +96,18 @@ __global__ static void mse_kernel(const float *x, const float *y, float *dx, siz
   if (threadIdx.x == 0) atomicAdd(sum, part[0]);
 }
 /* Fused as on the cpu: g x grad_scale (fp16's unscale, the clip factor) and
- * the update in one kernel, replacing a scale_kernel launch per factor. */
+ * the update in one kernel, replacing a scale_kernel launch per factor;
+ * the update optim_core.h's body, rounded as the cpu's: no FMA. */
 __global__ static void sgd_kernel(float *w, const float *g, size_t n, float lr, float grad_scale) {
   size_t i = INDEX;
-  if (i < n) w[i] -= lr * (g[i] * grad_scale);
+  if (i < n) w[i] = dt_sgd_core(w[i], g[i], lr, grad_scale);
 }
 __global__ static void adamw_kernel(float *w, const float *g, float *m, float *v, size_t n,
-                                    float lr, float decay, float step_size, float bias2_sqrt,
+                                    float decay, float step_size, float bias2_sqrt,
                                     float grad_scale, float beta2) {
   size_t i = INDEX;
-  if (i >= n) return;
-  float gi = g[i] * grad_scale;
-  w[i] *= decay;
-  m[i] += (gi - m[i]) * (1.0f - 0.9f);
-  v[i] = v[i] * beta2 + (1.0f - beta2) * gi * gi;
-  w[i] -= step_size * m[i] / (sqrtf(v[i]) / bias2_sqrt + 1e-8f);
+  if (i < n)
+    w[i] = dt_adamw_core(w[i], g[i], &m[i], &v[i], grad_scale, step_size, decay, bias2_sqrt, beta2);
 }
 
 __global__ static void round_half_kernel(const float *src, float *dst, size_t n, int bf16) {
@@ -213,7 +211,11 @@ extern "C" void dt_relu_backward(const float *a, const float *dh, float *da, siz
 /* ReLU's decisions near 0 (kinks.c): the norms and the test in one thread
  * per row, column or element, the arithmetic kinks_core.h's as the cpu
  * loop's; each step's hits in a device buffer, fetched when the step ends
- * (dt_step_end waits for the stream there anyway): no copy, no wait in it. */
+ * (dt_step_end waits for the stream there anyway). The cpu's record grows
+ * as it goes; here the buffer must hold a call's hits before they are
+ * counted, so before a call that could overflow it (the hits so far, at
+ * most, plus every decision of the call) the host looks at the count (a
+ * wait, only then) and grows the buffer: no hit is ever dropped. */
 __global__ static void kink_row_norms(const float *x, int64_t rows, int64_t D, float *out) {
   size_t i = INDEX;
   if (i >= (size_t)rows) return;
@@ -243,14 +245,37 @@ static dt_kink_hit *kink_hits, *kink_host;
 static unsigned long long *kink_count;
 static float *kink_norms;
 static int64_t kink_cap, kink_norm_cap;
+static int64_t kink_known, kink_most; /* the count when last read; the most hits since */
+
+static int64_t kink_read_count(void) {
+  unsigned long long count = 0;
+  CHECK_CUDA(
+      cudaMemcpyAsync(&count, kink_count, sizeof count, cudaMemcpyDeviceToHost, dt_stream()));
+  CHECK_CUDA(cudaStreamSynchronize(dt_stream()));
+  return (int64_t)count;
+}
 
 extern "C" void dt_kinks_scan(int64_t call, const float *x, const float *w1, const float *a,
                               int64_t rows, int64_t D, int64_t Hs, float tol) {
+  int64_t most = rows * Hs; /* every decision of the call near 0 */
   if (!kink_count) {
     kink_count = (unsigned long long *)dt_alloc(sizeof *kink_count, DT_OTHER);
     kink_cap = 1 << 16;
     kink_hits = (dt_kink_hit *)dt_alloc((size_t)kink_cap * sizeof *kink_hits, DT_OTHER);
   }
+  if (kink_known + kink_most + most > kink_cap) { /* it could overflow: the count, then room */
+    kink_known = kink_read_count();
+    kink_most = 0;
+  }
+  if (kink_known + most > kink_cap) {
+    int64_t cap = 2 * kink_cap > kink_known + most ? 2 * kink_cap : kink_known + most;
+    dt_kink_hit *grown = (dt_kink_hit *)dt_alloc((size_t)cap * sizeof *grown, DT_OTHER);
+    dt_copy(grown, kink_hits, (size_t)kink_known * sizeof *grown);
+    dt_free(kink_hits);
+    kink_hits = grown;
+    kink_cap = cap;
+  }
+  kink_most += most;
   if (rows + Hs > kink_norm_cap) {
     dt_free(kink_norms);
     kink_norm_cap = rows + Hs;
@@ -267,14 +292,11 @@ extern "C" void dt_kinks_scan(int64_t call, const float *x, const float *w1, con
 }
 
 extern "C" int64_t dt_kinks_fetch(const dt_kink_hit **out, int64_t *lost) {
-  unsigned long long count = 0;
   *out = kink_host;
   *lost = 0;
   if (!kink_count) return 0;
-  CHECK_CUDA(
-      cudaMemcpyAsync(&count, kink_count, sizeof count, cudaMemcpyDeviceToHost, dt_stream()));
-  CHECK_CUDA(cudaStreamSynchronize(dt_stream()));
-  int64_t n = count < (unsigned long long)kink_cap ? (int64_t)count : kink_cap;
+  int64_t count = kink_read_count();
+  int64_t n = count < kink_cap ? count : kink_cap; /* count <= cap: dt_kinks_scan made room */
   free(kink_host);
   kink_host = (dt_kink_hit *)malloc((size_t)(n ? n : 1) * sizeof *kink_host);
   CHECK_ALLOC(kink_host);
@@ -284,12 +306,8 @@ extern "C" int64_t dt_kinks_fetch(const dt_kink_hit **out, int64_t *lost) {
   CHECK_CUDA(cudaMemsetAsync(kink_count, 0, sizeof *kink_count, dt_stream()));
   CHECK_CUDA(cudaStreamSynchronize(dt_stream()));
   *out = kink_host;
-  *lost = (int64_t)count - n;
-  if (*lost) { /* room for as many next time: a step's hits are alike in number */
-    dt_free(kink_hits);
-    kink_cap = 2 * (int64_t)count;
-    kink_hits = (dt_kink_hit *)dt_alloc((size_t)kink_cap * sizeof *kink_hits, DT_OTHER);
-  }
+  *lost = count - n; /* 0; were it not, kinks.c counts it and the check says so */
+  kink_known = kink_most = 0;
   return n;
 }
 
@@ -342,7 +360,7 @@ extern "C" void dt_adamw_step(float *w, const float *g, float *m, float *v, size
                               float weight_decay, int64_t t, float grad_scale, float beta2) {
   float bias1 = 1.0f - powf(0.9f, (float)t), bias2_sqrt = sqrtf(1.0f - powf(beta2, (float)t));
   if (n) {
-    adamw_kernel<<<GRID(n)>>>(w, g, m, v, n, lr, 1.0f - lr * weight_decay, lr / bias1, bias2_sqrt,
+    adamw_kernel<<<GRID(n)>>>(w, g, m, v, n, 1.0f - lr * weight_decay, lr / bias1, bias2_sqrt,
                               grad_scale, beta2);
     LAUNCHED();
   }
@@ -351,22 +369,8 @@ extern "C" void dt_adamw_step(float *w, const float *g, float *m, float *v, size
 /* The GPT's kernels: one thread per row, column or element, each running
  * gpt_core.h's body as the cpu loop does, so the bits are the cpu's. A
  * row's sums run in the row's thread, in order: slower than a tree across a
- * block, and the same bits as the cpu. Token ids and the embedding's
- * buckets come from the host, staged in device buffers kept between calls
- * (from pageable memory a copy returns once the host's bytes are taken). */
-static void *staged_buf[3];
-static size_t staged_size[3];
-static const void *staged(int slot, const void *host, size_t bytes) {
-  if (staged_size[slot] < bytes) {
-    dt_free(staged_buf[slot]);
-    staged_buf[slot] = dt_alloc(bytes, DT_OTHER);
-    staged_size[slot] = bytes;
-  }
-  if (bytes)
-    CHECK_CUDA(cudaMemcpyAsync(staged_buf[slot], host, bytes, cudaMemcpyHostToDevice, dt_stream()));
-  return staged_buf[slot];
-}
-
+ * block, and the same bits as the cpu. Token ids and targets are read where
+ * the lesson keeps them, in device memory (train.h). */
 __global__ static void ln_forward_kernel(const float *x, const float *g, float *y, float *mean,
                                          float *rstd, int64_t R, int64_t D) {
   size_t r = INDEX;
@@ -396,6 +400,11 @@ __global__ static void embed_forward_kernel(const int32_t *tokens, int64_t R, co
                                             int64_t v0, int64_t Vs, int64_t D, float *out) {
   size_t e = INDEX;
   if (e < (size_t)(R * D)) out[e] = dt_embed_core(wte, tokens[e / D], v0, Vs, D, (int64_t)(e % D));
+}
+__global__ static void token_bucket_kernel(const int32_t *tokens, int64_t R, int64_t v0, int64_t Vs,
+                                           int64_t *offsets, int32_t *rows) {
+  size_t v = INDEX;
+  if (v < (size_t)Vs) dt_token_bucket(tokens, R, v0, Vs, (int64_t)v, offsets, rows);
 }
 __global__ static void embed_backward_kernel(const int64_t *offsets, const int32_t *rows,
                                              const float *dout, int64_t Vs, int64_t D,
@@ -464,24 +473,19 @@ extern "C" void dt_gelu_backward(const float *a, const float *du, float *da, siz
 extern "C" void dt_embed_forward(const int32_t *tokens, int64_t R, const float *wte, int64_t v0,
                                  int64_t Vs, int64_t D, float *out) {
   if (R <= 0 || D <= 0) return;
-  const int32_t *t = (const int32_t *)staged(0, tokens, (size_t)R * sizeof *tokens);
-  embed_forward_kernel<<<GRID((size_t)(R * D))>>>(t, R, wte, v0, Vs, D, out);
+  embed_forward_kernel<<<GRID((size_t)(R * D))>>>(tokens, R, wte, v0, Vs, D, out);
   LAUNCHED();
 }
-/* Sorted, not atomic: the rows of each token are summed in row order by one
- * thread per (token, column), the cpu's order; atomicAdd would add them in
- * whatever order the threads arrive, other bits on every run. */
-extern "C" void dt_embed_backward(const int32_t *tokens, int64_t R, const float *dout, int64_t v0,
+extern "C" void dt_embed_buckets(const int32_t *tokens, int64_t R, int64_t v0, int64_t Vs,
+                                 int64_t *offsets, int32_t *rows) {
+  if (Vs <= 0) return;
+  token_bucket_kernel<<<GRID((size_t)Vs)>>>(tokens, R, v0, Vs, offsets, rows);
+  LAUNCHED();
+}
+extern "C" void dt_embed_rows_sum(const int64_t *offsets, const int32_t *rows, const float *dout,
                                   int64_t Vs, int64_t D, float *dwte) {
-  if (R <= 0 || Vs <= 0 || D <= 0) return;
-  int64_t *offsets = (int64_t *)dt_host_alloc((size_t)Vs + 1, sizeof *offsets);
-  int32_t *rows = (int32_t *)dt_host_alloc((size_t)R, sizeof *rows);
-  dt_token_buckets(tokens, R, v0, Vs, offsets, rows);
-  const int64_t *o = (const int64_t *)staged(1, offsets, (size_t)(Vs + 1) * sizeof *offsets);
-  const int32_t *w = (const int32_t *)staged(2, rows, (size_t)R * sizeof *rows);
-  free(offsets);
-  free(rows);
-  embed_backward_kernel<<<GRID((size_t)(Vs * D))>>>(o, w, dout, Vs, D, dwte);
+  if (Vs <= 0 || D <= 0) return;
+  embed_backward_kernel<<<GRID((size_t)(Vs * D))>>>(offsets, rows, dout, Vs, D, dwte);
   LAUNCHED();
 }
 extern "C" void dt_positions_forward(const float *wpe, int64_t t0, int64_t len, int64_t count,
@@ -499,9 +503,7 @@ extern "C" void dt_positions_backward(const float *dout, int64_t t0, int64_t len
 static void ce_rows(const float *logits, int64_t R, int64_t Vs, int64_t v0, const int32_t *targets,
                     const float *mx, float *out, int piece) {
   if (R <= 0) return;
-  const int32_t *t =
-      targets ? (const int32_t *)staged(0, targets, (size_t)R * sizeof *targets) : NULL;
-  ce_rows_kernel<<<GRID((size_t)R)>>>(logits, R, Vs, v0, t, mx, out, piece);
+  ce_rows_kernel<<<GRID((size_t)R)>>>(logits, R, Vs, v0, targets, mx, out, piece);
   LAUNCHED();
 }
 extern "C" void dt_ce_max(const float *logits, int64_t R, int64_t Vs, float *mx) {
@@ -519,7 +521,7 @@ extern "C" void dt_ce_backward(const float *logits, int64_t R, int64_t Vs, int64
                                const int32_t *targets, const float *mx, const float *sum,
                                float scale, float *dlogits) {
   if (R <= 0 || Vs <= 0) return;
-  const int32_t *t = (const int32_t *)staged(0, targets, (size_t)R * sizeof *targets);
-  ce_backward_kernel<<<GRID((size_t)(R * Vs))>>>(logits, R, Vs, v0, t, mx, sum, scale, dlogits);
+  ce_backward_kernel<<<GRID((size_t)(R * Vs))>>>(logits, R, Vs, v0, targets, mx, sum, scale,
+                                                 dlogits);
   LAUNCHED();
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "gpt_core.h"
+#include "optim_core.h"
 #include "train_internal.h"
 
 /* DT_GEMM_TIME=1: each rank prints at exit the wall time it spent in
@@ -34,6 +35,7 @@ void dt_kernels_init(void) {
 
 void dt_fill_block(float *buf, int64_t rows, int64_t cols, int64_t full_cols, int64_t row0,
                    int64_t col0, uint64_t seed, uint64_t stream, float bound) {
+  DT_KERNEL("dt_fill_block", buf);
   for (int64_t r = 0; r < rows; r++)
     dt_fill_uniform(buf + r * cols, (size_t)cols, seed, stream,
                     (uint64_t)((row0 + r) * full_cols + col0), -bound, bound);
@@ -41,6 +43,8 @@ void dt_fill_block(float *buf, int64_t rows, int64_t cols, int64_t full_cols, in
 
 void dt_fill_rows(float *buf, const int64_t *rows, int64_t count, int64_t cols, uint64_t seed,
                   uint64_t stream, float bound) {
+  DT_KERNEL("dt_fill_rows", buf);
+  dt_expect_host("dt_fill_rows", "rows", rows, (size_t)count * sizeof *rows);
   for (int64_t k = 0; k < count; k++)
     dt_fill_block(buf + k * cols, 1, cols, cols, rows[k], 0, seed, stream, bound);
 }
@@ -70,6 +74,7 @@ static const float *rounded_copy(int which, const float *x, size_t n) {
 
 void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
                const float *B, float *C, int accumulate) {
+  DT_KERNEL("dt_matmul", A, B, C);
   dt_kernels_init();
   if (matmul_inputs != DT_F32) {
     A = rounded_copy(0, A, (size_t)(M * K));
@@ -99,10 +104,12 @@ void dt_host_gemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, flo
  * branch): the -O2 build branched on the sign of each activation, which a
  * random sign mispredicts half the time. */
 void dt_relu_forward(const float *restrict a, float *restrict h, size_t n) {
+  DT_KERNEL("dt_relu_forward", a, h);
   for (size_t i = 0; i < n; i++) h[i] = a[i] > 0 ? a[i] : 0.0f;
 }
 
 void dt_relu_backward(const float *a, const float *dh, float *da, size_t n) {
+  DT_KERNEL("dt_relu_backward", a, dh, da);
   for (size_t i = 0; i < n; i++) {
     float g = dh[i];
     da[i] = a[i] > 0 ? g : 0.0f;
@@ -117,6 +124,7 @@ static int64_t normcap;
 
 void dt_kinks_scan(int64_t call, const float *x, const float *w1, const float *a, int64_t rows,
                    int64_t D, int64_t Hs, float tol) {
+  DT_KERNEL("dt_kinks_scan", x, w1, a);
   if (Hs > normcap) {
     free(norms);
     normcap = Hs;
@@ -153,6 +161,7 @@ int64_t dt_kinks_fetch(const dt_kink_hit **out, int64_t *lost) {
 }
 
 double dt_mse_forward_backward(const float *x, const float *y, float *dx, size_t n, double scale) {
+  DT_KERNEL("dt_mse_forward_backward", x, y, dx);
   double sum = 0;
   for (size_t i = 0; i < n; i++) {
     float d = x[i] - y[i];
@@ -165,6 +174,7 @@ double dt_mse_forward_backward(const float *x, const float *y, float *dx, size_t
 /* Four partial sums: one chain of dependent double additions ran at one
  * element per add latency; four independent chains overlap. */
 double dt_sum_squares(const float *x, size_t n) {
+  DT_KERNEL("dt_sum_squares", x);
   double s[4] = {0, 0, 0, 0};
   size_t i = 0;
   for (; i + 4 <= n; i += 4)
@@ -176,23 +186,18 @@ double dt_sum_squares(const float *x, size_t n) {
 /* Fused: g x grad_scale (fp16's unscale and the clip factor) and the update
  * in one pass over memory; it replaces a dt_scale pass for each factor. */
 void dt_sgd_step(float *restrict w, const float *restrict g, size_t n, float lr, float grad_scale) {
-  for (size_t i = 0; i < n; i++) w[i] -= lr * (g[i] * grad_scale);
+  DT_KERNEL("dt_sgd_step", w, g);
+  for (size_t i = 0; i < n; i++) w[i] = dt_sgd_core(w[i], g[i], lr, grad_scale);
 }
 
-/* As torch.optim.AdamW computes it, in this order, on g x grad_scale (fused
- * as in dt_sgd_step). */
+/* optim_core.h's update, the GPU's too, on g x grad_scale (fused as in
+ * dt_sgd_step). */
 static inline __attribute__((always_inline)) void
 adamw_loop(float *restrict w, const float *restrict g, float *restrict m, float *restrict v,
            size_t n, float grad_scale, float step_size, float decay, float bias2_sqrt,
            float beta2) {
-  const float beta1 = 0.9f, eps = 1e-8f;
-  for (size_t i = 0; i < n; i++) {
-    float gi = g[i] * grad_scale;
-    w[i] *= decay;
-    m[i] += (gi - m[i]) * (1.0f - beta1);
-    v[i] = v[i] * beta2 + (1.0f - beta2) * gi * gi;
-    w[i] -= step_size * m[i] / (sqrtf(v[i]) / bias2_sqrt + eps);
-  }
+  for (size_t i = 0; i < n; i++)
+    w[i] = dt_adamw_core(w[i], g[i], &m[i], &v[i], grad_scale, step_size, decay, bias2_sqrt, beta2);
 }
 
 /* Its two divisions and square root per element bound the loop: a wide copy
@@ -206,6 +211,7 @@ static WIDE void adamw_loop_wide(float *restrict w, const float *restrict g, flo
 void dt_adamw_step(float *restrict w, const float *restrict g, float *restrict m, float *restrict v,
                    size_t n, float lr, float weight_decay, int64_t t, float grad_scale,
                    float beta2) {
+  DT_KERNEL("dt_adamw_step", w, g, m, v);
   const float beta1 = 0.9f;
   float bias1 = 1.0f - powf(beta1, (float)t), bias2_sqrt = sqrtf(1.0f - powf(beta2, (float)t));
   float step_size = lr / bias1, decay = 1.0f - lr * weight_decay;
@@ -219,12 +225,14 @@ void dt_adamw_step(float *restrict w, const float *restrict g, float *restrict m
  * CUDA kernels share. */
 void dt_layernorm_forward(const float *x, const float *g, float *y, float *mean, float *rstd,
                           int64_t R, int64_t D) {
+  DT_KERNEL("dt_layernorm_forward", x, g, y, mean, rstd);
   for (int64_t r = 0; r < R; r++) dt_ln_row_forward(x + r * D, g, y + r * D, &mean[r], &rstd[r], D);
 }
 
 void dt_layernorm_backward(const float *x, const float *g, const float *dy, const float *mean,
                            const float *rstd, float *dx, float *dg, int64_t R, int64_t D,
                            int accumulate) {
+  DT_KERNEL("dt_layernorm_backward", x, g, dy, mean, rstd, dx, dg);
   for (int64_t j = 0; j < D; j++) dg[j] = dt_ln_gain_col(x, dy, mean, rstd, R, D, j, dg[j]);
   for (int64_t r = 0; r < R; r++)
     dt_ln_row_backward(x + r * D, g, dy + r * D, mean[r], rstd[r], dx + r * D, D, accumulate);
@@ -249,6 +257,7 @@ static WIDE void gelu_backward_wide(const float *a, const float *du, float *da, 
 }
 
 void dt_gelu_forward(const float *a, float *u, size_t n) {
+  DT_KERNEL("dt_gelu_forward", a, u);
   if (HAVE_WIDE)
     gelu_forward_wide(a, u, n);
   else
@@ -256,6 +265,7 @@ void dt_gelu_forward(const float *a, float *u, size_t n) {
 }
 
 void dt_gelu_backward(const float *a, const float *du, float *da, size_t n) {
+  DT_KERNEL("dt_gelu_backward", a, du, da);
   if (HAVE_WIDE)
     gelu_backward_wide(a, du, da, n);
   else
@@ -264,25 +274,29 @@ void dt_gelu_backward(const float *a, const float *du, float *da, size_t n) {
 
 void dt_embed_forward(const int32_t *tokens, int64_t R, const float *wte, int64_t v0, int64_t Vs,
                       int64_t D, float *out) {
+  DT_KERNEL("dt_embed_forward", tokens, wte, out);
   for (int64_t r = 0; r < R; r++)
     for (int64_t d = 0; d < D; d++) out[r * D + d] = dt_embed_core(wte, tokens[r], v0, Vs, D, d);
 }
 
-void dt_embed_backward(const int32_t *tokens, int64_t R, const float *dout, int64_t v0, int64_t Vs,
+void dt_embed_buckets(const int32_t *tokens, int64_t R, int64_t v0, int64_t Vs, int64_t *offsets,
+                      int32_t *rows) {
+  DT_KERNEL("dt_embed_buckets", tokens, offsets, rows);
+  for (int64_t v = 0; v < Vs; v++) dt_token_bucket(tokens, R, v0, Vs, v, offsets, rows);
+}
+
+void dt_embed_rows_sum(const int64_t *offsets, const int32_t *rows, const float *dout, int64_t Vs,
                        int64_t D, float *dwte) {
-  int64_t *offsets = dt_host_alloc((size_t)Vs + 1, sizeof *offsets);
-  int32_t *rows = dt_host_alloc((size_t)R + 1, sizeof *rows);
-  dt_token_buckets(tokens, R, v0, Vs, offsets, rows);
+  DT_KERNEL("dt_embed_rows_sum", offsets, rows, dout, dwte);
   for (int64_t v = 0; v < Vs; v++)
     for (int64_t d = 0; offsets[v + 1] > offsets[v] && d < D; d++)
       dwte[v * D + d] =
           dt_rows_sum_core(dout, rows, offsets[v], offsets[v + 1], D, d, dwte[v * D + d]);
-  free(offsets);
-  free(rows);
 }
 
 void dt_positions_forward(const float *wpe, int64_t t0, int64_t len, int64_t count, int64_t D,
                           float *out) {
+  DT_KERNEL("dt_positions_forward", wpe, out);
   for (int64_t k = 0; k < count; k++)
     for (int64_t i = 0; i < len * D; i++)
       out[k * len * D + i] = dt_rn_add(out[k * len * D + i], wpe[t0 * D + i]);
@@ -290,6 +304,7 @@ void dt_positions_forward(const float *wpe, int64_t t0, int64_t len, int64_t cou
 
 void dt_positions_backward(const float *dout, int64_t t0, int64_t len, int64_t count, int64_t D,
                            float *dwpe) {
+  DT_KERNEL("dt_positions_backward", dout, dwpe);
   for (int64_t i = 0; i < len; i++)
     for (int64_t d = 0; d < D; d++)
       dwpe[(t0 + i) * D + d] =
@@ -297,20 +312,24 @@ void dt_positions_backward(const float *dout, int64_t t0, int64_t len, int64_t c
 }
 
 void dt_ce_max(const float *logits, int64_t R, int64_t Vs, float *mx) {
+  DT_KERNEL("dt_ce_max", logits, mx);
   for (int64_t r = 0; r < R; r++) mx[r] = dt_ce_row_max(logits + r * Vs, Vs);
 }
 
 void dt_ce_sumexp(const float *logits, int64_t R, int64_t Vs, const float *mx, float *sum) {
+  DT_KERNEL("dt_ce_sumexp", logits, mx, sum);
   for (int64_t r = 0; r < R; r++) sum[r] = dt_ce_row_sumexp(logits + r * Vs, Vs, mx[r]);
 }
 
 void dt_ce_target(const float *logits, int64_t R, int64_t Vs, int64_t v0, const int32_t *targets,
                   float *tl) {
+  DT_KERNEL("dt_ce_target", logits, targets, tl);
   for (int64_t r = 0; r < R; r++) tl[r] = dt_ce_row_target(logits + r * Vs, v0, Vs, targets[r]);
 }
 
 void dt_ce_backward(const float *logits, int64_t R, int64_t Vs, int64_t v0, const int32_t *targets,
                     const float *mx, const float *sum, float scale, float *dlogits) {
+  DT_KERNEL("dt_ce_backward", logits, targets, mx, sum, dlogits);
   for (int64_t r = 0; r < R; r++)
     for (int64_t j = 0; j < Vs; j++)
       dlogits[r * Vs + j] =

@@ -160,7 +160,7 @@ static int64_t find_row(const keyed_row *sorted, int64_t rows, int have_keys, in
 
 /* A view of n floats of backend memory on the host (a copy on cuda) */
 static float *host_view(const float *buf, int64_t n, int *copied) {
-  *copied = strcmp(dt_backend(), "cpu") != 0;
+  *copied = !dt_host_sees_device();
   if (!*copied) return (float *)buf;
   float *h = dt_host_alloc((size_t)n, 4);
   dt_copy_to_host(h, buf, (size_t)n * 4);

@@ -18,12 +18,14 @@
 #ifndef DT_CUDA
 void dt_router_forward(const float *x, const float *wr, int64_t R, int64_t D, int64_t E, int64_t k,
                        float *probs, int32_t *choice) {
+  DT_KERNEL("dt_router_forward", x, wr, probs, choice);
   dt_matmul(0, 0, R, E, D, x, wr, probs, 0); /* the logits, softmaxed in place */
   for (int64_t t = 0; t < R; t++) dt_router_row(probs + t * E, E, k, choice + t * k);
 }
 
 void dt_router_gates(const float *probs, const int32_t *choice, int64_t R, int64_t E, int64_t k,
                      float *gate) {
+  DT_KERNEL("dt_router_gates", probs, choice, gate);
   for (int64_t t = 0; t < R; t++)
     dt_router_gate_row(probs + t * E, choice + t * k, k, gate + t * k);
 }
@@ -48,6 +50,8 @@ int64_t dt_moe_keep(const int32_t *choice, int64_t R, int64_t k, int64_t E, int6
 #ifndef DT_CUDA
 double dt_moe_aux(const dt_train_config *c, const float *probs, int64_t R, const float *f,
                   double scale, float *daux) {
+  DT_KERNEL("dt_moe_aux", probs, daux);
+  dt_expect_host("dt_moe_aux", "f", f, (size_t)c->experts * sizeof *f);
   int64_t E = c->experts;
   double loss = 0;
   for (int64_t e = 0; e < E; e++) {
@@ -60,6 +64,7 @@ double dt_moe_aux(const dt_train_config *c, const float *probs, int64_t R, const
 void dt_router_backward(const float *x, const float *wr, const float *probs, const int32_t *choice,
                         const float *gate, const float *dgate, const float *daux, int64_t R,
                         int64_t D, int64_t E, int64_t k, float *dlogits, float *dwr, float *dx) {
+  DT_KERNEL("dt_router_backward", x, wr, probs, choice, gate, dgate, daux, dlogits, dwr, dx);
   for (int64_t t = 0; t < R; t++)
     dt_router_grad_row(probs + t * E, gate + t * k, dgate + t * k, choice + t * k, daux, E, k,
                        dlogits + t * E);
@@ -69,12 +74,14 @@ void dt_router_backward(const float *x, const float *wr, const float *probs, con
 
 void dt_moe_dispatch_rows(const float *x, const int32_t *pos, int64_t R, int64_t k, int64_t D,
                           float *send) {
+  DT_KERNEL("dt_moe_dispatch_rows", x, pos, send);
   for (int64_t i = 0; i < R * k; i++)
     if (pos[i] >= 0) memcpy(send + (int64_t)pos[i] * D, x + i / k * D, (size_t)D * 4);
 }
 
 void dt_moe_combine(const float *x, const float *gate, const float *ret, const int32_t *pos,
                     int64_t R, int64_t k, int64_t D, float *xn) {
+  DT_KERNEL("dt_moe_combine", x, gate, ret, pos, xn);
   for (int64_t t = 0; t < R; t++)
     for (int64_t d = 0; d < D; d++)
       xn[t * D + d] = dt_moe_combine_core(x, gate, ret, pos, k, D, t, d);
@@ -82,6 +89,7 @@ void dt_moe_combine(const float *x, const float *gate, const float *ret, const i
 
 void dt_moe_gate_backward(const float *dy, const float *gate, const float *ret, const int32_t *pos,
                           int64_t R, int64_t k, int64_t D, float *back, float *dgate) {
+  DT_KERNEL("dt_moe_gate_backward", dy, gate, ret, pos, back, dgate);
   for (int64_t i = 0; i < R * k; i++)
     dgate[i] = pos[i] < 0 ? 0.0f
                           : dt_moe_gate_grad_core(dy + i / k * D, ret + (int64_t)pos[i] * D,
@@ -90,6 +98,7 @@ void dt_moe_gate_backward(const float *dy, const float *gate, const float *ret, 
 
 void dt_moe_combine_backward(const float *dy, const float *back, const int32_t *pos,
                              const int32_t *expert, int64_t R, int64_t k, int64_t D, float *dx) {
+  DT_KERNEL("dt_moe_combine_backward", dy, back, pos, expert, dx);
   for (int64_t t = 0; t < R; t++)
     for (int64_t d = 0; d < D; d++)
       dx[t * D + d] = dt_moe_combine_grad_core(dy, back, pos, expert, k, D, t, d);

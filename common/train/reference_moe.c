@@ -68,7 +68,7 @@ typedef struct {
 
 static void *dev(int64_t n) { return dt_alloc((size_t)n * 4, DT_OTHER); }
 static void *mirror(void *d, int64_t n) {
-  return dt_device() < 0 ? d : dt_host_alloc((size_t)n, 4);
+  return dt_host_sees_device() ? d : dt_host_alloc((size_t)n, 4);
 }
 
 static layer *layers_new(const shape *z) {
@@ -94,7 +94,7 @@ static layer *layers_new(const shape *z) {
 }
 
 static void layers_free(layer *ly, int64_t L) {
-  int gpu = dt_device() >= 0;
+  int gpu = !dt_host_sees_device();
   for (layer *q = ly; q < ly + L; q++) {
     void *d[] = {q->probs, q->gate, q->dgate, q->dchoice, q->dpos, q->xin, q->out, q->a, q->h};
     for (size_t i = 0; i < sizeof d / sizeof *d; i++) dt_free(d[i]);

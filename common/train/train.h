@@ -167,13 +167,22 @@ int64_t dt_tensor_at(const dt_train_config *c, int64_t at); /* the tensor holdin
 void dt_initial_weights(const dt_train_config *c, float *dst, int64_t at, int64_t n);
 
 /* ---------------------------------------------------------------- kernels */
-/* C[M,N] = op(A) op(B) (+ C when accumulate), row-major; op(X) is X or X^T.
+/* Where arrays live, for every declaration of this header: an array of
+ * numbers (floats, token ids, choices) is the backend's memory (dt_alloc:
+ * the GPU's on the cuda backend), read and written by the backend's
+ * kernels, unless its comment says "host" (the caller's malloc or stack,
+ * a file's bytes); configs and structs are host. The
+ * cpu's device-boundary mode (DT_DEVICE_BOUNDARY=1, docs/gpu.md) holds the
+ * cpu backend to it: a host pointer where this header wants the backend's
+ * memory, or the other way round, ends the run naming the call.
+ *
+ * C[M,N] = op(A) op(B) (+ C when accumulate), row-major; op(X) is X or X^T.
  * A is [M,K] (or [K,M] when trans_a), B is [K,N] (or [N,K] when trans_b). */
 void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
                const float *B, float *C, int accumulate);
 void dt_relu_forward(const float *a, float *h, size_t n);
 void dt_relu_backward(const float *a, const float *dh, float *da, size_t n); /* da = dh*(a>0) */
-/* Returns sum((x-y)^2) * scale and writes dx = 2(x-y) * scale. */
+/* Returns sum((x-y)^2) * scale (to the host) and writes dx = 2(x-y) * scale. */
 double dt_mse_forward_backward(const float *x, const float *y, float *dx, size_t n, double scale);
 double dt_sum_squares(const float *x, size_t n);
 /* The optimizers read the gradient as g x grad_scale (1: as it is), so that
@@ -322,7 +331,8 @@ void dt_router_gates(const float *probs, const int32_t *choice, int64_t R, int64
                      float *gate);
 /* Capacity of each expert for a group of R tokens: ceil(cf k R / E). */
 int64_t dt_moe_capacity(const dt_train_config *c, int64_t R);
-/* First come, first served in token order (choice j after j-1): slot [R,k]
+/* First come, first served in token order (choice j after j-1), host
+ * arrays (the choices copied out): slot [R,k]
  * is the choice's place in its expert's queue, or -1 when the queue was
  * full (the token keeps its residual path only). count[E]: kept per expert.
  * Returns how many choices were dropped. */
@@ -450,12 +460,12 @@ void dt_text_load(dt_text *t, const char *path, int bytes, int64_t multiple, int
 void dt_text_free(dt_text *t);
 /* The training windows of `step`: samples [b0, b0 + count) of the step's B,
  * each S + 1 tokens from a start keyed by (data seed, step, sample), so any
- * rank draws its own without talking: out [count, S + 1] */
+ * rank draws its own without talking: out [count, S + 1], host */
 void dt_text_batch(const dt_train_config *c, int64_t step, int64_t b0, int64_t count, int32_t *out);
 /* Evaluation batch j of a split (0 training, 1 validation): B windows, the
- * same at every evaluation and on every mesh */
+ * same at every evaluation and on every mesh (out: host) */
 void dt_text_eval_batch(const dt_train_config *c, int split, int64_t j, int32_t *out);
-/* UTF-8 text to ids (-1 and err: a character not in the vocabulary) */
+/* UTF-8 text to ids, host (-1 and err: a character not in the vocabulary) */
 int64_t dt_vocab_encode(const dt_vocab *v, const char *s, int32_t *ids, int64_t cap, char *err,
                         size_t errlen);
 char *dt_vocab_decode(const dt_vocab *v, const int32_t *ids, int64_t n); /* malloc'ed text */
@@ -499,7 +509,10 @@ void dt_gelu_backward(const float *a, const float *du, float *da, size_t n); /* 
 /* The embedding over a slice of the vocabulary, rows [v0, v0 + Vs) of wte
  * (wte here: that slice, [Vs, D]): out[r] = wte[tokens[r] - v0], zeros for
  * a token of another slice, so the slices' outputs sum to the lookup.
- * tokens [R] on the host. Backward adds dout[r] into the slice's rows only. */
+ * tokens [R] on the backend, as wte and out: the kernels read the ids there
+ * (a lesson copies a step's ids in once). Backward adds dout[r] into the
+ * slice's rows only, each token's rows summed in row order (its buckets
+ * made on the backend too: gpt.c). */
 void dt_embed_forward(const int32_t *tokens, int64_t R, const float *wte, int64_t v0, int64_t Vs,
                       int64_t D, float *out);
 void dt_embed_backward(const int32_t *tokens, int64_t R, const float *dout, int64_t v0, int64_t Vs,
@@ -512,8 +525,8 @@ void dt_positions_forward(const float *wpe, int64_t t0, int64_t len, int64_t cou
 void dt_positions_backward(const float *dout, int64_t t0, int64_t len, int64_t count, int64_t D,
                            float *dwpe);
 /* The cross-entropy in pieces, never gathering the logits: logits [R, Vs]
- * of the vocabulary [v0, v0 + Vs), targets [R] on the host, the pieces [R]
- * on the backend. (a) each row's max; all-reduce them (max) over the slices;
+ * of the vocabulary [v0, v0 + Vs), targets [R] and the pieces [R], all on
+ * the backend. (a) each row's max; all-reduce them (max) over the slices;
  * (b) given the global max, the sum of e^(l - max); (c) the target's logit
  * where the target is in this slice, else 0; all-reduce (b) and (c) (sum).
  * dt_ce_loss: the sum over the rows of log(sum) + max - target logit (the
@@ -527,7 +540,8 @@ double dt_ce_loss(const float *mx, const float *sum, const float *tl, int64_t R)
 void dt_ce_backward(const float *logits, int64_t R, int64_t Vs, int64_t v0, const int32_t *targets,
                     const float *mx, const float *sum, float scale, float *dlogits);
 /* All the pieces over the whole vocabulary (one slice, v0 = 0): the mean
- * loss of the R rows, and dlogits with scale / R (NULL: none). */
+ * loss of the R rows (to the host: dt_ce_loss's 3R floats), and dlogits
+ * with scale / R (NULL: none); targets on the backend. */
 double dt_ce_whole(const float *logits, int64_t R, int64_t V, const int32_t *targets, float scale,
                    float *dlogits);
 
@@ -564,8 +578,8 @@ void dt_gpt_mlp_backward(const dt_gpt_shape *s, const dt_gpt_block *w, dt_gpt_bl
 
 /* The whole model in one process, on the backend's memory (w, g and the
  * activations; the GPU's on the cuda backend): forward over seqs sequences
- * of len <= S positions, inputs and targets [seqs x len] on the host
- * (copied in; targets NULL: no loss), returning the mean loss; backward, after a
+ * of len <= S positions, inputs and targets [seqs x len] host arrays
+ * (copied in, once each; targets NULL: no loss), returning the mean loss; backward, after a
  * forward with targets, adds the gradient of the loss x scale (fp16's loss
  * scale, else 1) to g (the whole model's layout). Attention
  * is attention.c's tiled blocks, or with `materialised` the S x S scores
@@ -579,7 +593,7 @@ void dt_gpt_backward(const dt_train_config *c, const float *w, dt_gpt_acts *a, d
                      float *g);
 /* [seqs x len, V] of the last forward, on the backend's memory */
 const float *dt_gpt_logits(const dt_gpt_acts *a);
-/* Windows [seqs, S + 1] (text.c's) to inputs and targets [seqs, S] */
+/* Windows [seqs, S + 1] (text.c's) to inputs and targets [seqs, S], host */
 void dt_gpt_split_windows(const int32_t *windows, int64_t seqs, int64_t S, int32_t *inputs,
                           int32_t *targets);
 
@@ -626,7 +640,7 @@ char *dt_gpt_sample(const dt_train_config *c, const dt_vocab *vocab, const float
 /* ------------------------------------------------------------------- data */
 /* Sample i: x_i from the RNG keyed by (data seed, i), uniform in [-1, 1);
  * y_i = teacher(x_i), one fixed random block (data.c). Rows k = 0..count-1 of
- * x and y ([count, D], backend memory) are samples[k]. Any rank can make any
+ * x and y ([count, D], backend memory) are samples[k] (host). Any rank can make any
  * sample. Lessons pick the samples with the sampler below: global batch s of
  * an epoch is positions s*B .. s*B+B-1 of that epoch's shuffle, and rank r's
  * share of it is what DistributedSampler gives rank r. */
@@ -639,7 +653,7 @@ int64_t dt_batches_per_epoch(const dt_train_config *c); /* samples / B */
  * (data.c), so earlier positions matter. Any rank can make any window. */
 void dt_make_sequences(const dt_train_config *c, const int64_t *samples, int64_t count, int64_t t0,
                        int64_t len, int64_t ld, float *x, float *y);
-/* x[0..D) += the sinusoidal encoding of position t */
+/* x[0..D) += the sinusoidal encoding of position t (host) */
 void dt_add_position(float *x, int64_t D, int64_t t);
 /* The transformer's global batch of `step`, whole sequences (host): the B
  * samples of dt_step_samples (into samples[B]), x [B, S, D] the tokens with
@@ -893,8 +907,9 @@ void dt_run_gather(dt_run *r, int which, float *host); /* which: 0 w, 1 m, 2 v, 
 /* n of them at once, one after another in host (n x the model), one collective */
 void dt_run_gather_all(dt_run *r, const int *which, int n, float *host);
 /* DT_MOE: where the lesson records each layer's choices ([steps][L]
- * [tokens][k], step-major), which the check gathers step by step to
- * replay; NULL with --no-check (nothing to record). */
+ * [tokens][k], step-major; host: the choices it copied out), which the
+ * check gathers step by step to replay; NULL with --no-check (nothing to
+ * record). */
 int32_t *dt_run_record_routing(dt_run *r, int64_t tokens);
 /* Gather, --save, --trace, a GPT's --sample (rank 0 writes text from the
  * whole model), the check, free, finalize: the exit code. */

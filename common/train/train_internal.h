@@ -41,6 +41,15 @@ dt_dtype dt_matmul_inputs(void);
 void dt_host_gemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                   const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                   int64_t ldc);
+/* The embedding's backward in its two kernels (gpt.c's dt_embed_backward
+ * calls them), everything on the backend: the slice's rows bucketed by
+ * token (gpt_core.h's dt_token_bucket: offsets [Vs + 1], rows [R]), then
+ * dwte[v] += the rows rows[offsets[v] .. offsets[v + 1]) of dout, in that
+ * order (dt_rows_sum_core) */
+void dt_embed_buckets(const int32_t *tokens, int64_t R, int64_t v0, int64_t Vs, int64_t *offsets,
+                      int32_t *rows);
+void dt_embed_rows_sum(const int64_t *offsets, const int32_t *rows, const float *dout, int64_t Vs,
+                       int64_t D, float *dwte);
 /* the rows of samples rows[0..count) of the data set, each cols wide, as
  * dt_fill_block makes row rows[k] of the full matrix: one launch for all */
 void dt_fill_rows(float *buf, const int64_t *rows, int64_t count, int64_t cols, uint64_t seed,
