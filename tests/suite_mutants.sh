@@ -287,7 +287,7 @@ else
   lock_dir=$MUT_DIR/lock-resume
   MUT_TOTAL=$((MUT_TOTAL + 1))
   build_copy "$lock_dir" 06_fsdp common/train/run.c \
-    's/    scatter\(r, 1, m\);\n    scatter\(r, 2, v\);/    scatter(r, 1, v);\n    scatter(r, 2, m);/'
+    's/    dt_run_scatter\(r, 1, m\);\n    dt_run_scatter\(r, 2, v\);/    dt_run_scatter(r, 1, v);\n    dt_run_scatter(r, 2, m);/'
   case $? in
   2) fail "mutant lock-resume: the substitution no longer matches common/train/run.c" "" "update it in tests/suite_mutants.sh" ;;
   1) fail "mutant lock-resume: does not build" "$lock_dir/build.log" ;;
