@@ -29,7 +29,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "lockstep.h"
+#include "lockstep_shared.h"
 
 static double checking; /* seconds this rank spent in the check's steps (dt_lockstep_wait) */
 

@@ -1,11 +1,11 @@
-/* lockstep_compare.c: one step compared (lockstep.h): one process's loss and
+/* lockstep_compare.c: one step compared (lockstep_shared.h): one process's loss and
  * gradient from the run's state, the run's against them, each within its
  * bound, and the update bit for bit; the first step off named. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "lockstep.h"
+#include "lockstep_shared.h"
 
 bounds dt_lockstep_bounds(const dt_train_config *c) {
   bounds b;

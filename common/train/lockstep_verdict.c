@@ -1,9 +1,9 @@
-/* lockstep_verdict.c: the check's table after training (lockstep.h): each
+/* lockstep_verdict.c: the check's table after training (lockstep_shared.h): each
  * figure's worst over the steps compared beside its bound, the replayed
  * decisions counted, and the verdict line. */
 #include <stdio.h>
 
-#include "lockstep.h"
+#include "lockstep_shared.h"
 
 #define MARK(ok) ((ok) ? "ok" : "FAIL")
 

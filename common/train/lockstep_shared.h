@@ -1,8 +1,8 @@
-/* lockstep.h: what the check's three files share (lockstep.c, the steps;
+/* lockstep_shared.h: what the check's three files share (lockstep.c, the steps;
  * lockstep_compare.c, one step's figures; lockstep_verdict.c, the table).
  * Private to common/train: the lessons see train_internal.h's dt_lockstep_*. */
-#ifndef DT_LOCKSTEP_H
-#define DT_LOCKSTEP_H
+#ifndef DT_LOCKSTEP_SHARED_H
+#define DT_LOCKSTEP_SHARED_H
 
 #include "train_internal.h"
 
