@@ -625,7 +625,7 @@ char *dt_gpt_sample(const dt_train_config *c, const dt_vocab *vocab, const float
       DT_INT("--lr-decay-steps", &(c)->decay_steps, 0, 1 << 30,                                    \
              "the cosine decay reaches lr/10 at this step (0: --steps)"),                          \
       DT_INT("--eval-every", &(c)->eval_every, 0, 1 << 30,                                         \
-             "evaluate train and validation loss every K steps (0: never)"),                       \
+             "evaluate train and validation loss every N steps (0: never)"),                       \
       DT_INT("--eval-batches", &(c)->eval_batches, 1, 1 << 20,                                     \
              "with --eval-every: fixed batches per evaluation"),                                   \
       DT_INT("--sample", &(c)->sample, 0, 1 << 20,                                                 \
