@@ -313,8 +313,12 @@ int dt_run_finish(dt_run *r) {
   if (c->model == DT_GPT && c->sample && r->world->rank == 0) {
     char *text = dt_gpt_sample(c, &c->corpus->vocab, r->host, c->prompt ? c->prompt : "", c->sample,
                                c->temperature, c->top_k, (uint64_t)c->seed);
-    dt_print0("sample (%lld tokens, temperature %g, top-k %lld):\n%s\n", (long long)c->sample,
-              c->temperature, (long long)c->top_k, text);
+    if (c->temperature == 0)
+      dt_print0("sample (%lld tokens, greedy: temperature 0, the likeliest token each time):\n%s\n",
+                (long long)c->sample, text);
+    else
+      dt_print0("sample (%lld tokens, temperature %g, top-k %lld):\n%s\n", (long long)c->sample,
+                c->temperature, (long long)c->top_k, text);
     free(text);
   }
   int failed = c->no_check ? 0 : r->verdict ? r->verdict(r) : dt_check_run(r);

@@ -632,10 +632,10 @@ char *dt_gpt_sample(const dt_train_config *c, const dt_vocab *vocab, const float
              "print this many sampled tokens after training"),                                     \
       DT_STRING("--prompt", &(c)->prompt, NULL,                                                    \
                 "with --sample: the text to continue (e.g. ROMEO:)"),                              \
-      DT_DOUBLE("--temperature", &(c)->temperature, 1e-3, 100,                                     \
-                "with --sample: divide the logits"),                                               \
+      DT_DOUBLE("--temperature", &(c)->temperature, 0, 100,                                        \
+                "with --sample: divide the logits (0: greedy, the likeliest token each time)"),    \
       DT_INT("--top-k", &(c)->top_k, 0, 1 << 30,                                                   \
-             "with --sample: draw among the k likeliest (0: all)")
+             "with --sample: draw among the k likeliest (0: all; more than V: all)")
 
 /* ------------------------------------------------------------------- data */
 /* Sample i: x_i from the RNG keyed by (data seed, i), uniform in [-1, 1);
