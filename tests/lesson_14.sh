@@ -299,6 +299,14 @@ check_one_error "14 a prompt the file cannot spell" 1 2 \
 check "14 top-k past V: clamped, said" 1 0 '^--top-k 1000: the vocabulary has 6 tokens, so top-k 6 \(all of them\)' \
   '^sample \(5 tokens, temperature 0.8, top-k 6\):$' -- $D14 "${SIX14[@]}" --load "$T14/six.safetensors" \
   --sample 5 --top-k 1000 --no-check
+# bench/nanogpt_load.py: a character the file's vocabulary lacks stops it
+# with a message, not a traceback (checked before torch is imported)
+check "14 nanogpt_load.py: a prompt outside the vocabulary" 0 1 \
+  "^--prompt: 1 character is not in the file's vocabulary of 6 \('@'\)" -- \
+  /usr/bin/python3 bench/nanogpt_load.py "$T14/six.safetensors" --prompt '@'
+check "14 nanogpt_load.py: a text outside the vocabulary" 0 1 \
+  "^--text README.md, its first window: [0-9]+ characters are not in the file's vocabulary of 6" -- \
+  /usr/bin/python3 bench/nanogpt_load.py "$T14/six.safetensors" --text README.md
 
 # --temperature 0: greedy, the argmax each time: the same text at any seed,
 # and the text of --top-k 1 (the one likeliest, found by sorting), a trained model
