@@ -24,9 +24,9 @@ SMALL14=(--layers 2 --dim 32 --seq 32 --batch 8 --sample 0 --eval-every 0)
 PASS14='CHECK PASSED: each step.s loss, gradient and update match one process.s fp32 step'
 BYTES14="every rank's calls and bytes equal their formulas: yes"
 MEM14="every rank's memory equals its formulas: yes"
-REPL14='replicas: every dp x cp group.s [0-9]+ copies of its weights are bit-identical; the tp groups. copies of the gains and wpe too; wte.s rows on the first and the last stage (too|\(one stage\))'
+REPL14='replicas: every dp x cp group.s [0-9]+ cop(y|ies) of its weights are bit-identical; the tp groups. copies of the gains and wpe too; wte.s rows on the first and the last stage (too|\(one stage\))'
 row14() { echo "^    $1 +$2 +$3 +$3 +$4 +$4 "; }
-mesh14() { echo "^the mesh: dp $1 x pp $2 x cp $3 x tp $4 = $(($1 * $2 * $3 * $4)) ranks"; }
+mesh14() { local n=$(($1 * $2 * $3 * $4)); echo "^the mesh: dp $1 x pp $2 x cp $3 x tp $4 = $n rank$([ $n = 1 ] || echo s) "; }
 
 # Every figure printed beside a formula equals it, in the log of test $1
 sides14() {
@@ -49,7 +49,8 @@ check "14 np=2 tp" 2 0 "$PASS14" "$BYTES14" "$MEM14" "$REPL14" "$(mesh14 1 1 1 2
   "$PAD14" \
   "$(row14 tp 'all_reduce \(activ\)' 10 327680)" "$(row14 tp 'all_reduce \(max\)' 1 1024)" \
   "$(row14 tp 'all_reduce \(sum\|target\)' 1 2048)" \
-  '^    the logits: \[R, V/tp\] = \[256, '"$((V14_2 / 2))"'\] a microbatch, .* never gathered' \
+  '^    the logits: \[R, V/tp\] = \[256, '"$((V14_2 / 2))"'\] a microbatch, ' \
+  "^    never gathered: a rank's slice R x V/tp x 4 = $((256 * V14_2 / 2 * 4)) bytes, of \\[R, V\\]'s R x V x 4 = $((256 * V14_2 * 4))\$" \
   -- $D14 "${SMALL14[@]}" --steps 5 --tp 2
 sides14 "14 np=2 tp"
 check "14 np=2 pp" 2 0 "$PASS14" "$BYTES14" "$MEM14" "$REPL14" "$(mesh14 1 2 1 1)" \
@@ -146,7 +147,7 @@ check "14 np=2 another text, bytes" 2 0 "$PASS14" 'text CHECKING.md: [0-9]+ byte
 check "14 np=4 eval and sample" 4 0 "$PASS14" \
   '^eval after step 2: train loss [0-9.]+, validation loss [0-9.]+ \(2 batches of 8 windows each\)' \
   '^eval after step 4: ' '^sample \(40 tokens, temperature 0.8, top-k 5\):$' '^The ' \
-  '^throughput: [0-9]+ tokens/s .* MFU [0-9.]+% of 2 x [0-9.]+ GFLOP/s' \
+  '^throughput: [0-9]+ tokens/s ' '^  MFU [0-9.]+% of 2 x [0-9.]+ GFLOP/s' \
   '^step +1/4 +loss [0-9.]+ +\(last stage, mean over dp x cp\) +[0-9.]+ ms +[0-9]+ tokens/s$' \
   -- $D14 "${SMALL14[@]}" --steps 4 --pp 2 --tp 2 --eval-every 2 --eval-batches 2 --sample 40 \
   --prompt 'The ' --temperature 0.8 --top-k 5

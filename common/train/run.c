@@ -269,11 +269,16 @@ void dt_run_summary(dt_run *r) {
 #endif
   if (r->scalars.calls) { /* each: one float all-reduced over the world; the counters
                            * add whole bytes, the formula is exact (5 vs 5.33 at N=3) */
-    double N = r->world->size, per = 2 * (N - 1) / N * 4;
+    double N = r->world->size, per = 2 * (N - 1) / N * 4,
+           whole = (double)(8 * (r->world->size - 1) / r->world->size);
     dt_print0("  scalars                %8.2f all-reduces/step of one float (clip norm, fp16 "
               "verdict); bytes sent per rank per step %.2f, formula calls x 2(N-1)/N x 4 = %.2f\n",
               (double)r->scalars.calls / steps, (double)r->scalars.bytes_sent / steps,
               (double)r->scalars.calls * per / steps);
+    if (whole != per) /* N = 3: 5.33 bytes a call by the formula, 5 counted */
+      dt_print0("    (the counters add whole bytes a call: floor(2(N-1) x 4/N) = %.0f, so calls x "
+                "%.0f = %.2f)\n",
+                whole, whole, (double)r->scalars.calls * whole / steps);
   }
   if (r->scaler.skipped || dt_precision_type(&r->c) == DT_F16)
     dt_print0("  fp16 loss scaling      %lld step%s skipped on overflow; final loss scale %g\n",
