@@ -235,7 +235,10 @@ char *dt_vocab_decode(const dt_vocab *v, const int32_t *ids, int64_t n) {
         b[k] = (unsigned char)ids[i + k];
       run = utf8_at(b, (size_t)k, 0, &c);
       raw = run > 1 && shown(c);
-      if (!raw) c = (uint32_t)ids[i], run = 1; /* the byte alone, escaped */
+      if (!raw) { /* the byte alone, escaped */
+        c = (uint32_t)ids[i];
+        run = 1;
+      }
     }
     if (!raw)
       len += (size_t)snprintf(out + len, 5, "\\x%02x", (unsigned)c);
