@@ -185,8 +185,8 @@ void gpt_report(model *m, dt_run *r) {
   bytes(m, r, steps, &bad);
   worst = bad;
   dt_host_all_reduce(m->world, &worst, 1, DT_I32, DT_MAX);
-  dt_print0("    every rank's calls and bytes equal their formulas: %s (%d ranks)\n",
-            worst ? "NO" : "yes", m->world->size);
+  dt_print0("    every rank's calls and bytes equal their formulas: %s (%d rank%s)\n",
+            worst ? "NO" : "yes", m->world->size, m->world->size == 1 ? "" : "s");
   double ms = 1e3 / (double)steps;
   dt_print0(
       "  time blocked per step (rank 0): tp %.2f ms, cp %.2f ms, pp %.2f ms, dp x cp %.2f ms, "
@@ -197,8 +197,8 @@ void gpt_report(model *m, dt_run *r) {
   bad = 0;
   memory(m, r, &bad);
   dt_host_all_reduce(m->world, &bad, 1, DT_I32, DT_MAX);
-  dt_print0("    every rank's memory equals its formulas: %s (%d ranks)\n", bad ? "NO" : "yes",
-            m->world->size);
+  dt_print0("    every rank's memory equals its formulas: %s (%d rank%s)\n", bad ? "NO" : "yes",
+            m->world->size, m->world->size == 1 ? "" : "s");
   replicas(m);
   timeline_report(m->tl, m->axis[PP], m->M);
   dt_print0("(a stage's busy is its actions' wall time, the tp and cp calls inside them included; "
