@@ -170,8 +170,13 @@ static void replicas(const model *m) {
   int64_t G = m->n[DP] * m->n[CP];
   dt_print0("  replicas: every dp x cp group's %lld cop%s of its weights %s; the tp groups' "
             "copies of the gains and wpe %s; wte's rows on the first and the last stage %s\n",
-            (long long)G, G == 1 ? "y" : "ies", d[0] ? "DIFFER" : "are bit-identical",
-            d[1] ? "DIFFER" : "too",
+            (long long)G, G == 1 ? "y" : "ies",
+            d[0]     ? "DIFFER"
+            : G == 1 ? "is the only one"
+                     : "are bit-identical",
+            d[1]     ? "DIFFER"
+            : G == 1 ? "are bit-identical"
+                     : "too",
             d[2]           ? "DIFFER"
             : m->n[PP] > 1 ? "too"
                            : "(one stage)");

@@ -24,7 +24,7 @@ SMALL14=(--layers 2 --dim 32 --seq 32 --batch 8 --sample 0 --eval-every 0)
 PASS14='CHECK PASSED: each step.s loss, gradient and update match one process.s fp32 step'
 BYTES14="every rank's calls and bytes equal their formulas: yes"
 MEM14="every rank's memory equals its formulas: yes"
-REPL14='replicas: every dp x cp group.s [0-9]+ cop(y|ies) of its weights are bit-identical; the tp groups. copies of the gains and wpe too; wte.s rows on the first and the last stage (too|\(one stage\))'
+REPL14='replicas: every dp x cp group.s ([0-9]+ copies of its weights are bit-identical; the tp groups. copies of the gains and wpe too|1 copy of its weights is the only one; the tp groups. copies of the gains and wpe are bit-identical); wte.s rows on the first and the last stage (too|\(one stage\))'
 row14() { echo "^    $1 +$2 +$3 +$3 +$4 +$4 "; }
 mesh14() { local n=$(($1 * $2 * $3 * $4)); echo "^the mesh: dp $1 x pp $2 x cp $3 x tp $4 = $n rank$([ $n = 1 ] || echo s) "; }
 
