@@ -19,9 +19,10 @@ void mesh_table(dt_comm *world, const int64_t *n, const int64_t *at) {
   memcpy(mine, at, sizeof mine);
   dt_host_gather(world, mine, all, AXES, DT_I64, 0);
   dt_host_gather(world, host, hosts, HOST / 4, DT_I32, 0); /* the name's bytes */
-  dt_print0("the mesh: dp %lld x pp %lld x cp %lld x tp %lld = %lld ranks (tp fastest, then cp, "
+  dt_print0("the mesh: dp %lld x pp %lld x cp %lld x tp %lld = %lld rank%s (tp fastest, then cp, "
             "pp, dp)\n    rank   dp   pp   cp   tp   host\n",
-            (long long)n[DP], (long long)n[PP], (long long)n[CP], (long long)n[TP], (long long)N);
+            (long long)n[DP], (long long)n[PP], (long long)n[CP], (long long)n[TP], (long long)N,
+            N == 1 ? "" : "s");
   for (int64_t r = 0; r < N && world->rank == 0; r++)
     dt_print0("  %6lld %4lld %4lld %4lld %4lld   %s\n", (long long)r, (long long)all[r * AXES + DP],
               (long long)all[r * AXES + PP], (long long)all[r * AXES + CP],

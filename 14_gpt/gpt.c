@@ -155,6 +155,7 @@ int main(int argc, char **argv) {
       DT_TRAIN_OPTIONS(&run.c),
       DT_REFUSED("--precision=bf16 --precision=fp16 --loss-scale --growth-interval",
                  "the mesh trains in fp32 only for now"),
+      DT_REFUSED("--samples", "a GPT's data is its --text: each step draws B windows of it"),
       DT_ATTN_OPTIONS(&run.c),
       DT_GPT_OPTIONS(&run.c),
       DT_INT("--dp", &m.n[DP], 0, 1 << 20, "data-parallel ranks (0: from the ranks left)"),

@@ -3,12 +3,10 @@
  * the vocabulary's among them, the time blocked on each, memory by kind
  * with the logits' share, each beside formulas.c's and checked on every
  * rank; the copies of every replicated weight; the pipeline's bubble (09);
- * the throughput and the model FLOPs utilisation. */
-#define _POSIX_C_SOURCE 200809L /* sysconf */
+ * then throughput.c's line. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "09_pp/formulas.h"
 #include "formulas.h"
@@ -140,16 +138,16 @@ static void memory(const model *m, const dt_run *r, int *bad) {
   dt_print_memory_uncounted();
   for (int i = 0; i < 6; i++) *bad += (int64_t)dt_mem_peak(rows[i].tag) != rows[i].formula;
   if (m->last) /* [B S/cp rows of a microbatch, V/tp]: the vocabulary's slice of the logits */
-    dt_print0(
-        "    the logits: [R, V/tp] = [%lld, %lld] a microbatch, %lld bytes of activ (live %lld "
-        "and dlogits): never gathered, one tp rank's slice of [R, V] = %lld bytes\n",
-        (long long)m->R, (long long)m->Vs, (long long)((live + 1) * m->R * m->Vs * 4),
-        (long long)live, (long long)(m->R * m->V * 4));
+    dt_print0("    the logits: [R, V/tp] = [%lld, %lld] a microbatch, %lld bytes of activ (live "
+              "%lld and dlogits)\n    never gathered: a rank's slice R x V/tp x 4 = %lld bytes, of "
+              "[R, V]'s R x V x 4 = %lld\n",
+              (long long)m->R, (long long)m->Vs, (long long)((live + 1) * m->R * m->Vs * 4),
+              (long long)live, (long long)(m->R * m->Vs * 4), (long long)(m->R * m->V * 4));
   dt_print0("    with R = B/(dp M) x S/cp = %lld rows per microbatch (%lld of them in this rank's "
             "stream), W = D/tp = %lld, Hs = H/tp = %lld, Vs = V/tp = %lld, C = %lld, L = %lld "
-            "layers a stage, n = %lld\n",
+            "layer%s a stage, n = %lld\n",
             (long long)m->R, (long long)m->Rs, (long long)m->W, (long long)m->Hs, (long long)m->Vs,
-            (long long)m->cr.C, (long long)m->L, (long long)m->nw);
+            (long long)m->cr.C, (long long)m->L, m->L == 1 ? "" : "s", (long long)m->nw);
 }
 
 /* Whether the copies of [at, at + n) of the weights differ along c (bookkeeping) */
@@ -169,10 +167,16 @@ static void replicas(const model *m) {
               differ(m->axis[TP], m->w + m->at_of[REPLICAS], m->nw - m->at_of[REPLICAS]),
               m->first || m->last ? differ(m->emb, gpt_wte(m, m->w), m->Vs * m->D) : 0};
   dt_host_all_reduce(m->world, d, 3, DT_I32, DT_MAX);
-  dt_print0("  replicas: every dp x cp group's %lld copies of its weights %s; the tp groups' "
+  int64_t G = m->n[DP] * m->n[CP];
+  dt_print0("  replicas: every dp x cp group's %lld cop%s of its weights %s; the tp groups' "
             "copies of the gains and wpe %s; wte's rows on the first and the last stage %s\n",
-            (long long)(m->n[DP] * m->n[CP]), d[0] ? "DIFFER" : "are bit-identical",
-            d[1] ? "DIFFER" : "too",
+            (long long)G, G == 1 ? "y" : "ies",
+            d[0]     ? "DIFFER"
+            : G == 1 ? "is the only one"
+                     : "are bit-identical",
+            d[1]     ? "DIFFER"
+            : G == 1 ? "are bit-identical"
+                     : "too",
             d[2]           ? "DIFFER"
             : m->n[PP] > 1 ? "too"
                            : "(one stage)");
@@ -186,8 +190,8 @@ void gpt_report(model *m, dt_run *r) {
   bytes(m, r, steps, &bad);
   worst = bad;
   dt_host_all_reduce(m->world, &worst, 1, DT_I32, DT_MAX);
-  dt_print0("    every rank's calls and bytes equal their formulas: %s (%d ranks)\n",
-            worst ? "NO" : "yes", m->world->size);
+  dt_print0("    every rank's calls and bytes equal their formulas: %s (%d rank%s)\n",
+            worst ? "NO" : "yes", m->world->size, m->world->size == 1 ? "" : "s");
   double ms = 1e3 / (double)steps;
   dt_print0(
       "  time blocked per step (rank 0): tp %.2f ms, cp %.2f ms, pp %.2f ms, dp x cp %.2f ms, "
@@ -198,72 +202,11 @@ void gpt_report(model *m, dt_run *r) {
   bad = 0;
   memory(m, r, &bad);
   dt_host_all_reduce(m->world, &bad, 1, DT_I32, DT_MAX);
-  dt_print0("    every rank's memory equals its formulas: %s (%d ranks)\n", bad ? "NO" : "yes",
-            m->world->size);
+  dt_print0("    every rank's memory equals its formulas: %s (%d rank%s)\n", bad ? "NO" : "yes",
+            m->world->size, m->world->size == 1 ? "" : "s");
   replicas(m);
   timeline_report(m->tl, m->axis[PP], m->M);
+  dt_print0("(a stage's busy is its actions' wall time, the tp and cp calls inside them included; "
+            "the summary's\n compute is the step less every blocked call)\n");
   gpt_mfu(m, r);
-}
-
-/* sgemm's rate at the MLP's shape, GFLOP/s on the rank's own clock (a
- * core's CPU time, or its GPU's: CUDA events): the yardstick of the model
- * FLOPs utilisation, as a GPU's peak is nanoGPT's */
-static double gemm_rate(int64_t M, int64_t N, int64_t K) {
-  float *a = dt_alloc_f32((size_t)(M * K + K * N + M * N), DT_OTHER), *b = a + M * K,
-        *c = b + K * N;
-  double best = 0;
-  for (int round = 0; round < 3; round++) {
-    int64_t reps = 0;
-    dt_work w = {0};
-    for (; dt_work_seconds(&w) < 0.05; reps++) {
-      dt_work_start(&w);
-      dt_matmul(0, 0, M, N, K, a, b, c, 0);
-      dt_work_stop(&w);
-    }
-    double rate = 2.0 * (double)(M * N * K) * (double)reps / dt_work_seconds(&w) / 1e9;
-    best = best > rate ? best : rate;
-    free(w.events);
-  }
-  dt_free(a);
-  return best;
-}
-
-static int by_value(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-void gpt_mfu(const model *m, const dt_run *r) {
-  const dt_train_config *c = &r->c;
-  int64_t n = c->steps - c->start_step, ranks = m->world->size,
-          cores = sysconf(_SC_NPROCESSORS_ONLN);
-  double *ms = dt_host_alloc((size_t)n, sizeof *ms);
-  memcpy(ms, r->step_ms + c->start_step, (size_t)n * sizeof *ms);
-  qsort(ms, (size_t)n, sizeof *ms, by_value);
-  double step = ms[n / 2] / 1e3, tokens = (double)(c->batch * c->seq);
-  double flops = gpt_model_flops(c->layers, c->dim, c->hidden, c->vocab, c->seq, c->batch);
-  int gpu = dt_device() >= 0; /* a GPU a rank: the ranks' GPUs; else the cores they keep busy */
-  int64_t busy = gpu || ranks < cores ? ranks : cores;
-  double rate = m->world->rank == 0 ? gemm_rate(m->R, m->Hs, m->D) : 0;
-  char of[160];
-  if (gpu)
-    snprintf(of, sizeof of, "%lld ranks' GPUs, each a GPU of its own", (long long)ranks);
-  else
-    snprintf(of, sizeof of, "min(%lld ranks, %lld cores)", (long long)ranks, (long long)cores);
-  dt_print0("throughput: %.0f tokens/s (the median step, %.2f ms, of B x S = %.0f tokens); model "
-            "FLOPs %.3f GFLOP a step (nanoGPT's 6N + 12 L D S a token): %.2f GFLOP/s, MFU %.1f%% "
-            "of %lld x %.2f GFLOP/s (sgemm [R x D] x [D x H/tp] on %s, measured now %s, x %s)\n",
-            tokens / step, step * 1e3, tokens, flops / 1e9, flops / step / 1e9,
-            100 * flops / step / 1e9 / ((double)busy * rate), (long long)busy, rate,
-            gpu ? "rank 0's GPU" : "one core", gpu ? "by CUDA events" : "in CPU time", of);
-  if (m->recompute) {
-    double extra = gpt_recompute_flops(c->layers, c->dim, c->hidden, c->seq, c->batch);
-    dt_print0(
-        "  --recompute: %.3f GFLOP more a step (the layers' forward again, %.0f%% of the model "
-        "FLOPs): the hardware's utilisation %.1f%%\n",
-        extra / 1e9, 100 * extra / flops,
-        100 * (flops + extra) / step / 1e9 / ((double)busy * rate));
-  }
-  dt_report(NULL, "mfu", "%.6g", flops / step / 1e9 / ((double)busy * rate));
-  free(ms);
 }

@@ -16,14 +16,35 @@ Usage (after --save FILE; no network):
       [--tokens N] [--temperature T] [--top-k K] [--seed S] [--text FILE]
 """
 import argparse
+import json
 import os
+import struct
 import sys
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-import torch  # noqa: E402
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_gpt import read_safetensors  # noqa: E402
+
+
+def read_meta(path):
+    """The metadata of a safetensors file, without torch: the checks below
+    need only it, and run (with clear messages) before torch is imported."""
+    try:
+        with open(path, "rb") as f:
+            n = struct.unpack("<Q", f.read(8))[0]
+            return json.loads(f.read(n)).get("__metadata__", {})
+    except (OSError, struct.error, ValueError) as e:
+        sys.exit("%s: not a safetensors file (%s)" % (path, e))
+
+
+def outside(chars, vocab, what):
+    """Stop, with a message, on characters of `chars` the vocabulary lacks."""
+    unknown = sorted(set(c for c in chars if c not in vocab))
+    if unknown:
+        sys.exit("%s: %d %s not in the file's vocabulary of %d (%s): its token ids cannot "
+                 "spell %s" % (what, len(unknown), "character is" if len(unknown) == 1 else
+                               "characters are", len(vocab),
+                               ", ".join("%r" % c for c in unknown[:8]),
+                               "it" if len(unknown) == 1 else "them"))
 
 
 def main():
@@ -38,15 +59,24 @@ def main():
     p.add_argument("--seed", type=int, default=1337)
     p.add_argument("--text", default="", help="a text for the loss on one window (its vocabulary)")
     a = p.parse_args()
+    meta = read_meta(a.file)
+    if meta.get("model") != "gpt" or meta.get("tokens") != "char":
+        sys.exit("%s: not a 14_gpt file of character tokens" % a.file)
+    vocab = meta["vocab"]
+    text = ""
+    if a.text:
+        text = open(a.text, encoding="utf-8").read()[:int(meta["block_size"]) + 1]
+        outside(text, vocab, "--text %s, its first window" % a.text)
+    outside(a.prompt, vocab, "--prompt")
     if not a.nanogpt or not os.path.exists(os.path.join(a.nanogpt, "model.py")):
         sys.exit("--nanogpt DIR: a nanoGPT checkout, with model.py (git clone "
                  "https://github.com/karpathy/nanoGPT)")
     sys.path.insert(0, a.nanogpt)
+    import torch
     from model import GPT, GPTConfig  # nanoGPT's
+    from torch_gpt import read_safetensors
 
     tensors, meta = read_safetensors(a.file)
-    if meta.get("model") != "gpt" or meta.get("tokens") != "char":
-        sys.exit("%s: not a 14_gpt file of character tokens" % a.file)
     if int(meta["hidden"]) != 4 * int(meta["n_embd"]):
         sys.exit("%s: hidden %s, nanoGPT's MLP is 4 x n_embd = %d wide" % (
             a.file, meta["hidden"], 4 * int(meta["n_embd"])))
@@ -65,10 +95,9 @@ def main():
                           ("n_layer", "n_head", "n_embd", "block_size", "vocab_size", "bias")),
         len(tensors), "yes" if same else "NO"))
     model.eval()
-    vocab = meta["vocab"]
     stoi = {c: i for i, c in enumerate(vocab)}
     if a.text:
-        ids = [stoi[c] for c in open(a.text, encoding="utf-8").read()[:config.block_size + 1]]
+        ids = [stoi[c] for c in text]
         x = torch.tensor([ids[:-1]])
         y = torch.tensor([ids[1:]])
         with torch.no_grad():
@@ -80,9 +109,6 @@ def main():
               "14_gpt's (tanh)" % (a.text, erf, tanh))
     for block in model.transformer.h:  # 14_gpt's GELU, the tanh form
         block.mlp.gelu = torch.nn.GELU(approximate="tanh")
-    unknown = sorted(set(c for c in a.prompt if c not in stoi))
-    if unknown:
-        sys.exit("--prompt: %r is not in the file's vocabulary" % "".join(unknown))
     torch.manual_seed(a.seed)
     idx = torch.tensor([[stoi[c] for c in a.prompt]])
     with torch.no_grad():

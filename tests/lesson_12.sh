@@ -19,7 +19,7 @@ MEM12="every rank's memory equals its formulas: yes"
 REPL12='replicas: every dp x cp group.s [0-9]+ copies of its weights are bit-identical'
 # a row of the bytes table: axis, kind, calls per step and bytes per step (both beside equal formulas)
 row12() { echo "^    $1 +$2 +$3 +$3 +$4 +$4 "; }
-mesh12() { echo "^the mesh: dp $1 x pp $2 x cp $3 x tp $4 = $(($1 * $2 * $3 * $4)) ranks"; }
+mesh12() { local n=$(($1 * $2 * $3 * $4)); echo "^the mesh: dp $1 x pp $2 x cp $3 x tp $4 = $n rank$([ $n = 1 ] || echo s) "; }
 
 # Every figure printed beside a formula equals it, in the log of test $1:
 # the bytes table (calls, bytes) and every row of the memory table.

@@ -24,9 +24,9 @@ SMALL14=(--layers 2 --dim 32 --seq 32 --batch 8 --sample 0 --eval-every 0)
 PASS14='CHECK PASSED: each step.s loss, gradient and update match one process.s fp32 step'
 BYTES14="every rank's calls and bytes equal their formulas: yes"
 MEM14="every rank's memory equals its formulas: yes"
-REPL14='replicas: every dp x cp group.s [0-9]+ copies of its weights are bit-identical; the tp groups. copies of the gains and wpe too; wte.s rows on the first and the last stage (too|\(one stage\))'
+REPL14='replicas: every dp x cp group.s ([0-9]+ copies of its weights are bit-identical; the tp groups. copies of the gains and wpe too|1 copy of its weights is the only one; the tp groups. copies of the gains and wpe are bit-identical); wte.s rows on the first and the last stage (too|\(one stage\))'
 row14() { echo "^    $1 +$2 +$3 +$3 +$4 +$4 "; }
-mesh14() { echo "^the mesh: dp $1 x pp $2 x cp $3 x tp $4 = $(($1 * $2 * $3 * $4)) ranks"; }
+mesh14() { local n=$(($1 * $2 * $3 * $4)); echo "^the mesh: dp $1 x pp $2 x cp $3 x tp $4 = $n rank$([ $n = 1 ] || echo s) "; }
 
 # Every figure printed beside a formula equals it, in the log of test $1
 sides14() {
@@ -49,7 +49,8 @@ check "14 np=2 tp" 2 0 "$PASS14" "$BYTES14" "$MEM14" "$REPL14" "$(mesh14 1 1 1 2
   "$PAD14" \
   "$(row14 tp 'all_reduce \(activ\)' 10 327680)" "$(row14 tp 'all_reduce \(max\)' 1 1024)" \
   "$(row14 tp 'all_reduce \(sum\|target\)' 1 2048)" \
-  '^    the logits: \[R, V/tp\] = \[256, '"$((V14_2 / 2))"'\] a microbatch, .* never gathered' \
+  '^    the logits: \[R, V/tp\] = \[256, '"$((V14_2 / 2))"'\] a microbatch, ' \
+  "^    never gathered: a rank's slice R x V/tp x 4 = $((256 * V14_2 / 2 * 4)) bytes, of \\[R, V\\]'s R x V x 4 = $((256 * V14_2 * 4))\$" \
   -- $D14 "${SMALL14[@]}" --steps 5 --tp 2
 sides14 "14 np=2 tp"
 check "14 np=2 pp" 2 0 "$PASS14" "$BYTES14" "$MEM14" "$REPL14" "$(mesh14 1 2 1 1)" \
@@ -146,7 +147,7 @@ check "14 np=2 another text, bytes" 2 0 "$PASS14" 'text CHECKING.md: [0-9]+ byte
 check "14 np=4 eval and sample" 4 0 "$PASS14" \
   '^eval after step 2: train loss [0-9.]+, validation loss [0-9.]+ \(2 batches of 8 windows each\)' \
   '^eval after step 4: ' '^sample \(40 tokens, temperature 0.8, top-k 5\):$' '^The ' \
-  '^throughput: [0-9]+ tokens/s .* MFU [0-9.]+% of 2 x [0-9.]+ GFLOP/s' \
+  '^throughput: [0-9]+ tokens/s ' '^  MFU [0-9.]+% of 2 x [0-9.]+ GFLOP/s' \
   '^step +1/4 +loss [0-9.]+ +\(last stage, mean over dp x cp\) +[0-9.]+ ms +[0-9]+ tokens/s$' \
   -- $D14 "${SMALL14[@]}" --steps 4 --pp 2 --tp 2 --eval-every 2 --eval-batches 2 --sample 40 \
   --prompt 'The ' --temperature 0.8 --top-k 5
@@ -261,14 +262,78 @@ rm -f "$T14/other.safetensors"
 check "14 np=2 save, another text" 2 0 "saved $T14/other.safetensors" -- $D14 "${SMALL14[@]}" --steps 3 \
   --text CHECKING.md --no-check --save "$T14/other.safetensors"
 check "14 np=1 sample with the file's vocabulary" 1 0 \
-  "^vocabulary: $T14/other.safetensors's [0-9]+ characters \(--steps 0: the text README.md trains nothing\)" \
+  "^vocabulary: $T14/other.safetensors's [0-9]+ characters, V = [0-9]+ \(--steps 0: the file's tokens; the text README.md is not read\)" \
   '^sample \(20 tokens, temperature 0.8, top-k 0\):$' -- $D14 "${SMALL14[@]}" \
   --load "$T14/other.safetensors" --steps 0 --sample 20 --no-check
 # at a tp that does not divide it (3, or else 5 or 7): refused, and why
 for t14 in 3 5 7; do [ $((V14_2 % t14)) -ne 0 ] && break; done
 check_one_error "14 load: V padded for tp 2, at tp $t14" "$t14" 2 \
-  "^error: --load $T14/gpt.safetensors: its vocabulary has V = $V14_2 rows, which this text's $V14 tokens padded to a multiple of $t14 cannot be" \
+  "^error: --load $T14/gpt.safetensors: its vocabulary has V = $V14_2 rows \(the file's $V14 characters\), which $t14 tensor-parallel ranks cannot split into equal slices" \
   -- $D14 "${SMALL14[@]}" --load "$T14/gpt.safetensors" --steps 0 --tp "$t14" --heads "$t14" --dim $((8 * t14))
+# --load --steps 0 takes V from the file, not from --text: a model of 6
+# characters (V = 6, saved at NP 1) at tp 4 is refused for its own V, though
+# README.md's would split; at tp 3 it samples NP 1's text, the --text unread
+perl -e 'print "abcde\n" x 100' >"$T14/six.txt"
+rm -f "$T14/six.safetensors"
+SIX14=(--layers 2 --dim 24 --heads 3 --seq 16 --batch 8 --eval-every 0 --steps 0)
+check "14 np=1 save a model of 6 characters" 1 0 "saved $T14/six.safetensors" -- $D14 "${SIX14[@]}" \
+  --text "$T14/six.txt" --save "$T14/six.safetensors" --sample 0
+check_one_error "14 load: the file's V = 6, not the text's, at tp 4" 4 2 \
+  "^error: --load $T14/six.safetensors: its vocabulary has V = 6 rows \(the file's 6 characters\), which 4 tensor-parallel ranks cannot split" \
+  -- $D14 "${SIX14[@]}" --load "$T14/six.safetensors" --sample 20 --tp 4 --heads 4
+for np14 in 1 3; do
+  check "14 np=$np14 load V = 6, the text unread" $np14 0 \
+    "^vocabulary: $T14/six.safetensors's 6 characters, V = 6 \(--steps 0: the file's tokens; the text build/none.txt is not read\)" \
+    '^CHECK PASSED: 0 steps' '^sample \(30 tokens' -- $D14 "${SIX14[@]}" --load "$T14/six.safetensors" \
+    --text build/none.txt --sample 30 --prompt abc --seed 4 --tp $np14
+done
+if [ -n "$(sed -n '/^sample (30/{n;p}' "$(check_log "14 np=1 load V = 6, the text unread")")" ] &&
+  cmp -s <(sed -n '/^sample (30/{n;p}' "$(check_log "14 np=1 load V = 6, the text unread")") \
+  <(sed -n '/^sample (30/{n;p}' "$(check_log "14 np=3 load V = 6, the text unread")"); then
+  pass "14 load V = 6: the same sample at tp 3 as at NP 1"
+else
+  fail "14 load V = 6: the same sample at tp 3 as at NP 1" "" "the samples differ"
+fi
+check_one_error "14 a prompt the file cannot spell" 1 2 \
+  "^error: --prompt: U\+0040 is not in the vocabulary of 6 characters: the file $T14/six.safetensors's" \
+  -- $D14 "${SIX14[@]}" --load "$T14/six.safetensors" --sample 5 --prompt @
+check "14 top-k past V: clamped, said" 1 0 '^--top-k 1000: the vocabulary has 6 tokens, so top-k 6 \(all of them\)' \
+  '^sample \(5 tokens, temperature 0.8, top-k 6\):$' -- $D14 "${SIX14[@]}" --load "$T14/six.safetensors" \
+  --sample 5 --top-k 1000 --no-check
+# bench/nanogpt_load.py: a character the file's vocabulary lacks stops it
+# with a message, not a traceback (checked before torch is imported)
+check "14 nanogpt_load.py: a prompt outside the vocabulary" 0 1 \
+  "^--prompt: 1 character is not in the file's vocabulary of 6 \('@'\)" -- \
+  /usr/bin/python3 bench/nanogpt_load.py "$T14/six.safetensors" --prompt '@'
+check "14 nanogpt_load.py: a text outside the vocabulary" 0 1 \
+  "^--text README.md, its first window: [0-9]+ characters are not in the file's vocabulary of 6" -- \
+  /usr/bin/python3 bench/nanogpt_load.py "$T14/six.safetensors" --text README.md
+
+# --temperature 0: greedy, the argmax each time: the same text at any seed,
+# and the text of --top-k 1 (the one likeliest, found by sorting), a trained model
+for g14 in "--temperature 0 --seed 1" "--temperature 0 --seed 9" "--top-k 1 --seed 3"; do
+  check "14 greedy $g14" 1 0 '^sample \(40 tokens, (greedy: temperature 0, the likeliest token each time|temperature 0.8, top-k 1)\):$' \
+    -- $D14 "${SMALL14[@]}" --load "$T14/gpt.safetensors" --steps 0 --sample 40 --prompt 'The ' $g14 --no-check
+done
+g14() { sed -n '/^sample (40/,$p' "$(check_log "14 greedy $1")" | sed 1d; }
+if [ -n "$(g14 "--temperature 0 --seed 1")" ] && [ "$(g14 "--temperature 0 --seed 1")" = "$(g14 "--temperature 0 --seed 9")" ] &&
+  [ "$(g14 "--temperature 0 --seed 1")" = "$(g14 "--top-k 1 --seed 3")" ]; then
+  pass "14 greedy: the same text at seeds 1 and 9, and --top-k 1's (the argmax)"
+else
+  fail "14 greedy: the same text at seeds 1 and 9, and --top-k 1's (the argmax)" "" "the samples differ"
+fi
+
+# --tokens byte: bytes a terminal does not show print as \xHH, a 0x00 too
+# (it ended the sample's string once): the prompt's bytes 0x01 0xff, then 40 tokens
+printf 'ab\000\001\377\033cd\n%.0s' $(seq 200) >"$T14/binary.bin"
+check "14 byte sample: control bytes escaped" 1 0 '^sample \(40 tokens' '^\\x01\\xff' -- \
+  $D14 "${SMALL14[@]}" --text "$T14/binary.bin" --tokens byte --steps 3 --sample 40 --prompt $'\x01\xff' --no-check
+if ! sed -n '/^sample (40/,$p' "$(check_log "14 byte sample: control bytes escaped")" |
+  perl -ne 'exit 1 if /[\x00-\x08\x0b-\x1f\x7f]/'; then
+  fail "14 byte sample: no raw control byte reaches the terminal" "" "$(sed -n '/^sample (40/,$p' "$(check_log "14 byte sample: control bytes escaped")" | od -c | head -5)"
+else
+  pass "14 byte sample: no raw control byte reaches the terminal"
+fi
 
 # make data (tools/data.sh) without the network: offline, and a wrong file
 rm -rf "$T14/data"

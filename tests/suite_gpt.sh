@@ -20,7 +20,7 @@ check "gpt: bf16, against one process" 1 0 '^CHECK PASSED: .* bf16' -- "$GPT" "$
 check "gpt: the vocabulary padded to a multiple of 4" 1 0 \
   '^vocabulary: [0-9]+ characters, padded to V = [0-9]+ \(a multiple of 4' '^CHECK PASSED' -- \
   "$GPT" "${small[@]}" --pad 4
-check "gpt: bytes as tokens" 1 0 'V=256 .* byte tokens' '^CHECK PASSED' -- "$GPT" "${small[@]}" --tokens byte
+check "gpt: bytes as tokens" 1 0 '^model: GPT .* V=256 ' '^text README.md: [0-9]+ byte tokens' '^CHECK PASSED' -- "$GPT" "${small[@]}" --tokens byte
 check "gpt: one process only" 2 2 '^error: gpt_run trains in one process' -- "$GPT" "${small[@]}"
 
 # bad texts: one line each, before any step

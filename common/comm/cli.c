@@ -122,11 +122,15 @@ static void print_option(const dt_option *options, const dt_option *o) {
 static void print_usage(const dt_lesson *lesson, const char *program, const dt_option *options) {
   printf("%s: %s\n\nusage: mpirun -np N %s [flags]   (N >= %d)\n\nflags:\n", lesson->name,
          lesson->summary, program, lesson->min_ranks);
-  const dt_option *lists[2] = {options, common_options};
+  const dt_option *lists[2] = {options, common_options}, *bytes = NULL;
   for (int l = 0; l < 2; l++)
     for (const dt_option *o = lists[l]; o && o->name; o++)
-      if (o->kind != DT_OPT_REFUSED && !refusal(options, o->name, NULL)) print_option(options, o);
-  printf("\nBYTES takes a K, M or G suffix (powers of 1024): --max-bytes 64M\n");
+      if (o->kind != DT_OPT_REFUSED && !refusal(options, o->name, NULL)) {
+        print_option(options, o);
+        if (o->kind == DT_OPT_SIZE && (!bytes || strcmp(o->name, "--max-bytes") == 0)) bytes = o;
+      }
+  if (bytes) /* the footer only where a flag takes BYTES */
+    printf("\nBYTES takes a K, M or G suffix (powers of 1024): %s 64M\n", bytes->name);
 }
 
 static dt_option *find(dt_option *options, const char *name, size_t len) {

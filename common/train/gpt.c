@@ -352,10 +352,15 @@ static int descending(const void *a, const void *b) {
 
 /* One token from the logits of a position: the padding never, the top k
  * (ties with the k-th kept, as nanoGPT's), softmax at the temperature,
- * drawn by u in [0, 1). */
+ * drawn by u in [0, 1); temperature 0: the argmax, no draw. */
 static int32_t draw(const float *logits, const dt_vocab *v, double temperature, int64_t top_k,
                     double u, double *p) {
   int64_t n = v->used;
+  if (temperature == 0) { /* greedy: the likeliest token (the first of ties) */
+    int64_t best = 0;
+    for (int64_t j = 1; j < n; j++) best = logits[j] > logits[best] ? j : best;
+    return (int32_t)best;
+  }
   double kth = -INFINITY;
   if (top_k > 0 && top_k < n) { /* the k-th largest: sorted copy */
     for (int64_t j = 0; j < n; j++) p[j] = logits[j];

@@ -155,19 +155,33 @@ void dt_initial_weights(const dt_train_config *c, float *dst, int64_t at, int64_
 }
 
 void dt_train_print(const dt_train_config *c) {
-  if (c->model == DT_GPT) {
+  if (c->model == DT_GPT) { /* lines of 100 characters or so: only what applies */
     const dt_text *t = c->corpus;
     dt_print0("model: GPT L=%lld D=%lld H=%lld A=%lld S=%lld V=%lld (%lld parameters, %.2f MiB "
-              "fp32) | text %s: %lld %s tokens, %lld train, %lld validation | batch B=%lld "
-              "windows | %lld steps of %s, lr %g (warm-up %lld, cosine to %g at step %lld), "
-              "weight decay %g, betas (0.9, %g)%s | precision %s\n",
+              "fp32), precision %s\n",
               (long long)c->layers, (long long)c->dim, (long long)c->hidden, (long long)c->heads,
               (long long)c->seq, (long long)c->vocab, (long long)dt_model_size(c),
-              4.0 * (double)dt_model_size(c) / (1 << 20), c->text, (long long)t->n,
-              t->vocab.bytes ? "byte" : "character", (long long)t->train,
-              (long long)(t->n - t->train), (long long)c->batch, (long long)c->steps, c->optimizer,
-              c->lr, (long long)c->warmup, c->lr / 10, (long long)c->decay_steps, c->weight_decay,
-              c->beta2, c->clip > 0 ? ", clipped" : "", c->precision);
+              4.0 * (double)dt_model_size(c) / (1 << 20), c->precision);
+    if (t->ids && c->steps) /* read: it trains */
+      dt_print0("text %s: %lld %s tokens, %lld train, %lld validation; batch B=%lld windows\n",
+                c->text, (long long)t->n, t->vocab.bytes ? "byte" : "character",
+                (long long)t->train, (long long)(t->n - t->train), (long long)c->batch);
+    else if (t->ids) /* --steps 0: the text's vocabulary is the model's */
+      dt_print0("text %s: %lld %s tokens (--steps 0: its vocabulary alone)\n", c->text,
+                (long long)t->n, t->vocab.bytes ? "byte" : "character");
+    if (c->steps == 0)
+      dt_print0("training: none (--steps 0): %s%s\n", c->load ? "the weights of " : "",
+                c->load ? c->load : "the initial weights");
+    else if (c->optimizer[0] == 'a')
+      dt_print0("training: %lld steps of adamw, lr %g (warm-up %lld, cosine to %g at step %lld),\n"
+                "  weight decay %g, betas (0.9, %g)%s\n",
+                (long long)c->steps, c->lr, (long long)c->warmup, c->lr / 10,
+                (long long)c->decay_steps, c->weight_decay, c->beta2,
+                c->clip > 0 ? ", clipped" : "");
+    else
+      dt_print0("training: %lld steps of %s, lr %g (warm-up %lld, cosine to %g at step %lld)%s\n",
+                (long long)c->steps, c->optimizer, c->lr, (long long)c->warmup, c->lr / 10,
+                (long long)c->decay_steps, c->clip > 0 ? ", clipped" : "");
     return;
   }
   dt_print0("model: L=%lld D=%lld H=%lld (%lld parameters, %.2f MiB fp32) | batch B=%lld, "

@@ -86,6 +86,34 @@ void dt_gpt_defaults(dt_train_config *c) {
   c->temperature = 1.0;
 }
 
+/* --load FILE --steps 0: nothing trains, so the file fixes the tokens, its
+ * vocabulary (characters or bytes) and the V it was padded to, whatever
+ * --text and --tokens say; the text is not read. 0 where the file has no
+ * vocabulary (a file of another program): then the text's. */
+static int file_tokens(const dt_train_config *c, dt_text *t) {
+  dt_vocab v = {0};
+  if (dt_meta_vocab(c->load, &v) != 0) return 0;
+  int64_t V = dt_meta_int(c->load, "vocab_size"), m = c->vocab_multiple > 1 ? c->vocab_multiple : 1;
+  const char *what = v.bytes ? "bytes" : "characters";
+  if (V < v.used) V = v.used;
+  if (V % m != 0) {
+    free(v.chars);
+    dt_fail("--load %s: its vocabulary has V = %lld rows (the file's %lld %s), which %lld "
+            "tensor-parallel ranks cannot split into equal slices: load it with a --tp that "
+            "divides %lld",
+            c->load, (long long)V, (long long)v.used, what, (long long)m, (long long)V);
+  }
+  dt_text_free(t);
+  t->vocab = v;
+  t->vocab.size = V;
+  t->n = dt_meta_int(c->load, "text_tokens"); /* what a --save of it then says */
+  if (t->n < 0) t->n = 0;
+  dt_print0("vocabulary: %s's %lld %s, V = %lld (--steps 0: the file's tokens; the text %s is "
+            "not read)\n",
+            c->load, (long long)v.used, what, (long long)V, c->text);
+  return 1;
+}
+
 /* The GPT's text (its vocabulary sets the model's V), once per process;
  * the schedule's warm-up. */
 static void gpt_resolve(dt_train_config *c) {
@@ -96,26 +124,16 @@ static void gpt_resolve(dt_train_config *c) {
   if (!c->text) dt_fail("--text FILE: a GPT trains on a text; name one (e.g. --text README.md)");
   snprintf(key, sizeof key, "%d %lld %lld %s", bytes, (long long)c->vocab_multiple,
            (long long)c->seq, c->text);
-  if (strcmp(key, loaded) != 0) { /* a test may load another */
+  int from_file = c->load && c->steps == 0 && file_tokens(c, &text);
+  if (from_file)
+    loaded[0] = '\0';                  /* the next config reads its text again */
+  else if (strcmp(key, loaded) != 0) { /* a test may load another */
     dt_text_free(&text);
     dt_text_load(&text, c->text, bytes, c->vocab_multiple, c->seq + 1);
     snprintf(loaded, sizeof loaded, "%s", key);
   }
   c->corpus = &text;
-  dt_vocab file = {0};
-  if (c->load && c->steps == 0 && !bytes && dt_meta_vocab(c->load, &file) == 0 &&
-      (file.used != text.vocab.used ||
-       memcmp(file.chars, text.vocab.chars, (size_t)file.used * 4) != 0)) {
-    /* --steps 0: nothing trains on the text, the file's vocabulary spells its tokens */
-    free(text.vocab.chars);
-    text.vocab.chars = file.chars;
-    text.vocab.used = file.used;
-    text.vocab.size = file.used;
-    dt_print0("vocabulary: %s's %lld characters (--steps 0: the text %s trains nothing)\n", c->load,
-              (long long)file.used, c->text);
-  } else
-    free(file.chars);
-  int64_t saved = c->load ? dt_meta_int(c->load, "vocab_size") : -1;
+  int64_t saved = c->load && !from_file ? dt_meta_int(c->load, "vocab_size") : -1;
   if (saved > 0 &&
       saved != text.vocab.size) { /* --load: the V it was padded to where it was saved */
     if (saved < text.vocab.used || saved % (c->vocab_multiple > 1 ? c->vocab_multiple : 1) != 0)
@@ -127,13 +145,21 @@ static void gpt_resolve(dt_train_config *c) {
     dt_print0("vocabulary: padded to V = %lld, as %s was saved\n", (long long)saved, c->load);
   }
   c->vocab = text.vocab.size;
+  if (c->sample && c->top_k > text.vocab.used) { /* said, not echoed as if it chose */
+    dt_print0("--top-k %lld: the vocabulary has %lld tokens, so top-k %lld (all of them)\n",
+              (long long)c->top_k, (long long)text.vocab.used, (long long)text.vocab.used);
+    c->top_k = text.vocab.used;
+  }
   if (c->sample && c->prompt) { /* a prompt the vocabulary cannot spell fails now, not at the end */
     size_t n = strlen(c->prompt) + 1;
     int32_t *ids = dt_host_alloc(n, sizeof *ids);
     char err[160];
     int64_t k = dt_vocab_encode(&text.vocab, c->prompt, ids, (int64_t)n, err, sizeof err);
     free(ids);
-    if (k < 0) dt_fail("--prompt: %s", err);
+    if (k < 0)
+      dt_fail("--prompt: %s: %s %s's%s", err, from_file ? "the file" : "the text",
+              from_file ? c->load : c->text,
+              from_file ? " (--load --steps 0 samples with the file's tokens)" : "");
   }
   c->schedule_auto = c->decay_steps == 0 && c->warmup < 0;
   if (c->decay_steps == 0) c->decay_steps = c->steps > 0 ? c->steps : 1; /* 0: no step to decay */

@@ -269,11 +269,16 @@ void dt_run_summary(dt_run *r) {
 #endif
   if (r->scalars.calls) { /* each: one float all-reduced over the world; the counters
                            * add whole bytes, the formula is exact (5 vs 5.33 at N=3) */
-    double N = r->world->size, per = 2 * (N - 1) / N * 4;
+    double N = r->world->size, per = 2 * (N - 1) / N * 4,
+           whole = (double)(8 * (r->world->size - 1) / r->world->size);
     dt_print0("  scalars                %8.2f all-reduces/step of one float (clip norm, fp16 "
               "verdict); bytes sent per rank per step %.2f, formula calls x 2(N-1)/N x 4 = %.2f\n",
               (double)r->scalars.calls / steps, (double)r->scalars.bytes_sent / steps,
               (double)r->scalars.calls * per / steps);
+    if (whole != per) /* N = 3: 5.33 bytes a call by the formula, 5 counted */
+      dt_print0("    (the counters add whole bytes a call: floor(2(N-1) x 4/N) = %.0f, so calls x "
+                "%.0f = %.2f)\n",
+                whole, whole, (double)r->scalars.calls * whole / steps);
   }
   if (r->scaler.skipped || dt_precision_type(&r->c) == DT_F16)
     dt_print0("  fp16 loss scaling      %lld step%s skipped on overflow; final loss scale %g\n",
@@ -313,8 +318,12 @@ int dt_run_finish(dt_run *r) {
   if (c->model == DT_GPT && c->sample && r->world->rank == 0) {
     char *text = dt_gpt_sample(c, &c->corpus->vocab, r->host, c->prompt ? c->prompt : "", c->sample,
                                c->temperature, c->top_k, (uint64_t)c->seed);
-    dt_print0("sample (%lld tokens, temperature %g, top-k %lld):\n%s\n", (long long)c->sample,
-              c->temperature, (long long)c->top_k, text);
+    if (c->temperature == 0)
+      dt_print0("sample (%lld tokens, greedy: temperature 0, the likeliest token each time):\n%s\n",
+                (long long)c->sample, text);
+    else
+      dt_print0("sample (%lld tokens, temperature %g, top-k %lld):\n%s\n", (long long)c->sample,
+                c->temperature, (long long)c->top_k, text);
     free(text);
   }
   int failed = c->no_check ? 0 : r->verdict ? r->verdict(r) : dt_check_run(r);

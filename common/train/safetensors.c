@@ -353,8 +353,8 @@ int64_t dt_meta_int(const char *path, const char *key) {
 
 int64_t dt_meta_steps(const char *path) { return dt_meta_int(path, "steps"); }
 
-/* The vocabulary of a GPT file's metadata (character tokens), into v: 0, or
- * -1 where there is none (byte tokens, no "vocab", no file, unreadable) */
+/* The vocabulary of a GPT file's metadata into v (byte tokens: v->bytes,
+ * 256 of them): 0, or -1 where there is none (no "vocab", no file, unreadable) */
 int dt_meta_vocab(const char *path, dt_vocab *v) {
   struct stat st;
   uint64_t len;
@@ -366,6 +366,11 @@ int dt_meta_vocab(const char *path, dt_vocab *v) {
   if (header) meta_value(header, "tokens", tokens, sizeof tokens);
   int ok = at && strcmp(tokens, "char") == 0 &&
            dt_vocab_parse(v, at + 9, strlen(at + 9), why, sizeof why) == 0;
+  if (at && strcmp(tokens, "byte") == 0) {
+    free(v->chars);
+    *v = (dt_vocab){.size = 256, .used = 256, .bytes = 1};
+    ok = 1;
+  }
   free(header);
   if (f) fclose(f);
   return ok ? 0 : -1;

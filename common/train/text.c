@@ -188,8 +188,8 @@ int64_t dt_vocab_encode(const dt_vocab *v, const char *text, int32_t *ids, int64
     int len = v->bytes ? 1 : utf8_at(s, n, i, &c);
     int64_t id = v->bytes ? c : len ? id_of(v, c) : -1;
     if (id < 0 && len)
-      snprintf(err, errlen, "U+%04X is not in the vocabulary (the text's %lld characters)",
-               (unsigned)c, (long long)v->used);
+      snprintf(err, errlen, "U+%04X is not in the vocabulary of %lld characters", (unsigned)c,
+               (long long)v->used);
     else if (id < 0)
       snprintf(err, errlen, "byte %zu is not UTF-8", i);
     if (id < 0) return -1;
@@ -211,15 +211,40 @@ static int utf8_put(uint32_t c, char *out) {
   return len;
 }
 
+/* What a terminal shows as it is: printable ASCII, a newline, a tab, and
+ * (characters) any code point past the C1 controls */
+static int shown(uint32_t c) {
+  return c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f) || c >= 0xa0;
+}
+
+/* The sample as text a terminal shows: each token's bytes (or character)
+ * as they are where printable, else escaped as \xHH (a control character,
+ * DEL, a byte that starts no UTF-8 character): a 0x00 byte neither ends the
+ * string nor reaches the terminal raw. */
 char *dt_vocab_decode(const dt_vocab *v, const int32_t *ids, int64_t n) {
   char *out = dt_host_alloc((size_t)(4 * n + 1), 1);
   size_t len = 0;
   for (int64_t i = 0; i < n; i++) {
-    int pad = ids[i] < 0 || ids[i] >= v->used; /* never drawn by dt_gpt_sample; shown as U+FFFD */
-    if (v->bytes && !pad)
-      out[len++] = (char)ids[i];
+    int pad = ids[i] < 0 || ids[i] >= (v->bytes ? 256 : v->used); /* never drawn; U+FFFD */
+    uint32_t c = pad ? 0xfffd : v->bytes ? (uint32_t)ids[i] : v->chars[ids[i]];
+    int run = 1, raw = shown(c); /* bytes: a UTF-8 character of the next ids, where they make one */
+    if (v->bytes && !pad && c >= 0x80) {
+      unsigned char b[4];
+      int64_t k = 0;
+      for (; k < 4 && i + k < n && ids[i + k] >= 0 && ids[i + k] < 256; k++)
+        b[k] = (unsigned char)ids[i + k];
+      run = utf8_at(b, (size_t)k, 0, &c);
+      raw = run > 1 && shown(c);
+      if (!raw) { /* the byte alone, escaped */
+        c = (uint32_t)ids[i];
+        run = 1;
+      }
+    }
+    if (!raw)
+      len += (size_t)snprintf(out + len, 5, "\\x%02x", (unsigned)c);
     else
-      len += (size_t)utf8_put(pad ? 0xfffd : v->chars[ids[i]], out + len);
+      len += (size_t)utf8_put(c, out + len);
+    i += run - 1;
   }
   out[len] = '\0';
   return out;

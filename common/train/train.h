@@ -625,17 +625,17 @@ char *dt_gpt_sample(const dt_train_config *c, const dt_vocab *vocab, const float
       DT_INT("--lr-decay-steps", &(c)->decay_steps, 0, 1 << 30,                                    \
              "the cosine decay reaches lr/10 at this step (0: --steps)"),                          \
       DT_INT("--eval-every", &(c)->eval_every, 0, 1 << 30,                                         \
-             "evaluate train and validation loss every K steps (0: never)"),                       \
+             "evaluate train and validation loss every N steps (0: never)"),                       \
       DT_INT("--eval-batches", &(c)->eval_batches, 1, 1 << 20,                                     \
              "with --eval-every: fixed batches per evaluation"),                                   \
       DT_INT("--sample", &(c)->sample, 0, 1 << 20,                                                 \
              "print this many sampled tokens after training"),                                     \
       DT_STRING("--prompt", &(c)->prompt, NULL,                                                    \
                 "with --sample: the text to continue (e.g. ROMEO:)"),                              \
-      DT_DOUBLE("--temperature", &(c)->temperature, 1e-3, 100,                                     \
-                "with --sample: divide the logits"),                                               \
+      DT_DOUBLE("--temperature", &(c)->temperature, 0, 100,                                        \
+                "with --sample: divide the logits (0: greedy, the likeliest token each time)"),    \
       DT_INT("--top-k", &(c)->top_k, 0, 1 << 30,                                                   \
-             "with --sample: draw among the k likeliest (0: all)")
+             "with --sample: draw among the k likeliest (0: all; more than V: all)")
 
 /* ------------------------------------------------------------------- data */
 /* Sample i: x_i from the RNG keyed by (data seed, i), uniform in [-1, 1);
