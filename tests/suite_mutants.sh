@@ -202,7 +202,7 @@ else
   # 12_mesh: bugs of composition, each on a mesh where its axis is real (the
   # free axes fill tp, then cp: NP 2 --cp 2 is cp 2, NP 4 --cp 2 is cp 2 x tp 2)
   MUT_ALSO='copies of its weights DIFFER' mutant 12-dponly 12_mesh 12_mesh/mesh.c \
-    's/dt_all_reduce\(m->dc, m->g, m->g,/dt_all_reduce(m->axis[DP], m->g, m->g,/' \
+    's/dt_all_reduce\(m->dc, g, g, n,/dt_all_reduce(m->axis[DP], g, g, n,/' \
     "gradients averaged over dp only, not dp x cp" -- --cp 2
   MUT_ALSO='the loss is off: 1\.00e\+00, bound' mutant 12-loss 12_mesh 12_mesh/mesh.c \
     's/r->loss_ranks = \(double\)\(m->n\[DP\] \* m->n\[CP\]\)/r->loss_ranks = (double)m->n[DP]/' \
