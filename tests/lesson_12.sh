@@ -112,6 +112,10 @@ sides12 "12 bf16 np=4 dp pp"
 check "12 bf16 np=4 cp tp" 4 0 "$PASS12B" "$BYTES12" "$MEM12" "$(mesh12 1 1 2 2)" -- $D12 \
   --steps 5 --cp 2 --tp 2 --precision bf16
 sides12 "12 bf16 np=4 cp tp"
+# row by row against the fp32 runs of the same mesh above: every axis halves
+for m12 in "np=2 dp" "np=2 pp" "np=2 cp" "np=2 tp" "np=4 dp pp" "np=4 cp tp"; do
+  halved "12 bf16 $m12 against fp32" "12 $m12" "12 bf16 $m12"
+done
 # ZeRO-1 in 16 bits: 06's wire (gradients and the gathered shards halve); a
 # shard's owner keeps its fp32 master, the others its 16-bit copy
 check "12 bf16 np=4 zero 1" 4 0 "$PASS12B" "$BYTES12" "$MEM12" \
@@ -120,6 +124,7 @@ check "12 bf16 np=4 zero 1" 4 0 "$PASS12B" "$BYTES12" "$MEM12" \
   "$(row12 'dp x cp' 'all_gather \(params\)' 4 73728)" -- $D12 --steps 5 --zero 1 --dp 2 --cp 2 \
   --precision bf16
 sides12 "12 bf16 np=4 zero 1"
+halved "12 bf16 np=4 zero 1 against fp32" "12 np=4 zero 1" "12 bf16 np=4 zero 1"
 # fp16: the same wire, and the loss scale (common/train/run.c's verdict on
 # every rank); the check holds the gradient's factor to the scale's
 check "12 fp16 np=4 pp tp" 4 0 \
