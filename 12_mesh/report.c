@@ -32,27 +32,34 @@ static mesh_share share_of(const model *m, const dt_run *r) {
 static void bytes(const model *m, const dt_run *r, uint64_t steps, int *bad) {
   mesh_share x = share_of(m, r);
   mesh_traffic t = mesh_traffic_of(&x);
-  dt_print0("  messages in %s: E = %d bytes an element%s\n", r->c.precision, x.wire16 ? 2 : 4,
-            x.wire16 ? ", half of fp32's (master weights and optimizer state stay fp32)" : "");
+  char hb[120]; /* each row's formula, its bytes an element E written out */
+  int E = x.wire16 ? 2 : 4;
+#define HOW(how) mesh_how(how, E, hb, sizeof hb)
+  if (x.wire16)
+    dt_print0("  messages in %s: E = 2 bytes an element, half of fp32's (master weights and "
+              "optimizer state stay fp32)\n",
+              r->c.precision);
   dt_print0("  per rank per step (rank 0)          calls formula  bytes sent     formula\n");
   mesh_row("tp", "all_reduce (activ)", m->axis[TP]->count[DT_ALL_REDUCE], steps,
            (uint64_t)t.tp.calls, (uint64_t)t.tp.bytes,
-           "4LM x 2(tp-1)/tp x RD x E: after Wo and W2, their mirrors in backward", bad);
+           HOW("4LM x 2(tp-1)/tp x RD x E: after Wo and W2, their mirrors in backward"), bad);
   mesh_row("cp", "sendrecv (K|V, dK|dV)", m->axis[CP]->count[DT_SENDRECV], steps,
            (uint64_t)t.cp.calls, (uint64_t)t.cp.bytes,
-           "LM(3cp-2) x 2RW x E: (cp-1) hops forward, (cp-1) + cp backward", bad);
+           HOW("LM(3cp-2) x 2RW x E: (cp-1) hops forward, (cp-1) + cp backward"), bad);
   mesh_row("pp", "sendrecv (activ)", m->axis[PP]->count[DT_SENDRECV], steps, (uint64_t)t.pp.calls,
            (uint64_t)t.pp.bytes,
-           "M x (s < pp-1: forward out + s > 0: gradient back) x RD x E; calls: the plan's", bad);
+           HOW("M x (s < pp-1: forward out + s > 0: gradient back) x RD x E; calls: the plan's"),
+           bad);
   mesh_row("dp x cp", "all_reduce (grads)", m->dc->count[DT_ALL_REDUCE], steps,
            (uint64_t)t.grads.calls, (uint64_t)t.grads.bytes,
-           m->zero ? "2 x L x (G-1) x S x E, as 06 --zero 1"
-                   : "2(G-1)/G x L x (4DW + 2DHs) x E, G = dp x cp",
+           m->zero ? HOW("2 x L x (G-1) x S x E, as 06 --zero 1")
+                   : HOW("2(G-1)/G x L x (4DW + 2DHs) x E, G = dp x cp"),
            bad);
   if (m->zero)
     mesh_row("dp x cp", "all_gather (params)", m->dc->count[DT_ALL_GATHER], steps,
              (uint64_t)t.params.calls, (uint64_t)t.params.bytes,
-             "L x (G-1) x S x E: the stepped shards back to every rank", bad);
+             HOW("L x (G-1) x S x E: the stepped shards back to every rank"), bad);
+#undef HOW
 }
 
 /* Seconds blocked per step in each axis's calls, rank 0's. */
@@ -76,7 +83,7 @@ static void memory(const model *m, const dt_run *r, int *bad) {
       x.wire16 ? 8 : 4, (long long)live);
   int travels = m->n[TP] > 1 || m->n[PP] > 1, G = (int)(m->n[DP] * m->n[CP]);
   snprintf(
-      comm, sizeof comm, "8RW x E: the ring's [K|V] and [dK|dV]%s%s%s%s%s",
+      comm, sizeof comm, "8RW x %d: the ring's [K|V] and [dK|dV]%s%s%s%s%s", x.wire16 ? 2 : 4,
       x.wire16 ? " (16 bits: as sent and received; the blocks' floats are activ)" : ", two each",
       x.wire16 && (travels || m->zero || G > 1) ? ", + 2 x (" : "",
       x.wire16 && travels ? (m->zero || G > 1 ? "2RD + " : "2RD") : "",

@@ -259,7 +259,7 @@ else
     's/dt_embed_core\(wte, tokens\[r\], v0, Vs, D, d\)/dt_embed_core(wte, tokens[r] >= v0 \&\& tokens[r] < v0 + Vs ? tokens[r] : (int32_t)v0, v0, Vs, D, d)/' \
     "the embedding not masked to the rank's rows (another slice's token gets the slice's row 0)" -- --steps 10 --sample 0
   MUT_ALSO="wte's rows on the first and the last stage DIFFER" mutant 14-tied 14_gpt 14_gpt/gpt.c \
-    's/  if \(m->emb->size > 1\)\n    dt_all_reduce\(m->emb,[^;]*;\n//' \
+    's/  if \(m->emb->size > 1\) tp_sum\(m->emb,[^;]*;\n//' \
     "the tied weight's gradients not summed between the first and the last stage" -- --steps 10 --sample 0 --pp 2
   MUT_ALSO='^    tp +reduce_scatter \(activ\) +0 +10 ' mutant 14-sp 14_gpt 14_gpt/sequence.c \
     's/if \(!m->sp\) \{\n    tp_sum/if (1) {\n    tp_sum/' \
