@@ -43,7 +43,8 @@ void mesh_buffers(model *m, const dt_train_config *c) {
   }
   m->samples = dt_host_alloc((size_t)(c->batch / m->n[DP]), sizeof(int64_t));
   m->keys = dt_host_alloc((size_t)(m->M * R), sizeof(int64_t));
-  dt_wire_init(&m->wire, c, (size_t)(2 * R * D));
+  int travels = m->n[TP] > 1 || m->n[PP] > 1; /* tp's sums, pp's sendrecvs: out, then in */
+  dt_wire_init(&m->wire, c, (size_t)(travels ? 2 * R * D : 0));
 }
 
 void mesh_place_layer(const model *m, dt_run *r, int seg, int64_t off, int64_t lg, int64_t lo,

@@ -7,19 +7,19 @@
 
 mesh_traffic mesh_traffic_of(const mesh_share *x) {
   int64_t T = x->n[TP], C = x->n[CP], P = x->n[PP], G = x->n[DP] * x->n[CP];
-  int64_t RD4 = x->R * x->D * 4, L = x->L, M = x->M;
+  int64_t E = x->wire16 ? 2 : 4, RDE = x->R * x->D * E, L = x->L, M = x->M; /* bytes an element */
   mesh_traffic t = {{0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}};
   t.tp.calls = T > 1 ? 4 * L * M : 0; /* after Wo and W2, their mirrors in backward */
-  t.tp.bytes = t.tp.calls * (2 * (T - 1) * RD4 / T);
+  t.tp.bytes = t.tp.calls * (2 * (T - 1) * RDE / T);
   t.cp.calls = C > 1 ? L * M * (3 * C - 2) : 0; /* (cp-1) hops forward, (cp-1) + cp backward */
-  t.cp.bytes = t.cp.calls * 2 * x->R * x->W * 4;
+  t.cp.bytes = t.cp.calls * 2 * x->R * x->W * E;
   t.pp.calls = pp_exchanges((int)P, (int)x->s, M, x->gpipe);
-  t.pp.bytes = M * ((x->s + 1 < P) + (x->s > 0)) * RD4;
+  t.pp.bytes = M * ((x->s + 1 < P) + (x->s > 0)) * RDE;
   if (!x->shard) {
-    t.grads = (mesh_flow){G > 1, G > 1 ? 2 * (G - 1) * L * x->n_layer * 4 / G : 0};
+    t.grads = (mesh_flow){G > 1, G > 1 ? 2 * (G - 1) * L * x->n_layer * E / G : 0};
   } else { /* as 06 --zero 1 over dp x cp */
-    t.grads = (mesh_flow){L, 2 * L * (G - 1) * x->shard * 4};
-    t.params = (mesh_flow){L, L * (G - 1) * x->shard * 4};
+    t.grads = (mesh_flow){L, 2 * L * (G - 1) * x->shard * E};
+    t.params = (mesh_flow){L, L * (G - 1) * x->shard * E};
   }
   return t;
 }
@@ -30,9 +30,15 @@ void mesh_memory(const mesh_share *x, int64_t *mem) {
   int64_t live = pp_live((int)P, (int)x->s, M, x->gpipe);
   int64_t slot = R * D + L * (4 * R * W + R * A + 2 * R * D + 2 * R * Hs);
   int64_t scratch = 2 * R * D + R * Hs + 4 * R * W + C * W + C * A + R * A;
+  /* 16 bits: the ring's blocks as floats, [K|V] and [dK|dV] (its wires in
+   * flight); the copies of tp's and pp's [R,D] (out and in) and of the
+   * gradients (dp x cp), or 06's of a layer's G shards: its wire and a
+   * gathered layer */
+  int64_t E = x->wire16 ? 2 : 4, travels = x->n[TP] > 1 || P > 1;
+  int64_t copies = travels * 2 * R * D + (x->shard ? 2 * G * x->shard : (G > 1) * L * x->n_layer);
   mem[DT_PARAMS] = mem[DT_GRADS] = 4 * L * (x->shard ? G * x->shard : x->n_layer);
   mem[DT_OPTIM] = (x->adamw ? 8 : 0) * L * (x->shard ? x->shard : x->n_layer);
-  mem[DT_ACTIV] = 4 * (live * slot + scratch);
-  mem[DT_COMMBUF] = 8 * R * W * 4;
+  mem[DT_ACTIV] = 4 * (live * slot + scratch + x->wire16 * 4 * R * W);
+  mem[DT_COMMBUF] = 8 * R * W * E + x->wire16 * copies * 2;
   mem[DT_DATA] = ends * 2 * M * R * D * 4;
 }

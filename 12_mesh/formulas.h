@@ -22,18 +22,21 @@ typedef struct {
  * n[PP], L layers there, M microbatches of R rows D wide, W = D/tp columns
  * of the attention's projections and A heads, Hs = H/tp hidden units, C
  * tokens a chunk of the ring, a layer's n_layer = 4DW + 2DHs floats, shard
- * its part of them along dp x cp with --zero 1 (0 without). */
+ * its part of them along dp x cp with --zero 1 (0 without); wire16 1 where
+ * --precision bf16|fp16 sends every message in 16 bits (0: fp32, 4 bytes). */
 typedef struct {
   const int64_t *n;
   int64_t s, L, M, R, D, W, A, Hs, C, n_layer, shard;
-  int gpipe, adamw;
+  int gpipe, adamw, wire16;
 } mesh_share;
 
 mesh_traffic mesh_traffic_of(const mesh_share *x);
 /* Memory by kind, indexed by dt.h's tags (DT_PARAMS .. DT_DATA): the
  * stage's layers of its tp shard (padded shards with --zero 1), AdamW's m
  * and v, the live microbatches' slots and backward's scratch, the ring's
- * buffers, the first or last stage's data. */
+ * buffers (in 16 bits the ring's blocks as floats are activations, and the
+ * 16-bit copies of what tp, pp and dp x cp send are communication buffers),
+ * the first or last stage's data. */
 void mesh_memory(const mesh_share *x, int64_t *mem);
 
 #endif

@@ -62,6 +62,7 @@ static void layout(model *m, dt_run *r) {
     m->w = dt_alloc_f32((size_t)(L * m->ld), DT_PARAMS);
     m->g = dt_alloc_f32((size_t)(L * m->ld), DT_GRADS);
     first = dt_run_segment(r, m->w, m->g, (size_t)(L * m->ld));
+    dt_wire_init(&m->grads, &r->c, (size_t)(m->dc->size > 1 ? L * m->ld : 0));
     r->seg[first].copy = m->dc->rank != 0; /* dc rank 0's copy counts */
   }
   for (int64_t l = 0; l < L; l++) {
@@ -155,8 +156,12 @@ static double train_step(model *m, dt_run *r, int64_t step) {
   /* the weights are replicated over dp x cp: their gradients are averaged
    * there (05), or each layer's for the optimizer's shards (--zero 1, 06) */
   for (int64_t l = 0; m->zero && l < m->L; l++) fsdp_reduce(&m->f, l, m->g + l * m->ld);
-  if (!m->zero && m->dc->size > 1)
-    dt_all_reduce(m->dc, m->g, m->g, (size_t)(m->L * m->ld), DT_F32, DT_AVG);
+  if (!m->zero && m->dc->size > 1) { /* in 16 bits each rank's g / G, summed */
+    size_t n = (size_t)(m->L * m->ld);
+    void *g = dt_wire_pack(&m->grads, m->g, n, 0, (int)m->dc->size);
+    dt_all_reduce(m->dc, g, g, n, m->grads.type, dt_wire_op(&m->grads, DT_AVG));
+    dt_wire_unpack(&m->grads, m->g, n, 0);
+  }
   return m->at[TP] == 0 ? loss : 0; /* every tp rank computes it alike: count one */
 }
 
@@ -173,8 +178,6 @@ int main(int argc, char **argv) {
   model m = {0};
   dt_option options[] = {
       DT_TRAIN_OPTIONS(&run.c),
-      DT_REFUSED("--precision=bf16 --precision=fp16 --loss-scale --growth-interval",
-                 "the mesh trains in fp32 only for now"),
       DT_ATTN_OPTIONS(&run.c),
       DT_INT("--dp", &m.n[DP], 0, 1 << 20, "data-parallel ranks (0: from the ranks left)"),
       DT_INT("--pp", &m.n[PP], 0, 1 << 20, "pipeline stages (0: from the ranks left)"),

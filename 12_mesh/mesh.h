@@ -35,8 +35,9 @@ typedef struct {
   stashes st;   /* per microbatch in flight: x_0, then each layer's (mesh_acts) */
   action *plan; /* this stage's schedule (09) */
   int nplan;
-  timeline *tl; /* its actions, timed: the bubble (09) */
-  dt_wire wire; /* what activations travel in: fp32 */
+  timeline *tl;  /* its actions, timed: the bubble (09) */
+  dt_wire wire;  /* what activations travel in along tp and pp (--precision) */
+  dt_wire grads; /* what the gradients travel in along dp x cp (without --zero 1) */
   /* backward's scratch, the step's data (buffers.c) */
   float *dx, *dnext, *dh, *dout, *dqkv; /* [R,D] x 2, [R,Hs], [R,W], 3[R,W] */
   float *bx, *by;   /* the step's inputs (first stage) and targets (last), M x [R,D] */

@@ -25,31 +25,41 @@ static mesh_share share_of(const model *m, const dt_run *r) {
                       .n_layer = m->n_layer,
                       .shard = m->zero ? m->f.S : 0,
                       .gpipe = m->gpipe,
-                      .adamw = r->c.optimizer[0] == 'a'};
+                      .adamw = r->c.optimizer[0] == 'a',
+                      .wire16 = m->wire.type != DT_F32};
 }
 
 static void bytes(const model *m, const dt_run *r, uint64_t steps, int *bad) {
   mesh_share x = share_of(m, r);
   mesh_traffic t = mesh_traffic_of(&x);
+  char hb[120]; /* each row's formula, its bytes an element E written out */
+  int E = x.wire16 ? 2 : 4;
+#define HOW(how) mesh_how(how, E, hb, sizeof hb)
+  if (x.wire16)
+    dt_print0("  messages in %s: E = 2 bytes an element, half of fp32's (master weights and "
+              "optimizer state stay fp32)\n",
+              r->c.precision);
   dt_print0("  per rank per step (rank 0)          calls formula  bytes sent     formula\n");
   mesh_row("tp", "all_reduce (activ)", m->axis[TP]->count[DT_ALL_REDUCE], steps,
            (uint64_t)t.tp.calls, (uint64_t)t.tp.bytes,
-           "4LM x 2(tp-1)/tp x RD x 4: after Wo and W2, their mirrors in backward", bad);
+           HOW("4LM x 2(tp-1)/tp x RD x E: after Wo and W2, their mirrors in backward"), bad);
   mesh_row("cp", "sendrecv (K|V, dK|dV)", m->axis[CP]->count[DT_SENDRECV], steps,
            (uint64_t)t.cp.calls, (uint64_t)t.cp.bytes,
-           "LM(3cp-2) x 2RW x 4: (cp-1) hops forward, (cp-1) + cp backward", bad);
+           HOW("LM(3cp-2) x 2RW x E: (cp-1) hops forward, (cp-1) + cp backward"), bad);
   mesh_row("pp", "sendrecv (activ)", m->axis[PP]->count[DT_SENDRECV], steps, (uint64_t)t.pp.calls,
            (uint64_t)t.pp.bytes,
-           "M x (s < pp-1: forward out + s > 0: gradient back) x RD x 4; calls: the plan's", bad);
+           HOW("M x (s < pp-1: forward out + s > 0: gradient back) x RD x E; calls: the plan's"),
+           bad);
   mesh_row("dp x cp", "all_reduce (grads)", m->dc->count[DT_ALL_REDUCE], steps,
            (uint64_t)t.grads.calls, (uint64_t)t.grads.bytes,
-           m->zero ? "2 x L x (G-1) x S x 4, as 06 --zero 1"
-                   : "2(G-1)/G x L x (4DW + 2DHs) x 4, G = dp x cp",
+           m->zero ? HOW("2 x L x (G-1) x S x E, as 06 --zero 1")
+                   : HOW("2(G-1)/G x L x (4DW + 2DHs) x E, G = dp x cp"),
            bad);
   if (m->zero)
     mesh_row("dp x cp", "all_gather (params)", m->dc->count[DT_ALL_GATHER], steps,
              (uint64_t)t.params.calls, (uint64_t)t.params.bytes,
-             "L x (G-1) x S x 4: the stepped shards back to every rank", bad);
+             HOW("L x (G-1) x S x E: the stepped shards back to every rank"), bad);
+#undef HOW
 }
 
 /* Seconds blocked per step in each axis's calls, rank 0's. */
@@ -66,24 +76,34 @@ static void memory(const model *m, const dt_run *r, int *bad) {
   int64_t live = pp_live((int)m->n[PP], (int)m->at[PP], m->M, m->gpipe), mem[DT_NTAGS];
   mesh_share x = share_of(m, r);
   mesh_memory(&x, mem); /* formulas.c */
-  char act[160];
+  char act[160], comm[200];
   snprintf(
       act, sizeof act,
-      "(live x (RD + L(4RW + RA + 2RD + 2RHs)) + 2RD + RHs + 4RW + C(W+A) + RA) x 4, live %lld",
-      (long long)live);
-  dt_row rows[] = {
-      {DT_PARAMS, mem[DT_PARAMS],
-       m->zero ? "4 x L x G S: the stage's layers, tp shards, padded"
-               : "4 x L x (4DW + 2DHs): the stage's layers, tp shards",
-       0},
-      {DT_GRADS, mem[DT_GRADS], "the same", 0},
-      {DT_OPTIM, mem[DT_OPTIM],
-       m->zero ? "AdamW m, v: 8 x L x S, its shard along dp x cp (sgd: 0)"
-               : "AdamW m, v: 8 x L x (4DW + 2DHs) (sgd: 0)",
-       0},
-      {DT_ACTIV, mem[DT_ACTIV], act, 0},
-      {DT_COMMBUF, mem[DT_COMMBUF], "8RW x 4: the ring's [K|V] and [dK|dV], two each", 0},
-      {DT_DATA, mem[DT_DATA], "first or last stage: 2 x M x RD x 4, x and y", 0}};
+      "(live x (RD + L(4RW + RA + 2RD + 2RHs)) + 2RD + RHs + %dRW + C(W+A) + RA) x 4, live %lld",
+      x.wire16 ? 8 : 4, (long long)live);
+  int travels = m->n[TP] > 1 || m->n[PP] > 1, G = (int)(m->n[DP] * m->n[CP]);
+  snprintf(
+      comm, sizeof comm, "8RW x %d: the ring's [K|V] and [dK|dV]%s%s%s%s%s", x.wire16 ? 2 : 4,
+      x.wire16 ? " (16 bits: as sent and received; the blocks' floats are activ)" : ", two each",
+      x.wire16 && (travels || m->zero || G > 1) ? ", + 2 x (" : "",
+      x.wire16 && travels ? (m->zero || G > 1 ? "2RD + " : "2RD") : "",
+      !x.wire16 ? ""
+      : m->zero ? "2 G S"
+      : G > 1   ? "L(4DW + 2DHs)"
+                : "",
+      x.wire16 && (travels || m->zero || G > 1) ? "): 16-bit copies of tp|pp's rows, grads" : "");
+  dt_row rows[] = {{DT_PARAMS, mem[DT_PARAMS],
+                    m->zero ? "4 x L x G S: the stage's layers, tp shards, padded"
+                            : "4 x L x (4DW + 2DHs): the stage's layers, tp shards",
+                    0},
+                   {DT_GRADS, mem[DT_GRADS], "the same", 0},
+                   {DT_OPTIM, mem[DT_OPTIM],
+                    m->zero ? "AdamW m, v: 8 x L x S, its shard along dp x cp (sgd: 0)"
+                            : "AdamW m, v: 8 x L x (4DW + 2DHs) (sgd: 0)",
+                    0},
+                   {DT_ACTIV, mem[DT_ACTIV], act, 0},
+                   {DT_COMMBUF, mem[DT_COMMBUF], comm, 0},
+                   {DT_DATA, mem[DT_DATA], "first or last stage: 2 x M x RD x 4, x and y", 0}};
   dt_print_memory(rows, 6, NULL);
   dt_print_memory_uncounted();
   for (int i = 0; i < 6; i++) *bad += (int64_t)dt_mem_peak(rows[i].tag) != rows[i].formula;
@@ -93,11 +113,21 @@ static void memory(const model *m, const dt_run *r, int *bad) {
       (long long)R, (long long)W, (long long)A, (long long)Hs, (long long)C, (long long)L);
 }
 
-/* The copies of each dp x cp group, element for element (bookkeeping). */
+/* The copies of each dp x cp group, element for element (bookkeeping). In
+ * 16 bits with --zero 1 a shard's owner holds its fp32 master and the others
+ * what the gather brought, the master in 16 bits: compared in 16 bits. */
 static int replicas_differ(const model *m) {
   size_t n = (size_t)(m->L * m->ld);
-  float *mine = dt_host_alloc(n, 4), *root = dt_host_alloc(n, 4);
-  dt_copy_to_host(mine, m->w, n * 4);
+  float *mine = dt_host_alloc(n, 4), *root = dt_host_alloc(n, 4), *w = m->w;
+  dt_dtype half = m->zero ? m->f.wire.type : DT_F32;
+  dt_mem_aside(1);
+  if (half != DT_F32) {
+    dt_copy(w = dt_alloc_f32(n, DT_OTHER), m->w, n * 4);
+    dt_round_half(w, n, half);
+  }
+  dt_copy_to_host(mine, w, n * 4);
+  if (w != m->w) dt_free(w);
+  dt_mem_aside(0);
   memcpy(root, mine, n * 4);
   dt_host_broadcast(m->dc, root, n, DT_F32, 0);
   int differ = memcmp(mine, root, n * 4) != 0;
@@ -122,7 +152,9 @@ void mesh_report(model *m, dt_run *r) {
   dt_print0("    every rank's memory equals its formulas: %s (%d ranks)\n", bad ? "NO" : "yes",
             m->world->size);
   int64_t G = m->n[DP] * m->n[CP];
-  dt_print0("  replicas: every dp x cp group's %lld copies of its weights %s\n", (long long)G,
-            replicas_differ(m) ? "DIFFER" : "are bit-identical");
+  dt_print0("  replicas: every dp x cp group's %lld copies of its weights %s%s\n", (long long)G,
+            replicas_differ(m) ? "DIFFER" : "are bit-identical",
+            m->zero && m->f.wire.type != DT_F32 ? " in 16 bits (the owner's fp32 master rounded)"
+                                                : "");
   timeline_report(m->tl, m->axis[PP], m->M);
 }

@@ -56,3 +56,9 @@ void mesh_row(const char *axis, const char *what, dt_counter got, uint64_t steps
             (unsigned long long)(got.calls / steps), (unsigned long long)calls,
             (unsigned long long)(got.bytes_sent / steps), (unsigned long long)bytes, how);
 }
+
+const char *mesh_how(const char *how, int E, char *buf, size_t n) {
+  snprintf(buf, n, "%s", how);
+  for (char *p = buf; (p = strstr(p, " x E")) != NULL; p += 4) p[3] = (char)('0' + E);
+  return buf;
+}

@@ -15,5 +15,8 @@ void mesh_table(dt_comm *world, const int64_t *n, const int64_t *at);
  * "axis kind" (dp x cp as dp_cp); bad counts the rows that differ. */
 void mesh_row(const char *axis, const char *what, dt_counter got, uint64_t steps, uint64_t calls,
               uint64_t bytes, const char *how, int *bad);
+/* how with its " x E" (bytes an element, --precision's) as E's value, in buf
+ * (n bytes): "x 4" in fp32, "x 2" in 16 bits */
+const char *mesh_how(const char *how, int E, char *buf, size_t n);
 
 #endif

@@ -101,7 +101,8 @@ static const char *const sentence[NREFUSALS] = {
     [BATCH_DP] = "the batch does not divide over dp",
     [SP_ROWS] = "--sequence-parallel: the %lld rows of a microbatch do not split over tp %lld",
     [TP_NODE] = "tp %lld beyond a node of %lld",
-    [LESSONS_FP32] = "the lessons train fp32, without recomputation (14: full, --recompute full), "
+    [LESSONS_FP32] = "the lessons are predicted in fp32 (12's and 14's --precision bf16|fp16 is "
+                     "not modelled here), without recomputation (14: full, --recompute full), "
                      "attention by blocks (no S x S scores)",
     [ZERO_12] = "12 and 14 shard the optimizer alone (--zero 0|1)",
     [ZERO_06] = "ZeRO stages are 06's (and 12's --zero 1)",

@@ -6,38 +6,39 @@
 #include "train.h"
 
 /* calls of an all-reduce of `floats` over T ranks, and the bytes one rank
- * sends (the ring's 2(T-1)/T, in the counters' integer arithmetic) */
-static mesh_flow all_reduce(int64_t calls, int64_t floats, int64_t T) {
-  return (mesh_flow){T > 1 ? calls : 0, T > 1 ? calls * (2 * (T - 1) * floats * 4 / T) : 0};
+ * sends (the ring's 2(T-1)/T, in the counters' integer arithmetic), E
+ * bytes an element */
+static mesh_flow all_reduce(int64_t calls, int64_t floats, int64_t T, int64_t E) {
+  return (mesh_flow){T > 1 ? calls : 0, T > 1 ? calls * (2 * (T - 1) * floats * E / T) : 0};
 }
 
 gpt_traffic gpt_traffic_of(const gpt_share *x) {
   int64_t T = x->n[TP], C = x->n[CP], P = x->n[PP], G = x->n[DP] * x->n[CP];
-  int64_t L = x->L, M = x->M, R = x->R, D = x->D;
+  int64_t L = x->L, M = x->M, R = x->R, D = x->D, E = x->wire16 ? 2 : 4; /* bytes an element */
   gpt_traffic t = {0};
   /* per microbatch: after Wo and W2, their mirrors in backward, again for
    * --recompute; the embedding's lookup, the head's backward */
   int64_t per = (4 + 2 * x->recompute) * L + x->first + x->last;
-  if (!x->sp) t.activ = all_reduce(M * per, R * D, T);
+  if (!x->sp) t.activ = all_reduce(M * per, R * D, T, E);
   if (x->sp && T > 1) { /* each all-reduce a reduce-scatter and an all-gather, of Rs rows */
-    t.gather = t.scatter = (mesh_flow){M * per, M * per * (T - 1) * x->Rs * D * 4};
-    t.gains = all_reduce(1, (2 * L + x->last) * D, T);
+    t.gather = t.scatter = (mesh_flow){M * per, M * per * (T - 1) * x->Rs * D * E};
+    t.gains = all_reduce(1, (2 * L + x->last) * D, T, E);
   }
-  if (x->last) {
-    t.max = all_reduce(M, R, T);
-    t.sums = all_reduce(M, 2 * R, T);
+  if (x->last) { /* the loss's pieces: fp32 in any --precision */
+    t.max = all_reduce(M, R, T, 4);
+    t.sums = all_reduce(M, 2 * R, T, 4);
   }
   int64_t hops = C > 1 ? L * M * (3 * C - 2 + x->recompute * (C - 1)) : 0;
-  t.cp = (mesh_flow){hops, hops * 2 * R * x->W * 4};
+  t.cp = (mesh_flow){hops, hops * 2 * R * x->W * E};
   t.pp = (mesh_flow){pp_exchanges((int)P, (int)x->s, M, x->gpipe),
-                     M * ((x->s + 1 < P) + (x->s > 0)) * x->Rs * D * 4};
+                     M * ((x->s + 1 < P) + (x->s > 0)) * x->Rs * D * E};
   if (!x->shard) {
-    t.grads = all_reduce(1, x->nw, G);
+    t.grads = all_reduce(1, x->nw, G, E);
   } else if (G > 1) { /* as 06 --zero 1, the rank's buffer one layer */
-    t.grads = (mesh_flow){1, 2 * (G - 1) * x->shard * 4};
-    t.params = (mesh_flow){1, (G - 1) * x->shard * 4};
+    t.grads = (mesh_flow){1, 2 * (G - 1) * x->shard * E};
+    t.params = (mesh_flow){1, (G - 1) * x->shard * E};
   }
-  if (P > 1 && (x->first || x->last)) t.emb = all_reduce(1, x->Vs * D, 2);
+  if (P > 1 && (x->first || x->last)) t.emb = all_reduce(1, x->Vs * D, 2, E);
   return t;
 }
 
@@ -59,8 +60,17 @@ void gpt_memory(const gpt_share *x, int64_t *mem) {
                     x->C * (W + x->A) + R * x->A;
   mem[DT_PARAMS] = mem[DT_GRADS] = 4 * (x->shard ? G * x->shard : x->nw);
   mem[DT_OPTIM] = x->adamw ? 8 * x->own : 0;
-  mem[DT_ACTIV] = 4 * (live * gpt_slot(x) + scratch);
-  mem[DT_COMMBUF] = 8 * R * W * 4;
+  /* 16 bits: the ring's blocks as floats (its wires in flight); the copies
+   * of the rows (R + Rs, gathered or scattered), of the gradients (all of
+   * them over dp x cp, else the larger of wte's rows between two stages and
+   * the gains over tp), of 06's wire and a gathered layer with --zero 1 */
+  int64_t T = x->n[TP], P = x->n[PP], travels = T > 1 || P > 1 || x->sp;
+  int64_t ends = P > 1 && (x->first || x->last) ? x->Vs * D : 0;
+  int64_t gains = x->sp && T > 1 ? (2 * x->L + x->last) * D : 0;
+  int64_t grads = !x->shard && G > 1 ? x->nw : ends > gains ? ends : gains;
+  int64_t copies = travels * (R + Rs) * D + grads + (x->shard ? 2 * G * x->shard : 0);
+  mem[DT_ACTIV] = 4 * (live * gpt_slot(x) + scratch + x->wire16 * 4 * R * W);
+  mem[DT_COMMBUF] = 8 * R * W * (x->wire16 ? 2 : 4) + x->wire16 * 2 * copies;
   mem[DT_DATA] = (x->first + x->last) * x->M * R * 4;
 }
 

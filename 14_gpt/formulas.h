@@ -27,18 +27,22 @@ typedef struct {
  * chunk of the ring, Vs = V/tp rows of the vocabulary, S the context; nw
  * the floats it holds (the layers' tp shards 4DW + 2DHs each, its wte rows,
  * the gains, wpe), own the ones it steps (with --zero 1 its shard along dp
- * x cp, padded to shard; else nw). */
+ * x cp, padded to shard; else nw); wire16 1 where --precision bf16|fp16
+ * sends its messages in 16 bits (all but the cross-entropy's pieces; 0:
+ * fp32, 4 bytes an element). */
 typedef struct {
   const int64_t *n;
   int64_t s, L, M, R, Rs, D, W, A, Hs, C, Vs, S, nw, shard, own;
-  int first, last, gpipe, adamw, sp, recompute;
+  int first, last, gpipe, adamw, sp, recompute, wire16;
 } gpt_share;
 
 gpt_traffic gpt_traffic_of(const gpt_share *x);
 /* Memory by kind, indexed by dt.h's tags (DT_PARAMS .. DT_DATA): the
  * weights and gradients (fsdp's padded buffer with --zero 1), AdamW's m and
  * v of what it steps, the live microbatches' slots and the scratch, the
- * ring's buffers, the tokens (first stage) and targets (last). */
+ * ring's buffers (in 16 bits its blocks' floats are activations, and the
+ * 16-bit copies of the rows and gradients communication buffers), the
+ * tokens (first stage) and targets (last). */
 void gpt_memory(const gpt_share *x, int64_t *mem);
 /* Activations' floats: one microbatch's slot, and the logits' share of it */
 int64_t gpt_slot(const gpt_share *x);

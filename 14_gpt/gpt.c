@@ -139,10 +139,12 @@ static double train_step(model *m, dt_run *r, int64_t step) {
    * last stage; sequence parallelism's gains summed over tp */
   gpt_sum_gains(m);
   if (m->zero) fsdp_reduce(&m->f, 0, m->g);
-  if (!m->zero && m->dc->size > 1) dt_all_reduce(m->dc, m->g, m->g, (size_t)m->nw, DT_F32, DT_AVG);
-  if (m->emb->size > 1)
-    dt_all_reduce(m->emb, gpt_wte(m, m->g), gpt_wte(m, m->g), (size_t)(m->Vs * m->D), DT_F32,
-                  DT_SUM);
+  if (!m->zero && m->dc->size > 1) { /* in 16 bits each rank's g / G, summed */
+    void *g = dt_wire_pack(&m->grads, m->g, (size_t)m->nw, 0, (int)m->dc->size);
+    dt_all_reduce(m->dc, g, g, (size_t)m->nw, m->grads.type, dt_wire_op(&m->grads, DT_AVG));
+    dt_wire_unpack(&m->grads, m->g, (size_t)m->nw, 0);
+  }
+  if (m->emb->size > 1) tp_sum(m->emb, &m->grads, gpt_wte(m, m->g), (size_t)(m->Vs * m->D));
   return m->at[TP] == 0 ? loss : 0; /* every tp rank computes it alike: count one */
 }
 
@@ -153,8 +155,6 @@ int main(int argc, char **argv) {
   model m = {0};
   dt_option options[] = {
       DT_TRAIN_OPTIONS(&run.c),
-      DT_REFUSED("--precision=bf16 --precision=fp16 --loss-scale --growth-interval",
-                 "the mesh trains in fp32 only for now"),
       DT_REFUSED("--samples", "a GPT's data is its --text: each step draws B windows of it"),
       DT_ATTN_OPTIONS(&run.c),
       DT_GPT_OPTIONS(&run.c),

@@ -46,8 +46,9 @@ typedef struct {
   stashes st;   /* per microbatch in flight: x_0, each layer's, the head's (buffers.c) */
   action *plan; /* this stage's schedule (09) */
   int nplan;
-  timeline *tl; /* its actions, timed: the bubble (09) */
-  dt_wire wire; /* what activations travel in: fp32 */
+  timeline *tl;  /* its actions, timed: the bubble (09) */
+  dt_wire wire;  /* what the residual stream's rows travel in along tp and pp (--precision) */
+  dt_wire grads; /* what gradients travel in: dp x cp, the tied weight's, the gains' (wires.c) */
   /* scratch, the step's tokens, and what the report counts apart */
   float *dx, *dnext, *dn, *full, *dfull, *dh, *du, *dout, *dqkv, *dlogits, *layer;
   int32_t *tokens, *targets; /* M x [R] (first stage, last stage), the backend's */
@@ -110,6 +111,15 @@ float *gpt_gather(model *m, const float *own, float *full);
 float *gpt_reduce(model *m, float *part, float *own);
 float *gpt_partial(const model *m, float *out);
 void gpt_sum_gains(model *m);
+
+/* wires.c: --precision's wires (none in fp32, nor where nothing travels);
+ * the report's comm row's formula, in the bytes of buf; the copies of every
+ * replicated weight compared, element for element (with --zero 1 in 16
+ * bits a shard's owner keeps the fp32 master, the others its 16-bit copy:
+ * compared in 16 bits), printed */
+void gpt_wires(model *m, const dt_train_config *c);
+const char *gpt_comm_how(const model *m, char *buf, size_t n);
+void gpt_replicas(const model *m);
 
 /* recompute.c: with --recompute a layer's forward keeps its output alone;
  * backward runs it again into the scratch layer first. */

@@ -55,7 +55,8 @@ static gpt_share share_of(const model *m, const dt_run *r) {
                      .gpipe = m->gpipe,
                      .adamw = r->c.optimizer[0] == 'a',
                      .sp = m->sp,
-                     .recompute = m->recompute};
+                     .recompute = m->recompute,
+                     .wire16 = m->wire.type != DT_F32};
 }
 
 /* a counter and the rows counted apart from it */
@@ -71,37 +72,43 @@ static void bytes(const model *m, const dt_run *r, uint64_t steps, int *bad) {
   gpt_share x = share_of(m, r);
   gpt_traffic t = gpt_traffic_of(&x);
   dt_comm *tp = m->axis[TP];
+  char hb[120]; /* the formula, its E (bytes an element) written out */
 #define ROW(axis, what, got, f, how)                                                               \
-  mesh_row(axis, what, got, steps, (uint64_t)(f).calls, (uint64_t)(f).bytes, how, bad)
+  mesh_row(axis, what, got, steps, (uint64_t)(f).calls, (uint64_t)(f).bytes,                       \
+           mesh_how(how, x.wire16 ? 2 : 4, hb, sizeof hb), bad)
+  if (x.wire16)
+    dt_print0("  messages in %s: E = 2 bytes an element, half of fp32's (the loss's max and sums "
+              "stay fp32, x 4)\n",
+              r->c.precision);
   dt_print0("  per rank per step (rank 0)          calls formula  bytes sent     formula\n");
   if (!m->sp)
     ROW("tp", "all_reduce (activ)", tp->count[DT_ALL_REDUCE], t.activ,
-        "M((4 + 2 recompute)L + first + last) x 2(tp-1)/tp x RD x 4: after Wo, W2, the "
+        "M((4 + 2 recompute)L + first + last) x 2(tp-1)/tp x RD x E: after Wo, W2, the "
         "embedding; their mirrors");
   else {
     ROW("tp", "all_gather (activ)", tp->count[DT_ALL_GATHER], t.gather,
-        "M((4 + 2 recompute)L + first + last) x (tp-1) x Rs D x 4: before Wq|Wk|Wv, W1, the head");
+        "M((4 + 2 recompute)L + first + last) x (tp-1) x Rs D x E: before Wq|Wk|Wv, W1, the head");
     ROW("tp", "reduce_scatter (activ)", tp->count[DT_REDUCE_SCATTER], t.scatter,
         "the same: after Wo, W2, the embedding; with the gathers, an all-reduce's bytes");
     ROW("tp", "all_reduce (gains)", tp->count[DT_ALL_REDUCE], t.gains,
-        "2(tp-1)/tp x (2L + last) D x 4: each rank's rows' share of the gains' gradients");
+        "2(tp-1)/tp x (2L + last) D x E: each rank's rows' share of the gains' gradients");
   }
   ROW("tp", "all_reduce (max)", m->ce[0], t.max,
       "last stage: M x 2(tp-1)/tp x R x 4: each row's max over the vocabulary's slices");
   ROW("tp", "all_reduce (sum|target)", m->ce[1], t.sums,
       "last stage: M x 2(tp-1)/tp x 2R x 4: sum of e^(logit - max), the target's logit");
   ROW("cp", "sendrecv (K|V, dK|dV)", m->axis[CP]->count[DT_SENDRECV], t.cp,
-      "LM(3cp-2 + recompute (cp-1)) x 2RW x 4: 11's ring");
+      "LM(3cp-2 + recompute (cp-1)) x 2RW x E: 11's ring");
   ROW("pp", "sendrecv (activ)", m->axis[PP]->count[DT_SENDRECV], t.pp,
-      "M x (s < pp-1: forward out + s > 0: gradient back) x Rs D x 4; calls: the plan's");
+      "M x (s < pp-1: forward out + s > 0: gradient back) x Rs D x E; calls: the plan's");
   ROW("dp x cp", "all_reduce (grads)", m->dc->count[DT_ALL_REDUCE], t.grads,
-      m->zero ? "2 x (G-1) x S x 4, as 06 --zero 1 (the rank's buffer one layer)"
-              : "2(G-1)/G x n x 4, G = dp x cp, n this rank's floats");
+      m->zero ? "2 x (G-1) x S x E, as 06 --zero 1 (the rank's buffer one layer)"
+              : "2(G-1)/G x n x E, G = dp x cp, n this rank's floats");
   if (m->zero)
     ROW("dp x cp", "all_gather (params)", m->dc->count[DT_ALL_GATHER], t.params,
-        "(G-1) x S x 4: the stepped shards back to every rank");
+        "(G-1) x S x E: the stepped shards back to every rank");
   ROW("emb", "all_reduce (tied wte)", m->emb->count[DT_ALL_REDUCE], t.emb,
-      "first and last stage (pp > 1): 2(2-1)/2 x Vs D x 4, the embedding's and the head's");
+      "first and last stage (pp > 1): 2(2-1)/2 x Vs D x E, the embedding's and the head's");
 #undef ROW
   /* --report-json: one figure an axis and kind (13_plan's keys), the rows summed */
   dt_counter ar = plus(tp->count[DT_ALL_REDUCE], m->ce, 2);
@@ -115,7 +122,7 @@ static void memory(const model *m, const dt_run *r, int *bad) {
   gpt_share x = share_of(m, r);
   int64_t mem[DT_NTAGS], live = pp_live((int)m->n[PP], (int)m->at[PP], m->M, m->gpipe);
   gpt_memory(&x, mem);
-  char act[200];
+  char act[200], comm[240];
   snprintf(act, sizeof act,
            "(live x slot + scratch) x 4, live %lld; a slot %lld floats: %s (x_0, %s%s)",
            (long long)live, (long long)gpt_slot(&x), m->recompute ? "recompute" : "every layer's",
@@ -132,7 +139,7 @@ static void memory(const model *m, const dt_run *r, int *bad) {
        m->zero ? "AdamW m, v: 8 x its shard along dp x cp (sgd: 0)" : "AdamW m, v: 8 x n (sgd: 0)",
        0},
       {DT_ACTIV, mem[DT_ACTIV], act, 0},
-      {DT_COMMBUF, mem[DT_COMMBUF], "8RW x 4: the ring's [K|V] and [dK|dV], two each", 0},
+      {DT_COMMBUF, mem[DT_COMMBUF], gpt_comm_how(m, comm, sizeof comm), 0},
       {DT_DATA, mem[DT_DATA], "M x R x 4 tokens (first stage), targets (last stage)", 0}};
   dt_print_memory(rows, 6, NULL);
   dt_print_memory_uncounted();
@@ -148,38 +155,6 @@ static void memory(const model *m, const dt_run *r, int *bad) {
             "layer%s a stage, n = %lld\n",
             (long long)m->R, (long long)m->Rs, (long long)m->W, (long long)m->Hs, (long long)m->Vs,
             (long long)m->cr.C, (long long)m->L, m->L == 1 ? "" : "s", (long long)m->nw);
-}
-
-/* Whether the copies of [at, at + n) of the weights differ along c (bookkeeping) */
-static int differ(dt_comm *c, const float *w, int64_t n) {
-  float *mine = dt_host_alloc((size_t)n + 1, 4), *root = dt_host_alloc((size_t)n + 1, 4);
-  dt_copy_to_host(mine, w, (size_t)n * 4);
-  memcpy(root, mine, (size_t)n * 4);
-  dt_host_broadcast(c, root, (size_t)n, DT_F32, 0);
-  int d = memcmp(mine, root, (size_t)n * 4) != 0;
-  free(mine);
-  free(root);
-  return d;
-}
-
-static void replicas(const model *m) {
-  int d[3] = {differ(m->dc, m->w, m->nw),
-              differ(m->axis[TP], m->w + m->at_of[REPLICAS], m->nw - m->at_of[REPLICAS]),
-              m->first || m->last ? differ(m->emb, gpt_wte(m, m->w), m->Vs * m->D) : 0};
-  dt_host_all_reduce(m->world, d, 3, DT_I32, DT_MAX);
-  int64_t G = m->n[DP] * m->n[CP];
-  dt_print0("  replicas: every dp x cp group's %lld cop%s of its weights %s; the tp groups' "
-            "copies of the gains and wpe %s; wte's rows on the first and the last stage %s\n",
-            (long long)G, G == 1 ? "y" : "ies",
-            d[0]     ? "DIFFER"
-            : G == 1 ? "is the only one"
-                     : "are bit-identical",
-            d[1]     ? "DIFFER"
-            : G == 1 ? "are bit-identical"
-                     : "too",
-            d[2]           ? "DIFFER"
-            : m->n[PP] > 1 ? "too"
-                           : "(one stage)");
 }
 
 void gpt_report(model *m, dt_run *r) {
@@ -204,7 +179,7 @@ void gpt_report(model *m, dt_run *r) {
   dt_host_all_reduce(m->world, &bad, 1, DT_I32, DT_MAX);
   dt_print0("    every rank's memory equals its formulas: %s (%d rank%s)\n", bad ? "NO" : "yes",
             m->world->size, m->world->size == 1 ? "" : "s");
-  replicas(m);
+  gpt_replicas(m);
   timeline_report(m->tl, m->axis[PP], m->M);
   dt_print0("(a stage's busy is its actions' wall time, the tp and cp calls inside them included; "
             "the summary's\n compute is the step less every blocked call)\n");

@@ -9,12 +9,17 @@
  * reduce-scatter in place of the all-reduce leaves each rank the sum of its
  * own rows. An all-reduce is a reduce-scatter and an all-gather: the bytes
  * are the same, the stream's memory is divided by tp. The gains then see
- * a rank's rows only, so their gradients are summed over tp once a step. */
+ * a rank's rows only, so their gradients are summed over tp once a step.
+ * In 16 bits (--precision) each travels as a 16-bit copy, half the bytes. */
 #include "gpt.h"
 
 float *gpt_gather(model *m, const float *own, float *full) {
   if (!m->sp) return (float *)own; /* every row is here already */
-  dt_all_gather(m->axis[TP], own, full, (size_t)(m->Rs * m->D), DT_F32);
+  size_t n = (size_t)(m->Rs * m->D);
+  void *in = dt_wire_pack(&m->wire, (float *)own, n, 0, 1);
+  void *out = m->wire.type == DT_F32 ? (void *)full : (void *)(m->wire.buf + n);
+  dt_all_gather(m->axis[TP], in, out, n, m->wire.type);
+  dt_wire_unpack(&m->wire, full, (size_t)(m->R * m->D), n);
   return full;
 }
 
@@ -25,12 +30,15 @@ float *gpt_reduce(model *m, float *part, float *own) {
     tp_sum(m->axis[TP], &m->wire, part, (size_t)(m->R * m->D));
     return part;
   }
-  dt_reduce_scatter(m->axis[TP], part, own, (size_t)(m->Rs * m->D), DT_F32, DT_SUM);
+  size_t n = (size_t)(m->Rs * m->D), RD = (size_t)(m->R * m->D);
+  void *in = dt_wire_pack(&m->wire, part, RD, 0, 1);
+  void *out = m->wire.type == DT_F32 ? (void *)own : (void *)(m->wire.buf + RD);
+  dt_reduce_scatter(m->axis[TP], in, out, n, m->wire.type, DT_SUM);
+  dt_wire_unpack(&m->wire, own, n, RD);
   return own;
 }
 
 void gpt_sum_gains(model *m) {
   if (m->sp && m->n[TP] > 1)
-    dt_all_reduce(m->axis[TP], gpt_gains(m, m->g), gpt_gains(m, m->g), (size_t)gpt_gains_n(m),
-                  DT_F32, DT_SUM);
+    tp_sum(m->axis[TP], &m->grads, gpt_gains(m, m->g), (size_t)gpt_gains_n(m));
 }

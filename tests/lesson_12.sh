@@ -10,6 +10,8 @@
 #   cp  (L/pp) M (3cp-2) x 2 R W x 4          (1,1,2,1): 524288  (2,2,2,2): 65536
 #   pp  stage 0: M x R D x 4                  (1,2,1,1): 32768   (2,2,2,2): 8192
 #   dc  2(G-1)/G x (L/pp) n x 4, G = dp cp    (2,1,1,1): 196608  (2,2,2,2): 73728
+#   x 4 is fp32's bytes an element: with --precision bf16|fp16 every message is
+#   in 16 bits, x 2, each figure halved (the bf16 tests below)
 D12=./12_mesh/mesh
 T12=$LOGS/12_mesh_files
 mkdir -p "$T12"
@@ -84,6 +86,51 @@ check "12 np=8 default" 8 0 "$PASS12" "$(mesh12 1 2 2 2)" '^       5    0    1  
   -- $D12 --steps 3
 check "12 np=2 adamw 30 steps" 2 0 "$PASS12" "fp32, adamw" -- $D12 --cp 2
 loss_falls 12 "12 np=2 adamw 30 steps" 30
+
+# --precision bf16: every message in 16 bits (E = 2), so each axis's bytes
+# are half the fp32 runs' above, exactly; one process takes the same bf16
+# step (its matmul inputs rounded, its gradient through 16 bits once), and
+# the check holds each step to 16 bits' bounds (CHECKING.md)
+PASS12B='CHECK PASSED: each step.s loss, gradient and update match one process.s bf16 step'
+E12B='^  messages in bf16: E = 2 bytes an element, half of fp32.s'
+check "12 bf16 np=1" 1 0 "$PASS12B" "$BYTES12" "$MEM12" "$E12B" "$(mesh12 1 1 1 1)" \
+  "$(row12 'dp x cp' 'all_reduce \(grads\)' 0 0)" -- $D12 --steps 5 --precision bf16
+check "12 bf16 np=2 dp" 2 0 "$PASS12B" "$BYTES12" "$MEM12" "$REPL12" "$(mesh12 2 1 1 1)" \
+  "$(row12 'dp x cp' 'all_reduce \(grads\)' 1 98304)" -- $D12 --steps 5 --dp 2 --precision bf16
+sides12 "12 bf16 np=2 dp"
+check "12 bf16 np=2 pp" 2 0 "$PASS12B" "$BYTES12" "$MEM12" "$(mesh12 1 2 1 1)" \
+  "$(row12 pp 'sendrecv \(activ\)' 5 16384)" -- $D12 --steps 5 --pp 2 --precision bf16
+check "12 bf16 np=2 cp" 2 0 "$PASS12B" "$BYTES12" "$MEM12" "$REPL12" "$(mesh12 1 1 2 1)" \
+  "$(row12 cp 'sendrecv \(K\|V, dK\|dV\)' 16 262144)" \
+  "$(row12 'dp x cp' 'all_reduce \(grads\)' 1 98304)" -- $D12 --steps 5 --cp 2 --precision bf16
+check "12 bf16 np=2 tp" 2 0 "$PASS12B" "$BYTES12" "$MEM12" "$(mesh12 1 1 1 2)" \
+  "$(row12 tp 'all_reduce \(activ\)' 16 262144)" -- $D12 --steps 5 --tp 2 --precision bf16
+sides12 "12 bf16 np=2 tp"
+check "12 bf16 np=4 dp pp" 4 0 "$PASS12B" "$BYTES12" "$MEM12" "$REPL12" "$(mesh12 2 2 1 1)" \
+  -- $D12 --steps 5 --dp 2 --pp 2 --precision bf16
+sides12 "12 bf16 np=4 dp pp"
+check "12 bf16 np=4 cp tp" 4 0 "$PASS12B" "$BYTES12" "$MEM12" "$(mesh12 1 1 2 2)" -- $D12 \
+  --steps 5 --cp 2 --tp 2 --precision bf16
+sides12 "12 bf16 np=4 cp tp"
+# row by row against the fp32 runs of the same mesh above: every axis halves
+for m12 in "np=2 dp" "np=2 pp" "np=2 cp" "np=2 tp" "np=4 dp pp" "np=4 cp tp"; do
+  halved "12 bf16 $m12 against fp32" "12 $m12" "12 bf16 $m12"
+done
+# ZeRO-1 in 16 bits: 06's wire (gradients and the gathered shards halve); a
+# shard's owner keeps its fp32 master, the others its 16-bit copy
+check "12 bf16 np=4 zero 1" 4 0 "$PASS12B" "$BYTES12" "$MEM12" \
+  "${REPL12} in 16 bits .the owner.s fp32 master rounded." "$(mesh12 2 1 2 1)" \
+  "$(row12 'dp x cp' 'all_reduce \(grads\)' 4 147456)" \
+  "$(row12 'dp x cp' 'all_gather \(params\)' 4 73728)" -- $D12 --steps 5 --zero 1 --dp 2 --cp 2 \
+  --precision bf16
+sides12 "12 bf16 np=4 zero 1"
+halved "12 bf16 np=4 zero 1 against fp32" "12 np=4 zero 1" "12 bf16 np=4 zero 1"
+# fp16: the same wire, and the loss scale (common/train/run.c's verdict on
+# every rank); the check holds the gradient's factor to the scale's
+check "12 fp16 np=4 pp tp" 4 0 \
+  'CHECK PASSED: each step.s loss, gradient and update match one process.s fp16 step' "$BYTES12" \
+  "$MEM12" '^  ok   gradient.s factor' '^  fp16 loss scaling +0 steps skipped' "$(mesh12 1 2 1 2)" \
+  -- $D12 --steps 5 --pp 2 --tp 2 --precision fp16
 
 # --save: one file for the whole model, whatever the mesh, the names and metadata of 11
 check "12 np=8 save" 8 0 "$PASS12" "saved $T12/mesh.safetensors" \
@@ -160,7 +207,5 @@ check_one_error "12 batch not divisible by dp M" 2 2 \
   'error: --batch 8 does not split into dp x M = 1 x 3 microbatches of whole sequences' \
   -- $D12 --pp 2 --micro 3
 check_one_error "12 zero 2" 2 2 'error: --zero: 2 is out of range' -- $D12 --zero 2
-check_one_error "12 bf16 refused" 2 2 'error: --precision bf16: 12_mesh does not take it: the mesh trains in fp32' \
-  -- $D12 --precision bf16
 check_one_error "12 unknown schedule" 2 2 "error: --schedule: 'interleaved' is not one of gpipe\|1f1b" \
   -- $D12 --schedule interleaved

@@ -206,6 +206,30 @@ build_copy() {
     mpicc "${link[@]}" -o "$dir/$name" ${BLAS_LIBS:--lopenblas} -rdynamic -lm -pthread >>"$dir/build.log" 2>&1 || return 1
 }
 
+# halved NAME FP32_TEST HALF_TEST [KEPT]: 12's and 14's bytes tables (rows
+# "    axis  kind (what)  calls formula  bytes formula"), the same mesh run in
+# fp32 and in 16 bits: each row's calls the same and its bytes exactly half,
+# but for rows whose kind matches the regex KEPT (messages kept in fp32),
+# the same bytes; at least one row with bytes
+halved() {
+  local rows a b pairs
+  rows() { sed -En 's/^    (tp|cp|pp|dp x cp|emb) +([a-z_]+ \([^)]*\)) +([0-9]+) +[0-9]+ +([0-9]+) .*/\2 \3 \4/p' "$(check_log "$1")"; }
+  a=$(rows "$2")
+  b=$(rows "$3")
+  pairs=$(paste -d' ' <(echo "$a") <(echo "$b") | awk -v kept="${4:-^$}" '
+    { n = NF / 2; ka = $1; kb = $(n + 1); ca = $(n - 1); cb = $(2 * n - 1); ba = $n; bb = $(2 * n)
+      for (i = 2; i < n - 1; i++) { ka = ka " " $i; kb = kb " " $(n + i) }
+      print ka == kb ? 1 : 0, 1; print ca, cb
+      if (ba > 0) rows++
+      print (ka ~ kept ? bb : 2 * bb), ba }
+    END { print (rows >= 1), 1 }')
+  if [ -n "$a" ] && [ "$(echo "$a" | wc -l)" = "$(echo "$b" | wc -l)" ]; then
+    pairs_equal "$1" "each row's bytes half of fp32's (calls the same)" 4 "$(check_log "$3")" "$pairs"
+  else
+    fail "$1: each row's bytes half of fp32's (calls the same)" "$(check_log "$3")" "rows: $a / $b"
+  fi
+}
+
 summary() {
   if [ $FAILED -gt 0 ]; then
     echo "failed:"; printf '  %s\n' "${FAILED_NAMES[@]}"

@@ -173,18 +173,19 @@ for dir in [0-9][0-9]_*/; do # every lesson, a new NN_name/ folder too
   [ -x "$bin" ] && help_lesson "$bin"
 done
 
-# the check fails where a help lies: 12_mesh's help with the choice bf16
-# planted back into --precision (HELP_ONLY: that flag's runs alone), in a
-# subshell, whose PASS and FAIL count there, not here
+# the check fails where a help lies: 12_mesh's help with a choice it refuses,
+# interleaved, planted into --schedule in place of gpipe (HELP_ONLY: that
+# flag's runs alone, 1f1b the default's), in a subshell, whose PASS and FAIL
+# count there, not here
 mkdir -p "$HT/planted/12_mesh"
-printf '#!/bin/sh\n[ "$1" = --help ] && { %s --help | sed "s/^  --precision fp32    /  --precision fp32|bf16/"; exit 0; }\nexec %s "$@"\n' \
+printf '#!/bin/sh\n[ "$1" = --help ] && { %s --help | sed "s/^  --schedule gpipe|1f1b      /  --schedule interleaved|1f1b/"; exit 0; }\nexec %s "$@"\n' \
   "$PWD/12_mesh/mesh" "$PWD/12_mesh/mesh" >"$HT/planted/12_mesh/mesh"
 chmod +x "$HT/planted/12_mesh/mesh"
 if [ -x 12_mesh/mesh ]; then
-  (HELP_ONLY=--precision help_lesson "$HT/planted/12_mesh/mesh") >"$LOGS/help-planted.log" 2>&1
-  if grep -q '^FAIL help 12_mesh: --precision bf16 accepted' "$LOGS/help-planted.log" &&
+  (HELP_ONLY=--schedule help_lesson "$HT/planted/12_mesh/mesh") >"$LOGS/help-planted.log" 2>&1
+  if grep -q '^FAIL help 12_mesh: --schedule interleaved accepted' "$LOGS/help-planted.log" &&
      [ "$(grep -c '^PASS' "$LOGS/help-planted.log")" = 0 ]; then
-    pass "help: a --help listing a choice the lesson refuses (12_mesh's with bf16 planted) fails the check"
+    pass "help: a --help listing a choice the lesson refuses (12_mesh's with --schedule interleaved planted) fails the check"
   else
     fail "help: a --help listing a choice the lesson refuses fails the check" "$LOGS/help-planted.log"
   fi

@@ -202,7 +202,7 @@ else
   # 12_mesh: bugs of composition, each on a mesh where its axis is real (the
   # free axes fill tp, then cp: NP 2 --cp 2 is cp 2, NP 4 --cp 2 is cp 2 x tp 2)
   MUT_ALSO='copies of its weights DIFFER' mutant 12-dponly 12_mesh 12_mesh/mesh.c \
-    's/dt_all_reduce\(m->dc, m->g, m->g,/dt_all_reduce(m->axis[DP], m->g, m->g,/' \
+    's/dt_all_reduce\(m->dc, g, g, n,/dt_all_reduce(m->axis[DP], g, g, n,/' \
     "gradients averaged over dp only, not dp x cp" -- --cp 2
   MUT_ALSO='the loss is off: 1\.00e\+00, bound' mutant 12-loss 12_mesh 12_mesh/mesh.c \
     's/r->loss_ranks = \(double\)\(m->n\[DP\] \* m->n\[CP\]\)/r->loss_ranks = (double)m->n[DP]/' \
@@ -259,7 +259,7 @@ else
     's/dt_embed_core\(wte, tokens\[r\], v0, Vs, D, d\)/dt_embed_core(wte, tokens[r] >= v0 \&\& tokens[r] < v0 + Vs ? tokens[r] : (int32_t)v0, v0, Vs, D, d)/' \
     "the embedding not masked to the rank's rows (another slice's token gets the slice's row 0)" -- --steps 10 --sample 0
   MUT_ALSO="wte's rows on the first and the last stage DIFFER" mutant 14-tied 14_gpt 14_gpt/gpt.c \
-    's/  if \(m->emb->size > 1\)\n    dt_all_reduce\(m->emb,[^;]*;\n//' \
+    's/  if \(m->emb->size > 1\) tp_sum\(m->emb,[^;]*;\n//' \
     "the tied weight's gradients not summed between the first and the last stage" -- --steps 10 --sample 0 --pp 2
   MUT_ALSO='^    tp +reduce_scatter \(activ\) +0 +10 ' mutant 14-sp 14_gpt 14_gpt/sequence.c \
     's/if \(!m->sp\) \{\n    tp_sum/if (1) {\n    tp_sum/' \
