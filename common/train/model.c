@@ -164,10 +164,13 @@ void dt_train_print(const dt_train_config *c) {
               (long long)c->layers, (long long)c->dim, (long long)c->hidden, (long long)c->heads,
               (long long)c->seq, (long long)c->vocab, (long long)dt_model_size(c),
               4.0 * (double)dt_model_size(c) / (1 << 20), c->text, (long long)t->n,
-              t->vocab.bytes ? "byte" : "character", (long long)t->train,
-              (long long)(t->n - t->train), (long long)c->batch, (long long)c->steps, c->optimizer,
-              c->lr, (long long)c->warmup, c->lr / 10, (long long)c->decay_steps, c->weight_decay,
-              c->beta2, c->clip > 0 ? ", clipped" : "", c->precision);
+              t->vocab.merges  ? "BPE"
+              : t->vocab.bytes ? "byte"
+                               : "character",
+              (long long)t->train, (long long)(t->n - t->train), (long long)c->batch,
+              (long long)c->steps, c->optimizer, c->lr, (long long)c->warmup, c->lr / 10,
+              (long long)c->decay_steps, c->weight_decay, c->beta2, c->clip > 0 ? ", clipped" : "",
+              c->precision);
     return;
   }
   dt_print0("model: L=%lld D=%lld H=%lld (%lld parameters, %.2f MiB fp32) | batch B=%lld, "

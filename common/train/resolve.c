@@ -4,6 +4,7 @@
  * metadata may say how it was padded, or spell the tokens of --steps 0).
  * Apart from model.c because it reads files' metadata (safetensors.c),
  * which itself depends on the model's layout. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,9 +12,10 @@
 #include "train_internal.h"
 
 static void gpt_resolve(dt_train_config *c);
-/* safetensors.c: a number of a file's metadata, or -1; its vocabulary: 0, or -1 for none */
+/* safetensors.c: a number of a file's metadata, or -1; its vocabulary: 0,
+ * -1 for none, -2 (and err) for a malformed one */
 int64_t dt_meta_int(const char *path, const char *key);
-int dt_meta_vocab(const char *path, dt_vocab *v);
+int dt_meta_vocab(const char *path, dt_vocab *v, char *err, size_t errlen);
 
 static double adamw_lr(const dt_train_config *c) { return c->adamw_lr > 0 ? c->adamw_lr : 0.003; }
 
@@ -86,35 +88,60 @@ void dt_gpt_defaults(dt_train_config *c) {
   c->temperature = 1.0;
 }
 
+/* --tokens bpe:N's N (0: another --tokens) */
+#define BPE_MAX 65536
+static int64_t bpe_merges(const char *tokens) {
+  if (!tokens || strncmp(tokens, "bpe:", 4) != 0) return 0;
+  char *end;
+  errno = 0;
+  long long n = strtoll(tokens + 4, &end, 10);
+  if (tokens[4] < '0' || tokens[4] > '9' || *end || errno || n < 1 || n > BPE_MAX)
+    dt_fail("--tokens %s: N, the number of merges, must be a whole number from 1 to %d (e.g. "
+            "bpe:512: V = 256 + 512)",
+            tokens, BPE_MAX);
+  return n;
+}
+
 /* The GPT's text (its vocabulary sets the model's V), once per process;
  * the schedule's warm-up. */
 static void gpt_resolve(dt_train_config *c) {
   static dt_text text;
   static char loaded[4096];
   int bytes = c->tokens && strcmp(c->tokens, "byte") == 0;
-  char key[4096];
+  int64_t merges = bpe_merges(c->tokens);
+  char key[4096], err[240] = "";
   if (!c->text) dt_fail("--text FILE: a GPT trains on a text; name one (e.g. --text README.md)");
-  snprintf(key, sizeof key, "%d %lld %lld %s", bytes, (long long)c->vocab_multiple,
-           (long long)c->seq, c->text);
+  /* --steps 0 trains nothing on the text: a file's vocabulary spells its tokens */
+  dt_vocab file = {0};
+  int has = c->load && c->steps == 0 ? dt_meta_vocab(c->load, &file, err, sizeof err) : -1;
+  if (has == -2) dt_fail("--load %s: %s", c->load, err);
+  int given = has == 0 && file.merges > 0; /* a BPE file's merges, whatever --tokens says */
+  snprintf(key, sizeof key, "%s %lld %lld %s %s", c->tokens, (long long)c->vocab_multiple,
+           (long long)c->seq, given ? c->load : "", c->text);
   if (strcmp(key, loaded) != 0) { /* a test may load another */
     dt_text_free(&text);
-    dt_text_load(&text, c->text, bytes, c->vocab_multiple, c->seq + 1);
+    if (merges || given)
+      dt_text_load_bpe(&text, c->text, merges, given ? &file : NULL, c->vocab_multiple, c->seq + 1);
+    else
+      dt_text_load(&text, c->text, bytes, c->vocab_multiple, c->seq + 1);
     snprintf(loaded, sizeof loaded, "%s", key);
   }
   c->corpus = &text;
-  dt_vocab file = {0};
-  if (c->load && c->steps == 0 && !bytes && dt_meta_vocab(c->load, &file) == 0 &&
-      (file.used != text.vocab.used ||
-       memcmp(file.chars, text.vocab.chars, (size_t)file.used * 4) != 0)) {
+  if (given) {
+    dt_print0("vocabulary: %s's %lld merges (--steps 0: the text %s trains nothing)\n", c->load,
+              (long long)file.merges, c->text);
+  } else if (has == 0 && !file.bytes && !bytes && !merges && !dt_vocab_same(&file, &text.vocab)) {
     /* --steps 0: nothing trains on the text, the file's vocabulary spells its tokens */
     free(text.vocab.chars);
     text.vocab.chars = file.chars;
+    file.chars = NULL;
     text.vocab.used = file.used;
     text.vocab.size = file.used;
     dt_print0("vocabulary: %s's %lld characters (--steps 0: the text %s trains nothing)\n", c->load,
               (long long)file.used, c->text);
-  } else
-    free(file.chars);
+  }
+  free(file.chars);
+  free(file.pair);
   int64_t saved = c->load ? dt_meta_int(c->load, "vocab_size") : -1;
   if (saved > 0 &&
       saved != text.vocab.size) { /* --load: the V it was padded to where it was saved */
@@ -130,8 +157,7 @@ static void gpt_resolve(dt_train_config *c) {
   if (c->sample && c->prompt) { /* a prompt the vocabulary cannot spell fails now, not at the end */
     size_t n = strlen(c->prompt) + 1;
     int32_t *ids = dt_host_alloc(n, sizeof *ids);
-    char err[160];
-    int64_t k = dt_vocab_encode(&text.vocab, c->prompt, ids, (int64_t)n, err, sizeof err);
+    int64_t k = dt_tokens_encode(&text.vocab, c->prompt, ids, (int64_t)n, err, sizeof err);
     free(ids);
     if (k < 0) dt_fail("--prompt: %s", err);
   }
