@@ -145,7 +145,12 @@ static void gpt_resolve(dt_train_config *c) {
   int64_t saved = c->load ? dt_meta_int(c->load, "vocab_size") : -1;
   if (saved > 0 &&
       saved != text.vocab.size) { /* --load: the V it was padded to where it was saved */
-    if (saved < text.vocab.used || saved % (c->vocab_multiple > 1 ? c->vocab_multiple : 1) != 0)
+    if (saved < text.vocab.used)
+      dt_fail("--load %s: its vocabulary has V = %lld rows, fewer than this text's %lld %s: it was "
+              "trained on another vocabulary (another text or --tokens); train on its text and "
+              "tokens, or start without --load",
+              c->load, (long long)saved, (long long)text.vocab.used, dt_vocab_noun(&text.vocab));
+    if (saved % (c->vocab_multiple > 1 ? c->vocab_multiple : 1) != 0)
       dt_fail("--load %s: its vocabulary has V = %lld rows, which this text's %lld tokens padded "
               "to a multiple of %lld cannot be: load it with a --tp that divides %lld",
               c->load, (long long)saved, (long long)text.vocab.used, (long long)c->vocab_multiple,

@@ -575,10 +575,13 @@ static void check_vocab(const source *in, const dt_train_config *c, char *err, s
     snprintf(err, errlen, "%s: %s", in->path, why);
   else if (has == 0 && !dt_vocab_same(&file, own))
     snprintf(err, errlen,
-             "%s was trained on another vocabulary (%lld %s), this text's is %lld %s: its token "
+             "%s was trained on another vocabulary (%lld %s%s), this text's is %lld %s: its token "
              "ids would stand for other characters; train on its text, or start without --load",
-             in->path, (long long)file.used, dt_vocab_noun(&file), (long long)own->used,
-             dt_vocab_noun(own));
+             in->path, (long long)file.used, dt_vocab_noun(&file),
+             file.used != own->used || file.merges != own->merges ? ""
+             : file.merges                                        ? ", other merges"
+                                                                  : ", other ones",
+             (long long)own->used, dt_vocab_noun(own));
   free(file.chars);
   free(file.pair);
 }
