@@ -6,10 +6,11 @@ checkout, GPT(bias=False)), by name, then text from nanoGPT's generate.
 [V, D], attn.c_attn.weight [3D, D] as nn.Linear stores it, ..., the head
 tied to wte) and the GPTConfig in the file's metadata (n_layer, n_head,
 n_embd, block_size, vocab_size, bias) with the vocabulary (the characters,
-in token order). nanoGPT's MLP has nn.GELU(), the erf form; 14_gpt's is
-GPT-2's tanh form (as llm.c's): this script swaps it in, says so, and
-prints the loss on one window of the text under both, so the difference is
-seen, not guessed.
+in token order; a --tokens bpe:N file's merges instead, which bench/bpe.py
+reads, encodes and decodes with, printing as 14_gpt does). nanoGPT's MLP
+has nn.GELU(), the erf form; 14_gpt's is GPT-2's tanh form (as llm.c's):
+this script swaps it in, says so, and prints the loss on one window of the
+text under both, so the difference is seen, not guessed.
 
 Usage (after --save FILE; no network):
   /usr/bin/python3 bench/nanogpt_load.py FILE --nanogpt DIR [--prompt P]
@@ -24,6 +25,7 @@ import torch  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_gpt import read_safetensors  # noqa: E402
+import bpe  # noqa: E402
 
 
 def main():
@@ -45,8 +47,8 @@ def main():
     from model import GPT, GPTConfig  # nanoGPT's
 
     tensors, meta = read_safetensors(a.file)
-    if meta.get("model") != "gpt" or meta.get("tokens") != "char":
-        sys.exit("%s: not a 14_gpt file of character tokens" % a.file)
+    if meta.get("model") != "gpt" or meta.get("tokens") not in ("char", "bpe"):
+        sys.exit("%s: not a 14_gpt file of character or BPE tokens" % a.file)
     if int(meta["hidden"]) != 4 * int(meta["n_embd"]):
         sys.exit("%s: hidden %s, nanoGPT's MLP is 4 x n_embd = %d wide" % (
             a.file, meta["hidden"], 4 * int(meta["n_embd"])))
@@ -67,8 +69,13 @@ def main():
     model.eval()
     vocab = meta["vocab"]
     stoi = {c: i for i, c in enumerate(vocab)}
-    if a.text:
+    merges = bpe.merges_of(meta) if meta["tokens"] == "bpe" else None
+    if a.text and merges is not None:  # the first window of its first bytes, encoded alone
+        head = open(a.text, "rb").read()[:32 * (config.block_size + 1)]
+        ids = bpe.encode(head, merges)[:config.block_size + 1]
+    elif a.text:
         ids = [stoi[c] for c in open(a.text, encoding="utf-8").read()[:config.block_size + 1]]
+    if a.text:
         x = torch.tensor([ids[:-1]])
         y = torch.tensor([ids[1:]])
         with torch.no_grad():
@@ -80,11 +87,12 @@ def main():
               "14_gpt's (tanh)" % (a.text, erf, tanh))
     for block in model.transformer.h:  # 14_gpt's GELU, the tanh form
         block.mlp.gelu = torch.nn.GELU(approximate="tanh")
-    unknown = sorted(set(c for c in a.prompt if c not in stoi))
+    unknown = sorted(set(c for c in a.prompt if c not in stoi)) if merges is None else []
     if unknown:
         sys.exit("--prompt: %r is not in the file's vocabulary" % "".join(unknown))
     torch.manual_seed(a.seed)
-    idx = torch.tensor([[stoi[c] for c in a.prompt]])
+    idx = torch.tensor([[stoi[c] for c in a.prompt] if merges is None else
+                        bpe.encode(a.prompt.encode("utf-8"), merges)])
     with torch.no_grad():
         out = model.generate(idx, a.tokens, temperature=a.temperature,
                              top_k=a.top_k if a.top_k > 0 else None)
@@ -92,7 +100,10 @@ def main():
     # they were never a target, so their logits sink; shown as '?' if ever
     print("nanoGPT's generate, %d tokens (temperature %g%s):" % (
         a.tokens, a.temperature, ", top-k %d" % a.top_k if a.top_k > 0 else ""))
-    print("".join(vocab[i] if i < len(vocab) else "?" for i in out[0].tolist()))
+    if merges is None:
+        print("".join(vocab[i] if i < len(vocab) else "?" for i in out[0].tolist()))
+    else:
+        print(bpe.printable(bpe.decode(out[0].tolist(), merges)))
 
 
 if __name__ == "__main__":
