@@ -129,6 +129,7 @@ help_lesson() {
         esac ;;
       *) # a choice
         for c in $(echo "$meta" | tr '|' ' '); do
+          [[ $c == *:N ]] && c=${c%N}8 # a choice that takes a number (bpe:N): one
           if [ "$flag $c" = "--comm nccl" ] && [ "${GPUS:-0}" -lt "$HELP_NP" ]; then
             echo "SKIP help $lesson: --comm nccl needs a GPU per rank (${GPUS:-0} here)"
           elif [ "$c" != "$dflt" ]; then # the default: in the run above

@@ -47,10 +47,14 @@ void dt_text_load_bpe(dt_text *t, const char *path, int64_t merges, const dt_voc
     }
     DT_MPI(MPI_Bcast(&learned, 1, MPI_INT64_T, 0, MPI_COMM_WORLD));
     if (learned < N) {
+      char hint[64] = "use a longer text";
+      if (learned)
+        snprintf(hint, sizeof hint, "choose bpe:%lld or fewer, or a longer text",
+                 (long long)learned);
       free(pair);
       dt_fail("--tokens bpe:%lld: after %lld merges no pair of tokens occurs twice in the training "
-              "split of %s (its first %lld bytes): choose bpe:%lld or fewer, or a longer text",
-              (long long)N, (long long)learned, path, (long long)split, (long long)learned);
+              "split of %s (its first %lld bytes): %s",
+              (long long)N, (long long)learned, path, (long long)split, hint);
     }
     DT_MPI(MPI_Bcast(pair, (int)(2 * N), MPI_INT32_T, 0, MPI_COMM_WORLD));
   }
