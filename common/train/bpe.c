@@ -47,7 +47,8 @@ static void map_put(map *m, int32_t a, int32_t b, int32_t v) {
         m->key[s] = old.key[i];
         m->val[s] = old.val[i];
       }
-    free(old.key), free(old.val);
+    free(old.key);
+    free(old.val);
   }
   int64_t s = slot(m, key_of(a, b));
   m->used += m->val[s] < 0;
@@ -92,7 +93,8 @@ static void push(learner *L, int32_t id) {
 }
 
 static entry pop(learner *L) {
-  entry top = L->heap[0], last = L->heap[--L->nh];
+  entry top = L->heap[0];
+  entry last = L->heap[--L->nh];
   int64_t i = 0;
   for (int64_t c; (c = 2 * i + 1) < L->nh; i = c) {
     if (c + 1 < L->nh && above(&L->heap[c + 1], &L->heap[c])) c++;
@@ -188,7 +190,12 @@ int64_t dt_bpe_learn(const int32_t *bytes, int64_t n, int64_t merges, int32_t *p
     if (out) out[m++] = L.tok[i];
   if (out_n) *out_n = m;
   for (int64_t id = 0; id < L.np; id++) free(L.p[id].at);
-  free(L.tok), free(L.next), free(L.prev), free(L.p), free(L.heap), free(L.index.key);
+  free(L.tok);
+  free(L.next);
+  free(L.prev);
+  free(L.p);
+  free(L.heap);
+  free(L.index.key);
   free(L.index.val);
   return k;
 }
@@ -210,7 +217,8 @@ static void spot_push(spot *h, int64_t *nh, spot s) {
 }
 
 static spot spot_pop(spot *h, int64_t *nh) {
-  spot top = h[0], last = h[--*nh];
+  spot top = h[0];
+  spot last = h[--*nh];
   int64_t i = 0;
   for (int64_t c; (c = 2 * i + 1) < *nh; i = c) {
     if (c + 1 < *nh && before(h[c + 1], h[c])) c++;
@@ -251,6 +259,11 @@ int64_t dt_bpe_encode(const dt_vocab *v, const int32_t *bytes, int64_t n, int32_
     if (next[i] >= 0 && (r = map_get(&rank, z, tok[next[i]])) >= 0) spot_push(h, &nh, (spot){r, i});
   }
   for (int64_t i = n ? 0 : -1; i >= 0; i = next[i]) ids[m++] = tok[i];
-  free(tok), free(next), free(prev), free(h), free(rank.key), free(rank.val);
+  free(tok);
+  free(next);
+  free(prev);
+  free(h);
+  free(rank.key);
+  free(rank.val);
   return m;
 }

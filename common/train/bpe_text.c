@@ -148,7 +148,8 @@ static char *escaped(const unsigned char *s, size_t n) {
     int k = dt_utf8_at(s, n, i, &c);
     if (k && (c == '\n' || c == '\t' || (c >= 0x20 && c != 0x7f && (c < 0x80 || c >= 0xa0)))) {
       memcpy(out + len, s + i, (size_t)k);
-      len += (size_t)k, i += (size_t)k;
+      len += (size_t)k;
+      i += (size_t)k;
     } else {
       len += (size_t)snprintf(out + len, 5, "\\x%02x", s[i++]);
     }
@@ -177,11 +178,12 @@ char *dt_tokens_decode(const dt_vocab *v, const int32_t *ids, int64_t n) {
   for (int64_t i = 0; i < n; i++)
     len += ids[i] < 0 || ids[i] >= v->used ? 3 : expand(v, ids[i], NULL);
   unsigned char *bytes = dt_host_alloc((size_t)len + 1, 1);
-  for (int64_t i = 0, at = 0; i < n; i++)
-    if (ids[i] < 0 || ids[i] >= v->used)
-      memcpy(bytes + at, fffd, 3), at += 3;
-    else
-      at += expand(v, ids[i], bytes + at);
+  int64_t at = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int pad = ids[i] < 0 || ids[i] >= v->used;
+    if (pad) memcpy(bytes + at, fffd, 3);
+    at += pad ? 3 : expand(v, ids[i], bytes + at);
+  }
   char *text = escaped(bytes, (size_t)len);
   free(bytes);
   return text;
