@@ -107,7 +107,9 @@ help_lesson() {
     line=$(grep -m1 -- "^  $flag " "$HT/help")
     case $line in *"  with --"*) with=("$(echo "$line" | sed 's/.*  with \(--[a-z0-9-]*\).*/\1/')") ;; esac
     case $line in *"(e.g. with --"*) read -r -a with <<<"$(echo "$line" | sed 's/.*(e\.g\. with \([^)]*\)).*/\1/')" ;; esac
-    case $flag:$meta in
+    local kind=$meta
+    [[ $meta == *"|"* ]] && kind=choices # (bpe:N among them is a choice, not a number)
+    case $flag:$kind in
       --help:*|*:N|*:X|*:BYTES|--ckpt:*|--save-every:*) ;; # in the run above, or below
       --compress:TEXT) help_run "help $lesson: $flag topk:0.5 accepted" 0 '' "$bin" "$flag" topk:0.5 ;;
       --load:TEXT)
