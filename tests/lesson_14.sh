@@ -310,6 +310,20 @@ if [ -n "$(sed -n '/^sample (40/,$p' "$(check_log "14 np=1 bpe load, steps 0, sa
 else
   fail "14 bpe sample: the same text from the saved file at NP 1 and at NP 4 (pp 2 x tp 2)" "" "the samples differ"
 fi
+# a checkpoint of a BPE run resumes bit-identically (its merges compared)
+rm -rf "$T14/bck" "$T14/bfull.safetensors" "$T14/bres.safetensors"
+BCK14=("${SMALL14[@]}" "${BPE14[@]}" --no-check --lr-decay-steps 8 --tp 2)
+check "14 bpe ckpt: 8 steps" 2 0 "saved $T14/bfull.safetensors" -- $D14 "${BCK14[@]}" --steps 8 \
+  --save "$T14/bfull.safetensors"
+check "14 bpe ckpt: 5 steps, a checkpoint at 5" 2 0 'checkpoint: step 5 saved' -- $D14 "${BCK14[@]}" \
+  --steps 5 --ckpt "$T14/bck" --save-every 5
+check "14 bpe ckpt: resumed to 8" 2 0 'resume: step 5' -- $D14 "${BCK14[@]}" --steps 8 \
+  --ckpt "$T14/bck" --resume --save "$T14/bres.safetensors"
+if [ -s "$T14/bfull.safetensors" ] && cmp -s "$T14/bfull.safetensors" "$T14/bres.safetensors"; then
+  pass "14 bpe ckpt: the resumed run is bit-identical to the uninterrupted one (tp 2)"
+else
+  fail "14 bpe ckpt: the resumed run is bit-identical to the uninterrupted one (tp 2)" "" "cmp differs"
+fi
 check_one_error "14 bpe:0" 2 2 '^error: --tokens bpe:0: N, the number of merges, must be a whole number from 1 to 65536' \
   -- $D14 --tokens bpe:0
 check_one_error "14 bpe: N not a number" 2 2 '^error: --tokens bpe:x: N, the number of merges, must be a whole number' \
