@@ -330,7 +330,7 @@ check_one_error "14 bpe: N not a number" 2 2 '^error: --tokens bpe:x: N, the num
   -- $D14 --tokens bpe:x
 check_one_error "14 bpe: more merges than the text has" 2 2 \
   "^error: --tokens bpe:4: after 0 merges no pair of tokens occurs twice in the training split of $T14/short.txt" \
-  -- $D14 --text "$T14/short.txt" --tokens bpe:4
+  -- $D14 --text "$T14/short.txt" --tokens bpe:4 --seq 1
 # the file's header edited (its length rewritten): garbage, an id not yet
 # defined, a count that is not vocab_used's
 edit14() {

@@ -32,7 +32,7 @@ static void fail_short(const dt_text *t, const char *path, int64_t window) {
 
 void dt_text_load_bpe(dt_text *t, const char *path, int64_t merges, const dt_vocab *given,
                       int64_t multiple, int64_t window) {
-  dt_text_load(t, path, 1, 1, 1); /* its bytes, split 90/10 as nanoGPT splits */
+  dt_text_load(t, path, 1, 1, window); /* its bytes, split 90/10 (fewer bytes: fewer tokens) */
   int64_t n = t->n, split = t->train, N = given ? given->merges : merges;
   int32_t *pair = dt_host_alloc((size_t)(2 * N), sizeof *pair);
   double took = 0;
