@@ -6,10 +6,11 @@ checkout, GPT(bias=False)), by name, then text from nanoGPT's generate.
 [V, D], attn.c_attn.weight [3D, D] as nn.Linear stores it, ..., the head
 tied to wte) and the GPTConfig in the file's metadata (n_layer, n_head,
 n_embd, block_size, vocab_size, bias) with the vocabulary (the characters,
-in token order). nanoGPT's MLP has nn.GELU(), the erf form; 14_gpt's is
-GPT-2's tanh form (as llm.c's): this script swaps it in, says so, and
-prints the loss on one window of the text under both, so the difference is
-seen, not guessed.
+in token order; a --tokens bpe:N file's merges instead, which bench/bpe.py
+reads, encodes and decodes with, printing as 14_gpt does). nanoGPT's MLP
+has nn.GELU(), the erf form; 14_gpt's is GPT-2's tanh form (as llm.c's):
+this script swaps it in, says so, and prints the loss on one window of the
+text under both, so the difference is seen, not guessed.
 
 Usage (after --save FILE; no network):
   /usr/bin/python3 bench/nanogpt_load.py FILE --nanogpt DIR [--prompt P]
@@ -23,6 +24,7 @@ import sys
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bpe  # noqa: E402  (torch-free: encodes and decodes BPE files)
 
 
 def read_meta(path):
@@ -60,14 +62,17 @@ def main():
     p.add_argument("--text", default="", help="a text for the loss on one window (its vocabulary)")
     a = p.parse_args()
     meta = read_meta(a.file)
-    if meta.get("model") != "gpt" or meta.get("tokens") != "char":
-        sys.exit("%s: not a 14_gpt file of character tokens" % a.file)
-    vocab = meta["vocab"]
+    if meta.get("model") != "gpt" or meta.get("tokens") not in ("char", "bpe"):
+        sys.exit("%s: not a 14_gpt file of character or BPE tokens" % a.file)
+    # BPE's byte-level merges spell any text; characters only their own
+    merges = bpe.merges_of(meta) if meta["tokens"] == "bpe" else None
+    vocab = meta.get("vocab", "")
     text = ""
-    if a.text:
+    if a.text and merges is None:
         text = open(a.text, encoding="utf-8").read()[:int(meta["block_size"]) + 1]
         outside(text, vocab, "--text %s, its first window" % a.text)
-    outside(a.prompt, vocab, "--prompt")
+    if merges is None:
+        outside(a.prompt, vocab, "--prompt")
     if not a.nanogpt or not os.path.exists(os.path.join(a.nanogpt, "model.py")):
         sys.exit("--nanogpt DIR: a nanoGPT checkout, with model.py (git clone "
                  "https://github.com/karpathy/nanoGPT)")
@@ -96,8 +101,12 @@ def main():
         len(tensors), "yes" if same else "NO"))
     model.eval()
     stoi = {c: i for i, c in enumerate(vocab)}
-    if a.text:
+    if a.text and merges is not None:  # the first window of its first bytes, encoded alone
+        head = open(a.text, "rb").read()[:32 * (config.block_size + 1)]
+        ids = bpe.encode(head, merges)[:config.block_size + 1]
+    elif a.text:
         ids = [stoi[c] for c in text]
+    if a.text:
         x = torch.tensor([ids[:-1]])
         y = torch.tensor([ids[1:]])
         with torch.no_grad():
@@ -110,7 +119,8 @@ def main():
     for block in model.transformer.h:  # 14_gpt's GELU, the tanh form
         block.mlp.gelu = torch.nn.GELU(approximate="tanh")
     torch.manual_seed(a.seed)
-    idx = torch.tensor([[stoi[c] for c in a.prompt]])
+    idx = torch.tensor([[stoi[c] for c in a.prompt] if merges is None else
+                        bpe.encode(a.prompt.encode("utf-8"), merges)])
     with torch.no_grad():
         out = model.generate(idx, a.tokens, temperature=a.temperature,
                              top_k=a.top_k if a.top_k > 0 else None)
@@ -118,7 +128,10 @@ def main():
     # they were never a target, so their logits sink; shown as '?' if ever
     print("nanoGPT's generate, %d tokens (temperature %g%s):" % (
         a.tokens, a.temperature, ", top-k %d" % a.top_k if a.top_k > 0 else ""))
-    print("".join(vocab[i] if i < len(vocab) else "?" for i in out[0].tolist()))
+    if merges is None:
+        print("".join(vocab[i] if i < len(vocab) else "?" for i in out[0].tolist()))
+    else:
+        print(bpe.printable(bpe.decode(out[0].tolist(), merges)))
 
 
 if __name__ == "__main__":

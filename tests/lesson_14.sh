@@ -384,6 +384,91 @@ else
   pass "14 byte sample: no raw control byte reaches the terminal"
 fi
 
+# --tokens bpe:N: 64 merges learned from README.md's training split by rank 0
+# and broadcast (V = 256 + 64 = 320, a multiple of every tp here: never
+# padded); the check on each mesh, the merges in the saved file, loaded and
+# sampled on another mesh with no --tokens, and a file's malformed merges
+BPE14=(--tokens bpe:64)
+VOC14='^vocabulary: 256 bytes \+ 64 merges learned from the first [0-9]+ bytes of README.md in [0-9.]+ s \(rank 0; broadcast to'
+for spec in "1" "2 --tp 2" "4 --pp 2 --tp 2" "4 --cp 2 --dp 2"; do
+  read -ra f <<<"$spec" # NP, the mesh
+  check "14 np=${f[0]} bpe${f[1]:+ ${f[*]:1}}" "${f[0]}" 0 "$PASS14" "$BYTES14" "$MEM14" \
+    "$VOC14 ${f[0]} ranks?, 128 ints\) = 320 BPE tokens$" \
+    '^model: GPT .* V=320 ' '^text README.md: [0-9]+ BPE tokens, [0-9]+ train' -- \
+    $D14 "${SMALL14[@]}" "${BPE14[@]}" --steps 5 "${f[@]:1}"
+done
+rm -f "$T14/bpe.safetensors"
+check "14 np=2 bpe save" 2 0 "$PASS14" "saved $T14/bpe.safetensors" -- $D14 "${SMALL14[@]}" \
+  "${BPE14[@]}" --steps 3 --tp 2 --save "$T14/bpe.safetensors"
+check "14 bpe save: the merges in the metadata" 0 0 '"tokens":"bpe","vocab_used":"320"' \
+  '"merges":"[0-9]+( [0-9]+){127}"' -- head -c 3000 "$T14/bpe.safetensors"
+# a plain learner (a full recount before each merge, in Python) learns the
+# file's merges; its encoding's token counts are the lesson's (NP 1's line)
+c14=$(sed -En 's/^text README.md: ([0-9]+) BPE tokens, ([0-9]+) train, ([0-9]+) validation;.*/\1 BPE tokens, \2 train, \3 validation/p' \
+  "$(check_log "14 np=1 bpe")")
+check "14 bpe: the merges are a plain learner's, the counts the lesson's" 0 0 \
+  "'s 64 merges against a plain learner's on the first [0-9]+ bytes of README.md: the same$" \
+  "^README.md as ${c14:-(no counts in the log of 14 np=1 bpe)}; decoded back: the same bytes$" \
+  -- /usr/bin/python3 bench/bpe.py "$T14/bpe.safetensors" --text README.md
+for np14 in 1 4; do
+  check "14 np=$np14 bpe load, steps 0, sample" $np14 0 \
+    "^vocabulary: $T14/bpe.safetensors's 320 BPE tokens \(256 bytes \+ 64 merges\), V = 320 \(--steps 0: the file's tokens; the text CHECKING.md is not read\)$" \
+    '^sample \(40 tokens, temperature 0.8, top-k 0\):$' -- $D14 "${SMALL14[@]}" --text CHECKING.md \
+    --load "$T14/bpe.safetensors" --steps 0 --sample 40 --prompt 'The ' --seed 3 --no-check \
+    $([ $np14 = 4 ] && echo --pp 2 --tp 2)
+done
+if [ -n "$(sed -n '/^sample (40/,$p' "$(check_log "14 np=1 bpe load, steps 0, sample")" | sed -n 2,4p)" ] &&
+  cmp -s <(sed -n '/^sample (40/,$p' "$(check_log "14 np=1 bpe load, steps 0, sample")" | head -4) \
+  <(sed -n '/^sample (40/,$p' "$(check_log "14 np=4 bpe load, steps 0, sample")" | head -4); then
+  pass "14 bpe sample: the same text from the saved file at NP 1 and at NP 4 (pp 2 x tp 2)"
+else
+  fail "14 bpe sample: the same text from the saved file at NP 1 and at NP 4 (pp 2 x tp 2)" "" "the samples differ"
+fi
+# a checkpoint of a BPE run resumes bit-identically (its merges compared)
+rm -rf "$T14/bck" "$T14/bfull.safetensors" "$T14/bres.safetensors"
+BCK14=("${SMALL14[@]}" "${BPE14[@]}" --no-check --lr-decay-steps 8 --tp 2)
+check "14 bpe ckpt: 8 steps" 2 0 "saved $T14/bfull.safetensors" -- $D14 "${BCK14[@]}" --steps 8 \
+  --save "$T14/bfull.safetensors"
+check "14 bpe ckpt: 5 steps, a checkpoint at 5" 2 0 'checkpoint: step 5 saved' -- $D14 "${BCK14[@]}" \
+  --steps 5 --ckpt "$T14/bck" --save-every 5
+check "14 bpe ckpt: resumed to 8" 2 0 'resume: step 5' -- $D14 "${BCK14[@]}" --steps 8 \
+  --ckpt "$T14/bck" --resume --save "$T14/bres.safetensors"
+if [ -s "$T14/bfull.safetensors" ] && cmp -s "$T14/bfull.safetensors" "$T14/bres.safetensors"; then
+  pass "14 bpe ckpt: the resumed run is bit-identical to the uninterrupted one (tp 2)"
+else
+  fail "14 bpe ckpt: the resumed run is bit-identical to the uninterrupted one (tp 2)" "" "cmp differs"
+fi
+check_one_error "14 bpe:0" 2 2 '^error: --tokens bpe:0: N, the number of merges, must be a whole number from 1 to 65536' \
+  -- $D14 --tokens bpe:0
+check_one_error "14 bpe: N not a number" 2 2 '^error: --tokens bpe:x: N, the number of merges, must be a whole number' \
+  -- $D14 --tokens bpe:x
+check_one_error "14 bpe: more merges than the text has" 2 2 \
+  "^error: --tokens bpe:4: after 0 merges no pair of tokens occurs twice in the training split of $T14/short.txt" \
+  -- $D14 --text "$T14/short.txt" --tokens bpe:4 --seq 1
+# the file's header edited (its length rewritten): garbage, an id not yet
+# defined, a count that is not vocab_used's
+edit14() {
+  perl -e 'open(my $f, "<:raw", $ARGV[0]) or die; local $/; my $d = <$f>;
+    my $n = unpack("Q<", substr($d, 0, 8)); my $h = substr($d, 8, $n);
+    $h =~ s/$ARGV[2]/$ARGV[3]/ or die "no $ARGV[2]";
+    open(my $o, ">:raw", $ARGV[1]) or die; print $o pack("Q<", length $h), $h, substr($d, 8 + $n)' "$@"
+}
+edit14 "$T14/bpe.safetensors" "$T14/garbage.safetensors" '"merges":"' '"merges":"x'
+edit14 "$T14/bpe.safetensors" "$T14/undefined.safetensors" '"merges":"' '"merges":"300 '
+edit14 "$T14/bpe.safetensors" "$T14/count.safetensors" '"vocab_used":"320"' '"vocab_used":"321"'
+check_one_error "14 bpe load: garbage merges" 2 2 \
+  "^error: --load $T14/garbage.safetensors: its BPE merges are malformed: not a list of ids at their character 0$" \
+  -- $D14 --load "$T14/garbage.safetensors" --steps 0 --sample 10
+check_one_error "14 bpe load: a merge of an id not yet defined" 2 2 \
+  "^error: --load $T14/undefined.safetensors: its BPE merges are malformed: merge 0 \(token 256\) joins token 300, not defined before it" \
+  -- $D14 --load "$T14/undefined.safetensors" --steps 0 --sample 10
+check_one_error "14 bpe load: another count than vocab_used's" 2 2 \
+  "^error: --load $T14/count.safetensors: its BPE merges are malformed: 64 merges, but vocab_used 321 says 65" \
+  -- $D14 --load "$T14/count.safetensors" --steps 0 --sample 10
+check_one_error "14 bpe load: other merges, training" 2 2 \
+  "^error: .*$T14/bpe.safetensors was trained on another vocabulary \(320 BPE tokens, other merges\), this text's is 320 BPE tokens" \
+  -- $D14 "${SMALL14[@]}" "${BPE14[@]}" --text CHECKING.md --load "$T14/bpe.safetensors" --steps 1 --no-check
+
 # make data (tools/data.sh) without the network: offline, and a wrong file
 rm -rf "$T14/data"
 check "14 make data offline: what to do instead" 0 2 '^make data: could not download file:///nonexistent' \

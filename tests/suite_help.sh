@@ -107,7 +107,9 @@ help_lesson() {
     line=$(grep -m1 -- "^  $flag " "$HT/help")
     case $line in *"  with --"*) with=("$(echo "$line" | sed 's/.*  with \(--[a-z0-9-]*\).*/\1/')") ;; esac
     case $line in *"(e.g. with --"*) read -r -a with <<<"$(echo "$line" | sed 's/.*(e\.g\. with \([^)]*\)).*/\1/')" ;; esac
-    case $flag:$meta in
+    local kind=$meta
+    [[ $meta == *"|"* ]] && kind=choices # (bpe:N among them is a choice, not a number)
+    case $flag:$kind in
       --help:*|*:N|*:X|*:BYTES|--ckpt:*|--save-every:*) ;; # in the run above, or below
       --compress:TEXT) help_run "help $lesson: $flag topk:0.5 accepted" 0 '' "$bin" "$flag" topk:0.5 ;;
       --load:TEXT)
@@ -129,6 +131,7 @@ help_lesson() {
         esac ;;
       *) # a choice
         for c in $(echo "$meta" | tr '|' ' '); do
+          [[ $c == *:N ]] && c=${c%N}8 # a choice that takes a number (bpe:N): one
           if [ "$flag $c" = "--comm nccl" ] && [ "${GPUS:-0}" -lt "$HELP_NP" ]; then
             echo "SKIP help $lesson: --comm nccl needs a GPU per rank (${GPUS:-0} here)"
           elif [ "$c" != "$dflt" ]; then # the default: in the run above

@@ -208,7 +208,10 @@ static void set_value(dt_option *o, const char *text) {
       int ok = 0;
       while (*c && !ok) {
         size_t n = strcspn(c, "|");
-        ok = n == len && strncmp(c, text, n) == 0;
+        /* "bpe:N": "bpe:" and any text, its number judged by the lesson */
+        int any = n >= 2 && c[n - 2] == ':' && c[n - 1] == 'N';
+        ok = any ? len >= n - 1 && strncmp(c, text, n - 1) == 0
+                 : n == len && strncmp(c, text, n) == 0;
         c += n + (c[n] == '|');
       }
       if (!ok) dt_fail("%s: '%s' is not one of %s", o->name, text, o->choices);

@@ -383,7 +383,7 @@ char *dt_gpt_sample(const dt_train_config *c, const dt_vocab *vocab, const float
   int64_t S = c->seq, have = (int64_t)strlen(prompt), V = c->vocab;
   int32_t *ids = dt_host_alloc((size_t)(have + n + 1), sizeof *ids);
   char err[160];
-  int64_t k = dt_vocab_encode(vocab, prompt, ids, have + 1, err, sizeof err);
+  int64_t k = dt_tokens_encode(vocab, prompt, ids, have + 1, err, sizeof err);
   if (k < 0) dt_fail("--prompt: %s", err);
   if (k == 0) ids[k++] = 0; /* nothing to continue: the vocabulary's first token */
   float *w = model_in(c, host);
@@ -400,7 +400,7 @@ char *dt_gpt_sample(const dt_train_config *c, const dt_vocab *vocab, const float
     double u = (double)(dt_rng_u64(seed, 0, (uint64_t)i) >> 11) * (1.0 / 9007199254740992.0);
     ids[k] = draw(last, vocab, temperature, top_k, u, p);
   }
-  char *text = dt_vocab_decode(vocab, ids, k);
+  char *text = dt_tokens_decode(vocab, ids, k);
   free(last);
   dt_free(w);
   free(p);

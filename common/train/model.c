@@ -162,13 +162,14 @@ void dt_train_print(const dt_train_config *c) {
               (long long)c->layers, (long long)c->dim, (long long)c->hidden, (long long)c->heads,
               (long long)c->seq, (long long)c->vocab, (long long)dt_model_size(c),
               4.0 * (double)dt_model_size(c) / (1 << 20), c->precision);
+    const char *kind = t->vocab.merges ? "BPE" : t->vocab.bytes ? "byte" : "character";
     if (t->ids && c->steps) /* read: it trains */
       dt_print0("text %s: %lld %s tokens, %lld train, %lld validation; batch B=%lld windows\n",
-                c->text, (long long)t->n, t->vocab.bytes ? "byte" : "character",
-                (long long)t->train, (long long)(t->n - t->train), (long long)c->batch);
+                c->text, (long long)t->n, kind, (long long)t->train, (long long)(t->n - t->train),
+                (long long)c->batch);
     else if (t->ids) /* --steps 0: the text's vocabulary is the model's */
       dt_print0("text %s: %lld %s tokens (--steps 0: its vocabulary alone)\n", c->text,
-                (long long)t->n, t->vocab.bytes ? "byte" : "character");
+                (long long)t->n, kind);
     if (c->steps == 0)
       dt_print0("training: none (--steps 0): %s%s\n", c->load ? "the weights of " : "",
                 c->load ? c->load : "the initial weights");

@@ -4,6 +4,7 @@
  * metadata may say how it was padded, or spell the tokens of --steps 0).
  * Apart from model.c because it reads files' metadata (safetensors.c),
  * which itself depends on the model's layout. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,9 +12,10 @@
 #include "train_internal.h"
 
 static void gpt_resolve(dt_train_config *c);
-/* safetensors.c: a number of a file's metadata, or -1; its vocabulary: 0, or -1 for none */
+/* safetensors.c: a number of a file's metadata, or -1; its vocabulary: 0,
+ * -1 for none, -2 (and err) for a malformed one */
 int64_t dt_meta_int(const char *path, const char *key);
-int dt_meta_vocab(const char *path, dt_vocab *v);
+int dt_meta_vocab(const char *path, dt_vocab *v, char *err, size_t errlen);
 
 static double adamw_lr(const dt_train_config *c) { return c->adamw_lr > 0 ? c->adamw_lr : 0.003; }
 
@@ -87,17 +89,22 @@ void dt_gpt_defaults(dt_train_config *c) {
 }
 
 /* --load FILE --steps 0: nothing trains, so the file fixes the tokens, its
- * vocabulary (characters or bytes) and the V it was padded to, whatever
+ * vocabulary (characters, bytes or BPE merges) and the V it was padded to, whatever
  * --text and --tokens say; the text is not read. 0 where the file has no
- * vocabulary (a file of another program): then the text's. */
+ * vocabulary (a file of another program): then the text's; a malformed one
+ * is refused. */
 static int file_tokens(const dt_train_config *c, dt_text *t) {
   dt_vocab v = {0};
-  if (dt_meta_vocab(c->load, &v) != 0) return 0;
+  char err[240] = "";
+  int has = dt_meta_vocab(c->load, &v, err, sizeof err);
+  if (has == -2) dt_fail("--load %s: %s", c->load, err);
+  if (has != 0) return 0;
   int64_t V = dt_meta_int(c->load, "vocab_size"), m = c->vocab_multiple > 1 ? c->vocab_multiple : 1;
-  const char *what = v.bytes ? "bytes" : "characters";
+  const char *what = dt_vocab_noun(&v);
   if (V < v.used) V = v.used;
   if (V % m != 0) {
     free(v.chars);
+    free(v.pair);
     dt_fail("--load %s: its vocabulary has V = %lld rows (the file's %lld %s), which %lld "
             "tensor-parallel ranks cannot split into equal slices: load it with a --tp that "
             "divides %lld",
@@ -108,10 +115,26 @@ static int file_tokens(const dt_train_config *c, dt_text *t) {
   t->vocab.size = V;
   t->n = dt_meta_int(c->load, "text_tokens"); /* what a --save of it then says */
   if (t->n < 0) t->n = 0;
-  dt_print0("vocabulary: %s's %lld %s, V = %lld (--steps 0: the file's tokens; the text %s is "
+  char merges[48] = "";
+  if (v.merges) snprintf(merges, sizeof merges, " (256 bytes + %lld merges)", (long long)v.merges);
+  dt_print0("vocabulary: %s's %lld %s%s, V = %lld (--steps 0: the file's tokens; the text %s is "
             "not read)\n",
-            c->load, (long long)v.used, what, (long long)V, c->text);
+            c->load, (long long)v.used, what, merges, (long long)V, c->text);
   return 1;
+}
+
+/* --tokens bpe:N's N (0: another --tokens) */
+#define BPE_MAX 65536
+static int64_t bpe_merges(const char *tokens) {
+  if (!tokens || strncmp(tokens, "bpe:", 4) != 0) return 0;
+  char *end;
+  errno = 0;
+  long long n = strtoll(tokens + 4, &end, 10);
+  if (tokens[4] < '0' || tokens[4] > '9' || *end || errno || n < 1 || n > BPE_MAX)
+    dt_fail("--tokens %s: N, the number of merges, must be a whole number from 1 to %d (e.g. "
+            "bpe:512: V = 256 + 512)",
+            tokens, BPE_MAX);
+  return n;
 }
 
 /* The GPT's text (its vocabulary sets the model's V), once per process;
@@ -120,23 +143,32 @@ static void gpt_resolve(dt_train_config *c) {
   static dt_text text;
   static char loaded[4096];
   int bytes = c->tokens && strcmp(c->tokens, "byte") == 0;
-  char key[4096];
+  int64_t merges = bpe_merges(c->tokens);
+  char key[4096], err[240] = "";
   if (!c->text) dt_fail("--text FILE: a GPT trains on a text; name one (e.g. --text README.md)");
-  snprintf(key, sizeof key, "%d %lld %lld %s", bytes, (long long)c->vocab_multiple,
+  snprintf(key, sizeof key, "%s %lld %lld %s", c->tokens, (long long)c->vocab_multiple,
            (long long)c->seq, c->text);
   int from_file = c->load && c->steps == 0 && file_tokens(c, &text);
   if (from_file)
     loaded[0] = '\0';                  /* the next config reads its text again */
   else if (strcmp(key, loaded) != 0) { /* a test may load another */
     dt_text_free(&text);
-    dt_text_load(&text, c->text, bytes, c->vocab_multiple, c->seq + 1);
+    if (merges)
+      dt_text_load_bpe(&text, c->text, merges, NULL, c->vocab_multiple, c->seq + 1);
+    else
+      dt_text_load(&text, c->text, bytes, c->vocab_multiple, c->seq + 1);
     snprintf(loaded, sizeof loaded, "%s", key);
   }
   c->corpus = &text;
   int64_t saved = c->load && !from_file ? dt_meta_int(c->load, "vocab_size") : -1;
   if (saved > 0 &&
       saved != text.vocab.size) { /* --load: the V it was padded to where it was saved */
-    if (saved < text.vocab.used || saved % (c->vocab_multiple > 1 ? c->vocab_multiple : 1) != 0)
+    if (saved < text.vocab.used)
+      dt_fail("--load %s: its vocabulary has V = %lld rows, fewer than this text's %lld %s: it was "
+              "trained on another vocabulary (another text or --tokens); train on its text and "
+              "tokens, or start without --load",
+              c->load, (long long)saved, (long long)text.vocab.used, dt_vocab_noun(&text.vocab));
+    if (saved % (c->vocab_multiple > 1 ? c->vocab_multiple : 1) != 0)
       dt_fail("--load %s: its vocabulary has V = %lld rows, which this text's %lld tokens padded "
               "to a multiple of %lld cannot be: load it with a --tp that divides %lld",
               c->load, (long long)saved, (long long)text.vocab.used, (long long)c->vocab_multiple,
@@ -153,8 +185,7 @@ static void gpt_resolve(dt_train_config *c) {
   if (c->sample && c->prompt) { /* a prompt the vocabulary cannot spell fails now, not at the end */
     size_t n = strlen(c->prompt) + 1;
     int32_t *ids = dt_host_alloc(n, sizeof *ids);
-    char err[160];
-    int64_t k = dt_vocab_encode(&text.vocab, c->prompt, ids, (int64_t)n, err, sizeof err);
+    int64_t k = dt_tokens_encode(&text.vocab, c->prompt, ids, (int64_t)n, err, sizeof err);
     free(ids);
     if (k < 0)
       dt_fail("--prompt: %s: %s %s's%s", err, from_file ? "the file" : "the text",

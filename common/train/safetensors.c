@@ -93,7 +93,8 @@ static void write_atomically(const char *path, const char *flag, const tensor *t
  * vocabulary, the characters as one JSON string. Malloc'ed. */
 static char *meta_of(const dt_train_config *c, int64_t step) {
   char *vocab = c->model == DT_GPT ? dt_vocab_json(&c->corpus->vocab) : NULL;
-  size_t cap = 2048 + (vocab ? strlen(vocab) : 0);
+  char *merges = c->model == DT_GPT ? dt_bpe_text(&c->corpus->vocab) : NULL;
+  size_t cap = 2048 + (vocab ? strlen(vocab) + strlen(merges) : 0);
   char *out = dt_host_alloc(cap, 1);
   snprintf(out, cap,
            "\"format\":\"pt\",\"step\":\"%lld\",\"steps\":\"%lld\",\"layers\":\"%lld\","
@@ -121,12 +122,13 @@ static char *meta_of(const dt_train_config *c, int64_t step) {
         "\"tokens\":\"%s\","
         "\"vocab_used\":\"%lld\",\"text_tokens\":\"%lld\",\"n_layer\":\"%lld\","
         "\"n_head\":\"%lld\",\"n_embd\":\"%lld\",\"block_size\":\"%lld\","
-        "\"vocab_size\":\"%lld\",\"bias\":\"False\",\"vocab\":\"%s\"",
-        c->beta2, (long long)c->warmup, (long long)c->decay_steps,
-        c->corpus->vocab.bytes ? "byte" : "char", (long long)c->corpus->vocab.used,
-        (long long)c->corpus->n, (long long)c->layers, (long long)c->heads, (long long)c->dim,
-        (long long)c->seq, (long long)c->vocab, vocab);
+        "\"vocab_size\":\"%lld\",\"bias\":\"False\",\"vocab\":\"%s\"%s%s%s",
+        c->beta2, (long long)c->warmup, (long long)c->decay_steps, dt_vocab_kind(&c->corpus->vocab),
+        (long long)c->corpus->vocab.used, (long long)c->corpus->n, (long long)c->layers,
+        (long long)c->heads, (long long)c->dim, (long long)c->seq, (long long)c->vocab, vocab,
+        merges[0] ? ",\"merges\":\"" : "", merges, merges[0] ? "\"" : "");
   free(vocab);
+  free(merges);
   return out;
 }
 
@@ -142,6 +144,15 @@ static const char *meta_value(const char *header, const char *key, char *out, si
   memcpy(out, at, len);
   out[len] = '\0';
   return out;
+}
+
+/* Whether the metadata's string of key is want (a key it lacks: "") */
+static int same_value(const char *header, const char *key, const char *want) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":\"", key);
+  const char *at = strstr(header, pat);
+  size_t n = strlen(want);
+  return at ? strncmp(at + strlen(pat), want, n) == 0 && at[strlen(pat) + n] == '"' : n == 0;
 }
 
 /* The shortest text that reads back as x: 0.003, not 0.0030000000000000001. */
@@ -174,7 +185,7 @@ static void gpt_config(const char *header, const char *path, const dt_train_conf
   snprintf(mine[0], 64, "%lld", (long long)c->warmup);
   snprintf(mine[1], 64, "%lld", (long long)c->decay_steps);
   shortest(c->beta2, mine[2], 64);
-  snprintf(mine[3], 64, "%s", c->corpus->vocab.bytes ? "byte" : "char");
+  snprintf(mine[3], 64, "%s", dt_vocab_kind(&c->corpus->vocab));
   snprintf(mine[4], 64, "%lld", (long long)c->corpus->n);
   for (int i = 0; i < KEYS && !err[0]; i++) {
     if (!meta_value(header, keys[i], theirs, sizeof theirs)) snprintf(theirs, 64, "(none)");
@@ -186,15 +197,14 @@ static void gpt_config(const char *header, const char *path, const dt_train_conf
                "folder",
                flags[i], theirs, unit[i], flags[i], mine[i], unit[i]);
   }
-  char *vocab = dt_vocab_json(&c->corpus->vocab);
-  const char *at = strstr(header, "\"vocab\":\"");
-  if (!err[0] &&
-      (!at || strncmp(at + 9, vocab, strlen(vocab)) != 0 || at[9 + strlen(vocab)] != '"'))
+  char *vocab = dt_vocab_json(&c->corpus->vocab), *merges = dt_bpe_text(&c->corpus->vocab);
+  if (!err[0] && (!same_value(header, "vocab", vocab) || !same_value(header, "merges", merges)))
     snprintf(err, errlen,
              "--resume: %s was trained on another vocabulary than this text's: start afresh with "
              "another --ckpt folder",
              path);
   free(vocab);
+  free(merges);
 }
 
 /* One line on the first setting that differs, and how to go on. */
@@ -353,27 +363,36 @@ int64_t dt_meta_int(const char *path, const char *key) {
 
 int64_t dt_meta_steps(const char *path) { return dt_meta_int(path, "steps"); }
 
-/* The vocabulary of a GPT file's metadata into v (byte tokens: v->bytes,
- * 256 of them): 0, or -1 where there is none (no "vocab", no file, unreadable) */
-int dt_meta_vocab(const char *path, dt_vocab *v) {
+/* A GPT header's vocabulary (its tokens, characters or merges) into v: 0;
+ * -1 where it names none (not a GPT's); -2 and why where it is malformed. */
+static int header_vocab(const char *header, dt_vocab *v, char *why, size_t n) {
+  char tokens[16] = "";
+  const char *at = strstr(header, "\"vocab\":\""), *merges = strstr(header, "\"merges\":\"");
+  if (!meta_value(header, "tokens", tokens, sizeof tokens)) return -1;
+  if (strcmp(tokens, "byte") == 0) *v = (dt_vocab){.size = 256, .used = 256, .bytes = 1};
+  if (strcmp(tokens, "byte") == 0) return 0;
+  if (strcmp(tokens, "char") == 0 && at)
+    return dt_vocab_parse(v, at + 9, strlen(at + 9), why, n) == 0 ? 0 : -2;
+  if (strcmp(tokens, "bpe") == 0 && merges)
+    return dt_bpe_parse(v, merges + 10, meta_int(header, "vocab_used"), why, n) == 0 ? 0 : -2;
+  snprintf(why, n,
+           "its tokens, '%s', come without their vocabulary (or are none of char, byte, bpe)",
+           tokens);
+  return -2;
+}
+
+/* The vocabulary of a GPT file's metadata into v: 0; -1 where there is none
+ * (no "tokens", no file, unreadable); -2 and err where it is malformed */
+int dt_meta_vocab(const char *path, dt_vocab *v, char *err, size_t errlen) {
   struct stat st;
   uint64_t len;
-  char tokens[16] = "", why[160];
   FILE *f = fopen(path, "rb");
   char *header =
       f && fstat(fileno(f), &st) == 0 ? read_header(f, (uint64_t)st.st_size, &len) : NULL;
-  const char *at = header ? strstr(header, "\"vocab\":\"") : NULL;
-  if (header) meta_value(header, "tokens", tokens, sizeof tokens);
-  int ok = at && strcmp(tokens, "char") == 0 &&
-           dt_vocab_parse(v, at + 9, strlen(at + 9), why, sizeof why) == 0;
-  if (at && strcmp(tokens, "byte") == 0) {
-    free(v->chars);
-    *v = (dt_vocab){.size = 256, .used = 256, .bytes = 1};
-    ok = 1;
-  }
+  int has = header ? header_vocab(header, v, err, errlen) : -1;
   free(header);
   if (f) fclose(f);
-  return ok ? 0 : -1;
+  return has;
 }
 
 /* The tensors of a flat layer-major array (dt_model_tensor's order and
@@ -548,25 +567,23 @@ static void read_tensor(const source *in, const char *name, int ndim, const uint
  * text's vocabulary is usually another size too, and its embedding's shape
  * would be the message in place of the reason. */
 static void check_vocab(const source *in, const dt_train_config *c, char *err, size_t errlen) {
-  const char *at = strstr(in->header, "\"vocab\":\"");
   dt_vocab file = {0};
   const dt_vocab *own = c->corpus ? &c->corpus->vocab : NULL;
-  char tokens[16] = "";
-  meta_value(in->header, "tokens", tokens, sizeof tokens);
-  int bytes = strcmp(tokens, "byte") == 0;
   char why[160];
-  if (at && own && !bytes && dt_vocab_parse(&file, at + 9, strlen(at + 9), why, sizeof why) != 0)
+  int has = own ? header_vocab(in->header, &file, why, sizeof why) : -1;
+  if (has == -2)
     snprintf(err, errlen, "%s: %s", in->path, why);
-  else if (at && own &&
-           (bytes != own->bytes ||
-            (!bytes && (file.used != own->used ||
-                        memcmp(file.chars, own->chars, (size_t)own->used * 4) != 0))))
+  else if (has == 0 && !dt_vocab_same(&file, own))
     snprintf(err, errlen,
-             "%s was trained on another vocabulary (%lld %s), this text's is %lld %s: its token "
+             "%s was trained on another vocabulary (%lld %s%s), this text's is %lld %s: its token "
              "ids would stand for other characters; train on its text, or start without --load",
-             in->path, (long long)(bytes ? 256 : file.used), bytes ? "bytes" : "characters",
-             (long long)own->used, own->bytes ? "bytes" : "characters");
+             in->path, (long long)file.used, dt_vocab_noun(&file),
+             file.used != own->used || file.merges != own->merges ? ""
+             : file.merges                                        ? ", other merges"
+                                                                  : ", other ones",
+             (long long)own->used, dt_vocab_noun(own));
   free(file.chars);
+  free(file.pair);
 }
 
 /* A GPT model file (--load): its vocabulary (check_vocab), then nanoGPT's

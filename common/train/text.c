@@ -152,6 +152,7 @@ void dt_text_load(dt_text *t, const char *path, int bytes, int64_t multiple, int
 void dt_text_free(dt_text *t) {
   free(t->ids);
   free(t->vocab.chars);
+  free(t->vocab.pair);
   *t = (dt_text){0};
 }
 
@@ -332,4 +333,8 @@ int dt_vocab_parse(dt_vocab *v, const char *json, size_t len, char *err, size_t 
   free(v->chars);
   *v = (dt_vocab){.size = n, .used = n, .chars = chars};
   return 0;
+}
+
+int dt_utf8_at(const unsigned char *s, size_t n, size_t i, uint32_t *cp) {
+  return utf8_at(s, n, i, cp);
 }

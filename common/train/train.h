@@ -444,9 +444,11 @@ size_t dt_attn_scratch_bytes(void);
  * 10% validate. V is padded to a multiple (the vocabulary's slices). */
 typedef struct {
   int64_t size;    /* V: token ids 0 .. V-1, the last size - used of them padding */
-  int64_t used;    /* the tokens the text has (characters), or 256 (bytes) */
-  int bytes;       /* 1: each byte a token */
+  int64_t used;    /* the tokens the text has (characters), or 256 (bytes), 256 + merges (BPE) */
+  int bytes;       /* 1: each byte a token (BPE: before its merges) */
   uint32_t *chars; /* characters: the code point of each id, ascending */
+  int64_t merges;  /* BPE (bpe.c): token 256 + k joins pair[2k] and pair[2k + 1] */
+  int32_t *pair;
 } dt_vocab;
 struct dt_text {
   dt_vocab vocab;
@@ -473,6 +475,34 @@ char *dt_vocab_decode(const dt_vocab *v, const int32_t *ids, int64_t n); /* mall
  * needs it (malloc'ed); and back (0, or -1 with err on a malformed one). */
 char *dt_vocab_json(const dt_vocab *v);
 int dt_vocab_parse(dt_vocab *v, const char *json, size_t len, char *err, size_t errlen);
+/* Byte-level BPE (bpe.c, bpe_text.c; minbpe's BasicTokenizer, no pre-split):
+ * up to `merges` merges of the n bytes, each the most frequent adjacent pair
+ * (ties: the lowest (a, b)) into token 256 + k, into pairs [2 merges]; it
+ * stops where no pair occurs twice. Returns how many; out (if not NULL, n
+ * ints) gets the merged sequence, *out_n its length. */
+int64_t dt_bpe_learn(const int32_t *bytes, int64_t n, int64_t merges, int32_t *pairs, int32_t *out,
+                     int64_t *out_n);
+/* n bytes (as ints) to tokens, the merges applied in learned order (minbpe's
+ * encode); ids may be bytes. Returns the count. */
+int64_t dt_bpe_encode(const dt_vocab *v, const int32_t *bytes, int64_t n, int32_t *ids);
+/* dt_text_load's, as BPE tokens: `merges` learned from the training split
+ * (its first 90% of bytes) by rank 0 and broadcast, or given's (a file's);
+ * the splits encoded apart. Collective over the world. */
+void dt_text_load_bpe(dt_text *t, const char *path, int64_t merges, const dt_vocab *given,
+                      int64_t multiple, int64_t window);
+/* The merges as the metadata holds them ("a b a b ...", malloc'ed), and
+ * back (0, or -1 with err: garbage, an id not defined before its merge,
+ * another count than vocab_used's) */
+char *dt_bpe_text(const dt_vocab *v);
+int dt_bpe_parse(dt_vocab *v, const char *s, int64_t used, char *err, size_t errlen);
+const char *dt_vocab_kind(const dt_vocab *v);            /* "char", "byte" or "bpe" */
+const char *dt_vocab_noun(const dt_vocab *v);            /* "characters", "bytes" or "BPE tokens" */
+int dt_vocab_same(const dt_vocab *a, const dt_vocab *b); /* the same tokens, id for id */
+/* Any vocabulary's encode and decode (BPE's here, the others' text.c's);
+ * BPE's text shows a byte that is no printable character as \xNN. */
+int64_t dt_tokens_encode(const dt_vocab *v, const char *s, int32_t *ids, int64_t cap, char *err,
+                         size_t errlen);
+char *dt_tokens_decode(const dt_vocab *v, const int32_t *ids, int64_t n);
 
 /* -------------------------------------------------------------------- gpt */
 /* DT_GPT, nanoGPT's GPT with bias=False (gpt.c), on R rows of tokens:
@@ -618,8 +648,8 @@ char *dt_gpt_sample(const dt_train_config *c, const dt_vocab *vocab, const float
  * context, --heads the heads). */
 #define DT_GPT_OPTIONS(c)                                                                          \
   DT_STRING("--text", &(c)->text, NULL, "train on this UTF-8 text (e.g. README.md)"),              \
-      DT_STRING("--tokens", &(c)->tokens, "char|byte",                                             \
-                "tokens: the text's characters, or its bytes (V = 256)"),                          \
+      DT_STRING("--tokens", &(c)->tokens, "char|byte|bpe:N",                                       \
+                "tokens: characters, bytes (V = 256), or bytes and N BPE merges (V = 256 + N)"),   \
       DT_INT("--warmup", &(c)->warmup, -1, 1 << 30,                                                \
              "steps of linear learning-rate warm-up (-1: a tenth of the decay's)"),                \
       DT_INT("--lr-decay-steps", &(c)->decay_steps, 0, 1 << 30,                                    \

@@ -27,6 +27,10 @@ extern "C" {
 #define HAVE_WIDE 0
 #endif
 
+/* text.c: the code point at s[i] and its length in bytes, or 0 where the
+ * bytes are not UTF-8 there */
+int dt_utf8_at(const unsigned char *s, size_t n, size_t i, uint32_t *cp);
+
 /* kernels_cpu.c / kernels.cu: one-time setup (BLAS threads, cuBLAS handle),
  * done by dt_train_resolve or the first kernel that needs it */
 void dt_kernels_init(void);
