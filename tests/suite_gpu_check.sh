@@ -6,8 +6,10 @@
 # it on the cuda binaries, where every run must fail naming the CUDA error).
 GC=$LOGS/gpu-check
 rm -rf "$GC"
+# the build, each unit test at NP 1 and 2, the tour at NP 1 and 2, and 16 runs
+GC_N=$((1 + 2 * $(ls tests/test_*.c | wc -l) + 2 + 16))
 check "gpu-check: the dry run lists every check of the issue and runs none" 0 0 \
-  '^gpu-check: a dry run' '^dry run: 26 checks listed, none run' \
+  '^gpu-check: a dry run' "^dry run: $GC_N checks listed, none run" \
   'build +limit 400s: make -s BACKEND=cuda ' \
   'unit test_gpt np=2 +limit 180s: .*-np 2 \./tests/test_gpt +\[wants: UNIT PASSED\]' \
   'tour np=1 +limit 300s: make -s BACKEND=cuda .* tour NP=1 ' 'tour np=2 +limit 300s: make .* tour NP=2 ' \
@@ -19,6 +21,8 @@ check "gpu-check: the dry run lists every check of the issue and runs none" 0 0 
   '14 np=1 sample eval .*-np 1 \./14_gpt/gpt --steps 5 --sample 50 --eval-every 5 ' \
   '14 tp 2 sequence-parallel .*-np 2 .*--tp 2 --sequence-parallel ' \
   '14 pp 2 recompute .*-np 2 .*--pp 2 --recompute ' \
+  '12 mesh 2,1,1,2 bf16 .*-np 4 .*--tp 2 --precision bf16 ' '14 tp 2 bf16 .*-np 2 .*--tp 2 --precision bf16 ' \
+  '14 tp 2 bpe .*-np 2 .*--tp 2 --tokens bpe:64 ' \
   'memcheck 11 .*-np 1 compute-sanitizer --tool memcheck .* \./11_cp/cp --steps 2 +\[wants: ERROR SUMMARY: 0 errors\]' \
   'memcheck 14 .*compute-sanitizer --tool memcheck .* \./14_gpt/gpt --steps 2 ' \
   -- env GPU_CHECK_DRY=1 bash tools/gpu-node/check.sh "$GC/dry"
@@ -26,7 +30,7 @@ check "gpu-check: the dry run leaves its summary alone in the folder" 0 0 '^summ
   bash -c '[ "$(ls "$1" | wc -l)" -eq 1 ] && ls "$1"' _ "$GC/dry"
 if [ "${GPUS:-0}" = 0 ]; then
   check "gpu-check: make gpu-check without a GPU is that dry run, said so" 0 0 \
-    '^gpu-check: no GPU here \(nvidia-smi lists none\): a dry run' '^dry run: 26 checks listed, none run' \
+    '^gpu-check: no GPU here \(nvidia-smi lists none\): a dry run' "^dry run: $GC_N checks listed, none run" \
     -- ${MAKE:-make} -s gpu-check GPU_CHECK_DIR="$GC/make"
 fi
 # the machinery's pass and summary, on the cpu backend's binaries (the cuda

@@ -74,6 +74,10 @@ add "13 measure gpt14" 1 150 'CHECK PASSED' "$BIN/13_plan/plan --measure --model
 add "14 np=1 sample eval" 1 120 'CHECK PASSED' "$BIN/14_gpt/gpt $STEPS --sample 50 --eval-every 5"
 add "14 tp 2 sequence-parallel" 2 120 'CHECK PASSED' "$BIN/14_gpt/gpt $STEPS --tp 2 --sequence-parallel"
 add "14 pp 2 recompute" 2 120 'CHECK PASSED' "$BIN/14_gpt/gpt $STEPS --pp 2 --recompute"
+# 16 bits on the wire (12, 14) and BPE tokens: paths no GPU has run yet
+add "12 mesh 2,1,1,2 bf16" 4 150 'CHECK PASSED' "$BIN/12_mesh/mesh $STEPS --dp 2 --pp 1 --cp 1 --tp 2 --precision bf16"
+add "14 tp 2 bf16" 2 120 'CHECK PASSED' "$BIN/14_gpt/gpt $STEPS --tp 2 --precision bf16"
+add "14 tp 2 bpe" 2 120 'CHECK PASSED' "$BIN/14_gpt/gpt $STEPS --tp 2 --tokens bpe:64"
 # --report-api-errors no: NCCL's start asks for kernels built for other GPUs
 # (handled by NCCL, reported by default); memory errors are still reported
 SAN="compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99"
