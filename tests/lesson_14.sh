@@ -49,6 +49,7 @@ check "14 np=2 tp" 2 0 "$PASS14" "$BYTES14" "$MEM14" "$REPL14" "$(mesh14 1 1 1 2
   "$PAD14" \
   "$(row14 tp 'all_reduce \(activ\)' 10 327680)" "$(row14 tp 'all_reduce \(max\)' 1 1024)" \
   "$(row14 tp 'all_reduce \(sum\|target\)' 1 2048)" \
+  "^  the loss's two all-reduces over tp \\(rank 0, in its tp time above\\): max [0-9.]+ ms, sum\\|target [0-9.]+ ms per step, [0-9.]+ ms in all\$" \
   '^    the logits: \[R, V/tp\] = \[256, '"$((V14_2 / 2))"'\] a microbatch, ' \
   "^    never gathered: a rank's slice R x V/tp x 4 = $((256 * V14_2 / 2 * 4)) bytes, of \\[R, V\\]'s R x V x 4 = $((256 * V14_2 * 4))\$" \
   -- $D14 "${SMALL14[@]}" --steps 5 --tp 2
