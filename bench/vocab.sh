@@ -200,7 +200,7 @@ fi
   echo
   echo "| V | tp | logits a rank: R x V/tp x 4 (bytes) | [R, V]: R x V x 4 | logits + dlogits in activ | activ peak (measured) | an all-gather of [R, V]: (tp-1)/tp x R x V x 4 received | its time, measured (ms) | the loss's all-reduces: bytes sent | their time (ms) | step (median, ms) | validation loss (nats) | bits per byte |"
   echo "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
-  awk -F, 'NR > 1 { printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $5, $6, $7, $8, ($2 == 1 ? "-" : $9), ($2 == 1 ? "-" : $10), ($2 == 1 ? "-" : $11), ($2 == 1 ? "-" : $12), $13, $14, $15 }' "$CSV"
+  awk -F, 'NR > 1 { printf "| %s | %s | %s x %s x 4 = %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, ($2 == 1 ? "-" : sprintf("(%s-1)/%s x %s x %s x 4 = %s", $2, $2, $3, $1, $9)), ($2 == 1 ? "-" : $10), ($2 == 1 ? "-" : $11), ($2 == 1 ? "-" : $12), $13, $14, $15 }' "$CSV"
   echo "| $CHAR_V (characters) | 1 | | | | | - | - | - | - | $CHAR_MS | $CHAR_VAL | $CHAR_BPB |"
   echo
   echo "The validation split's tokens and bytes, as each run printed them (bits per byte = loss x tokens / bytes / ln 2):"
