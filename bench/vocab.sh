@@ -143,7 +143,7 @@ Q4=""
 if [ "$GPT2" = 1 ]; then # the README's question 4: GPT-2's V, D 768, one 1024-token sequence, tp 8
   say "14_gpt, bpe:50001 (V = 50,257), D 768, S 1024, B 1, tp 8, 2 steps"
   run gpt2_tp8 8 "$BIN" --text "$TEXT" --tokens bpe:50001 --tp 8 "${MESH1[@]}" --layers 1 \
-    --dim 768 --heads 12 --seq 1024 --batch 1 --steps 2 --eval-every 0 --sample 0 --no-check
+    --dim 768 --heads 16 --seq 1024 --batch 1 --steps 2 --eval-every 0 --sample 0 --no-check
   R=$(get gpt2_tp8 's/^    the logits: \[R, V\/tp\] = \[([0-9]+), ([0-9]+)\].*/\1 \2/p')
   ag=$(gather gather_gpt2_tp8 8 $((${R% *} * ${R#* })))
   Q4=$(row gpt2_tp8 8 "$ag")
@@ -223,7 +223,7 @@ fi
     echo
     echo "### GPT-2's vocabulary (14_gpt/README.md, question 4)"
     echo
-    echo "bpe:50001 = 50,257 tokens (padded to V = $V at tp 8), D 768, 12 heads, one layer, one sequence of"
+    echo "bpe:50001 = 50,257 tokens (padded to V = $V at tp 8), D 768, 16 heads (GPT-2's 12 do not split over tp 8), one layer, one sequence of"
     echo "1,024 tokens (B 1: R = $R rows), tp 8 (NP 8 on $CORES cores), 2 steps: a rank's logits $slice bytes"
     echo "(R x V/tp x 4), the whole [R, V] $full; an all-gather of them would bring each rank $gb bytes"
     echo "((tp-1)/tp x R x V x 4), measured at $ag ms at NP 8; the loss's two all-reduces sent $lb bytes a rank"
