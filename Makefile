@@ -216,6 +216,11 @@ $(TOOL_BINS): $(BIN_DIR)/tests/%: $(BUILD)/tests/%.o $(LIBS) $(STAMP)
 A2A_BENCH := $(BUILD)/bench_all_to_all
 $(A2A_BENCH): $(BUILD)/tests/bench_all_to_all.o $(BUILD)/10_ep/exchange.o $(LIBS) $(STAMP)
 	$(MPICC) $(LDFLAGS) $(filter %.o %.a,$^) -o $@ $(LDLIBS)
+# The library's all-gather at one size (what gathering 14_gpt's logits would
+# cost): a benchmark, built by `make bench-vocab` alone (bench/vocab.sh).
+AG_BENCH := $(BUILD)/bench_all_gather
+$(AG_BENCH): $(BUILD)/tests/bench_all_gather.o $(LIBS) $(STAMP)
+	$(MPICC) $(LDFLAGS) $(filter %.o %.a,$^) -o $@ $(LDLIBS)
 
 # The tiny Shakespeare text for 14_gpt, its size and SHA-256 checked
 # (tools/data.sh); offline it says how to train on any text with --text.
@@ -347,6 +352,15 @@ bench-cp: all
 .PHONY: bench-gpt
 bench-gpt: all
 	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" bash bench/gpt.sh
+
+# Lesson 14's vocabulary parallelism measured (bench/vocab.sh): 14_gpt at
+# V = 4,096 and 16,384 (--tokens bpe:N) at tp 1, 2, 4: the logits' memory per
+# rank, what gathering them would cost (bench_all_gather at that size), the
+# loss's all-reduces, the validation loss in bits per byte against the
+# characters'. Writes bench/vocab.md (and bench/vocab.png with gnuplot).
+.PHONY: bench-vocab
+bench-vocab: all $(AG_BENCH)
+	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" AG_BIN=$(AG_BENCH) bash bench/vocab.sh
 
 .PHONY: bench-mesh
 bench-mesh: all

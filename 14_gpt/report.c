@@ -26,6 +26,7 @@ void gpt_pieces(model *m, float *buf, int64_t n, dt_op op, dt_counter *row) {
   dt_all_reduce(m->axis[TP], buf, buf, (size_t)n, DT_F32, op);
   row->calls += ar->calls - kept.calls;
   row->bytes_sent += ar->bytes_sent - kept.bytes_sent;
+  row->seconds += ar->seconds - kept.seconds; /* and still tp's: its blocked time is all of it */
   ar->calls = kept.calls;
   ar->bytes_sent = kept.bytes_sent;
 }
@@ -174,6 +175,11 @@ void gpt_report(model *m, dt_run *r) {
       dt_comm_total(m->axis[TP]).seconds * ms, dt_comm_total(m->axis[CP]).seconds * ms,
       dt_comm_total(m->axis[PP]).seconds * ms, dt_comm_total(m->dc).seconds * ms,
       dt_comm_total(m->emb).seconds * ms);
+  if (m->last && m->n[TP] > 1)
+    dt_print0("  the loss's two all-reduces over tp (rank 0, in its tp time above): max %.3f ms, "
+              "sum|target %.3f ms per step, %.3f ms in all\n",
+              m->ce[0].seconds * ms, m->ce[1].seconds * ms,
+              (m->ce[0].seconds + m->ce[1].seconds) * ms);
   bad = 0;
   memory(m, r, &bad);
   dt_host_all_reduce(m->world, &bad, 1, DT_I32, DT_MAX);

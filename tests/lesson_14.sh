@@ -49,6 +49,7 @@ check "14 np=2 tp" 2 0 "$PASS14" "$BYTES14" "$MEM14" "$REPL14" "$(mesh14 1 1 1 2
   "$PAD14" \
   "$(row14 tp 'all_reduce \(activ\)' 10 327680)" "$(row14 tp 'all_reduce \(max\)' 1 1024)" \
   "$(row14 tp 'all_reduce \(sum\|target\)' 1 2048)" \
+  "^  the loss's two all-reduces over tp \\(rank 0, in its tp time above\\): max [0-9.]+ ms, sum\\|target [0-9.]+ ms per step, [0-9.]+ ms in all\$" \
   '^    the logits: \[R, V/tp\] = \[256, '"$((V14_2 / 2))"'\] a microbatch, ' \
   "^    never gathered: a rank's slice R x V/tp x 4 = $((256 * V14_2 / 2 * 4)) bytes, of \\[R, V\\]'s R x V x 4 = $((256 * V14_2 * 4))\$" \
   -- $D14 "${SMALL14[@]}" --steps 5 --tp 2
@@ -192,9 +193,39 @@ for spec in "README.md 2 --tp 2 --seed 1" "CHECKING.md 4 --pp 2 --tp 2 --seed 2"
     $D14 "${SMALL14[@]}" --text "${f[0]}" --steps 300 "${f[@]:2}"
 done
 
+# The validation loss in bits per byte, the eval's second line, in the log
+# of test $1: the validation split's tokens ($2) and bytes ($3), counted here
+# apart from the lesson, and its noun ($4) exact; the figure loss x tokens /
+# bytes / ln 2 of the loss the line prints (6 digits) to its own 4 digits
+bpb14() {
+  local f got loss tok byt noun
+  f=$(sed -En 's/^  validation ([0-9.]+) bits per byte = loss x tokens \/ bytes \/ ln 2 = ([0-9.]+) x ([0-9]+) \/ ([0-9]+) \/ ln 2 \(the validation split.s (.+) and bytes\)$/\1 \2 \3 \4 \5/p' \
+    "$(check_log "$1")" | head -n 1)
+  read -r got loss tok byt noun <<<"$f"
+  if [ -n "$f" ] && [ "$tok $byt $noun" = "$2 $3 $4" ] &&
+    awk -v g="$got" -v l="$loss" -v t="$tok" -v b="$byt" 'BEGIN { d = g - l * t / b / log(2); exit !(d < 5.1e-5 && d > -5.1e-5) }'; then
+    pass "$1: validation $got bits per byte = $loss x $tok / $byt / ln 2 ($noun)"
+  else
+    fail "$1: bits per byte = loss x $2 / $3 / ln 2 ($4)" "$(check_log "$1")" "got: ${f:-no bits per byte line}"
+  fi
+}
+# the last 10% of a file's bytes (--tokens byte and bpe:N split the bytes)
+valbytes14() { local n; n=$(($(wc -c <"$1"))); echo $((n - n * 9 / 10)); }
+# a file's characters: the validation split's count and its UTF-8 bytes
+valchars14() {
+  perl -CSD -0777 -ne 'my @c = split //; my $t = int(@c * 9 / 10); my $b = 0;
+    for (@c[$t .. $#c]) { my $s = $_; utf8::encode($s); $b += length $s } print scalar(@c) - $t, " $b"' "$1"
+}
+
 # text in, text out: another text, bytes, evaluation, a sample, the throughput
 check "14 np=2 another text, bytes" 2 0 "$PASS14" 'text CHECKING.md: [0-9]+ byte tokens' -- \
-  $D14 "${SMALL14[@]}" --steps 3 --text CHECKING.md --tokens byte --tp 2
+  $D14 "${SMALL14[@]}" --steps 3 --text CHECKING.md --tokens byte --tp 2 --eval-every 3 --eval-batches 1
+bpb14 "14 np=2 another text, bytes" "$(valbytes14 CHECKING.md)" "$(valbytes14 CHECKING.md)" bytes
+# characters of more than one byte (x, -, ... in 14_gpt/README.md's last 10%): bytes > tokens
+check "14 np=2 eval, a text of multibyte characters" 2 0 "$PASS14" -- $D14 "${SMALL14[@]}" \
+  --steps 2 --tp 2 --text 14_gpt/README.md --eval-every 2 --eval-batches 1
+read -r ct14 cb14 <<<"$(valchars14 14_gpt/README.md)"
+bpb14 "14 np=2 eval, a text of multibyte characters" "$ct14" "$cb14" characters
 check "14 np=4 eval and sample" 4 0 "$PASS14" \
   '^eval after step 2: train loss [0-9.]+, validation loss [0-9.]+ \(2 batches of 8 windows each\)' \
   '^eval after step 4: ' '^sample \(40 tokens, temperature 0.8, top-k 5\):$' '^The ' \
@@ -202,6 +233,8 @@ check "14 np=4 eval and sample" 4 0 "$PASS14" \
   '^step +1/4 +loss [0-9.]+ +\(last stage, mean over dp x cp\) +[0-9.]+ ms +[0-9]+ tokens/s$' \
   -- $D14 "${SMALL14[@]}" --steps 4 --pp 2 --tp 2 --eval-every 2 --eval-batches 2 --sample 40 \
   --prompt 'The ' --temperature 0.8 --top-k 5
+read -r ct14 cb14 <<<"$(valchars14 README.md)"
+bpb14 "14 np=4 eval and sample" "$ct14" "$cb14" characters
 # the default model learns: from about ln V (4.54) to below 3 in 100 steps,
 # with its default warm-up (a tenth: 10 steps to lr 3e-3), checked each step
 check "14 np=2 the default model, 100 steps" 2 0 "$PASS14" '^step +1/100 +loss 4\.[0-9]+ ' \
@@ -395,7 +428,10 @@ for spec in "1" "2 --tp 2" "4 --pp 2 --tp 2" "4 --cp 2 --dp 2"; do
   check "14 np=${f[0]} bpe${f[1]:+ ${f[*]:1}}" "${f[0]}" 0 "$PASS14" "$BYTES14" "$MEM14" \
     "$VOC14 ${f[0]} ranks?, 128 ints\) = 320 BPE tokens$" \
     '^model: GPT .* V=320 ' '^text README.md: [0-9]+ BPE tokens, [0-9]+ train' -- \
-    $D14 "${SMALL14[@]}" "${BPE14[@]}" --steps 5 "${f[@]:1}"
+    $D14 "${SMALL14[@]}" "${BPE14[@]}" --steps 5 "${f[@]:1}" --eval-every 5 --eval-batches 1
+  # the validation tokens: the text line's (bench/bpe.py recounts NP 1's below)
+  bpb14 "14 np=${f[0]} bpe${f[1]:+ ${f[*]:1}}" "$(sed -En 's/^text README.md: [0-9]+ BPE tokens, [0-9]+ train, ([0-9]+) validation;.*/\1/p' \
+    "$(check_log "14 np=${f[0]} bpe${f[1]:+ ${f[*]:1}}")")" "$(valbytes14 README.md)" "BPE tokens"
 done
 rm -f "$T14/bpe.safetensors"
 check "14 np=2 bpe save" 2 0 "$PASS14" "saved $T14/bpe.safetensors" -- $D14 "${SMALL14[@]}" \

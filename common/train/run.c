@@ -215,6 +215,13 @@ static void evaluate(dt_run *r, int64_t step) {
               "windows each)\n",
               (long long)step + 1, loss[0], loss[1], (long long)r->c.eval_batches,
               (long long)r->c.batch);
+    /* nats a token to bits a byte: any two vocabularies of one text compare */
+    const dt_text *t = r->c.corpus;
+    int64_t tokens = t->n - t->train, bytes = t->bytes[1];
+    dt_print0("  validation %.4f bits per byte = loss x tokens / bytes / ln 2 = %.6f x %lld / %lld "
+              "/ ln 2 (the validation split's %s and bytes)\n",
+              loss[1] * (double)tokens / (double)bytes / log(2.0), loss[1], (long long)tokens,
+              (long long)bytes, dt_vocab_noun(&t->vocab));
   }
   dt_host_barrier(r->world);
   r->aside += dt_now() - t0;

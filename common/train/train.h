@@ -454,6 +454,7 @@ struct dt_text {
   dt_vocab vocab;
   int32_t *ids;     /* the text's tokens */
   int64_t n, train; /* how many; the first `train` of them train */
+  int64_t bytes[2]; /* the training and the validation split's bytes (bits per byte) */
 };
 /* Read and tokenize path (dt_fail with one clear message on a missing,
  * empty or non-UTF-8 file, or one whose splits are shorter than a window of
