@@ -122,24 +122,24 @@ void dt_text_load(dt_text *t, const char *path, int bytes, int64_t multiple, int
   size_t n;
   unsigned char *s = read_all(path, &n);
   *t = (dt_text){.vocab.bytes = bytes};
+  uint32_t *cp = NULL; /* characters: their code points */
   if (bytes) {
     t->n = (int64_t)n;
     t->ids = dt_host_alloc(n, sizeof *t->ids);
     for (size_t i = 0; i < n; i++) t->ids[i] = s[i];
     t->vocab.used = 256;
   } else {
-    uint32_t *cp = code_points(s, n, path, &t->n);
+    cp = code_points(s, n, path, &t->n);
     t->ids = dt_host_alloc((size_t)t->n, sizeof *t->ids);
     characters(t, cp);
-    for (int64_t i = 0; i < t->n * 9 / 10; i++) /* the training split's UTF-8 bytes */
-      t->bytes[0] += cp[i] < 0x80 ? 1 : cp[i] < 0x800 ? 2 : cp[i] < 0x10000 ? 3 : 4;
-    free(cp);
   }
+  t->train = t->n * 9 / 10;              /* nanoGPT's split: int(n * 0.9) */
+  for (int64_t i = 0; i < t->train; i++) /* the training split's UTF-8 bytes */
+    t->bytes[0] += !cp ? 1 : cp[i] < 0x80 ? 1 : cp[i] < 0x800 ? 2 : cp[i] < 0x10000 ? 3 : 4;
+  free(cp);
   free(s);
   if (multiple < 1) multiple = 1;
   t->vocab.size = (t->vocab.used + multiple - 1) / multiple * multiple;
-  t->train = t->n * 9 / 10; /* nanoGPT's split: int(n * 0.9) */
-  if (bytes) t->bytes[0] = t->train;
   t->bytes[1] = (int64_t)n - t->bytes[0];
   if (t->train < window || t->n - t->train < window)
     dt_fail("--text %s holds %lld tokens, %lld to train on and %lld to validate: each must hold a "
