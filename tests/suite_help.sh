@@ -9,8 +9,9 @@
 #    or else names a file the run writes; a flag whose help gives an example
 #    of its use, "(e.g. with --X V ...)", runs with those flags;
 #  - a switch whose help says "not under mpirun" runs as one process without
-#    mpirun, with the flags that say "with" it; accepted there means not
-#    refused (no "error:" line, not exit 2): its work has a test of its own;
+#    mpirun, with the flags that say "with" it (and the short form its
+#    folder's alone.flags gives it); accepted there means not refused (no
+#    "error:" line, not exit 2): its work has a test of its own;
 #  - every shared training flag (DT_TRAIN_OPTIONS in common/train/train.h)
 #    and every shared choice it leaves out is refused, exit 2, by
 #    "error: --flag: LESSON does not take it: <why>" (DT_REFUSED in its table);
@@ -61,6 +62,10 @@ help_alone() {
   for f2 in $(awk -v f="$flag" '$0 ~ "^  --[a-z0-9-]+ +with " f ":" { print $1 }' "$HT/help"); do
     w+=("$f2")
   done
+  # alone.flags: "FLAG WORDS...", a short form of a switch whose whole run the
+  # lesson's own tests make (13's --verify: minutes there, seconds here)
+  # shellcheck disable=SC2207 # the file's words are flags
+  w+=($(awk -v f="$flag" '$1 == f { $1 = ""; print }' "$(dirname "$bin")/alone.flags" 2>/dev/null))
   local log; log=$(check_log "$name")
   with_timeout -k 5 "${HELP_TIMEOUT_ALONE:-600}" "$bin" "$flag" ${w[@]+"${w[@]}"} >"$log" 2>&1 </dev/null
   rc=$?
