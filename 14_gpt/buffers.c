@@ -183,7 +183,6 @@ void gpt_buffers(model *m, dt_run *r) {
   /* host: the windows, and the step's tokens and targets made from them
    * before one copy each to the backend (text.c reads the text there) */
   m->windows = dt_host_alloc((size_t)(m->Bm * (m->S + 1) + 2 * m->M * R), sizeof *m->windows);
-  gpt_wires(m, c);
 }
 
 /* Row i of a sequence's Sl rows here: its position in the whole sequence */

@@ -51,6 +51,7 @@ static void layout(model *m, dt_run *r) {
   m->L = r->c.layers / m->n[PP];
   m->l0 = m->at[PP] * m->L;
   gpt_buffers(m, r);
+  gpt_wires(m, &r->c); /* --precision's copies, of the sizes buffers.c set */
   dt_comm *each[] = {m->axis[TP], m->axis[CP], m->axis[PP], m->dc, m->emb};
   memcpy(r->comms, each, sizeof each);
   r->loss_ranks = (double)(m->n[DP] * m->n[CP]); /* the last stages' tp rank 0 */
@@ -74,6 +75,20 @@ static void embed_backward(model *m, const int32_t *tokens) {
   float *d = gpt_gather(m, m->dx, m->dfull); /* dL/dx_0, every row */
   dt_embed_backward(tokens, m->R, d, m->v0, m->Vs, m->D, gpt_wte(m, m->g));
   gpt_positions_backward(m, d, 0, m->R, gpt_wpe(m, m->g));
+}
+
+/* An all-reduce over tp of the cross-entropy's pieces (n floats of buf,
+ * op), counted on the loss's own rows of the report (row), not among tp's
+ * all_reduce (activ); its time stays tp's, blocked all the same. Not
+ * static: the exercise's stub, which has no all-reduce, leaves it unused. */
+void gpt_pieces(model *m, float *buf, int64_t n, dt_op op, dt_counter *row) {
+  dt_counter *ar = &m->axis[TP]->count[DT_ALL_REDUCE], kept = *ar;
+  dt_all_reduce(m->axis[TP], buf, buf, (size_t)n, DT_F32, op);
+  row->calls += ar->calls - kept.calls;
+  row->bytes_sent += ar->bytes_sent - kept.bytes_sent;
+  row->seconds += ar->seconds - kept.seconds; /* and still tp's: its blocked time is all of it */
+  ar->calls = kept.calls;
+  ar->bytes_sent = kept.bytes_sent;
 }
 
 /* The head: LN_f, the logits of this rank's rows of the vocabulary, and

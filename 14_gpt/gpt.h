@@ -54,7 +54,6 @@ typedef struct {
   int32_t *tokens, *targets; /* M x [R] (first stage, last stage), the backend's */
   int32_t *windows;          /* host: [Bm, S+1], then the tokens, targets staged */
   dt_counter ce[2];          /* the cross-entropy's all-reduces on tp: the max, the sums */
-  double ce_seconds;
 } model;
 
 /* Layer l's weights on this rank: ln1, ln2 [D] (whole: a tp replica); its
@@ -83,6 +82,10 @@ typedef struct {
 typedef struct {
   float *mean, *rstd, *hf, *logits, *mx, *sum, *tl;
 } head_acts;
+
+/* gpt.c: an all-reduce over tp of the cross-entropy's pieces (n floats of
+ * buf, op), counted on the report's own row, not tp's all_reduce (activ) */
+void gpt_pieces(model *m, float *buf, int64_t n, dt_op op, dt_counter *row);
 
 /* buffers.c: the weights' buffer and its places in the whole model, the
  * slots, the scratch, the step's tokens (formulas.c counts them) */
@@ -135,9 +138,6 @@ void gpt_check(const model *m, const dt_train_config *c);
  * memory, beside formulas.c's; the throughput and its MFU (nothing after
  * --steps 0) */
 void gpt_report(model *m, dt_run *r);
-/* An all-reduce over tp of the cross-entropy's pieces (n floats of buf,
- * op), counted on the report's own row, not tp's all_reduce (activ) */
-void gpt_pieces(model *m, float *buf, int64_t n, dt_op op, dt_counter *row);
 void gpt_mfu(const model *m, const dt_run *r);
 
 #endif

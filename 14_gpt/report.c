@@ -21,16 +21,6 @@ void gpt_check(const model *m, const dt_train_config *c) {
             (long long)R, (long long)T);
 }
 
-void gpt_pieces(model *m, float *buf, int64_t n, dt_op op, dt_counter *row) {
-  dt_counter *ar = &m->axis[TP]->count[DT_ALL_REDUCE], kept = *ar;
-  dt_all_reduce(m->axis[TP], buf, buf, (size_t)n, DT_F32, op);
-  row->calls += ar->calls - kept.calls;
-  row->bytes_sent += ar->bytes_sent - kept.bytes_sent;
-  row->seconds += ar->seconds - kept.seconds; /* and still tp's: its blocked time is all of it */
-  ar->calls = kept.calls;
-  ar->bytes_sent = kept.bytes_sent;
-}
-
 /* This rank's share, as the formulas take it (formulas.c) */
 static gpt_share share_of(const model *m, const dt_run *r) {
   int64_t lo = 0, hi = m->nw;
