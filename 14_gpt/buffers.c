@@ -9,24 +9,9 @@
 
 static float *alloc(int64_t n, dt_tag tag) { return n ? dt_alloc_f32((size_t)n, tag) : NULL; }
 
-/* floats of one layer's activations: LN1's and LN2's statistics, h1, h2,
- * q, k, v, o, lse, x2, a, u, and its output (formulas.c's) */
-static int64_t per_layer(const model *m) {
-  int64_t R = m->R, Rs = m->Rs, D = m->D;
-  return 4 * Rs + 2 * R * D + 4 * R * m->W + R * m->A + 2 * Rs * D + 2 * R * m->Hs;
-}
-
-static int64_t head_floats(const model *m) {
-  return m->last ? 2 * m->Rs + m->R * m->D + m->R * m->Vs + 3 * m->R : 0;
-}
-
-size_t gpt_out(const model *m) {
-  return (size_t)(m->recompute ? m->L * m->Rs * m->D : m->L * per_layer(m));
-}
-
 layer_acts gpt_acts(const model *m, float *slot, int64_t l) {
   int64_t R = m->R, Rs = m->Rs, D = m->D, RW = R * m->W;
-  float *at = m->recompute ? m->layer : slot + Rs * D + l * per_layer(m);
+  float *at = m->recompute ? m->layer : slot + Rs * D + l * m->per_layer;
   layer_acts p = {.mean1 = at, .rstd1 = at + Rs};
   p.h1 = p.rstd1 + Rs;
   p.q = p.h1 + R * D;
@@ -41,20 +26,8 @@ layer_acts gpt_acts(const model *m, float *slot, int64_t l) {
   p.a = p.h2 + R * D;
   p.u = p.a + R * m->Hs;
   p.out = m->recompute ? slot + (l + 1) * Rs * D : p.u + R * m->Hs;
-  p.x = m->recompute ? slot + l * Rs * D : slot + l * per_layer(m); /* x_0, or the last out */
+  p.x = m->recompute ? slot + l * Rs * D : slot + l * m->per_layer; /* x_0, or the last out */
   return p;
-}
-
-head_acts gpt_head(const model *m, float *slot) {
-  int64_t R = m->R;
-  head_acts h = {.mean = slot + gpt_out(m) + m->Rs * m->D};
-  h.rstd = h.mean + m->Rs;
-  h.hf = h.rstd + m->Rs;
-  h.logits = h.hf + R * m->D;
-  h.mx = h.logits + R * m->Vs;
-  h.sum = h.mx + R;
-  h.tl = h.sum + R; /* right after sum: one all-reduce sums both */
-  return h;
 }
 
 dt_gpt_shape gpt_shape(const model *m) {
@@ -63,16 +36,10 @@ dt_gpt_shape gpt_shape(const model *m) {
 
 dt_gpt_block gpt_layer(const model *m, float *w, int64_t l) {
   int64_t DW = m->D * m->W;
-  float *at = w + l * m->nl, *gains = gpt_gains(m, w) + 2 * l * m->D;
+  float *at = w + l * m->nl, *gains = w + m->at_of[REPLICAS] + 2 * l * m->D;
   return (dt_gpt_block){gains,       at,           at + DW,     at + 2 * DW,
                         at + 3 * DW, gains + m->D, at + 4 * DW, at + 4 * DW + m->D * m->Hs};
 }
-
-float *gpt_wte(const model *m, float *w) { return w + m->at_of[VOCAB]; }
-float *gpt_gains(const model *m, float *w) { return w + m->at_of[REPLICAS]; }
-int64_t gpt_gains_n(const model *m) { return (2 * m->L + m->last) * m->D; }
-float *gpt_lnf(const model *m, float *w) { return gpt_gains(m, w) + 2 * m->L * m->D; }
-float *gpt_wpe(const model *m, float *w) { return gpt_gains(m, w) + gpt_gains_n(m); }
 
 /* Tensor n of the class: its index in the model, whether tp splits its rows */
 static int tensor_is(int64_t *t, int *by_rows, int n, int64_t index, int rows) {
@@ -146,6 +113,34 @@ static void sizes(model *m, const dt_train_config *c) {
   m->nw = m->at_of[CLASSES];
 }
 
+gpt_share gpt_share_here(const model *m, const dt_run *r) {
+  int64_t lo = 0, hi = m->nw;
+  if (m->zero) fsdp_range(&m->f, &lo, &hi);
+  return (gpt_share){.n = m->n,
+                     .s = m->at[PP],
+                     .L = m->L,
+                     .M = m->M,
+                     .R = m->R,
+                     .Rs = m->Rs,
+                     .D = m->D,
+                     .W = m->W,
+                     .A = m->A,
+                     .Hs = m->Hs,
+                     .C = m->cr.C,
+                     .Vs = m->Vs,
+                     .S = m->S,
+                     .nw = m->nw,
+                     .shard = m->zero ? m->f.S : 0,
+                     .own = hi - lo,
+                     .first = m->first,
+                     .last = m->last,
+                     .gpipe = m->gpipe,
+                     .adamw = r->c.optimizer[0] == 'a',
+                     .sp = m->sp,
+                     .recompute = m->recompute,
+                     .wire16 = m->wire.type != DT_F32};
+}
+
 void gpt_buffers(model *m, dt_run *r) {
   const dt_train_config *c = &r->c;
   sizes(m, c);
@@ -165,9 +160,12 @@ void gpt_buffers(model *m, dt_run *r) {
   m->R = R;
   m->Rs = m->sp ? R / T : R;
   m->mine = m->sp ? m->at[TP] * m->Rs : 0;
-  int64_t Rs = m->Rs, slot = Rs * D + (m->recompute ? m->L * Rs * D : m->L * per_layer(m));
-  stash_slots(&m->st, m->M, (size_t)(slot + head_floats(m)));
-  m->layer = m->recompute ? alloc(per_layer(m) - Rs * D, DT_ACTIV) : NULL;
+  int64_t Rs = m->Rs;
+  gpt_share x = gpt_share_here(m, r); /* a slot's floats as formulas.c counts them */
+  m->per_layer = gpt_per_layer(&x);
+  m->out = m->L * (m->recompute ? Rs * D : m->per_layer);
+  stash_slots(&m->st, m->M, (size_t)gpt_slot(&x));
+  m->layer = m->recompute ? alloc(m->per_layer - Rs * D, DT_ACTIV) : NULL;
   m->dx = alloc(Rs * D, DT_ACTIV);
   m->dnext = alloc(Rs * D, DT_ACTIV);
   m->dn = m->sp ? alloc(Rs * D, DT_ACTIV) : NULL;

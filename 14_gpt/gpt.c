@@ -91,6 +91,21 @@ void gpt_pieces(model *m, float *buf, int64_t n, dt_op op, dt_counter *row) {
   ar->bytes_sent = kept.bytes_sent;
 }
 
+/* The head's activations in the last stage's slot, after the stage's
+ * output x_L: LN_f's mean, rstd [Rs], hf [R,D] (gathered), the logits
+ * [R,Vs] and the loss's pieces mx, sum, tl [R]. */
+static head_acts head_of(const model *m, float *slot) {
+  int64_t R = m->R;
+  head_acts h = {.mean = slot + m->out + m->Rs * m->D};
+  h.rstd = h.mean + m->Rs;
+  h.hf = h.rstd + m->Rs;
+  h.logits = h.hf + R * m->D;
+  h.mx = h.logits + R * m->Vs;
+  h.sum = h.mx + R;
+  h.tl = h.sum + R; /* right after sum: one all-reduce sums both */
+  return h;
+}
+
 /* The head: LN_f, the logits of this rank's rows of the vocabulary, and
  * the sum over the R rows of each one's cross-entropy, from pieces. */
 static double head(model *m, head_acts h, const float *x, const int32_t *targets) {
@@ -126,14 +141,14 @@ static void head_backward(model *m, head_acts h, const float *x, const int32_t *
 static double microbatch(void *lesson, dt_run *r, const action *a) {
   model *m = lesson;
   double loss = 0, mean = 1.0 / ((double)m->M * (double)m->R); /* this rank's M R rows */
-  float *slot = stash_open(&m->st, a->mb), *x = slot + gpt_out(m);
+  float *slot = stash_open(&m->st, a->mb), *x = slot + (size_t)m->out;
   int64_t at = a->mb * m->R;
   if (a->type == 'F') {
     if (m->first) embed(m, slot, m->tokens + at);
     for (int64_t l = 0; l < m->L; l++) gpt_layer_forward(m, slot, l);
-    if (m->last) loss = head(m, gpt_head(m, slot), x, m->targets + at) * mean;
+    if (m->last) loss = head(m, head_of(m, slot), x, m->targets + at) * mean;
   } else {
-    if (m->last) head_backward(m, gpt_head(m, slot), x, m->targets + at, mean * r->scaler.scale);
+    if (m->last) head_backward(m, head_of(m, slot), x, m->targets + at, mean * r->scaler.scale);
     for (int64_t l = m->L - 1; l >= 0; l--) gpt_layer_backward(m, slot, l);
     if (m->first) embed_backward(m, m->tokens + at);
     stash_close(&m->st, a->mb);
@@ -142,10 +157,10 @@ static double microbatch(void *lesson, dt_run *r, const action *a) {
 }
 
 static double train_step(model *m, dt_run *r, int64_t step) {
-  pp_stage stage = {m->axis[PP], &m->wire,   (size_t)(m->Rs * m->D),
-                    gpt_out(m),  &m->st,     m->plan,
-                    m->nplan,    m->tl,      &m->dx,
-                    &m->dnext,   microbatch, m};
+  pp_stage stage = {m->axis[PP],    &m->wire,   (size_t)(m->Rs * m->D),
+                    (size_t)m->out, &m->st,     m->plan,
+                    m->nplan,       m->tl,      &m->dx,
+                    &m->dnext,      microbatch, m};
   gpt_tokens(m, &r->c, step);
   dt_zero(m->g, (size_t)m->nw * 4);
   double loss = pp_step(&stage, r);

@@ -15,6 +15,7 @@
 #include "12_mesh/table.h"
 #include "12_mesh/topology.h"
 #include "defaults.h" /* gpt_defaults */
+#include "formulas.h" /* gpt_share */
 #include "train.h"
 
 /* The classes of what a rank holds, by who else holds the same elements:
@@ -37,6 +38,7 @@ typedef struct {
   int64_t V, Vs, v0;          /* the vocabulary: this tp rank's rows [v0, v0 + Vs), Vs = V/tp */
   int64_t M, Bm, R, Rs;       /* M microbatches of Bm sequences: R rows each, Rs of them held */
   int64_t mine;               /* the first of the Rs rows (sequence parallelism's share; else 0) */
+  int64_t per_layer, out;     /* a layer's floats in a slot (formulas.c's); where x_L sits there */
   int64_t nl, nw;             /* a layer's matrices here, 4DW + 2DHs; all of this rank's floats */
   int64_t at_of[CLASSES + 1]; /* where each class starts in w (the last: n) */
   /* the weights, one buffer (fsdp's with --zero 1), and the pieces composed */
@@ -63,11 +65,13 @@ dt_gpt_block gpt_layer(const model *m, float *w, int64_t l);
 /* The layer's pieces (dt_gpt_attn_*, dt_gpt_mlp_*) see the R rows as one
  * sequence: the MLP's shape, this tp rank's A heads of W/A columns */
 dt_gpt_shape gpt_shape(const model *m);
-float *gpt_wte(const model *m, float *w);   /* the vocabulary's rows [Vs, D] */
-float *gpt_wpe(const model *m, float *w);   /* first stage: [S, D] */
-float *gpt_lnf(const model *m, float *w);   /* last stage: [D] */
-float *gpt_gains(const model *m, float *w); /* the stage's gains, ln1 ln2 ... (ln_f) */
-int64_t gpt_gains_n(const model *m);        /* how many: 2LD (+ D on the last stage) */
+/* The vocabulary's rows [Vs, D]; the stage's gains, ln1 ln2 ... (ln_f on
+ * the last stage: [D]), 2LD (+ D) of them; wpe [S, D] (first stage) */
+static inline float *gpt_wte(const model *m, float *w) { return w + m->at_of[VOCAB]; }
+static inline float *gpt_gains(const model *m, float *w) { return w + m->at_of[REPLICAS]; }
+static inline int64_t gpt_gains_n(const model *m) { return (2 * m->L + m->last) * m->D; }
+static inline float *gpt_lnf(const model *m, float *w) { return gpt_gains(m, w) + 2 * m->L * m->D; }
+static inline float *gpt_wpe(const model *m, float *w) { return gpt_gains(m, w) + gpt_gains_n(m); }
 
 /* One layer's activations of a microbatch: its input x and output out [Rs,
  * D] in the slot, and in between (the slot's, or with --recompute one
@@ -77,8 +81,7 @@ int64_t gpt_gains_n(const model *m);        /* how many: 2LD (+ D on the last st
 typedef struct {
   float *x, *mean1, *rstd1, *h1, *q, *k, *v, *o, *lse, *x2, *mean2, *rstd2, *h2, *a, *u, *out;
 } layer_acts;
-/* The head's in the last stage's slot: LN_f's mean, rstd [Rs], hf [R,D]
- * (gathered), the logits [R,Vs] and the loss's pieces mx, sum, tl [R]. */
+/* The head's in the last stage's slot (gpt.c) */
 typedef struct {
   float *mean, *rstd, *hf, *logits, *mx, *sum, *tl;
 } head_acts;
@@ -91,8 +94,8 @@ void gpt_pieces(model *m, float *buf, int64_t n, dt_op op, dt_counter *row);
  * slots, the scratch, the step's tokens (formulas.c counts them) */
 void gpt_buffers(model *m, dt_run *r);
 layer_acts gpt_acts(const model *m, float *slot, int64_t l);
-head_acts gpt_head(const model *m, float *slot);
-size_t gpt_out(const model *m); /* where a slot holds the stage's output x_L */
+/* This rank's share as formulas.c takes it (the slot, the report's rows) */
+gpt_share gpt_share_here(const model *m, const dt_run *r);
 /* The step's windows to this rank's rows: tokens (first stage) and targets
  * (last) of every microbatch, row b Sl + i at its global position (11's
  * chunks); the positions' embedding of rows [r0, r0 + n) of a microbatch

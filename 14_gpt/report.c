@@ -21,35 +21,6 @@ void gpt_check(const model *m, const dt_train_config *c) {
             (long long)R, (long long)T);
 }
 
-/* This rank's share, as the formulas take it (formulas.c) */
-static gpt_share share_of(const model *m, const dt_run *r) {
-  int64_t lo = 0, hi = m->nw;
-  if (m->zero) fsdp_range(&m->f, &lo, &hi);
-  return (gpt_share){.n = m->n,
-                     .s = m->at[PP],
-                     .L = m->L,
-                     .M = m->M,
-                     .R = m->R,
-                     .Rs = m->Rs,
-                     .D = m->D,
-                     .W = m->W,
-                     .A = m->A,
-                     .Hs = m->Hs,
-                     .C = m->cr.C,
-                     .Vs = m->Vs,
-                     .S = m->S,
-                     .nw = m->nw,
-                     .shard = m->zero ? m->f.S : 0,
-                     .own = hi - lo,
-                     .first = m->first,
-                     .last = m->last,
-                     .gpipe = m->gpipe,
-                     .adamw = r->c.optimizer[0] == 'a',
-                     .sp = m->sp,
-                     .recompute = m->recompute,
-                     .wire16 = m->wire.type != DT_F32};
-}
-
 /* a counter and the rows counted apart from it */
 static dt_counter plus(dt_counter c, const dt_counter *a, int n) {
   for (int i = 0; i < n; i++) {
@@ -60,7 +31,7 @@ static dt_counter plus(dt_counter c, const dt_counter *a, int n) {
 }
 
 static void bytes(const model *m, const dt_run *r, uint64_t steps, int *bad) {
-  gpt_share x = share_of(m, r);
+  gpt_share x = gpt_share_here(m, r);
   gpt_traffic t = gpt_traffic_of(&x);
   dt_comm *tp = m->axis[TP];
   char hb[120]; /* the formula, its E (bytes an element) written out */
@@ -110,7 +81,7 @@ static void bytes(const model *m, const dt_run *r, uint64_t steps, int *bad) {
 }
 
 static void memory(const model *m, const dt_run *r, int *bad) {
-  gpt_share x = share_of(m, r);
+  gpt_share x = gpt_share_here(m, r);
   int64_t mem[DT_NTAGS], live = pp_live((int)m->n[PP], (int)m->at[PP], m->M, m->gpipe);
   gpt_memory(&x, mem);
   char act[200], comm[240];
