@@ -2,44 +2,12 @@
  * (SHARDS, VOCAB, REPLICAS: who else holds the same elements), each class a
  * segment of the run placed in the whole model; what a stage keeps per
  * microbatch in flight (a slot of 09's stashes), backward's scratch, the
- * step's tokens, their bytes formulas.c's; the views of them. */
+ * step's tokens, their bytes formulas.c's. */
 #include <stdlib.h>
 
 #include "gpt.h"
 
 static float *alloc(int64_t n, dt_tag tag) { return n ? dt_alloc_f32((size_t)n, tag) : NULL; }
-
-layer_acts gpt_acts(const model *m, float *slot, int64_t l) {
-  int64_t R = m->R, Rs = m->Rs, D = m->D, RW = R * m->W;
-  float *at = m->recompute ? m->layer : slot + Rs * D + l * m->per_layer;
-  layer_acts p = {.mean1 = at, .rstd1 = at + Rs};
-  p.h1 = p.rstd1 + Rs;
-  p.q = p.h1 + R * D;
-  p.k = p.q + RW;
-  p.v = p.k + RW;
-  p.o = p.v + RW;
-  p.lse = p.o + RW;
-  p.x2 = p.lse + R * m->A;
-  p.mean2 = p.x2 + Rs * D;
-  p.rstd2 = p.mean2 + Rs;
-  p.h2 = p.rstd2 + Rs;
-  p.a = p.h2 + R * D;
-  p.u = p.a + R * m->Hs;
-  p.out = m->recompute ? slot + (l + 1) * Rs * D : p.u + R * m->Hs;
-  p.x = m->recompute ? slot + l * Rs * D : slot + l * m->per_layer; /* x_0, or the last out */
-  return p;
-}
-
-dt_gpt_shape gpt_shape(const model *m) {
-  return (dt_gpt_shape){1, m->R, m->D, m->A, m->W / m->A, m->Hs};
-}
-
-dt_gpt_block gpt_layer(const model *m, float *w, int64_t l) {
-  int64_t DW = m->D * m->W;
-  float *at = w + l * m->nl, *gains = w + m->at_of[REPLICAS] + 2 * l * m->D;
-  return (dt_gpt_block){gains,       at,           at + DW,     at + 2 * DW,
-                        at + 3 * DW, gains + m->D, at + 4 * DW, at + 4 * DW + m->D * m->Hs};
-}
 
 /* Tensor n of the class: its index in the model, whether tp splits its rows */
 static int tensor_is(int64_t *t, int *by_rows, int n, int64_t index, int rows) {

@@ -94,6 +94,10 @@ void gpt_pieces(model *m, float *buf, int64_t n, dt_op op, dt_counter *row) {
 /* The head's activations in the last stage's slot, after the stage's
  * output x_L: LN_f's mean, rstd [Rs], hf [R,D] (gathered), the logits
  * [R,Vs] and the loss's pieces mx, sum, tl [R]. */
+typedef struct {
+  float *mean, *rstd, *hf, *logits, *mx, *sum, *tl;
+} head_acts;
+
 static head_acts head_of(const model *m, float *slot) {
   int64_t R = m->R;
   head_acts h = {.mean = slot + m->out + m->Rs * m->D};

@@ -31,7 +31,7 @@ typedef struct {
   int64_t n[AXES], at[AXES];
   int64_t zero;      /* --zero 1: the optimizer state sharded over dp x cp (06) */
   int gpipe, zigzag; /* 09's schedule, 11's split */
-  int sp, recompute; /* --sequence-parallel (sequence.c), --recompute (recompute.c) */
+  int sp, recompute; /* --sequence-parallel, --recompute (layer.c) */
   int first, last;   /* this stage holds the embedding, the head */
   /* the sizes of this rank's share */
   int64_t L, l0, D, H, A, W, Hs, S; /* L layers from l0; A heads, W = D/tp, Hs = H/tp units */
@@ -58,13 +58,6 @@ typedef struct {
   dt_counter ce[2];          /* the cross-entropy's all-reduces on tp: the max, the sums */
 } model;
 
-/* Layer l's weights on this rank: ln1, ln2 [D] (whole: a tp replica); its
- * tp shard of Wq, Wk, Wv [D,W], Wo [W,D], W1 [D,Hs], W2 [Hs,D]; of m->w,
- * or their gradients of m->g. dt_gpt_block's fields, for the layer's pieces. */
-dt_gpt_block gpt_layer(const model *m, float *w, int64_t l);
-/* The layer's pieces (dt_gpt_attn_*, dt_gpt_mlp_*) see the R rows as one
- * sequence: the MLP's shape, this tp rank's A heads of W/A columns */
-dt_gpt_shape gpt_shape(const model *m);
 /* The vocabulary's rows [Vs, D]; the stage's gains, ln1 ln2 ... (ln_f on
  * the last stage: [D]), 2LD (+ D) of them; wpe [S, D] (first stage) */
 static inline float *gpt_wte(const model *m, float *w) { return w + m->at_of[VOCAB]; }
@@ -73,19 +66,6 @@ static inline int64_t gpt_gains_n(const model *m) { return (2 * m->L + m->last) 
 static inline float *gpt_lnf(const model *m, float *w) { return gpt_gains(m, w) + 2 * m->L * m->D; }
 static inline float *gpt_wpe(const model *m, float *w) { return gpt_gains(m, w) + gpt_gains_n(m); }
 
-/* One layer's activations of a microbatch: its input x and output out [Rs,
- * D] in the slot, and in between (the slot's, or with --recompute one
- * layer's scratch): LN1's mean, rstd [Rs] and h1 [R,D] (gathered), q, k,
- * v, o [R,W], lse [R,A], x2 = x + attention [Rs,D], LN2's and h2, a, u
- * [R,Hs]. */
-typedef struct {
-  float *x, *mean1, *rstd1, *h1, *q, *k, *v, *o, *lse, *x2, *mean2, *rstd2, *h2, *a, *u, *out;
-} layer_acts;
-/* The head's in the last stage's slot (gpt.c) */
-typedef struct {
-  float *mean, *rstd, *hf, *logits, *mx, *sum, *tl;
-} head_acts;
-
 /* gpt.c: an all-reduce over tp of the cross-entropy's pieces (n floats of
  * buf, op), counted on the report's own row, not tp's all_reduce (activ) */
 void gpt_pieces(model *m, float *buf, int64_t n, dt_op op, dt_counter *row);
@@ -93,7 +73,6 @@ void gpt_pieces(model *m, float *buf, int64_t n, dt_op op, dt_counter *row);
 /* buffers.c: the weights' buffer and its places in the whole model, the
  * slots, the scratch, the step's tokens (formulas.c counts them) */
 void gpt_buffers(model *m, dt_run *r);
-layer_acts gpt_acts(const model *m, float *slot, int64_t l);
 /* This rank's share as formulas.c takes it (the slot, the report's rows) */
 gpt_share gpt_share_here(const model *m, const dt_run *r);
 /* The step's windows to this rank's rows: tokens (first stage) and targets
@@ -104,19 +83,26 @@ void gpt_tokens(model *m, const dt_train_config *c, int64_t step);
 void gpt_positions(const model *m, const float *wpe, int64_t r0, int64_t n, float *out);
 void gpt_positions_backward(const model *m, const float *dout, int64_t r0, int64_t n, float *dwpe);
 
-/* sequence.c: tensor parallelism's exchanges of the residual stream. With
- * --sequence-parallel a rank holds Rs = R/tp rows of it: gpt_gather
- * all-gathers its own rows (own, [Rs,D], possibly in place in full) into
- * full [R,D] and returns full; gpt_reduce reduce-scatters a partial sum
- * [R,D] into own [Rs,D] and returns own. Without, gather returns own (every
- * row is there) and reduce all-reduces part in place (07's tp_sum) and
- * returns it. gpt_partial: where a row-parallel product goes before its
- * reduce (out itself without). gpt_sum_gains adds the gains' gradients
- * over tp (each rank saw its own rows). */
+/* layer.c: layer l of a microbatch's slot, forward and backward (with
+ * --recompute backward runs its forward again first); tensor
+ * parallelism's exchanges of the residual stream, which the embedding and
+ * the head share. With --sequence-parallel a rank holds Rs = R/tp rows of
+ * it: gpt_gather all-gathers its own rows (own, [Rs,D], possibly in place
+ * in full) into full [R,D] and returns full; gpt_reduce reduce-scatters a
+ * partial sum [R,D] into own [Rs,D] and returns own. Without, gather
+ * returns own (every row is there) and reduce all-reduces part in place
+ * (07's tp_sum) and returns it. gpt_partial: where a row-parallel product
+ * goes before its reduce (out itself without). gpt_sum_gains adds the
+ * gains' gradients over tp (each rank saw its own rows). */
+void gpt_layer_forward(model *m, float *slot, int64_t l);
+void gpt_layer_backward(model *m, float *slot, int64_t l);
 float *gpt_gather(model *m, const float *own, float *full);
 float *gpt_reduce(model *m, float *part, float *own);
 float *gpt_partial(const model *m, float *out);
 void gpt_sum_gains(model *m);
+/* What the mesh cannot run, said before any work: sequence parallelism's
+ * rows that do not split over tp */
+void gpt_check(const model *m, const dt_train_config *c);
 
 /* wires.c: --precision's wires (none in fp32, nor where nothing travels);
  * the report's comm row's formula, in the bytes of buf; the copies of every
@@ -127,19 +113,9 @@ void gpt_wires(model *m, const dt_train_config *c);
 const char *gpt_comm_how(const model *m, char *buf, size_t n);
 void gpt_replicas(const model *m);
 
-/* recompute.c: with --recompute a layer's forward keeps its output alone;
- * backward runs it again into the scratch layer first. */
-void gpt_layer_forward(model *m, float *slot, int64_t l);
-void gpt_layer_backward(model *m, float *slot, int64_t l);
-void gpt_forward_core(model *m, layer_acts p, int64_t l); /* layer.c: the layer itself */
-void gpt_backward_core(model *m, layer_acts p, int64_t l);
-
-/* report.c: what the mesh cannot run, said before any work: sequence
- * parallelism's rows that do not split over tp */
-void gpt_check(const model *m, const dt_train_config *c);
 /* report.c: after the run the run's summary, each axis's calls and bytes,
- * memory, beside formulas.c's; the throughput and its MFU (nothing after
- * --steps 0) */
+ * memory, beside formulas.c's (nothing after --steps 0); throughput.c: the
+ * throughput and its MFU */
 void gpt_report(model *m, dt_run *r);
 void gpt_mfu(const model *m, const dt_run *r);
 

@@ -1,20 +1,128 @@
-/* layer.c: one block of the GPT on this rank (gpt.h), composed as 12
- * composes 11's: the LayerNorms on this rank's rows of the stream,
- * gathered for the column-parallel products and the row-parallel ones
- * summed over tp (sequence.c), attention as 11's ring over cp on this tp
- * rank's heads, the MLP from common/train's pieces. Nothing here is new in
- * 14; it sits apart from gpt.c so that recompute.c, which runs it twice,
- * and gpt.c's walk both call it without calling each other in a circle. */
+/* layer.c: one block of the GPT on this rank (gpt.h), and the two flags
+ * that reshape it. The block is composed as 12 composes 11's: the
+ * LayerNorms on this rank's rows of the stream, gathered for the
+ * column-parallel products and the row-parallel ones summed over tp,
+ * attention as 11's ring over cp on this tp rank's heads, the MLP from
+ * common/train's pieces. Nothing of the block is new in 14.
+ *
+ * --sequence-parallel, Megatron's sequence parallelism. Without it every
+ * rank of a tensor group holds the whole residual stream, [R, D], and
+ * computes the LayerNorms on every row alike; the row-parallel products
+ * (after Wo, W2, the embedding, the head's backward) are summed by an
+ * all-reduce (07's tp_sum). With it a rank holds Rs = R/tp rows of the
+ * stream: its LayerNorms run on those rows, an all-gather gives the
+ * column-parallel matmul (Wq|Wk|Wv, W1, the head) every row, and a
+ * reduce-scatter in place of the all-reduce leaves each rank the sum of its
+ * own rows. An all-reduce is a reduce-scatter and an all-gather: the bytes
+ * are the same, the stream's memory is divided by tp. The gains then see
+ * a rank's rows only, so their gradients are summed over tp once a step.
+ * In 16 bits (--precision) each travels as a 16-bit copy, half the bytes.
+ *
+ * --recompute, full activation recomputation. A layer's forward keeps only
+ * its output in the microbatch's slot (the input is the layer before's
+ * output): everything in between, LayerNorms, q, k, v, the attention's
+ * output and log-sum-exp, the MLP's a and u, goes to one layer's scratch,
+ * shared by every layer and every microbatch. Backward runs the layer's
+ * forward again from its input into that scratch (its tp sums and its ring
+ * again, the same bits), then goes back through it. Memory: (L+1) rows of
+ * the stream a microbatch instead of L layers of activations; compute: the
+ * layers' forward once more. */
 #include "gpt.h"
+
+void gpt_check(const model *m, const dt_train_config *c) {
+  int64_t T = m->n[TP], R = c->batch / (m->n[DP] * m->M) * (c->seq / m->n[CP]);
+  if (m->sp && R % T != 0)
+    dt_fail("--sequence-parallel: the %lld rows of a microbatch (B/(dp M) x S/cp) do not split "
+            "over --tp %lld: each tp rank holds R/tp rows of the residual stream; choose --batch "
+            "or --seq so that they do",
+            (long long)R, (long long)T);
+}
+
+float *gpt_gather(model *m, const float *own, float *full) {
+  if (!m->sp) return (float *)own; /* every row is here already */
+  size_t n = (size_t)(m->Rs * m->D);
+  void *in = dt_wire_pack(&m->wire, (float *)own, n, 0, 1);
+  void *out = m->wire.type == DT_F32 ? (void *)full : (void *)(m->wire.buf + n);
+  dt_all_gather(m->axis[TP], in, out, n, m->wire.type);
+  dt_wire_unpack(&m->wire, full, (size_t)(m->R * m->D), n);
+  return full;
+}
+
+float *gpt_partial(const model *m, float *out) { return m->sp ? m->full : out; }
+
+float *gpt_reduce(model *m, float *part, float *own) {
+  if (!m->sp) {
+    tp_sum(m->axis[TP], &m->wire, part, (size_t)(m->R * m->D));
+    return part;
+  }
+  size_t n = (size_t)(m->Rs * m->D), RD = (size_t)(m->R * m->D);
+  void *in = dt_wire_pack(&m->wire, part, RD, 0, 1);
+  void *out = m->wire.type == DT_F32 ? (void *)own : (void *)(m->wire.buf + RD);
+  dt_reduce_scatter(m->axis[TP], in, out, n, m->wire.type, DT_SUM);
+  dt_wire_unpack(&m->wire, own, n, RD);
+  return own;
+}
+
+void gpt_sum_gains(model *m) {
+  if (m->sp && m->n[TP] > 1)
+    tp_sum(m->axis[TP], &m->grads, gpt_gains(m, m->g), (size_t)gpt_gains_n(m));
+}
+
+/* Layer l's activations of a microbatch: its input x and output out [Rs,
+ * D] in the slot, and in between (the slot's, or with --recompute the one
+ * layer's scratch): LN1's mean, rstd [Rs] and h1 [R,D] (gathered), q, k,
+ * v, o [R,W], lse [R,A], x2 = x + attention [Rs,D], LN2's and h2, a, u
+ * [R,Hs]; a layer's floats are formulas.c's gpt_per_layer. */
+typedef struct {
+  float *x, *mean1, *rstd1, *h1, *q, *k, *v, *o, *lse, *x2, *mean2, *rstd2, *h2, *a, *u, *out;
+} layer_acts;
+
+static layer_acts acts_of(const model *m, float *slot, int64_t l) {
+  int64_t R = m->R, Rs = m->Rs, D = m->D, RW = R * m->W;
+  float *at = m->recompute ? m->layer : slot + Rs * D + l * m->per_layer;
+  layer_acts p = {.mean1 = at, .rstd1 = at + Rs};
+  p.h1 = p.rstd1 + Rs;
+  p.q = p.h1 + R * D;
+  p.k = p.q + RW;
+  p.v = p.k + RW;
+  p.o = p.v + RW;
+  p.lse = p.o + RW;
+  p.x2 = p.lse + R * m->A;
+  p.mean2 = p.x2 + Rs * D;
+  p.rstd2 = p.mean2 + Rs;
+  p.h2 = p.rstd2 + Rs;
+  p.a = p.h2 + R * D;
+  p.u = p.a + R * m->Hs;
+  p.out = m->recompute ? slot + (l + 1) * Rs * D : p.u + R * m->Hs;
+  p.x = m->recompute ? slot + l * Rs * D : slot + l * m->per_layer; /* x_0, or the last out */
+  return p;
+}
+
+/* The layer's pieces (dt_gpt_mlp_*) see the R rows as one sequence: the
+ * MLP's shape, this tp rank's A heads of W/A columns */
+static dt_gpt_shape shape_of(const model *m) {
+  return (dt_gpt_shape){1, m->R, m->D, m->A, m->W / m->A, m->Hs};
+}
+
+/* Layer l's weights on this rank: ln1, ln2 [D] (whole: a tp replica); its
+ * tp shard of Wq, Wk, Wv [D,W], Wo [W,D], W1 [D,Hs], W2 [Hs,D]; of m->w,
+ * or their gradients of m->g */
+static dt_gpt_block weights_of(const model *m, float *w, int64_t l) {
+  int64_t DW = m->D * m->W;
+  float *at = w + l * m->nl, *gains = gpt_gains(m, w) + 2 * l * m->D;
+  return (dt_gpt_block){gains,       at,           at + DW,     at + 2 * DW,
+                        at + 3 * DW, gains + m->D, at + 4 * DW, at + 4 * DW + m->D * m->Hs};
+}
 
 /* Layer l: x2 = x + Attn(LN1(x)) Wo, out = x2 + gelu(LN2(x2) W1) W2. The
  * LayerNorms on this rank's rows of the stream, gathered for the
- * column-parallel products (sequence.c), the row-parallel ones summed over
- * tp (07's g); attention is 11's ring over cp on this tp rank's heads. */
-void gpt_forward_core(model *m, layer_acts p, int64_t l) {
+ * column-parallel products, the row-parallel ones summed over tp (07's g;
+ * with --sequence-parallel, scattered: above); attention is 11's ring
+ * over cp on this tp rank's heads. */
+static void forward(model *m, layer_acts p, int64_t l) {
   int64_t R = m->R, Rs = m->Rs, D = m->D, W = m->W;
-  dt_gpt_block w = gpt_layer(m, m->w, l);
-  dt_gpt_shape s = gpt_shape(m);
+  dt_gpt_block w = weights_of(m, m->w, l);
+  dt_gpt_shape s = shape_of(m);
   dt_layernorm_forward(p.x, w.ln1, p.h1 + m->mine * D, p.mean1, p.rstd1, Rs, D);
   gpt_gather(m, p.h1 + m->mine * D, p.h1);
   dt_matmul(0, 0, R, W, D, p.h1, w.wq, p.q, 0);
@@ -34,10 +142,10 @@ void gpt_forward_core(model *m, layer_acts p, int64_t l) {
 
 /* The mirror, from m->dx = dL/dout to dL/dx in place: the weights'
  * gradients added to g; the LayerNorms' input gradients summed over tp. */
-void gpt_backward_core(model *m, layer_acts p, int64_t l) {
+static void backward(model *m, layer_acts p, int64_t l) {
   int64_t R = m->R, Rs = m->Rs, D = m->D, W = m->W, RW = R * W;
-  dt_gpt_block w = gpt_layer(m, m->w, l), g = gpt_layer(m, m->g, l);
-  dt_gpt_shape s = gpt_shape(m);
+  dt_gpt_block w = weights_of(m, m->w, l), g = weights_of(m, m->g, l);
+  dt_gpt_shape s = shape_of(m);
   float *d = gpt_gather(m, m->dx, m->dfull); /* dL/dout, every row */
   dt_gpt_mlp_backward(&s, &w, &g, p.h2, p.a, p.u, d, m->du, m->dh);
   float *dh = gpt_reduce(m, m->dh, m->dn);
@@ -53,4 +161,12 @@ void gpt_backward_core(model *m, layer_acts p, int64_t l) {
   }
   dh = gpt_reduce(m, m->dh, m->dn);
   dt_layernorm_backward(p.x, w.ln1, dh, p.mean1, p.rstd1, m->dx, g.ln1, Rs, D, 1); /* dL/dx */
+}
+
+void gpt_layer_forward(model *m, float *slot, int64_t l) { forward(m, acts_of(m, slot, l), l); }
+
+void gpt_layer_backward(model *m, float *slot, int64_t l) {
+  layer_acts p = acts_of(m, slot, l);
+  if (m->recompute) forward(m, p, l); /* again, its output written where it already is */
+  backward(m, p, l);
 }

@@ -1,9 +1,8 @@
-/* report.c: what 14_gpt refuses before any work, and what it prints after
- * the run (the mesh's table before it is 12's): each axis's calls and bytes,
- * the vocabulary's among them, the time blocked on each, memory by kind
- * with the logits' share, each beside formulas.c's and checked on every
- * rank; the copies of every replicated weight; the pipeline's bubble (09);
- * then throughput.c's line. */
+/* report.c: what 14_gpt prints after the run (the mesh's table before it
+ * is 12's): each axis's calls and bytes, the vocabulary's among them, the
+ * time blocked on each, memory by kind with the logits' share, each beside
+ * formulas.c's and checked on every rank; the copies of every replicated
+ * weight; the pipeline's bubble (09); then throughput.c's line. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,15 +10,6 @@
 #include "09_pp/formulas.h"
 #include "formulas.h"
 #include "gpt.h"
-
-void gpt_check(const model *m, const dt_train_config *c) {
-  int64_t T = m->n[TP], R = c->batch / (m->n[DP] * m->M) * (c->seq / m->n[CP]);
-  if (m->sp && R % T != 0)
-    dt_fail("--sequence-parallel: the %lld rows of a microbatch (B/(dp M) x S/cp) do not split "
-            "over --tp %lld: each tp rank holds R/tp rows of the residual stream; choose --batch "
-            "or --seq so that they do",
-            (long long)R, (long long)T);
-}
 
 /* a counter and the rows counted apart from it */
 static dt_counter plus(dt_counter c, const dt_counter *a, int n) {

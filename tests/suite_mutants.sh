@@ -261,7 +261,7 @@ else
   MUT_ALSO="wte's rows on the first and the last stage DIFFER" mutant 14-tied 14_gpt 14_gpt/gpt.c \
     's/  if \(m->emb->size > 1\) tp_sum\(m->emb,[^;]*;\n//' \
     "the tied weight's gradients not summed between the first and the last stage" -- --steps 10 --sample 0 --pp 2
-  MUT_ALSO='^    tp +reduce_scatter \(activ\) +0 +10 ' mutant 14-sp 14_gpt 14_gpt/sequence.c \
+  MUT_ALSO='^    tp +reduce_scatter \(activ\) +0 +10 ' mutant 14-sp 14_gpt 14_gpt/layer.c \
     's/if \(!m->sp\) \{\n    tp_sum/if (1) {\n    tp_sum/' \
     "sequence parallelism's reduce-scatter replaced by the all-reduce (12's tp_sum)" -- --steps 10 --sample 0 --sequence-parallel
   MUT_ALSO="a gradient is off: wpe's rel L2 diff" mutant 14-positions 14_gpt 14_gpt/buffers.c \
