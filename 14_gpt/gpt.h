@@ -71,14 +71,16 @@ static inline float *gpt_wpe(const model *m, float *w) { return gpt_gains(m, w) 
 void gpt_pieces(model *m, float *buf, int64_t n, dt_op op, dt_counter *row);
 
 /* buffers.c: the weights' buffer and its places in the whole model, the
- * slots, the scratch, the step's tokens (formulas.c counts them) */
+ * slots, the scratch, the step's tokens' buffers (formulas.c counts them) */
 void gpt_buffers(model *m, dt_run *r);
 /* This rank's share as formulas.c takes it (the slot, the report's rows) */
 gpt_share gpt_share_here(const model *m, const dt_run *r);
-/* The step's windows to this rank's rows: tokens (first stage) and targets
- * (last) of every microbatch, row b Sl + i at its global position (11's
- * chunks); the positions' embedding of rows [r0, r0 + n) of a microbatch
- * added to out (forward), or their gradient added to dwpe (backward) */
+
+/* tokens.c: the step's windows to this rank's rows: tokens (first stage)
+ * and targets (last) of every microbatch, row b Sl + i at its global
+ * position (11's chunks); the positions' embedding of rows [r0, r0 + n)
+ * of a microbatch added to out (forward), or their gradient added to dwpe
+ * (backward) */
 void gpt_tokens(model *m, const dt_train_config *c, int64_t step);
 void gpt_positions(const model *m, const float *wpe, int64_t r0, int64_t n, float *out);
 void gpt_positions_backward(const model *m, const float *dout, int64_t r0, int64_t n, float *dwpe);

@@ -264,7 +264,7 @@ else
   MUT_ALSO='^    tp +reduce_scatter \(activ\) +0 +10 ' mutant 14-sp 14_gpt 14_gpt/layer.c \
     's/if \(!m->sp\) \{\n    tp_sum/if (1) {\n    tp_sum/' \
     "sequence parallelism's reduce-scatter replaced by the all-reduce (12's tp_sum)" -- --steps 10 --sample 0 --sequence-parallel
-  MUT_ALSO="a gradient is off: wpe's rel L2 diff" mutant 14-positions 14_gpt 14_gpt/buffers.c \
+  MUT_ALSO="a gradient is off: wpe's rel L2 diff" mutant 14-positions 14_gpt 14_gpt/tokens.c \
     's/position\(m, i\), run/i, run/g' \
     "the position embedding indexed by the local, not the global position under cp" -- --steps 10 --sample 0 --cp 2
   # Bugs a comparison of two trajectories cannot see (CHECKING.md, "The check,

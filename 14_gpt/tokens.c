@@ -1,0 +1,54 @@
+/* tokens.c: the step's tokens and their positions (gpt.h). Each step every
+ * rank draws the B windows of S+1 tokens itself (text.c's, keyed by data
+ * seed, step and sample: 04's rule) and keeps its own rows: a microbatch's
+ * R rows are its Bm sequences' Sl = S/cp positions of 11's chunks, so a
+ * row's token, its target (the next token) and its position embedding are
+ * those of its global position, not of its place here. */
+#include "gpt.h"
+
+/* Row i of a sequence's Sl rows here: its position in the whole sequence */
+static int64_t position(const model *m, int64_t i) {
+  int64_t C = m->cr.C;
+  return cp_chunk(&m->cr, m->cr.rank, i / C) * C + i % C;
+}
+
+void gpt_tokens(model *m, const dt_train_config *c, int64_t step) {
+  int64_t R = m->R, Sl = m->cr.Sl, S1 = m->S + 1, MR = m->M * R;
+  if (!m->first && !m->last) return; /* the stages between see no tokens */
+  int32_t *tokens = m->windows + m->Bm * S1, *targets = tokens + MR; /* host */
+  for (int64_t mb = 0; mb < m->M; mb++) {
+    dt_text_batch(c, step, m->at[DP] * (c->batch / m->n[DP]) + mb * m->Bm, m->Bm, m->windows);
+    for (int64_t r = 0; r < R; r++) {
+      const int32_t *at = m->windows + r / Sl * S1 + position(m, r % Sl);
+      tokens[mb * R + r] = at[0];
+      targets[mb * R + r] = at[1]; /* the next token */
+    }
+  }
+  /* one copy each a step, to where the lookup's and the loss's kernels read */
+  if (m->first) dt_copy_from_host(m->tokens, tokens, (size_t)MR * sizeof *tokens);
+  if (m->last) dt_copy_from_host(m->targets, targets, (size_t)MR * sizeof *targets);
+}
+
+/* Rows [r0, r0 + n) of a microbatch, row k of buf, in runs of consecutive
+ * positions (a chunk of a sequence at most): their positions' embedding
+ * added to buf (forward), or buf added to the gradient dwpe (backward) */
+static void positions(const model *m, const float *wpe, int64_t r0, int64_t n, float *buf,
+                      float *dwpe) {
+  int64_t C = m->cr.C, Sl = m->cr.Sl, D = m->D;
+  for (int64_t r = r0, run; r < r0 + n; r += run) {
+    int64_t i = r % Sl;
+    run = C - i % C < r0 + n - r ? C - i % C : r0 + n - r;
+    if (dwpe)
+      dt_positions_backward(buf + (r - r0) * D, position(m, i), run, 1, D, dwpe);
+    else
+      dt_positions_forward(wpe, position(m, i), run, 1, D, buf + (r - r0) * D);
+  }
+}
+
+void gpt_positions(const model *m, const float *wpe, int64_t r0, int64_t n, float *out) {
+  positions(m, wpe, r0, n, out, NULL);
+}
+
+void gpt_positions_backward(const model *m, const float *dout, int64_t r0, int64_t n, float *dwpe) {
+  positions(m, NULL, r0, n, (float *)dout, dwpe);
+}
