@@ -19,17 +19,21 @@ static int tensor_is(int64_t *t, int *by_rows, int n, int64_t index, int rows) {
 /* The tensors of class k in their order in the buffer: each tensor's index
  * in the whole model and whether its shard is by rows (tp's) or whole. */
 static int tensors_of(const model *m, const dt_train_config *c, int k, int64_t *t, int *by_rows) {
+  static const int shards[] = {DT_GPT_WQ, DT_GPT_WK, DT_GPT_WV, DT_GPT_WO, DT_GPT_W1, DT_GPT_W2};
   int n = 0;
   for (int64_t l = 0; k == SHARDS && l < m->L; l++)
-    for (int j = 1; j < 8; j++) /* Wq, Wk, Wv, Wo by rows, W1, W2 by rows */
-      if (j != 5) n = tensor_is(t, by_rows, n, 2 + 8 * (m->l0 + l) + j, j == 4 || j == 7);
-  if (k == VOCAB && (m->first || m->last)) n = tensor_is(t, by_rows, n, 0, 1); /* wte's rows */
-  for (int64_t l = 0; k == REPLICAS && l < m->L; l++) {                        /* ln1, ln2 */
-    n = tensor_is(t, by_rows, n, 2 + 8 * (m->l0 + l), 0);
-    n = tensor_is(t, by_rows, n, 2 + 8 * (m->l0 + l) + 5, 0);
+    for (int i = 0; i < 6; i++) { /* Wo and W2 split by rows, the others by columns */
+      int j = shards[i];
+      n = tensor_is(t, by_rows, n, dt_gpt_tensor(m->l0 + l, j), j == DT_GPT_WO || j == DT_GPT_W2);
+    }
+  if (k == VOCAB && (m->first || m->last)) n = tensor_is(t, by_rows, n, DT_GPT_WTE, 1); /* rows */
+  for (int64_t l = 0; k == REPLICAS && l < m->L; l++) {
+    n = tensor_is(t, by_rows, n, dt_gpt_tensor(m->l0 + l, DT_GPT_LN1), 0);
+    n = tensor_is(t, by_rows, n, dt_gpt_tensor(m->l0 + l, DT_GPT_LN2), 0);
   }
-  if (k == REPLICAS && m->last) n = tensor_is(t, by_rows, n, 2 + 8 * c->layers, 0); /* ln_f */
-  if (k == REPLICAS && m->first) n = tensor_is(t, by_rows, n, 1, 0);                /* wpe */
+  if (k == REPLICAS && m->last)
+    n = tensor_is(t, by_rows, n, dt_gpt_tensor(c->layers, 0), 0); /* ln_f */
+  if (k == REPLICAS && m->first) n = tensor_is(t, by_rows, n, DT_GPT_WPE, 0);
   return n;
 }
 
@@ -39,8 +43,8 @@ static int tensors_of(const model *m, const dt_train_config *c, int k, int64_t *
  * the tp replicas on tp rank 0, the last stage's wte on the first stage,
  * and without --zero 1 every replica over dp x cp on dc rank 0. */
 static void place(model *m, dt_run *r, int64_t lo, int64_t hi) {
-  int64_t *t = dt_host_alloc((size_t)(8 * m->L + 2), sizeof *t);
-  int *by_rows = dt_host_alloc((size_t)(8 * m->L + 2), sizeof *by_rows);
+  int64_t most = DT_GPT_PER_LAYER * m->L + 2, *t = dt_host_alloc((size_t)most, sizeof *t);
+  int *by_rows = dt_host_alloc((size_t)most, sizeof *by_rows);
   for (int k = 0; k < CLASSES; k++) {
     int64_t s = m->at_of[k] > lo ? m->at_of[k] : lo,
             e = m->at_of[k + 1] < hi ? m->at_of[k + 1] : hi;
