@@ -23,47 +23,65 @@
  * the first and the last stage), the tp replicas (the gains, wpe). */
 enum { SHARDS, VOCAB, REPLICAS, CLASSES };
 
+/* What the mesh is (12): this rank's coordinates and communicators */
 typedef struct {
-  /* the mesh (12): sizes, this rank's coordinates and communicators */
   dt_comm *world, *axis[AXES]; /* axis[a]: the ranks that differ from this one in a alone */
   dt_comm *dc;                 /* data x context: the ranks that hold the same weights */
   dt_comm *emb; /* the first and the last stage of this (dp, cp, tp): wte's two copies */
   int64_t n[AXES], at[AXES];
-  int64_t zero;      /* --zero 1: the optimizer state sharded over dp x cp (06) */
-  int gpipe, zigzag; /* 09's schedule, 11's split */
-  int sp, recompute; /* --sequence-parallel, --recompute (layer.c) */
-  int first, last;   /* this stage holds the embedding, the head */
-  /* the sizes of this rank's share */
+  int first, last; /* this stage holds the embedding, the head */
+} gpt_mesh;
+
+/* What the weights are: this rank's share of the GPT and of the
+ * vocabulary, one buffer by class (buffers.c) */
+typedef struct {
   int64_t L, l0, D, H, A, W, Hs, S; /* L layers from l0; A heads, W = D/tp, Hs = H/tp units */
   int64_t V, Vs, v0;          /* the vocabulary: this tp rank's rows [v0, v0 + Vs), Vs = V/tp */
-  int64_t M, Bm, R, Rs;       /* M microbatches of Bm sequences: R rows each, Rs of them held */
-  int64_t mine;               /* the first of the Rs rows (sequence parallelism's share; else 0) */
-  int64_t per_layer, out;     /* a layer's floats in a slot (formulas.c's); where x_L sits there */
   int64_t nl, nw;             /* a layer's matrices here, 4DW + 2DHs; all of this rank's floats */
   int64_t at_of[CLASSES + 1]; /* where each class starts in w (the last: n) */
-  /* the weights, one buffer (fsdp's with --zero 1), and the pieces composed */
-  float *w, *g;
-  fsdp f;       /* --zero 1: the optimizer's shards along dc (06) */
-  cp_attn cr;   /* the ring along cp, on this tp rank's heads (11) */
-  stashes st;   /* per microbatch in flight: x_0, each layer's, the head's (buffers.c) */
-  action *plan; /* this stage's schedule (09) */
-  int nplan;
-  timeline *tl;  /* its actions, timed: the bubble (09) */
-  dt_wire wire;  /* what the residual stream's rows travel in along tp and pp (--precision) */
+  float *w, *g;               /* one buffer each (fsdp's with --zero 1) */
+  int64_t zero;               /* --zero 1: the optimizer state sharded over dp x cp (06) */
+  fsdp f;                     /* its shards along dc */
   dt_wire grads; /* what gradients travel in: dp x cp, the tied weight's, the gains' (wires.c) */
-  /* scratch, the step's tokens, and what the report counts apart */
-  float *dx, *dnext, *dn, *full, *dfull, *dh, *du, *dout, *dqkv, *dlogits, *layer;
+} gpt_weights;
+
+/* What a step holds: its microbatches' rows, the plan that walks them, a
+ * slot each in flight, backward's scratch, the tokens */
+typedef struct {
+  int64_t M, Bm, R, Rs;   /* M microbatches of Bm sequences: R rows each, Rs of them held */
+  int64_t mine;           /* the first of the Rs rows (sequence parallelism's share; else 0) */
+  int64_t per_layer, out; /* a layer's floats in a slot (formulas.c's); where x_L sits there */
+  int gpipe, zigzag;      /* 09's schedule, 11's split */
+  int sp, recompute;      /* --sequence-parallel, --recompute (layer.c) */
+  cp_attn cr;             /* the ring along cp, on this tp rank's heads (11) */
+  stashes st;             /* per microbatch in flight: x_0, each layer's, the head's (buffers.c) */
+  action *plan;           /* this stage's schedule (09) */
+  int nplan;
+  timeline *tl; /* its actions, timed: the bubble (09) */
+  dt_wire wire; /* what the residual stream's rows travel in along tp and pp (--precision) */
+  float *dx, *dnext, *dn, *full, *dfull, *dh, *du, *dout, *dqkv, *dlogits, *layer; /* scratch */
   int32_t *tokens, *targets; /* M x [R] (first stage, last stage), the backend's */
   int32_t *windows;          /* host: [Bm, S+1], then the tokens, targets staged */
   dt_counter ce[2];          /* the cross-entropy's all-reduces on tp: the max, the sums */
+} gpt_step;
+
+/* The rank's state, as 05-12 call it the model */
+typedef struct {
+  gpt_mesh mesh;
+  gpt_weights weights;
+  gpt_step step;
 } model;
 
 /* The vocabulary's rows [Vs, D]; the stage's gains, ln1 ln2 ... (ln_f on
  * the last stage: [D]), 2LD (+ D) of them; wpe [S, D] (first stage) */
-static inline float *gpt_wte(const model *m, float *w) { return w + m->at_of[VOCAB]; }
-static inline float *gpt_gains(const model *m, float *w) { return w + m->at_of[REPLICAS]; }
-static inline int64_t gpt_gains_n(const model *m) { return (2 * m->L + m->last) * m->D; }
-static inline float *gpt_lnf(const model *m, float *w) { return gpt_gains(m, w) + 2 * m->L * m->D; }
+static inline float *gpt_wte(const model *m, float *w) { return w + m->weights.at_of[VOCAB]; }
+static inline float *gpt_gains(const model *m, float *w) { return w + m->weights.at_of[REPLICAS]; }
+static inline int64_t gpt_gains_n(const model *m) {
+  return (2 * m->weights.L + m->mesh.last) * m->weights.D;
+}
+static inline float *gpt_lnf(const model *m, float *w) {
+  return gpt_gains(m, w) + 2 * m->weights.L * m->weights.D;
+}
 static inline float *gpt_wpe(const model *m, float *w) { return gpt_gains(m, w) + gpt_gains_n(m); }
 
 /* gpt.c: an all-reduce over tp of the cross-entropy's pieces (n floats of

@@ -8,25 +8,26 @@
 
 /* Row i of a sequence's Sl rows here: its position in the whole sequence */
 static int64_t position(const model *m, int64_t i) {
-  int64_t C = m->cr.C;
-  return cp_chunk(&m->cr, m->cr.rank, i / C) * C + i % C;
+  int64_t C = m->step.cr.C;
+  return cp_chunk(&m->step.cr, m->step.cr.rank, i / C) * C + i % C;
 }
 
 void gpt_tokens(model *m, const dt_train_config *c, int64_t step) {
-  int64_t R = m->R, Sl = m->cr.Sl, S1 = m->S + 1, MR = m->M * R;
-  if (!m->first && !m->last) return; /* the stages between see no tokens */
-  int32_t *tokens = m->windows + m->Bm * S1, *targets = tokens + MR; /* host */
-  for (int64_t mb = 0; mb < m->M; mb++) {
-    dt_text_batch(c, step, m->at[DP] * (c->batch / m->n[DP]) + mb * m->Bm, m->Bm, m->windows);
+  int64_t R = m->step.R, Sl = m->step.cr.Sl, S1 = m->weights.S + 1, MR = m->step.M * R;
+  if (!m->mesh.first && !m->mesh.last) return; /* the stages between see no tokens */
+  int32_t *tokens = m->step.windows + m->step.Bm * S1, *targets = tokens + MR; /* host */
+  for (int64_t mb = 0; mb < m->step.M; mb++) {
+    dt_text_batch(c, step, m->mesh.at[DP] * (c->batch / m->mesh.n[DP]) + mb * m->step.Bm,
+                  m->step.Bm, m->step.windows);
     for (int64_t r = 0; r < R; r++) {
-      const int32_t *at = m->windows + r / Sl * S1 + position(m, r % Sl);
+      const int32_t *at = m->step.windows + r / Sl * S1 + position(m, r % Sl);
       tokens[mb * R + r] = at[0];
       targets[mb * R + r] = at[1]; /* the next token */
     }
   }
   /* one copy each a step, to where the lookup's and the loss's kernels read */
-  if (m->first) dt_copy_from_host(m->tokens, tokens, (size_t)MR * sizeof *tokens);
-  if (m->last) dt_copy_from_host(m->targets, targets, (size_t)MR * sizeof *targets);
+  if (m->mesh.first) dt_copy_from_host(m->step.tokens, tokens, (size_t)MR * sizeof *tokens);
+  if (m->mesh.last) dt_copy_from_host(m->step.targets, targets, (size_t)MR * sizeof *targets);
 }
 
 /* Rows [r0, r0 + n) of a microbatch, row k of buf, in runs of consecutive
@@ -34,7 +35,7 @@ void gpt_tokens(model *m, const dt_train_config *c, int64_t step) {
  * added to buf (forward), or buf added to the gradient dwpe (backward) */
 static void positions(const model *m, const float *wpe, int64_t r0, int64_t n, float *buf,
                       float *dwpe) {
-  int64_t C = m->cr.C, Sl = m->cr.Sl, D = m->D;
+  int64_t C = m->step.cr.C, Sl = m->step.cr.Sl, D = m->weights.D;
   for (int64_t r = r0, run; r < r0 + n; r += run) {
     int64_t i = r % Sl;
     run = C - i % C < r0 + n - r ? C - i % C : r0 + n - r;
