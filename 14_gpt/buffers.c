@@ -5,7 +5,7 @@
  * step's tokens, their bytes formulas.c's. */
 #include <stdlib.h>
 
-#include "gpt.h"
+#include "state.h"
 
 static float *alloc(int64_t n, dt_tag tag) { return n ? dt_alloc_f32((size_t)n, tag) : NULL; }
 

@@ -24,7 +24,7 @@
 #include "12_mesh/shape.h"
 #include "12_mesh/table.h"
 #include "12_mesh/topology.h"
-#include "gpt.h"
+#include "state.h"
 
 /* 12's mesh, each axis's communicator split by topology.c's group of this
  * rank (12 builds them by hand), and the tied weight's: the first and the

@@ -1,4 +1,4 @@
-/* layer.c: one block of the GPT on this rank (gpt.h), and the two flags
+/* layer.c: one block of the GPT on this rank (state.h), and the two flags
  * that reshape it. The block is composed as 12 composes 11's: the
  * LayerNorms on this rank's rows of the stream, gathered for the
  * column-parallel products and the row-parallel ones summed over tp,
@@ -27,7 +27,7 @@
  * again, the same bits), then goes back through it. Memory: (L+1) rows of
  * the stream a microbatch instead of L layers of activations; compute: the
  * layers' forward once more. */
-#include "gpt.h"
+#include "state.h"
 
 void gpt_check(const model *m, const dt_train_config *c) {
   int64_t T = m->mesh.n[TP], R = c->batch / (m->mesh.n[DP] * m->step.M) * (c->seq / m->mesh.n[CP]);

@@ -9,7 +9,7 @@
 
 #include "09_pp/formulas.h"
 #include "formulas.h"
-#include "gpt.h"
+#include "state.h"
 
 /* a counter and the rows counted apart from it */
 static dt_counter plus(dt_counter c, const dt_counter *a, int n) {

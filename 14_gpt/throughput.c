@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "formulas.h"
-#include "gpt.h"
+#include "state.h"
 
 /* sgemm's rate at the MLP's shape, GFLOP/s on the rank's own clock (a
  * core's CPU time, or its GPU's: CUDA events): the yardstick of the model

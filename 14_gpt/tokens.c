@@ -1,10 +1,10 @@
-/* tokens.c: the step's tokens and their positions (gpt.h). Each step every
+/* tokens.c: the step's tokens and their positions (state.h). Each step every
  * rank draws the B windows of S+1 tokens itself (text.c's, keyed by data
  * seed, step and sample: 04's rule) and keeps its own rows: a microbatch's
  * R rows are its Bm sequences' Sl = S/cp positions of 11's chunks, so a
  * row's token, its target (the next token) and its position embedding are
  * those of its global position, not of its place here. */
-#include "gpt.h"
+#include "state.h"
 
 /* Row i of a sequence's Sl rows here: its position in the whole sequence */
 static int64_t position(const model *m, int64_t i) {

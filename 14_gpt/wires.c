@@ -1,4 +1,4 @@
-/* wires.c: --precision bf16|fp16 on the mesh (gpt.h). Every message but the
+/* wires.c: --precision bf16|fp16 on the mesh (state.h). Every message but the
  * cross-entropy's pieces travels as a 16-bit copy, half the bytes: the
  * residual stream's rows along tp (07's all-reduce, or sequence
  * parallelism's gather and scatter) and pp, the ring's blocks (11's, its
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpt.h"
+#include "state.h"
 
 /* The gradients' copy: the whole buffer where dp x cp sums it, else the
  * larger of wte's rows (two stages) and the gains (sequence parallelism) */

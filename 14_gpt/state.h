@@ -1,9 +1,12 @@
-/* gpt.h: what the files of 14_gpt share: the rank's state, as 05-12 call it
- * the model (12's mesh, this rank's piece of the GPT and of the vocabulary,
- * the pieces it composes), and the views of a layer's weights and of what
- * a pipeline stage keeps per microbatch in flight. */
-#ifndef GPT_H
-#define GPT_H
+/* state.h: what the files of 14_gpt share: the rank's state, as 05-12 call
+ * it the model, in three parts: what the mesh is (12's coordinates and
+ * communicators), what the weights are (this rank's piece of the GPT and
+ * of the vocabulary, one buffer), what a step holds (its microbatches, the
+ * slots a pipeline stage keeps in flight, the scratch, the tokens); the
+ * views of the weights; each file's entry points. Apart from gpt.c, the
+ * lesson, so that every file can include it and none calls back up. */
+#ifndef GPT_STATE_H
+#define GPT_STATE_H
 
 #include "06_fsdp/shard.h"
 #include "07_tp/tensor.h"
