@@ -2,77 +2,12 @@
  * (SHARDS, VOCAB, REPLICAS: who else holds the same elements), each class a
  * segment of the run placed in the whole model; what a stage keeps per
  * microbatch in flight (a slot of 09's stashes), backward's scratch, the
- * step's tokens, their bytes formulas.c's; the views of them. */
+ * step's tokens, their bytes formulas.c's. */
 #include <stdlib.h>
 
-#include "gpt.h"
+#include "state.h"
 
 static float *alloc(int64_t n, dt_tag tag) { return n ? dt_alloc_f32((size_t)n, tag) : NULL; }
-
-/* floats of one layer's activations: LN1's and LN2's statistics, h1, h2,
- * q, k, v, o, lse, x2, a, u, and its output (formulas.c's) */
-static int64_t per_layer(const model *m) {
-  int64_t R = m->R, Rs = m->Rs, D = m->D;
-  return 4 * Rs + 2 * R * D + 4 * R * m->W + R * m->A + 2 * Rs * D + 2 * R * m->Hs;
-}
-
-static int64_t head_floats(const model *m) {
-  return m->last ? 2 * m->Rs + m->R * m->D + m->R * m->Vs + 3 * m->R : 0;
-}
-
-size_t gpt_out(const model *m) {
-  return (size_t)(m->recompute ? m->L * m->Rs * m->D : m->L * per_layer(m));
-}
-
-layer_acts gpt_acts(const model *m, float *slot, int64_t l) {
-  int64_t R = m->R, Rs = m->Rs, D = m->D, RW = R * m->W;
-  float *at = m->recompute ? m->layer : slot + Rs * D + l * per_layer(m);
-  layer_acts p = {.mean1 = at, .rstd1 = at + Rs};
-  p.h1 = p.rstd1 + Rs;
-  p.q = p.h1 + R * D;
-  p.k = p.q + RW;
-  p.v = p.k + RW;
-  p.o = p.v + RW;
-  p.lse = p.o + RW;
-  p.x2 = p.lse + R * m->A;
-  p.mean2 = p.x2 + Rs * D;
-  p.rstd2 = p.mean2 + Rs;
-  p.h2 = p.rstd2 + Rs;
-  p.a = p.h2 + R * D;
-  p.u = p.a + R * m->Hs;
-  p.out = m->recompute ? slot + (l + 1) * Rs * D : p.u + R * m->Hs;
-  p.x = m->recompute ? slot + l * Rs * D : slot + l * per_layer(m); /* x_0, or the last out */
-  return p;
-}
-
-head_acts gpt_head(const model *m, float *slot) {
-  int64_t R = m->R;
-  head_acts h = {.mean = slot + gpt_out(m) + m->Rs * m->D};
-  h.rstd = h.mean + m->Rs;
-  h.hf = h.rstd + m->Rs;
-  h.logits = h.hf + R * m->D;
-  h.mx = h.logits + R * m->Vs;
-  h.sum = h.mx + R;
-  h.tl = h.sum + R; /* right after sum: one all-reduce sums both */
-  return h;
-}
-
-dt_gpt_shape gpt_shape(const model *m) {
-  return (dt_gpt_shape){1, m->R, m->D, m->A, m->W / m->A, m->Hs};
-}
-
-dt_gpt_block gpt_layer(const model *m, float *w, int64_t l) {
-  int64_t DW = m->D * m->W;
-  float *at = w + l * m->nl, *gains = gpt_gains(m, w) + 2 * l * m->D;
-  return (dt_gpt_block){gains,       at,           at + DW,     at + 2 * DW,
-                        at + 3 * DW, gains + m->D, at + 4 * DW, at + 4 * DW + m->D * m->Hs};
-}
-
-float *gpt_wte(const model *m, float *w) { return w + m->at_of[VOCAB]; }
-float *gpt_gains(const model *m, float *w) { return w + m->at_of[REPLICAS]; }
-int64_t gpt_gains_n(const model *m) { return (2 * m->L + m->last) * m->D; }
-float *gpt_lnf(const model *m, float *w) { return gpt_gains(m, w) + 2 * m->L * m->D; }
-float *gpt_wpe(const model *m, float *w) { return gpt_gains(m, w) + gpt_gains_n(m); }
 
 /* Tensor n of the class: its index in the model, whether tp splits its rows */
 static int tensor_is(int64_t *t, int *by_rows, int n, int64_t index, int rows) {
@@ -84,17 +19,23 @@ static int tensor_is(int64_t *t, int *by_rows, int n, int64_t index, int rows) {
 /* The tensors of class k in their order in the buffer: each tensor's index
  * in the whole model and whether its shard is by rows (tp's) or whole. */
 static int tensors_of(const model *m, const dt_train_config *c, int k, int64_t *t, int *by_rows) {
+  static const int shards[] = {DT_GPT_WQ, DT_GPT_WK, DT_GPT_WV, DT_GPT_WO, DT_GPT_W1, DT_GPT_W2};
   int n = 0;
-  for (int64_t l = 0; k == SHARDS && l < m->L; l++)
-    for (int j = 1; j < 8; j++) /* Wq, Wk, Wv, Wo by rows, W1, W2 by rows */
-      if (j != 5) n = tensor_is(t, by_rows, n, 2 + 8 * (m->l0 + l) + j, j == 4 || j == 7);
-  if (k == VOCAB && (m->first || m->last)) n = tensor_is(t, by_rows, n, 0, 1); /* wte's rows */
-  for (int64_t l = 0; k == REPLICAS && l < m->L; l++) {                        /* ln1, ln2 */
-    n = tensor_is(t, by_rows, n, 2 + 8 * (m->l0 + l), 0);
-    n = tensor_is(t, by_rows, n, 2 + 8 * (m->l0 + l) + 5, 0);
+  for (int64_t l = 0; k == SHARDS && l < m->weights.L; l++)
+    for (int i = 0; i < 6; i++) { /* Wo and W2 split by rows, the others by columns */
+      int j = shards[i];
+      n = tensor_is(t, by_rows, n, dt_gpt_tensor(m->weights.l0 + l, j),
+                    j == DT_GPT_WO || j == DT_GPT_W2);
+    }
+  if (k == VOCAB && (m->mesh.first || m->mesh.last))
+    n = tensor_is(t, by_rows, n, DT_GPT_WTE, 1); /* rows */
+  for (int64_t l = 0; k == REPLICAS && l < m->weights.L; l++) {
+    n = tensor_is(t, by_rows, n, dt_gpt_tensor(m->weights.l0 + l, DT_GPT_LN1), 0);
+    n = tensor_is(t, by_rows, n, dt_gpt_tensor(m->weights.l0 + l, DT_GPT_LN2), 0);
   }
-  if (k == REPLICAS && m->last) n = tensor_is(t, by_rows, n, 2 + 8 * c->layers, 0); /* ln_f */
-  if (k == REPLICAS && m->first) n = tensor_is(t, by_rows, n, 1, 0);                /* wpe */
+  if (k == REPLICAS && m->mesh.last)
+    n = tensor_is(t, by_rows, n, dt_gpt_tensor(c->layers, 0), 0); /* ln_f */
+  if (k == REPLICAS && m->mesh.first) n = tensor_is(t, by_rows, n, DT_GPT_WPE, 0);
   return n;
 }
 
@@ -104,21 +45,21 @@ static int tensors_of(const model *m, const dt_train_config *c, int k, int64_t *
  * the tp replicas on tp rank 0, the last stage's wte on the first stage,
  * and without --zero 1 every replica over dp x cp on dc rank 0. */
 static void place(model *m, dt_run *r, int64_t lo, int64_t hi) {
-  int64_t *t = dt_host_alloc((size_t)(8 * m->L + 2), sizeof *t);
-  int *by_rows = dt_host_alloc((size_t)(8 * m->L + 2), sizeof *by_rows);
+  int64_t most = DT_GPT_PER_LAYER * m->weights.L + 2, *t = dt_host_alloc((size_t)most, sizeof *t);
+  int *by_rows = dt_host_alloc((size_t)most, sizeof *by_rows);
   for (int k = 0; k < CLASSES; k++) {
-    int64_t s = m->at_of[k] > lo ? m->at_of[k] : lo,
-            e = m->at_of[k + 1] < hi ? m->at_of[k + 1] : hi;
+    int64_t s = m->weights.at_of[k] > lo ? m->weights.at_of[k] : lo,
+            e = m->weights.at_of[k + 1] < hi ? m->weights.at_of[k + 1] : hi;
     if (s >= e) continue;
-    int seg = dt_run_segment(r, m->w + s, m->g + s, (size_t)(e - s));
-    r->seg[seg].copy = (!m->zero && m->dc->rank != 0) || (k == VOCAB && !m->first) ||
-                       (k == REPLICAS && m->at[TP] != 0);
-    int64_t i0 = m->at_of[k];
+    int seg = dt_run_segment(r, m->weights.w + s, m->weights.g + s, (size_t)(e - s));
+    r->seg[seg].copy = (!m->weights.zero && m->mesh.dc->rank != 0) ||
+                       (k == VOCAB && !m->mesh.first) || (k == REPLICAS && m->mesh.at[TP] != 0);
+    int64_t i0 = m->weights.at_of[k];
     for (int i = 0, nt = tensors_of(m, &r->c, k, t, by_rows); i < nt; i++) {
       dt_tensor x = dt_model_tensor(&r->c, t[i]);
       int sharded = k != REPLICAS;
-      i0 += tp_place_shard(r, seg, 0, &x, by_rows[i], sharded ? (int)m->at[TP] : 0,
-                           sharded ? (int)m->n[TP] : 1, s - i0, e - i0);
+      i0 += tp_place_shard(r, seg, 0, &x, by_rows[i], sharded ? (int)m->mesh.at[TP] : 0,
+                           sharded ? (int)m->mesh.n[TP] : 1, s - i0, e - i0);
     }
   }
   free(t);
@@ -126,109 +67,97 @@ static void place(model *m, dt_run *r, int64_t lo, int64_t hi) {
 }
 
 static void sizes(model *m, const dt_train_config *c) {
-  int64_t T = m->n[TP];
-  m->D = c->dim;
-  m->H = c->hidden;
-  m->A = c->heads / T;
-  m->W = m->D / T;
-  m->Hs = m->H / T;
-  m->S = c->seq;
-  m->V = c->vocab;
-  m->Vs = m->V / T;
-  m->v0 = m->at[TP] * m->Vs;
-  m->Bm = c->batch / (m->n[DP] * m->M);
-  m->nl = 4 * m->D * m->W + 2 * m->D * m->Hs;
-  int64_t ends = m->first || m->last;
-  m->at_of[SHARDS] = 0;
-  m->at_of[VOCAB] = m->L * m->nl;
-  m->at_of[REPLICAS] = m->at_of[VOCAB] + ends * m->Vs * m->D;
-  m->at_of[CLASSES] = m->at_of[REPLICAS] + (2 * m->L + m->last) * m->D + m->first * m->S * m->D;
-  m->nw = m->at_of[CLASSES];
+  int64_t T = m->mesh.n[TP];
+  m->weights.D = c->dim;
+  m->weights.H = c->hidden;
+  m->weights.A = c->heads / T;
+  m->weights.W = m->weights.D / T;
+  m->weights.Hs = m->weights.H / T;
+  m->weights.S = c->seq;
+  m->weights.V = c->vocab;
+  m->weights.Vs = m->weights.V / T;
+  m->weights.v0 = m->mesh.at[TP] * m->weights.Vs;
+  m->step.Bm = c->batch / (m->mesh.n[DP] * m->step.M);
+  m->weights.nl = 4 * m->weights.D * m->weights.W + 2 * m->weights.D * m->weights.Hs;
+  int64_t ends = m->mesh.first || m->mesh.last;
+  m->weights.at_of[SHARDS] = 0;
+  m->weights.at_of[VOCAB] = m->weights.L * m->weights.nl;
+  m->weights.at_of[REPLICAS] = m->weights.at_of[VOCAB] + ends * m->weights.Vs * m->weights.D;
+  m->weights.at_of[CLASSES] = m->weights.at_of[REPLICAS] +
+                              (2 * m->weights.L + m->mesh.last) * m->weights.D +
+                              m->mesh.first * m->weights.S * m->weights.D;
+  m->weights.nw = m->weights.at_of[CLASSES];
+}
+
+gpt_share gpt_share_here(const model *m, const dt_run *r) {
+  int64_t lo = 0, hi = m->weights.nw;
+  if (m->weights.zero) fsdp_range(&m->weights.f, &lo, &hi);
+  return (gpt_share){.n = m->mesh.n,
+                     .s = m->mesh.at[PP],
+                     .L = m->weights.L,
+                     .M = m->step.M,
+                     .R = m->step.R,
+                     .Rs = m->step.Rs,
+                     .D = m->weights.D,
+                     .W = m->weights.W,
+                     .A = m->weights.A,
+                     .Hs = m->weights.Hs,
+                     .C = m->step.cr.C,
+                     .Vs = m->weights.Vs,
+                     .S = m->weights.S,
+                     .nw = m->weights.nw,
+                     .shard = m->weights.zero ? m->weights.f.S : 0,
+                     .own = hi - lo,
+                     .first = m->mesh.first,
+                     .last = m->mesh.last,
+                     .gpipe = m->step.gpipe,
+                     .adamw = r->c.optimizer[0] == 'a',
+                     .sp = m->step.sp,
+                     .recompute = m->step.recompute,
+                     .wire16 = m->step.wire.type != DT_F32};
 }
 
 void gpt_buffers(model *m, dt_run *r) {
   const dt_train_config *c = &r->c;
   sizes(m, c);
-  int64_t lo = 0, hi = m->nw, T = m->n[TP];
-  if (m->zero) {
-    fsdp_init(&m->f, m->dc, c, 1, m->nw, 1, 0); /* 06's ZeRO-1: the buffer one layer */
-    fsdp_range(&m->f, &lo, &hi);
-    m->w = m->f.w;
-    m->g = m->f.g;
+  int64_t lo = 0, hi = m->weights.nw, T = m->mesh.n[TP];
+  if (m->weights.zero) {
+    fsdp_init(&m->weights.f, m->mesh.dc, c, 1, m->weights.nw, 1,
+              0); /* 06's ZeRO-1: the buffer one layer */
+    fsdp_range(&m->weights.f, &lo, &hi);
+    m->weights.w = m->weights.f.w;
+    m->weights.g = m->weights.f.g;
   } else {
-    m->w = alloc(m->nw, DT_PARAMS);
-    m->g = alloc(m->nw, DT_GRADS);
+    m->weights.w = alloc(m->weights.nw, DT_PARAMS);
+    m->weights.g = alloc(m->weights.nw, DT_GRADS);
   }
   place(m, r, lo, hi);
-  cp_attn_init(&m->cr, m->axis[CP], c, m->zigzag, m->Bm, m->W, m->A, 1);
-  int64_t R = m->cr.R, D = m->D;
-  m->R = R;
-  m->Rs = m->sp ? R / T : R;
-  m->mine = m->sp ? m->at[TP] * m->Rs : 0;
-  int64_t Rs = m->Rs, slot = Rs * D + (m->recompute ? m->L * Rs * D : m->L * per_layer(m));
-  stash_slots(&m->st, m->M, (size_t)(slot + head_floats(m)));
-  m->layer = m->recompute ? alloc(per_layer(m) - Rs * D, DT_ACTIV) : NULL;
-  m->dx = alloc(Rs * D, DT_ACTIV);
-  m->dnext = alloc(Rs * D, DT_ACTIV);
-  m->dn = m->sp ? alloc(Rs * D, DT_ACTIV) : NULL;
-  m->full = m->sp ? alloc(R * D, DT_ACTIV) : NULL;
-  m->dfull = m->sp ? alloc(R * D, DT_ACTIV) : NULL;
-  m->dh = alloc(R * D, DT_ACTIV);
-  m->du = alloc(R * m->Hs, DT_ACTIV);
-  m->dout = alloc(R * m->W, DT_ACTIV);
-  m->dqkv = alloc(3 * R * m->W, DT_ACTIV);
-  m->dlogits = m->last ? alloc(R * m->Vs, DT_ACTIV) : NULL;
-  m->tokens = m->first ? dt_alloc((size_t)(m->M * R) * 4, DT_DATA) : NULL;
-  m->targets = m->last ? dt_alloc((size_t)(m->M * R) * 4, DT_DATA) : NULL;
+  cp_attn_init(&m->step.cr, m->mesh.axis[CP], c, m->step.zigzag, m->step.Bm, m->weights.W,
+               m->weights.A, 1);
+  int64_t R = m->step.cr.R, D = m->weights.D;
+  m->step.R = R;
+  m->step.Rs = m->step.sp ? R / T : R;
+  m->step.mine = m->step.sp ? m->mesh.at[TP] * m->step.Rs : 0;
+  int64_t Rs = m->step.Rs;
+  gpt_share x = gpt_share_here(m, r); /* a slot's floats as formulas.c counts them */
+  m->step.per_layer = gpt_per_layer(&x);
+  m->step.out = m->weights.L * (m->step.recompute ? Rs * D : m->step.per_layer);
+  stash_slots(&m->step.st, m->step.M, (size_t)gpt_slot(&x));
+  m->step.layer = m->step.recompute ? alloc(m->step.per_layer - Rs * D, DT_ACTIV) : NULL;
+  m->step.dx = alloc(Rs * D, DT_ACTIV);
+  m->step.dnext = alloc(Rs * D, DT_ACTIV);
+  m->step.dn = m->step.sp ? alloc(Rs * D, DT_ACTIV) : NULL;
+  m->step.full = m->step.sp ? alloc(R * D, DT_ACTIV) : NULL;
+  m->step.dfull = m->step.sp ? alloc(R * D, DT_ACTIV) : NULL;
+  m->step.dh = alloc(R * D, DT_ACTIV);
+  m->step.du = alloc(R * m->weights.Hs, DT_ACTIV);
+  m->step.dout = alloc(R * m->weights.W, DT_ACTIV);
+  m->step.dqkv = alloc(3 * R * m->weights.W, DT_ACTIV);
+  m->step.dlogits = m->mesh.last ? alloc(R * m->weights.Vs, DT_ACTIV) : NULL;
+  m->step.tokens = m->mesh.first ? dt_alloc((size_t)(m->step.M * R) * 4, DT_DATA) : NULL;
+  m->step.targets = m->mesh.last ? dt_alloc((size_t)(m->step.M * R) * 4, DT_DATA) : NULL;
   /* host: the windows, and the step's tokens and targets made from them
    * before one copy each to the backend (text.c reads the text there) */
-  m->windows = dt_host_alloc((size_t)(m->Bm * (m->S + 1) + 2 * m->M * R), sizeof *m->windows);
-  gpt_wires(m, c);
-}
-
-/* Row i of a sequence's Sl rows here: its position in the whole sequence */
-static int64_t position(const model *m, int64_t i) {
-  int64_t C = m->cr.C;
-  return cp_chunk(&m->cr, m->cr.rank, i / C) * C + i % C;
-}
-
-void gpt_tokens(model *m, const dt_train_config *c, int64_t step) {
-  int64_t R = m->R, Sl = m->cr.Sl, S1 = m->S + 1, MR = m->M * R;
-  if (!m->first && !m->last) return; /* the stages between see no tokens */
-  int32_t *tokens = m->windows + m->Bm * S1, *targets = tokens + MR; /* host */
-  for (int64_t mb = 0; mb < m->M; mb++) {
-    dt_text_batch(c, step, m->at[DP] * (c->batch / m->n[DP]) + mb * m->Bm, m->Bm, m->windows);
-    for (int64_t r = 0; r < R; r++) {
-      const int32_t *at = m->windows + r / Sl * S1 + position(m, r % Sl);
-      tokens[mb * R + r] = at[0];
-      targets[mb * R + r] = at[1]; /* the next token */
-    }
-  }
-  /* one copy each a step, to where the lookup's and the loss's kernels read */
-  if (m->first) dt_copy_from_host(m->tokens, tokens, (size_t)MR * sizeof *tokens);
-  if (m->last) dt_copy_from_host(m->targets, targets, (size_t)MR * sizeof *targets);
-}
-
-/* Rows [r0, r0 + n) of a microbatch, row k of buf, in runs of consecutive
- * positions (a chunk of a sequence at most): their positions' embedding
- * added to buf (forward), or buf added to the gradient dwpe (backward) */
-static void positions(const model *m, const float *wpe, int64_t r0, int64_t n, float *buf,
-                      float *dwpe) {
-  int64_t C = m->cr.C, Sl = m->cr.Sl, D = m->D;
-  for (int64_t r = r0, run; r < r0 + n; r += run) {
-    int64_t i = r % Sl;
-    run = C - i % C < r0 + n - r ? C - i % C : r0 + n - r;
-    if (dwpe)
-      dt_positions_backward(buf + (r - r0) * D, position(m, i), run, 1, D, dwpe);
-    else
-      dt_positions_forward(wpe, position(m, i), run, 1, D, buf + (r - r0) * D);
-  }
-}
-
-void gpt_positions(const model *m, const float *wpe, int64_t r0, int64_t n, float *out) {
-  positions(m, wpe, r0, n, out, NULL);
-}
-
-void gpt_positions_backward(const model *m, const float *dout, int64_t r0, int64_t n, float *dwpe) {
-  positions(m, NULL, r0, n, (float *)dout, dwpe);
+  m->step.windows = dt_host_alloc((size_t)(m->step.Bm * (m->weights.S + 1) + 2 * m->step.M * R),
+                                  sizeof *m->step.windows);
 }

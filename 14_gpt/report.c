@@ -1,64 +1,15 @@
-/* report.c: what 14_gpt refuses before any work, and what it prints after
- * the run (the mesh's table before it is 12's): each axis's calls and bytes,
- * the vocabulary's among them, the time blocked on each, memory by kind
- * with the logits' share, each beside formulas.c's and checked on every
- * rank; the copies of every replicated weight; the pipeline's bubble (09);
- * then throughput.c's line. */
+/* report.c: what 14_gpt prints after the run (the mesh's table before it
+ * is 12's): each axis's calls and bytes, the vocabulary's among them, the
+ * time blocked on each, memory by kind with the logits' share, each beside
+ * formulas.c's and checked on every rank; the copies of every replicated
+ * weight; the pipeline's bubble (09); then throughput.c's line. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "09_pp/formulas.h"
 #include "formulas.h"
-#include "gpt.h"
-
-void gpt_check(const model *m, const dt_train_config *c) {
-  int64_t T = m->n[TP], R = c->batch / (m->n[DP] * m->M) * (c->seq / m->n[CP]);
-  if (m->sp && R % T != 0)
-    dt_fail("--sequence-parallel: the %lld rows of a microbatch (B/(dp M) x S/cp) do not split "
-            "over --tp %lld: each tp rank holds R/tp rows of the residual stream; choose --batch "
-            "or --seq so that they do",
-            (long long)R, (long long)T);
-}
-
-void gpt_pieces(model *m, float *buf, int64_t n, dt_op op, dt_counter *row) {
-  dt_counter *ar = &m->axis[TP]->count[DT_ALL_REDUCE], kept = *ar;
-  dt_all_reduce(m->axis[TP], buf, buf, (size_t)n, DT_F32, op);
-  row->calls += ar->calls - kept.calls;
-  row->bytes_sent += ar->bytes_sent - kept.bytes_sent;
-  row->seconds += ar->seconds - kept.seconds; /* and still tp's: its blocked time is all of it */
-  ar->calls = kept.calls;
-  ar->bytes_sent = kept.bytes_sent;
-}
-
-/* This rank's share, as the formulas take it (formulas.c) */
-static gpt_share share_of(const model *m, const dt_run *r) {
-  int64_t lo = 0, hi = m->nw;
-  if (m->zero) fsdp_range(&m->f, &lo, &hi);
-  return (gpt_share){.n = m->n,
-                     .s = m->at[PP],
-                     .L = m->L,
-                     .M = m->M,
-                     .R = m->R,
-                     .Rs = m->Rs,
-                     .D = m->D,
-                     .W = m->W,
-                     .A = m->A,
-                     .Hs = m->Hs,
-                     .C = m->cr.C,
-                     .Vs = m->Vs,
-                     .S = m->S,
-                     .nw = m->nw,
-                     .shard = m->zero ? m->f.S : 0,
-                     .own = hi - lo,
-                     .first = m->first,
-                     .last = m->last,
-                     .gpipe = m->gpipe,
-                     .adamw = r->c.optimizer[0] == 'a',
-                     .sp = m->sp,
-                     .recompute = m->recompute,
-                     .wire16 = m->wire.type != DT_F32};
-}
+#include "state.h"
 
 /* a counter and the rows counted apart from it */
 static dt_counter plus(dt_counter c, const dt_counter *a, int n) {
@@ -70,9 +21,9 @@ static dt_counter plus(dt_counter c, const dt_counter *a, int n) {
 }
 
 static void bytes(const model *m, const dt_run *r, uint64_t steps, int *bad) {
-  gpt_share x = share_of(m, r);
+  gpt_share x = gpt_share_here(m, r);
   gpt_traffic t = gpt_traffic_of(&x);
-  dt_comm *tp = m->axis[TP];
+  dt_comm *tp = m->mesh.axis[TP];
   char hb[120]; /* the formula, its E (bytes an element) written out */
 #define ROW(axis, what, got, f, how)                                                               \
   mesh_row(axis, what, got, steps, (uint64_t)(f).calls, (uint64_t)(f).bytes,                       \
@@ -82,7 +33,7 @@ static void bytes(const model *m, const dt_run *r, uint64_t steps, int *bad) {
               "stay fp32, x 4)\n",
               r->c.precision);
   dt_print0("  per rank per step (rank 0)          calls formula  bytes sent     formula\n");
-  if (!m->sp)
+  if (!m->step.sp)
     ROW("tp", "all_reduce (activ)", tp->count[DT_ALL_REDUCE], t.activ,
         "M((4 + 2 recompute)L + first + last) x 2(tp-1)/tp x RD x E: after Wo, W2, the "
         "embedding; their mirrors");
@@ -94,25 +45,25 @@ static void bytes(const model *m, const dt_run *r, uint64_t steps, int *bad) {
     ROW("tp", "all_reduce (gains)", tp->count[DT_ALL_REDUCE], t.gains,
         "2(tp-1)/tp x (2L + last) D x E: each rank's rows' share of the gains' gradients");
   }
-  ROW("tp", "all_reduce (max)", m->ce[0], t.max,
+  ROW("tp", "all_reduce (max)", m->step.ce[0], t.max,
       "last stage: M x 2(tp-1)/tp x R x 4: each row's max over the vocabulary's slices");
-  ROW("tp", "all_reduce (sum|target)", m->ce[1], t.sums,
+  ROW("tp", "all_reduce (sum|target)", m->step.ce[1], t.sums,
       "last stage: M x 2(tp-1)/tp x 2R x 4: sum of e^(logit - max), the target's logit");
-  ROW("cp", "sendrecv (K|V, dK|dV)", m->axis[CP]->count[DT_SENDRECV], t.cp,
+  ROW("cp", "sendrecv (K|V, dK|dV)", m->mesh.axis[CP]->count[DT_SENDRECV], t.cp,
       "LM(3cp-2 + recompute (cp-1)) x 2RW x E: 11's ring");
-  ROW("pp", "sendrecv (activ)", m->axis[PP]->count[DT_SENDRECV], t.pp,
+  ROW("pp", "sendrecv (activ)", m->mesh.axis[PP]->count[DT_SENDRECV], t.pp,
       "M x (s < pp-1: forward out + s > 0: gradient back) x Rs D x E; calls: the plan's");
-  ROW("dp x cp", "all_reduce (grads)", m->dc->count[DT_ALL_REDUCE], t.grads,
-      m->zero ? "2 x (G-1) x S x E, as 06 --zero 1 (the rank's buffer one layer)"
-              : "2(G-1)/G x n x E, G = dp x cp, n this rank's floats");
-  if (m->zero)
-    ROW("dp x cp", "all_gather (params)", m->dc->count[DT_ALL_GATHER], t.params,
+  ROW("dp x cp", "all_reduce (grads)", m->mesh.dc->count[DT_ALL_REDUCE], t.grads,
+      m->weights.zero ? "2 x (G-1) x S x E, as 06 --zero 1 (the rank's buffer one layer)"
+                      : "2(G-1)/G x n x E, G = dp x cp, n this rank's floats");
+  if (m->weights.zero)
+    ROW("dp x cp", "all_gather (params)", m->mesh.dc->count[DT_ALL_GATHER], t.params,
         "(G-1) x S x E: the stepped shards back to every rank");
-  ROW("emb", "all_reduce (tied wte)", m->emb->count[DT_ALL_REDUCE], t.emb,
+  ROW("emb", "all_reduce (tied wte)", m->mesh.emb->count[DT_ALL_REDUCE], t.emb,
       "first and last stage (pp > 1): 2(2-1)/2 x Vs D x E, the embedding's and the head's");
 #undef ROW
   /* --report-json: one figure an axis and kind (13_plan's keys), the rows summed */
-  dt_counter ar = plus(tp->count[DT_ALL_REDUCE], m->ce, 2);
+  dt_counter ar = plus(tp->count[DT_ALL_REDUCE], m->step.ce, 2);
   mesh_flow f[3] = {t.activ.calls ? t.activ : t.gains, t.max, t.sums};
   dt_report_traffic("tp", DT_ALL_REDUCE, (double)(ar.calls / steps),
                     (double)(ar.bytes_sent / steps),
@@ -120,24 +71,27 @@ static void bytes(const model *m, const dt_run *r, uint64_t steps, int *bad) {
 }
 
 static void memory(const model *m, const dt_run *r, int *bad) {
-  gpt_share x = share_of(m, r);
-  int64_t mem[DT_NTAGS], live = pp_live((int)m->n[PP], (int)m->at[PP], m->M, m->gpipe);
+  gpt_share x = gpt_share_here(m, r);
+  int64_t mem[DT_NTAGS],
+      live = pp_live((int)m->mesh.n[PP], (int)m->mesh.at[PP], m->step.M, m->step.gpipe);
   gpt_memory(&x, mem);
   char act[200], comm[240];
-  snprintf(act, sizeof act,
-           "(live x slot + scratch) x 4, live %lld; a slot %lld floats: %s (x_0, %s%s)",
-           (long long)live, (long long)gpt_slot(&x), m->recompute ? "recompute" : "every layer's",
-           m->recompute ? "each layer's input alone"
+  snprintf(
+      act, sizeof act, "(live x slot + scratch) x 4, live %lld; a slot %lld floats: %s (x_0, %s%s)",
+      (long long)live, (long long)gpt_slot(&x), m->step.recompute ? "recompute" : "every layer's",
+      m->step.recompute ? "each layer's input alone"
                         : "L x (LN stats, h1, q k v o, lse, x2, h2, a u, out)",
-           m->last ? ", the head's" : "");
+      m->mesh.last ? ", the head's" : "");
   dt_row rows[] = {
       {DT_PARAMS, mem[DT_PARAMS],
-       m->zero ? "4 x G S: the rank's buffer, padded, as 06 --zero 1"
-               : "4 x n: the layers' tp shards, the vocabulary's rows (first, last), gains, wpe",
+       m->weights.zero
+           ? "4 x G S: the rank's buffer, padded, as 06 --zero 1"
+           : "4 x n: the layers' tp shards, the vocabulary's rows (first, last), gains, wpe",
        0},
       {DT_GRADS, mem[DT_GRADS], "the same", 0},
       {DT_OPTIM, mem[DT_OPTIM],
-       m->zero ? "AdamW m, v: 8 x its shard along dp x cp (sgd: 0)" : "AdamW m, v: 8 x n (sgd: 0)",
+       m->weights.zero ? "AdamW m, v: 8 x its shard along dp x cp (sgd: 0)"
+                       : "AdamW m, v: 8 x n (sgd: 0)",
        0},
       {DT_ACTIV, mem[DT_ACTIV], act, 0},
       {DT_COMMBUF, mem[DT_COMMBUF], gpt_comm_how(m, comm, sizeof comm), 0},
@@ -145,17 +99,20 @@ static void memory(const model *m, const dt_run *r, int *bad) {
   dt_print_memory(rows, 6, NULL);
   dt_print_memory_uncounted();
   for (int i = 0; i < 6; i++) *bad += (int64_t)dt_mem_peak(rows[i].tag) != rows[i].formula;
-  if (m->last) /* [B S/cp rows of a microbatch, V/tp]: the vocabulary's slice of the logits */
+  if (m->mesh.last) /* [B S/cp rows of a microbatch, V/tp]: the vocabulary's slice of the logits */
     dt_print0("    the logits: [R, V/tp] = [%lld, %lld] a microbatch, %lld bytes of activ (live "
               "%lld and dlogits)\n    never gathered: a rank's slice R x V/tp x 4 = %lld bytes, of "
               "[R, V]'s R x V x 4 = %lld\n",
-              (long long)m->R, (long long)m->Vs, (long long)((live + 1) * m->R * m->Vs * 4),
-              (long long)live, (long long)(m->R * m->Vs * 4), (long long)(m->R * m->V * 4));
+              (long long)m->step.R, (long long)m->weights.Vs,
+              (long long)((live + 1) * m->step.R * m->weights.Vs * 4), (long long)live,
+              (long long)(m->step.R * m->weights.Vs * 4),
+              (long long)(m->step.R * m->weights.V * 4));
   dt_print0("    with R = B/(dp M) x S/cp = %lld rows per microbatch (%lld of them in this rank's "
             "stream), W = D/tp = %lld, Hs = H/tp = %lld, Vs = V/tp = %lld, C = %lld, L = %lld "
             "layer%s a stage, n = %lld\n",
-            (long long)m->R, (long long)m->Rs, (long long)m->W, (long long)m->Hs, (long long)m->Vs,
-            (long long)m->cr.C, (long long)m->L, m->L == 1 ? "" : "s", (long long)m->nw);
+            (long long)m->step.R, (long long)m->step.Rs, (long long)m->weights.W,
+            (long long)m->weights.Hs, (long long)m->weights.Vs, (long long)m->step.cr.C,
+            (long long)m->weights.L, m->weights.L == 1 ? "" : "s", (long long)m->weights.nw);
 }
 
 void gpt_report(model *m, dt_run *r) {
@@ -165,28 +122,28 @@ void gpt_report(model *m, dt_run *r) {
   int bad = 0, worst;
   bytes(m, r, steps, &bad);
   worst = bad;
-  dt_host_all_reduce(m->world, &worst, 1, DT_I32, DT_MAX);
+  dt_host_all_reduce(m->mesh.world, &worst, 1, DT_I32, DT_MAX);
   dt_print0("    every rank's calls and bytes equal their formulas: %s (%d rank%s)\n",
-            worst ? "NO" : "yes", m->world->size, m->world->size == 1 ? "" : "s");
+            worst ? "NO" : "yes", m->mesh.world->size, m->mesh.world->size == 1 ? "" : "s");
   double ms = 1e3 / (double)steps;
   dt_print0(
       "  time blocked per step (rank 0): tp %.2f ms, cp %.2f ms, pp %.2f ms, dp x cp %.2f ms, "
       "emb %.2f ms (the rest of the step is compute, above)\n",
-      dt_comm_total(m->axis[TP]).seconds * ms, dt_comm_total(m->axis[CP]).seconds * ms,
-      dt_comm_total(m->axis[PP]).seconds * ms, dt_comm_total(m->dc).seconds * ms,
-      dt_comm_total(m->emb).seconds * ms);
-  if (m->last && m->n[TP] > 1)
+      dt_comm_total(m->mesh.axis[TP]).seconds * ms, dt_comm_total(m->mesh.axis[CP]).seconds * ms,
+      dt_comm_total(m->mesh.axis[PP]).seconds * ms, dt_comm_total(m->mesh.dc).seconds * ms,
+      dt_comm_total(m->mesh.emb).seconds * ms);
+  if (m->mesh.last && m->mesh.n[TP] > 1)
     dt_print0("  the loss's two all-reduces over tp (rank 0, in its tp time above): max %.3f ms, "
               "sum|target %.3f ms per step, %.3f ms in all\n",
-              m->ce[0].seconds * ms, m->ce[1].seconds * ms,
-              (m->ce[0].seconds + m->ce[1].seconds) * ms);
+              m->step.ce[0].seconds * ms, m->step.ce[1].seconds * ms,
+              (m->step.ce[0].seconds + m->step.ce[1].seconds) * ms);
   bad = 0;
   memory(m, r, &bad);
-  dt_host_all_reduce(m->world, &bad, 1, DT_I32, DT_MAX);
+  dt_host_all_reduce(m->mesh.world, &bad, 1, DT_I32, DT_MAX);
   dt_print0("    every rank's memory equals its formulas: %s (%d rank%s)\n", bad ? "NO" : "yes",
-            m->world->size, m->world->size == 1 ? "" : "s");
+            m->mesh.world->size, m->mesh.world->size == 1 ? "" : "s");
   gpt_replicas(m);
-  timeline_report(m->tl, m->axis[PP], m->M);
+  timeline_report(m->step.tl, m->mesh.axis[PP], m->step.M);
   dt_print0("(a stage's busy is its actions' wall time, the tp and cp calls inside them included; "
             "the summary's\n compute is the step less every blocked call)\n");
   gpt_mfu(m, r);

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "formulas.h"
-#include "gpt.h"
+#include "state.h"
 
 /* sgemm's rate at the MLP's shape, GFLOP/s on the rank's own clock (a
  * core's CPU time, or its GPU's: CUDA events): the yardstick of the model
@@ -40,7 +40,7 @@ static int by_value(const void *a, const void *b) {
 
 void gpt_mfu(const model *m, const dt_run *r) {
   const dt_train_config *c = &r->c;
-  int64_t n = c->steps - c->start_step, ranks = m->world->size,
+  int64_t n = c->steps - c->start_step, ranks = m->mesh.world->size,
           cores = sysconf(_SC_NPROCESSORS_ONLN);
   double *ms = dt_host_alloc((size_t)n, sizeof *ms);
   memcpy(ms, r->step_ms + c->start_step, (size_t)n * sizeof *ms);
@@ -49,7 +49,7 @@ void gpt_mfu(const model *m, const dt_run *r) {
   double flops = gpt_model_flops(c->layers, c->dim, c->hidden, c->vocab, c->seq, c->batch);
   int gpu = dt_device() >= 0; /* a GPU a rank: the ranks' GPUs; else the cores they keep busy */
   int64_t busy = gpu || ranks < cores ? ranks : cores;
-  double rate = m->world->rank == 0 ? gemm_rate(m->R, m->Hs, m->D) : 0;
+  double rate = m->mesh.world->rank == 0 ? gemm_rate(m->step.R, m->weights.Hs, m->weights.D) : 0;
   char of[160];
   if (gpu)
     snprintf(of, sizeof of, "%lld rank%s GPUs, each a GPU of its own", (long long)ranks,
@@ -64,7 +64,7 @@ void gpt_mfu(const model *m, const dt_run *r) {
             tokens / step, step * 1e3, tokens, flops / 1e9, flops / step / 1e9,
             100 * flops / step / 1e9 / ((double)busy * rate), (long long)busy, rate,
             gpu ? "rank 0's GPU" : "one core", gpu ? "by CUDA events" : "in CPU time", of);
-  if (m->recompute) {
+  if (m->step.recompute) {
     double extra = gpt_recompute_flops(c->layers, c->dim, c->hidden, c->seq, c->batch);
     dt_print0(
         "  --recompute: %.3f GFLOP more a step (the layers' forward again, %.0f%% of the model "

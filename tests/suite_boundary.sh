@@ -113,7 +113,7 @@ else
     -- $BDG
   # a host pointer to a kernel: 14 embedding the host copy of its ids
   planted host-ids-to-kernel 14_gpt 14_gpt/gpt.c \
-    's{embed\(m, slot, m->tokens \+ at\)}{embed(m, slot, m->windows + m->Bm * (m->S + 1) + at)}' \
+    's{embed\(m, slot, m->step\.tokens \+ at\)}{embed(m, slot, m->step.windows + m->step.Bm * (m->weights.S + 1) + at)}' \
     "the host copy of the ids handed to the embedding's kernel" 1 \
     'device boundary: dt_embed_forward was handed host memory as `tokens` \(0x[0-9a-f]+\) by embed \(.*gpt.c:[0-9]+\)' \
     -- $BDG

@@ -253,18 +253,18 @@ else
   # 14_gpt: the vocabulary over tp, the tied weight over pp, sequence
   # parallelism, positions under cp; short runs of the default model
   MUT_ALSO='^    tp +all_reduce \(max\) +0 +1 ' mutant 14-max 14_gpt 14_gpt/gpt.c \
-    's/  gpt_pieces\(m, h\.mx, R, DT_MAX, &m->ce\[0\]\);[^\n]*\n//' \
+    's/  gpt_pieces\(m, h\.mx, R, DT_MAX, &m->step\.ce\[0\]\);[^\n]*\n//' \
     "the loss's max not all-reduced over tp (each slice's own max)" -- --steps 10 --sample 0
   MUT_ALSO="every rank's calls and bytes equal their formulas: yes" mutant 14-mask 14_gpt common/train/kernels_cpu.c \
     's/dt_embed_core\(wte, tokens\[r\], v0, Vs, D, d\)/dt_embed_core(wte, tokens[r] >= v0 \&\& tokens[r] < v0 + Vs ? tokens[r] : (int32_t)v0, v0, Vs, D, d)/' \
     "the embedding not masked to the rank's rows (another slice's token gets the slice's row 0)" -- --steps 10 --sample 0
   MUT_ALSO="wte's rows on the first and the last stage DIFFER" mutant 14-tied 14_gpt 14_gpt/gpt.c \
-    's/  if \(m->emb->size > 1\) tp_sum\(m->emb,[^;]*;\n//' \
+    's/  if \(m->mesh\.emb->size > 1\)\n? *tp_sum\(m->mesh\.emb,[^;]*;\n//' \
     "the tied weight's gradients not summed between the first and the last stage" -- --steps 10 --sample 0 --pp 2
-  MUT_ALSO='^    tp +reduce_scatter \(activ\) +0 +10 ' mutant 14-sp 14_gpt 14_gpt/sequence.c \
-    's/if \(!m->sp\) \{\n    tp_sum/if (1) {\n    tp_sum/' \
+  MUT_ALSO='^    tp +reduce_scatter \(activ\) +0 +10 ' mutant 14-sp 14_gpt 14_gpt/layer.c \
+    's/if \(!m->step\.sp\) \{\n    tp_sum/if (1) {\n    tp_sum/' \
     "sequence parallelism's reduce-scatter replaced by the all-reduce (12's tp_sum)" -- --steps 10 --sample 0 --sequence-parallel
-  MUT_ALSO="a gradient is off: wpe's rel L2 diff" mutant 14-positions 14_gpt 14_gpt/buffers.c \
+  MUT_ALSO="a gradient is off: wpe's rel L2 diff" mutant 14-positions 14_gpt 14_gpt/tokens.c \
     's/position\(m, i\), run/i, run/g' \
     "the position embedding indexed by the local, not the global position under cp" -- --steps 10 --sample 0 --cp 2
   # Bugs a comparison of two trajectories cannot see (CHECKING.md, "The check,

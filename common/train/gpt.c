@@ -73,7 +73,7 @@ void dt_embed_backward(const int32_t *tokens, int64_t R, const float *dout, int6
 
 dt_gpt_block dt_gpt_block_at(const dt_train_config *c, float *model, int64_t layer) {
   float *p[8];
-  for (int j = 0; j < 8; j++) p[j] = model + dt_model_tensor(c, 2 + 8 * layer + j).at;
+  for (int j = 0; j < 8; j++) p[j] = model + dt_model_tensor(c, dt_gpt_tensor(layer, j)).at;
   return (dt_gpt_block){p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]};
 }
 
@@ -276,7 +276,7 @@ double dt_gpt_forward(const dt_train_config *c, const float *w, const int32_t *i
     dt_gpt_mlp_forward(&s, &b, act(a, H2, l), act(a, A, l), act(a, U, l), act(a, X2, l),
                        act(a, X, l + 1));
   }
-  const float *lnf = w + dt_model_tensor(c, 2 + 8 * c->layers).at;
+  const float *lnf = w + dt_model_tensor(c, dt_gpt_tensor(c->layers, 0)).at;
   dt_layernorm_forward(act(a, X, c->layers), lnf, a->hf, a->meanf, a->rstdf, R, D);
   dt_matmul(0, 1, R, V, D, a->hf, w, a->logits, 0); /* the head: wte, tied */
   if (!targets) return 0;
@@ -293,7 +293,7 @@ void dt_gpt_backward(const dt_train_config *c, const float *w, dt_gpt_acts *a, d
                  (float)(scale / (double)R), a->dlogits);
   dt_matmul(1, 0, V, D, R, a->dlogits, a->hf, g, 1); /* dwte += dlogits^T hf */
   dt_matmul(0, 0, R, D, V, a->dlogits, w, dh, 0);    /* dhf = dlogits wte */
-  int64_t lnf = dt_model_tensor(c, 2 + 8 * c->layers).at;
+  int64_t lnf = dt_model_tensor(c, dt_gpt_tensor(c->layers, 0)).at;
   dt_layernorm_backward(act(a, X, c->layers), w + lnf, dh, a->meanf, a->rstdf, dx, g + lnf, R, D,
                         0);
   for (int64_t l = c->layers - 1; l >= 0; l--) { /* dx: the gradient of the block's output */

@@ -20,13 +20,13 @@ dt_file_tensor dt_gpt_file_tensor(const dt_train_config *c, int64_t i) {
                                  "ln_2", "mlp.c_fc",    "mlp.c_proj"};
   static const int first[6] = {0, 1, 4, 5, 6, 7}; /* the layer's tensor each starts with */
   if (i < 2 || i == last) {
-    f.part[0] = i < 2 ? i : 2 + 8 * c->layers;
+    f.part[0] = i < 2 ? i : dt_gpt_tensor(c->layers, 0);
     snprintf(f.name, sizeof f.name, "transformer.%s.weight",
              i == 0   ? "wte"
              : i == 1 ? "wpe"
                       : "ln_f");
   } else {
-    f.part[0] = 2 + 8 * l + first[j];
+    f.part[0] = dt_gpt_tensor(l, first[j]);
     f.parts = j == 1 ? 3 : 1; /* c_attn: q, k, v stacked */
     for (int p = 1; p < f.parts; p++) f.part[p] = f.part[0] + p;
     f.transpose = j != 0 && j != 3;

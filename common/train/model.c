@@ -58,14 +58,14 @@ int64_t dt_model_tensors(const dt_train_config *c) {
  * embeddings, 0.02 / sqrt(2L) for the two projections into the residual
  * stream (Wo and W2), gains 1; only the gains take no weight decay. */
 static dt_tensor gpt_tensor(const dt_train_config *c, int64_t t) {
-  int64_t D = c->dim, H = c->hidden, L = c->layers, last = 2 + 8 * L;
+  int64_t D = c->dim, H = c->hidden, L = c->layers, last = dt_gpt_tensor(L, 0);
   dt_tensor x = {.rows = D, .cols = D, .bound = 0.02f, .init = DT_INIT_NORMAL};
   if (t < 2 || t == last) { /* wte, wpe, ln_f */
     x.at = t == 0 ? 0 : t == 1 ? c->vocab * D : layers_start(c) + L * dt_params_per_layer(c);
     x.rows = t == 0 ? c->vocab : t == 1 ? c->seq : 1;
     snprintf(x.name, sizeof x.name, "%s", t == 0 ? "wte" : t == 1 ? "wpe" : "ln_f");
   } else {
-    int64_t l = (t - 2) / 8, j = (t - 2) % 8;
+    int64_t l = (t - 2) / DT_GPT_PER_LAYER, j = (t - 2) % DT_GPT_PER_LAYER;
     /* each tensor's offset in the layer: ln1, wq, wk, wv, wo, ln2, w1, w2 */
     int64_t at[8] = {0,
                      D,
@@ -77,9 +77,9 @@ static dt_tensor gpt_tensor(const dt_train_config *c, int64_t t) {
                      2 * D + 4 * D * D + D * H};
     static const char *names[8] = {"ln1", "wq", "wk", "wv", "wo", "ln2", "w1", "w2"};
     x.at = layers_start(c) + l * dt_params_per_layer(c) + at[j];
-    x.rows = j == 0 || j == 5 ? 1 : j == 7 ? H : D;
-    x.cols = j == 6 ? H : D;
-    if (j == 4 || j == 7) x.bound = 0.02f / sqrtf((float)(2 * L));
+    x.rows = j == DT_GPT_LN1 || j == DT_GPT_LN2 ? 1 : j == DT_GPT_W2 ? H : D;
+    x.cols = j == DT_GPT_W1 ? H : D;
+    if (j == DT_GPT_WO || j == DT_GPT_W2) x.bound = 0.02f / sqrtf((float)(2 * L));
     snprintf(x.name, sizeof x.name, "layers.%lld.%s", (long long)l, names[j]);
   }
   if (x.rows == 1) { /* the gains */

@@ -583,6 +583,24 @@ typedef struct {
   float *ln1, *wq, *wk, *wv, *wo, *ln2, *w1, *w2;
 } dt_gpt_block;
 dt_gpt_block dt_gpt_block_at(const dt_train_config *c, float *model, int64_t layer);
+/* A GPT's tensors as dt_model_tensor numbers them: wte, wpe, then each
+ * layer's eight in dt_gpt_block's order; ln_f after the last layer's, as
+ * if it were layer L's first (dt_gpt_tensor(L, 0)). */
+enum { DT_GPT_WTE, DT_GPT_WPE };
+enum {
+  DT_GPT_LN1,
+  DT_GPT_WQ,
+  DT_GPT_WK,
+  DT_GPT_WV,
+  DT_GPT_WO,
+  DT_GPT_LN2,
+  DT_GPT_W1,
+  DT_GPT_W2,
+  DT_GPT_PER_LAYER
+};
+static inline int64_t dt_gpt_tensor(int64_t layer, int j) {
+  return 2 + DT_GPT_PER_LAYER * layer + j;
+}
 /* A slice's shape: seqs whole sequences of S rows (R = seqs x S), width D,
  * `heads` heads of dh columns, Hs hidden units. */
 typedef struct {
