@@ -4,7 +4,11 @@
 #include "train.h"
 
 int64_t pp_bytes(int N, int s, int64_t B, int64_t D, int64_t es) {
-  return ((s < N - 1) + (s > 0)) * B * D * es;
+  return pp_bytes_v(N, s, B, D, es, 1);
+}
+
+int64_t pp_bytes_v(int N, int s, int64_t B, int64_t D, int64_t es, int64_t V) {
+  return (2 * V - (s == N - 1) - (s == 0)) * B * D * es;
 }
 
 int64_t pp_live(int N, int s, int64_t M, int gpipe) { return gpipe || N - s > M ? M : N - s; }

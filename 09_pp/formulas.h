@@ -10,6 +10,9 @@
 /* Bytes stage s sends per step: each of the B rows' activations forward
  * (s < N-1) and their gradients back (s > 0), D elements of es bytes. */
 int64_t pp_bytes(int N, int s, int64_t B, int64_t D, int64_t es);
+/* The same with V chunks a stage (interleave.h): V boundaries of the stage
+ * each way, but for the first stage's first input and the last's loss */
+int64_t pp_bytes_v(int N, int s, int64_t B, int64_t D, int64_t es, int64_t V);
 /* The microbatches stage s holds at once: GPipe all M, 1F1B min(N - s, M). */
 int64_t pp_live(int N, int s, int64_t M, int gpipe);
 /* A microbatch's stash, x_0 .. x_L [R,D] and a, h [R,H] of L layers, and
