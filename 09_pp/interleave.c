@@ -1,12 +1,14 @@
 /* interleave.c: interleaved 1F1B's plan and exchanges (interleave.h). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "interleave.h"
 
-void interleave_check(int64_t N, int64_t L, int64_t M, int64_t V, int gpipe) {
+void interleave_check(int64_t N, int64_t L, int64_t M, int64_t V, const char *schedule) {
   if (V == 1) return;
-  if (gpipe)
-    dt_fail("--virtual-stages %lld runs interleaved 1F1B: not with --schedule gpipe", (long long)V);
+  if (strcmp(schedule, "1f1b") != 0)
+    dt_fail("--virtual-stages %lld runs interleaved 1F1B: not with --schedule %s", (long long)V,
+            schedule);
   if (N == 1)
     dt_fail("--virtual-stages %lld needs 2 stages or more: on one, every chunk would pass its "
             "microbatch to itself",
@@ -29,6 +31,14 @@ int64_t pp_warmup_v(int N, int s, int64_t M, int V) {
 int64_t pp_live_v(int N, int s, int64_t M, int V) {
   int64_t k = pp_warmup_v(N, s, M, V) + 1 + (s > 0);
   return k < M * V ? k : M * V;
+}
+
+void pp_slot_model(int T, int N, int64_t M, int64_t V, int zb) {
+  long long busy = zb ? 3 * M : 2 * V * M, units = zb ? 3 * M : V * M;
+  dt_print0("the plan in the slot model (every action one slot, messages free): %d slots, bubble "
+            "(T - %s)/T = %lld/%d = %.1f%%; formula (N-1)/(%s+N-1) = %.1f%%\n",
+            T, zb ? "3M" : "2VM", T - busy, T, 100.0 * (double)(T - busy) / T, zb ? "3M" : "VM",
+            100.0 * (N - 1) / (double)(units + N - 1));
 }
 
 /* Forward k's (b: backward k's) chunk and microbatch */
@@ -70,12 +80,48 @@ static int sink(int N, int s, int V, const action *a) {
   return v == 0 ? DT_NOBODY : (s + N - 1) % N;
 }
 
-int pp_events(int N, int s, int64_t M, int V, action *plan, int n, pp_event *ev, int *T) {
+/* END(q, a): the slot at whose end stage q's forward or backward a is done */
+#define END(q, a) end[(q)*2 * MV + ((a)->type == 'B') * MV + (a)->chunk * M + (a)->mb]
+
+int pp_lockstep(int N, int s, int64_t M, int V, action *all, int per, int T, action *plan,
+                pp_event *ev) {
+  int64_t MV = M * V, n = per;
+  int *end = dt_host_alloc((size_t)(N * 2 * MV), sizeof *end); /* [stage][type][chunk][mb] */
+  for (int q = 0; q < N; q++)
+    for (action *a = all + q * per; a < all + (q + 1) * per; a++)
+      if (a->type != 'W') END(q, a) = a->at + 1;
+  /* stage s's exchanges, boundary by boundary: the forward ring, then the backward one */
+  action *mine = all + s * per;
+  int k = 0, pos = 0;
+  for (int b = 1; b <= T; b++) {
+    while (pos < n && mine[pos].at < b) pos++;
+    for (int ring = 0; ring < 2; ring++) {
+      char type = ring ? 'B' : 'F';
+      pp_event e = {pos, DT_NOBODY, DT_NOBODY, {0}, {0}};
+      for (int i = 0; i < n; i++) {
+        action from;
+        if (mine[i].type != type) continue;
+        int src = source(N, s, V, &mine[i], &from);
+        if (mine[i].at + 1 == b && sink(N, s, V, &mine[i]) != DT_NOBODY)
+          e.dst = sink(N, s, V, &mine[i]), e.out = mine[i];
+        if (src != DT_NOBODY && END(src, &from) == b) {
+          e.src = src, e.in = mine[i];
+          mine[i].parked = type == 'B' && i != pos; /* another action runs first */
+        }
+      }
+      if (e.dst != DT_NOBODY || e.src != DT_NOBODY) ev[k++] = e;
+    }
+  }
+  for (int i = 0; i < n; i++) plan[i] = mine[i];
+  free(end);
+  return k;
+}
+
+int pp_events(int N, int s, int64_t M, int V, action *plan, pp_event *ev, int *T) {
   int64_t MV = M * V, per = 2 * MV; /* actions a stage */
   action *all = dt_host_alloc((size_t)(N * per), sizeof *all);
-  int *end = dt_host_alloc((size_t)(N * per), sizeof *end); /* [stage][type][chunk][mb] */
+  int *end = dt_host_alloc((size_t)(N * per), sizeof *end);
   int *next = dt_host_alloc((size_t)(2 * N), sizeof *next), *free_at = next + N;
-#define END(q, a) end[(q)*per + ((a)->type == 'B') * MV + (a)->chunk * M + (a)->mb]
   for (int q = 0; q < N; q++) pp_plan_v(N, q, M, V, all + q * per);
   for (int64_t i = 0; i < N * per; i++) end[i] = -1;
   int left = (int)(N * per), moved = 1;
@@ -95,31 +141,10 @@ int pp_events(int N, int s, int64_t M, int V, action *plan, int n, pp_event *ev,
       }
   }
   if (left) dt_fail("interleaved plan: %d actions never get their input (a bug)", left);
-  /* stage s's exchanges, boundary by boundary: the forward ring, then the backward one */
-  action *mine = all + s * per;
-  int k = 0, pos = 0;
-  for (int b = 1; b <= *T; b++) {
-    while (pos < n && mine[pos].at < b) pos++;
-    for (int ring = 0; ring < 2; ring++) {
-      char type = ring ? 'B' : 'F';
-      pp_event e = {pos, DT_NOBODY, DT_NOBODY, {0}, {0}};
-      for (int i = 0; i < n; i++) {
-        action from;
-        int src = source(N, s, V, &mine[i], &from);
-        if (mine[i].type == type && END(s, &mine[i]) == b && sink(N, s, V, &mine[i]) != DT_NOBODY)
-          e.dst = sink(N, s, V, &mine[i]), e.out = mine[i];
-        if (mine[i].type == type && src != DT_NOBODY && END(src, &from) == b) {
-          e.src = src, e.in = mine[i];
-          mine[i].parked = type == 'B' && i != pos; /* another action runs first */
-        }
-      }
-      if (e.dst != DT_NOBODY || e.src != DT_NOBODY) ev[k++] = e;
-    }
-  }
-#undef END
-  for (int i = 0; i < n; i++) plan[i] = mine[i];
+  int k = pp_lockstep(N, s, M, V, all, (int)per, *T, plan, ev);
   free(all);
   free(end);
   free(next);
   return k;
 }
+#undef END

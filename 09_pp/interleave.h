@@ -12,7 +12,7 @@
 /* Refuses (exit 2, with the reason) V chunks a stage where they cannot
  * run: with GPipe, on one stage, where the N V virtual stages do not split
  * the L layers evenly, where N does not divide M. */
-void interleave_check(int64_t N, int64_t L, int64_t M, int64_t V, int gpipe);
+void interleave_check(int64_t N, int64_t L, int64_t M, int64_t V, const char *schedule);
 
 /* Stage s's 2MV actions in Megatron's order, into p; returns how many.
  * Forward k runs chunk (k mod NV)/N of microbatch (k div NV) N + k mod N
@@ -38,6 +38,16 @@ int64_t pp_live_v(int N, int s, int64_t M, int V);
  * runs them before its first action that starts at or after the boundary.
  * So what it receives may wait in its slot: a backward's gradient then
  * sits in its output's place (`parked`). */
-int pp_events(int N, int s, int64_t M, int V, action *plan, int n, pp_event *ev, int *T);
+int pp_events(int N, int s, int64_t M, int V, action *plan, pp_event *ev, int *T);
+/* Prints (rank 0) the step's T slots in the slot model, for V chunks a
+ * stage or (zb) ZB-H1, and its bubble beside the formula's. */
+void pp_slot_model(int T, int N, int64_t M, int64_t V, int zb);
+
+/* The same for plans already played (zb.c): all holds every stage's per
+ * actions with their `at`, T slots; stage s's plan, with `parked`, goes to
+ * plan and its exchanges to ev (returns how many). W actions exchange
+ * nothing. */
+int pp_lockstep(int N, int s, int64_t M, int V, action *all, int per, int T, action *plan,
+                pp_event *ev);
 
 #endif

@@ -18,6 +18,7 @@
 #include "interleave.h"
 #include "stage.h"
 #include "train.h"
+#include "zb.h"
 
 typedef struct {
   dt_comm *world;
@@ -27,7 +28,7 @@ typedef struct {
   dt_acts act;                  /* of one microbatch: pointed at its stash */
   int64_t *samples;             /* the step's samples */
   stashes st;                   /* x_0..x_L [R,D], a and h [R,H] of each microbatch in flight */
-  int s, N, n, gpipe;           /* stage s of N; n actions in plan */
+  int s, N, n, gpipe, zb;       /* stage s of N; n actions in plan; the schedule */
   action *plan;
   pp_event *ev;   /* the plan's exchanges, nev of them (schedule.c, interleave.c) */
   int nev, T;     /* and T, the step's slots where every action takes one */
@@ -56,7 +57,7 @@ static void layout(model *m, dt_run *r) {
     dt_fail("--batch %lld does not split into %lld microbatches: --microbatches must divide the "
             "global batch",
             (long long)r->c.batch, (long long)m->M);
-  interleave_check(N, L, m->M, m->V, m->gpipe);
+  interleave_check(N, L, m->M, m->V, m->gpipe ? "gpipe" : m->zb ? "zb1" : "1f1b");
   m->s = (int)s;
   m->N = (int)N;
   m->L = L / N + (s < L % N); /* balanced: the first L%N stages get one layer more */
@@ -74,9 +75,9 @@ static void layout(model *m, dt_run *r) {
   r->loss_ranks = 1; /* the last stage's loss, 0 elsewhere */
   r->loss_how = "last stage, sum over the microbatches";
   m->samples = dt_host_alloc((size_t)r->c.batch, sizeof(int64_t));
-  stash_init(&m->st, &m->act, m->M * m->V, m->Lc, m->R, D, H);
-  m->plan = dt_host_alloc((size_t)(2 * m->M * m->V), sizeof(action));
-  if (m->V > 1) m->ev = dt_host_alloc((size_t)(4 * m->M * m->V + 1), sizeof(pp_event));
+  stash_init(&m->st, &m->act, m->M * m->V, m->Lc, m->R, D, H, m->zb * m->L * m->R * D); /* dy */
+  m->plan = dt_host_alloc((size_t)(3 * m->M * m->V), sizeof(action));
+  if (m->V > 1 || m->zb) m->ev = dt_host_alloc((size_t)(4 * m->M * m->V + 1), sizeof(pp_event));
   if (s == 0 || s == N - 1) {
     m->bx = dt_alloc_f32((size_t)(r->c.batch * D), DT_DATA);
     m->by = dt_alloc_f32((size_t)(r->c.batch * D), DT_DATA);
@@ -112,12 +113,18 @@ static double microbatch(void *lesson, dt_run *r, const action *a) {
     if (m->s == 0 && c == 0) dt_copy(m->act.x, m->bx + a->mb * R * D, (size_t)(R * D) * 4);
     m->act.rows = (dt_rows){r->kinks, m->samples + a->mb * R, chunk_l0(m, c), 0}; /* the check's */
     forward(m, c);
+  } else if (a->type == 'W') { /* ZB-H1's deferred weight gradients (zb.c) */
+    zb_weights(&m->act, m->g, m->act.h + m->L * R * m->H, m->L);
+    stash_close(&m->st, a->mb);
   } else { /* the last stage starts from the loss, its share of the mean over B*D */
     if (m->s == m->N - 1 && c == m->V - 1)
       loss = dt_run_loss(r, dt_acts_x(&m->act, m->Lc), m->act.y, m->act.dx, (size_t)(R * D),
                          1.0 / ((double)r->c.batch * D));
-    backward(m, c);
-    stash_close(&m->st, (int)(c * m->M + a->mb));
+    if (m->zb) /* the input's gradient alone, W later */
+      zb_input(&m->act, m->w, m->act.h + m->L * R * m->H, m->L);
+    else
+      backward(m, c);
+    if (!m->zb) stash_close(&m->st, (int)(c * m->M + a->mb));
   }
   return loss;
 }
@@ -133,7 +140,7 @@ static double train_step(model *m, dt_run *r, int64_t step) {
   dt_step_samples(&r->c, 1, 0, step, m->samples);
   if (m->bx) dt_make_batch(&r->c, m->samples, r->c.batch, m->bx, m->by);
   dt_zero(m->g, (size_t)m->P * 4);
-  double loss = m->V > 1 ? pp_step_chunks(&stage, &chunks, r) : pp_step(&stage, r);
+  double loss = m->V > 1 || m->zb ? pp_step_chunks(&stage, &chunks, r) : pp_step(&stage, r);
   /* held in 16 bits as the reference holds them: an fp16 one beyond 65504
    * becomes inf here, and the run skips the step on every stage */
   if (m->wire.type != DT_F32) dt_round_half(m->g, (size_t)m->P, m->wire.type);
@@ -145,9 +152,12 @@ static void report(model *m, dt_run *r) {
   uint64_t steps = (uint64_t)(r->c.steps - r->c.start_step);
   long long R = m->R, D = m->D, H = m->H, L = m->L, M = m->M, s = m->s, N = m->N, V = m->V;
   long long fwd = V - (s == N - 1), bwd = V - (s == 0), es = (long long)dt_dtype_size(m->wire.type);
-  long long live = V > 1 ? pp_live_v(m->N, m->s, M, m->V) : pp_live(m->N, m->s, M, m->gpipe);
-  long long other = pp_live(m->N, m->s, M, V == 1 && !m->gpipe); /* 1F1B's, or GPipe's */
-  long long slot = pp_slot_bytes(m->Lc, R, D, H), scratch = pp_scratch_bytes(R, D, H);
+  long long live = V > 1   ? pp_live_v(m->N, m->s, M, m->V)
+                   : m->zb ? pp_live_zb(m->N, M)
+                           : pp_live(m->N, m->s, M, m->gpipe);
+  long long other = pp_live(m->N, m->s, M, V == 1 && !m->gpipe && !m->zb); /* 1F1B's, GPipe's */
+  long long kept = m->zb * L * R * D * 4; /* zb1: each block's output gradient, for its W */
+  long long slot = pp_slot_bytes(m->Lc, R, D, H) + kept, scratch = pp_scratch_bytes(R, D, H);
   long long bytes = pp_bytes_v(m->N, m->s, r->c.batch, D, es, m->V);
   int64_t want[DT_NTAGS]; /* formulas.c */
   pp_memory(m->N, m->s, L, M, R, r->c.batch, D, H, m->gpipe, r->c.optimizer[0] == 'a', want);
@@ -173,7 +183,7 @@ static void report(model *m, dt_run *r) {
                  "(formula %lld x %lld + scratch %lld = %lld; %s would hold %lld: %lld B)\n",
                  s, V > 1 ? "chunk-microbatches" : "microbatches", m->st.peak, live,
                  dt_mem_peak(DT_ACTIV), live, slot, scratch, (long long)want[DT_ACTIV],
-                 m->gpipe || V > 1 ? "1f1b" : "gpipe", other,
+                 m->gpipe || V > 1 || m->zb ? "1f1b" : "gpipe", other,
                  other * pp_slot_bytes(L, R, D, H) + scratch);
   dt_print_ranks("stage %lld params %zu B grads %zu B (formula %lld layers x 2DH x 4 = %lld each) "
                  "optim %zu B (formula K x %lld x 2DH = %lld, K 8 for AdamW's m and v, 0 for "
@@ -181,11 +191,11 @@ static void report(model *m, dt_run *r) {
                  s, dt_mem_peak(DT_PARAMS), dt_mem_peak(DT_GRADS), L, (long long)want[DT_PARAMS],
                  dt_mem_peak(DT_OPTIM), L, (long long)want[DT_OPTIM]);
   dt_print_memory_uncounted();
-  if (V > 1)
-    dt_print0("the plan in the slot model (every action one slot, messages free): %d slots, "
-              "bubble (NT - 2VMN)/NT = %lld/%d = %.1f%%; formula (N-1)/(VM+N-1) = %.1f%%\n",
-              m->T, (long long)(m->T - 2 * V * M), m->T, 100.0 * (m->T - 2 * V * M) / m->T,
-              100.0 * (N - 1) / (V * M + N - 1));
+  if (m->zb)
+    dt_print_ranks("stage %lld | activ: each microbatch's slot %lld B, %lld B of it the "
+                   "blocks' output gradients B keeps for W (L x RD x 4)\n",
+                   s, slot, kept);
+  if (V > 1 || m->zb) pp_slot_model(m->T, m->N, M, m->V, m->zb);
   timeline_report(m->tl, m->world, m->M);
 }
 
@@ -194,8 +204,9 @@ int main(int argc, char **argv) {
   const char *schedule = "1f1b";
   int64_t M = 8, V = 1;
   dt_option options[] = {DT_TRAIN_OPTIONS(&run.c),
-                         DT_STRING("--schedule", &schedule, "gpipe|1f1b",
-                                   "gpipe: all forwards then all backwards; 1f1b: interleaved"),
+                         DT_STRING("--schedule", &schedule, "gpipe|1f1b|zb1",
+                                   "gpipe: all forwards then all backwards; 1f1b: interleaved; "
+                                   "zb1: 1f1b, each backward's weight gradients deferred (ZB-H1)"),
                          DT_INT("--microbatches", &M, 1, 1 << 20,
                                 "microbatches M per global batch (M must divide --batch)"),
                          DT_INT("--virtual-stages", &V, 1, 64,
@@ -204,16 +215,19 @@ int main(int argc, char **argv) {
                          DT_END};
   dt_lesson lesson = {"09_pp", "pipeline parallel training: stages, GPipe, 1F1B, bubble", 1};
   dt_comm *world = dt_run_init(&run, &argc, &argv, &lesson, options);
-  model m = {.world = world, .M = M, .V = V, .gpipe = schedule[0] == 'g'};
+  model m = {.world = world, .M = M, .V = V, .gpipe = schedule[0] == 'g', .zb = schedule[0] == 'z'};
   layout(&m, &run);
   m.n = V > 1 ? pp_plan_v(m.N, m.s, M, (int)V, m.plan) : pp_plan(m.N, m.s, M, m.gpipe, m.plan);
-  if (V > 1) m.nev = pp_events(m.N, m.s, M, (int)V, m.plan, m.n, m.ev, &m.T);
+  if (V > 1) m.nev = pp_events(m.N, m.s, M, (int)V, m.plan, m.ev, &m.T);
+  if (m.zb) m.nev = pp_plan_zb(m.N, m.s, M, m.plan, m.ev, &m.T), m.n = (int)(3 * M);
   m.tl = timeline_new(m.n);
-  timeline_chunks(m.tl, (int)V);
+  timeline_schedule(m.tl, (int)V, m.zb);
   dt_run_begin(&run);
   dt_print0("pipeline: %d stages, %lld microbatches of %lld rows, schedule %s\n", m.N, (long long)M,
             (long long)m.R,
-            m.gpipe ? "gpipe (all F, then all B)" : "1f1b (warm-up, 1F1B, cool-down)");
+            m.gpipe ? "gpipe (all F, then all B)"
+            : m.zb  ? "zb1 (1F1B's F and B, each W where the stage would wait)"
+                    : "1f1b (warm-up, 1F1B, cool-down)");
   if (V > 1)
     dt_print0("interleaved: V = %lld chunks a stage, %lld layer(s) each; chunk c of stage s is "
               "virtual stage cN + s; warm-up min(2(N-1-s) + (V-1)N, VM) chunk-microbatches\n",

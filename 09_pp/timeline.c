@@ -16,8 +16,8 @@
 enum { WIDTH = 100 }; /* columns of the drawing */
 
 struct timeline {
-  int n, V;           /* actions per step; chunks a stage (virtual stages) */
-  double *rec, *best; /* per action: t0, t1, type (1: backward), microbatch, chunk */
+  int n, V, zb;       /* actions per step; chunks a stage (virtual stages); W's apart */
+  double *rec, *best; /* per action: t0, t1, type (0 F, 1 B, 2 W), microbatch, chunk */
   double t_start, busy, best_T;
   double busy_sum, span_sum; /* over the steps */
   int64_t steps;
@@ -49,7 +49,10 @@ timeline *timeline_new(int n) {
   return t;
 }
 
-void timeline_chunks(timeline *t, int V) { t->V = V; }
+void timeline_schedule(timeline *t, int V, int zb) {
+  t->V = V;
+  t->zb = zb;
+}
 
 void timeline_start(timeline *t, dt_comm *world) {
   dt_sync();
@@ -66,7 +69,7 @@ void timeline_record(timeline *t, int i, const action *a, double t0) {
   dt_span_end(name, "compute", t0);
   r[0] = t0 - t->t_start;
   r[1] = t1 - t->t_start;
-  r[2] = a->type == 'B';
+  r[2] = a->type == 'B' ? 1 : a->type == 'W' ? 2 : 0;
   r[3] = a->mb;
   r[4] = a->chunk;
   t->busy += t1 - t0;
@@ -86,12 +89,13 @@ void timeline_step_end(timeline *t, dt_comm *world) {
 }
 
 /* One row per stage, one column per 1/WIDTH of the step: "F3>>" a forward
- * of microbatch 3, "B3<<" a backward, '.' idle. rec: t0, t1, type, mb, chunk. */
-static void draw(const double *rec, int N, int n, int V, double T) {
+ * of microbatch 3, "B3<<" a backward, "W3==" its weights' gradients, '.'
+ * idle. rec: t0, t1, type, mb, chunk; the formula's M units, of n actions. */
+static void draw(const double *rec, int N, int n, int V, int units, double T) {
   double busy = 0;
   dt_print0("\ntimeline of the fastest step (%.2f ms, %d columns; F<mb>>> forward, B<mb><< "
-            "backward, . idle):\n",
-            T * 1e3, WIDTH);
+            "backward, %s. idle):\n",
+            T * 1e3, WIDTH, units == n ? "W<mb>== weights' gradients, " : "");
   for (int s = 0; s < N; s++) {
     char row[WIDTH + 1], name[16];
     memset(row, '.', WIDTH);
@@ -100,15 +104,19 @@ static void draw(const double *rec, int N, int n, int V, double T) {
       int c0 = (int)(r[0] / T * WIDTH), c1 = (int)(r[1] / T * WIDTH + 0.5);
       if (c1 <= c0) c1 = c0 + 1;
       busy += r[1] - r[0];
-      int len = label(name, sizeof name, r[2] > 0 ? 'B' : 'F', (int)r[3], (int)r[4], V);
+      int len = label(name, sizeof name, "FBW"[(int)r[2]], (int)r[3], (int)r[4], V);
       for (int c = c0; c < c1 && c < WIDTH; c++)
-        row[c] = c - c0 < len ? name[c - c0] : (r[2] > 0 ? '<' : '>');
+        row[c] = c - c0 < len ? name[c - c0] : "><="[(int)r[2]];
     }
     dt_print0("  stage %d |%s|\n", s, row);
   }
   dt_print0("bubble of this step: measured idle / (N x step) = %.1f%%; formula (N-1)/(%s+N-1) = "
             "%.1f%%\n",
-            100 * (1 - busy / (N * T)), V > 1 ? "VM" : "M", 100.0 * (N - 1) / (n / 2 + N - 1));
+            100 * (1 - busy / (N * T)),
+            units == n ? "3M"
+            : V > 1    ? "VM"
+                       : "M",
+            100.0 * (N - 1) / (units + N - 1));
 }
 
 void timeline_report(const timeline *t, dt_comm *world, int64_t M) {
@@ -120,15 +128,19 @@ void timeline_report(const timeline *t, dt_comm *world, int64_t M) {
             (long long)t->steps);
   dt_print_ranks("stage %d | busy %.3f ms idle %.3f ms per step (%.1f%% idle)\n", s,
                  t->busy_sum / steps * 1e3, idle / steps * 1e3, 100 * idle / t->span_sum);
-  int64_t VM = t->V * M; /* with V chunks a stage, VM actions of 1/V the length */
+  int64_t VM = t->zb ? 3 * M : t->V * M; /* V chunks: VM actions of 1/V the length; zb: 3M */
   double bubble = all_idle / (N * t->span_sum), formula = (N - 1) / (double)(VM + N - 1);
   dt_print0("bubble over all steps: measured idle / (N x step) = %.1f%%; formula (N-1)/(%s+N-1) = "
             "%d/%lld = %.1f%%\n",
-            100 * bubble, t->V > 1 ? "VM" : "M", N - 1, (long long)(VM + N - 1), 100 * formula);
+            100 * bubble,
+            t->zb      ? "3M"
+            : t->V > 1 ? "VM"
+                       : "M",
+            N - 1, (long long)(VM + N - 1), 100 * formula);
   dt_report_figure(NULL, "bubble", bubble, formula);
   double *all = s == 0 ? dt_host_alloc((size_t)(5 * t->n * N), sizeof(double)) : NULL;
   dt_host_gather(world, t->best, all, (size_t)(5 * t->n), DT_F64, 0);
-  if (s == 0) draw(all, N, t->n, t->V, t->best_T);
+  if (s == 0) draw(all, N, t->n, t->V, (int)(t->zb ? t->n : t->n / 2), t->best_T);
   free(all);
 }
 

@@ -166,6 +166,11 @@ else
     's/return v == N \* V - 1 \? DT_NOBODY : \(s \+ 1\) % N;/return v == N * V - 1 ? DT_NOBODY : (s + 2) % N;/' \
     "a virtual stage's activations sent to stage s + 2, not s + 1 (interleaved)" \
     -- --virtual-stages 2 --layers 8 --timeout 5
+  # ZB-H1 (--schedule zb1): a W made ready by its microbatch's F, not its B:
+  # the weights' gradients from a backward that has not run
+  MUT_ALSO="^lockstep: step 1 is off .*: a gradient is off" mutant 09-zb-early 09_pp 09_pp/zb.c \
+    "s/\\*nb \\+= a->type == 'B';/*nb += a->type == 'F';/" \
+    "a W run before its B: the weights' gradients from a backward not yet run (zb1)" -- --schedule zb1
   mutant 10-rank 10_ep 10_ep/ep.c \
     's/return e \/ m->El;/return e % m->N;/; s/return e % m->El;/return e \/ m->N;/' \
     "tokens sent to rank e mod N, where the experts live in blocks of E/N"
