@@ -4,6 +4,8 @@
 
 #include "interleave.h"
 
+#include "formulas.h"
+
 void interleave_check(int64_t N, int64_t L, int64_t M, int64_t V, const char *schedule) {
   if (V == 1) return;
   if (strcmp(schedule, "1f1b") != 0)
@@ -21,16 +23,6 @@ void interleave_check(int64_t N, int64_t L, int64_t M, int64_t V, const char *sc
     dt_fail("--microbatches %lld is not a multiple of the %lld stages: interleaved 1F1B runs the "
             "microbatches in groups of N",
             (long long)M, (long long)N);
-}
-
-int64_t pp_warmup_v(int N, int s, int64_t M, int V) {
-  int64_t w = 2 * (int64_t)(N - 1 - s) + (int64_t)(V - 1) * N;
-  return w < M * V ? w : M * V;
-}
-
-int64_t pp_live_v(int N, int s, int64_t M, int V) {
-  int64_t k = pp_warmup_v(N, s, M, V) + 1 + (s > 0);
-  return k < M * V ? k : M * V;
 }
 
 void pp_slot_model(int T, int N, int64_t M, int64_t V, int zb) {

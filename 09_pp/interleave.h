@@ -21,13 +21,6 @@ void interleave_check(int64_t N, int64_t L, int64_t M, int64_t V, const char *sc
  * A warm-up of pp_warmup_v forwards, then one forward and one backward,
  * then the backwards left. M must be a multiple of N. */
 int pp_plan_v(int N, int s, int64_t M, int V, action *p);
-/* Megatron's warm-up: min(2(N-1-s) + (V-1)N, MV) forwards */
-int64_t pp_warmup_v(int N, int s, int64_t M, int V);
-/* The chunk-microbatches stage s holds at once: the warm-up's and one more
- * on the first stage; on the others one more again, an input that arrives
- * (and takes its slot) while a backward still holds the last. */
-int64_t pp_live_v(int N, int s, int64_t M, int V);
-
 /* The walk's exchanges for stage s's plan (pp_plan_v, n actions), into ev
  * (room for 4MV + 1); returns how many. Every stage's plan is played in the
  * slot model (each action one slot, each starting when its stage is free and

@@ -1,10 +1,9 @@
 /* zb.c: ZB-H1's plan and its split backward (zb.h). */
 #include <stdlib.h>
 
+#include "formulas.h"
 #include "interleave.h"
 #include "zb.h"
-
-int64_t pp_live_zb(int N, int64_t M) { return N < M ? N : M; }
 
 /* The slot model, slot by slot: each stage runs its next F or B if it can,
  * else its oldest W waiting (B's order, 1F1B's: microbatches 0, 1, ...). */

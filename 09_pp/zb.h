@@ -18,7 +18,6 @@
  * stage's), each held until its W; the W's left end the step. The
  * exchanges are interleave.c's, in lockstep at the slots' boundaries. */
 int pp_plan_zb(int N, int s, int64_t M, action *plan, pp_event *ev, int *T);
-int64_t pp_live_zb(int N, int64_t M); /* microbatches a stage holds: min(N, M), each stage */
 
 /* B through 09's L MLP blocks of act (weights w, layer l at l 2DH: W1
  * [D,H], W2 [H,D]): from act->dx, the output's gradient, to the input's,
