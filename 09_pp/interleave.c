@@ -94,10 +94,13 @@ int pp_lockstep(int N, int s, int64_t M, int V, action *all, int per, int T, act
         action from;
         if (mine[i].type != type) continue;
         int src = source(N, s, V, &mine[i], &from);
-        if (mine[i].at + 1 == b && sink(N, s, V, &mine[i]) != DT_NOBODY)
-          e.dst = sink(N, s, V, &mine[i]), e.out = mine[i];
+        if (mine[i].at + 1 == b && sink(N, s, V, &mine[i]) != DT_NOBODY) {
+          e.dst = sink(N, s, V, &mine[i]);
+          e.out = mine[i];
+        }
         if (src != DT_NOBODY && END(src, &from) == b) {
-          e.src = src, e.in = mine[i];
+          e.src = src;
+          e.in = mine[i];
           mine[i].parked = type == 'B' && i != pos; /* another action runs first */
         }
       }
@@ -129,7 +132,9 @@ int pp_events(int N, int s, int64_t M, int V, action *plan, pp_event *ev, int *T
         a->at = t;
         END(q, a) = free_at[q] = t + 1;
         *T = t + 1 > *T ? t + 1 : *T;
-        next[q]++, left--, moved = 1;
+        next[q]++;
+        left--;
+        moved = 1;
       }
   }
   if (left) dt_fail("interleaved plan: %d actions never get their input (a bug)", left);

@@ -203,23 +203,25 @@ int main(int argc, char **argv) {
   dt_run run = {.c = DT_TRAIN_DEFAULTS};
   const char *schedule = "1f1b";
   int64_t M = 8, V = 1;
-  dt_option options[] = {DT_TRAIN_OPTIONS(&run.c),
-                         DT_STRING("--schedule", &schedule, "gpipe|1f1b|zb1",
-                                   "gpipe: all forwards then all backwards; 1f1b: interleaved; "
-                                   "zb1: 1f1b, each backward's weight gradients deferred (ZB-H1)"),
-                         DT_INT("--microbatches", &M, 1, 1 << 20,
-                                "microbatches M per global batch (M must divide --batch)"),
-                         DT_INT("--virtual-stages", &V, 1, 64,
-                                "chunks V a stage: interleaved 1F1B (N V must divide --layers, N "
-                                "--microbatches)"),
-                         DT_END};
+  dt_option options[] = {
+      DT_TRAIN_OPTIONS(&run.c),
+      DT_STRING("--schedule", &schedule, "gpipe|1f1b|zb1",
+                "gpipe: all forwards then all backwards; 1f1b: one forward, one backward; "
+                "zb1: 1f1b, each backward's weight gradients deferred (ZB-H1)"),
+      DT_INT("--microbatches", &M, 1, 1 << 20,
+             "microbatches M per global batch (M must divide --batch)"),
+      DT_INT("--virtual-stages", &V, 1, 64,
+             "chunks V a stage: interleaved 1F1B (N V must divide --layers, N "
+             "--microbatches)"),
+      DT_END};
   dt_lesson lesson = {"09_pp", "pipeline parallel training: stages, GPipe, 1F1B, bubble", 1};
   dt_comm *world = dt_run_init(&run, &argc, &argv, &lesson, options);
   model m = {.world = world, .M = M, .V = V, .gpipe = schedule[0] == 'g', .zb = schedule[0] == 'z'};
   layout(&m, &run);
   m.n = V > 1 ? pp_plan_v(m.N, m.s, M, (int)V, m.plan) : pp_plan(m.N, m.s, M, m.gpipe, m.plan);
   if (V > 1) m.nev = pp_events(m.N, m.s, M, (int)V, m.plan, m.ev, &m.T);
-  if (m.zb) m.nev = pp_plan_zb(m.N, m.s, M, m.plan, m.ev, &m.T), m.n = (int)(3 * M);
+  if (m.zb) m.nev = pp_plan_zb(m.N, m.s, M, m.plan, m.ev, &m.T);
+  if (m.zb) m.n = (int)(3 * M);
   m.tl = timeline_new(m.n);
   timeline_schedule(m.tl, (int)V, m.zb);
   dt_run_begin(&run);

@@ -38,7 +38,8 @@ int pp_plan_zb(int N, int s, int64_t M, action *plan, pp_event *ev, int *T) {
       }
       p->at = t;
       if (p->type != 'W') END(q, p->type, p->mb) = t + 1; /* seen from the next slot on */
-      (*n)++, left--;
+      (*n)++;
+      left--;
     }
   }
 #undef END
