@@ -18,11 +18,12 @@ void interleave_check(int64_t N, int64_t L, int64_t M, int64_t V, const char *sc
  * Forward k runs chunk (k mod NV)/N of microbatch (k div NV) N + k mod N
  * (the microbatches in groups of N, each group through every chunk in
  * turn); backward k the same microbatch through the chunks last to first.
- * A warm-up of pp_warmup_v forwards, then one forward and one backward,
+ * A warm-up of pp_warmup_v forwards (formulas.h), then one forward and one backward,
  * then the backwards left. M must be a multiple of N. */
 int pp_plan_v(int N, int s, int64_t M, int V, action *p);
-/* The walk's exchanges for stage s's plan (pp_plan_v, n actions), into ev
- * (room for 4MV + 1); returns how many. Every stage's plan is played in the
+/* Stage s's plan (pp_plan_v's 2MV actions, each with its `at` and
+ * `parked`) into plan, and the walk's exchanges for it into ev (room for
+ * 4MV + 1); returns how many. Every stage's plan is played in the
  * slot model (each action one slot, each starting when its stage is free and
  * its input made; messages free), which sets each action's `at` and the
  * step's length in slots, *T. A message leaves at the end of the slot that
