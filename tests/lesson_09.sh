@@ -127,6 +127,11 @@ check "09 np=4 zb1 plan" 4 0 'CHECK PASSED' \
   -- $L09 --steps 2 --schedule zb1
 check "09 np=4 zb1 rendezvous-size messages, bf16 adamw" 4 0 "CHECK PASSED: .*one process.s bf16 step" \
   -- $L09 --steps 2 --dim 16 --hidden 16 --batch 512 --microbatches 4 --schedule zb1 --precision bf16 --optimizer adamw
+# the whole model's layout whatever the schedule: saved interleaved, loaded by zb1
+check "09 np=4 interleaved save" 4 0 'CHECK PASSED' "saved $LOGS/pp09v.safetensors" \
+  -- $L09 --steps 2 --virtual-stages 2 --layers 8 --optimizer adamw --save "$LOGS/pp09v.safetensors"
+check "09 np=2 zb1 load" 2 0 'CHECK PASSED' \
+  -- $L09 --steps 2 --layers 8 --schedule zb1 --optimizer adamw --load "$LOGS/pp09v.safetensors"
 check "09 zb1 with virtual stages" 2 2 'error: --virtual-stages 2 runs interleaved 1F1B: not with --schedule zb1' \
   -- $L09 --virtual-stages 2 --schedule zb1
 
