@@ -4,7 +4,11 @@
 #include "train.h"
 
 int64_t pp_bytes(int N, int s, int64_t B, int64_t D, int64_t es) {
-  return ((s < N - 1) + (s > 0)) * B * D * es;
+  return pp_bytes_v(N, s, B, D, es, 1);
+}
+
+int64_t pp_bytes_v(int N, int s, int64_t B, int64_t D, int64_t es, int64_t V) {
+  return (2 * V - (s == N - 1) - (s == 0)) * B * D * es;
 }
 
 int64_t pp_live(int N, int s, int64_t M, int gpipe) { return gpipe || N - s > M ? M : N - s; }
@@ -23,3 +27,15 @@ void pp_memory(int N, int s, int64_t L, int64_t M, int64_t R, int64_t B, int64_t
   mem[DT_ACTIV] = pp_live(N, s, M, gpipe) * pp_slot_bytes(L, R, D, H) + pp_scratch_bytes(R, D, H);
   mem[DT_DATA] = (s == 0 || s == N - 1) * 2 * B * D * 4;
 }
+
+int64_t pp_warmup_v(int N, int s, int64_t M, int V) {
+  int64_t w = 2 * (int64_t)(N - 1 - s) + (int64_t)(V - 1) * N;
+  return w < M * V ? w : M * V;
+}
+
+int64_t pp_live_v(int N, int s, int64_t M, int V) {
+  int64_t k = pp_warmup_v(N, s, M, V) + 1 + (s > 0);
+  return k < M * V ? k : M * V;
+}
+
+int64_t pp_live_zb(int N, int64_t M) { return N < M ? N : M; }

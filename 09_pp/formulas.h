@@ -10,8 +10,21 @@
 /* Bytes stage s sends per step: each of the B rows' activations forward
  * (s < N-1) and their gradients back (s > 0), D elements of es bytes. */
 int64_t pp_bytes(int N, int s, int64_t B, int64_t D, int64_t es);
+/* The same with V chunks a stage (interleave.h): V boundaries of the stage
+ * each way, but for the first stage's first input and the last's loss */
+int64_t pp_bytes_v(int N, int s, int64_t B, int64_t D, int64_t es, int64_t V);
 /* The microbatches stage s holds at once: GPipe all M, 1F1B min(N - s, M). */
 int64_t pp_live(int N, int s, int64_t M, int gpipe);
+/* Interleaved 1F1B (interleave.h), Megatron's warm-up: min(2(N-1-s) + (V-1)N, MV) forwards */
+int64_t pp_warmup_v(int N, int s, int64_t M, int V);
+/* The chunk-microbatches stage s holds at once: the warm-up's and one more
+ * on the first stage; on the others one more again, an input that arrives
+ * (and takes its slot) while a backward still holds the last. */
+int64_t pp_live_v(int N, int s, int64_t M, int V);
+
+/* ZB-H1 (zb.h): the microbatches a stage holds until their W, min(N, M),
+ * every stage: 1F1B's first stage's */
+int64_t pp_live_zb(int N, int64_t M);
 /* A microbatch's stash, x_0 .. x_L [R,D] and a, h [R,H] of L layers, and
  * backward's scratch (dx, dnext [R,D], dh [R,H]), in bytes */
 int64_t pp_slot_bytes(int64_t L, int64_t R, int64_t D, int64_t H);

@@ -21,8 +21,8 @@ typedef struct {
   dt_comm *pp;         /* the stages in order: this one is pp->rank */
   const dt_wire *wire; /* what activations travel in (--precision) */
   size_t n, out;       /* floats of an activation; where a slot holds the stage's output */
-  stashes *st;         /* a slot per microbatch in flight, its input x_0 first */
-  const action *plan;  /* this stage's (pp_plan), nplan actions */
+  stashes *st;         /* a slot per microbatch (and chunk) in flight, its input x_0 first */
+  const action *plan;  /* this stage's (pp_plan, pp_plan_v), nplan actions */
   int nplan;
   timeline *tl;        /* the actions, timed */
   float **dx, **dnext; /* backward's: the gradient that leaves, room for the one that arrives */
@@ -31,8 +31,17 @@ typedef struct {
 } pp_stage;
 
 /* One step: the plan's actions in order, each computed by the lesson and
- * timed, and before each one and after the last the exchange with the
+ * timed, and before each one and after the last its exchanges with the
  * neighbouring stages (pp_exchange). Returns the sum of the actions' loss. */
 double pp_step(const pp_stage *s, dt_run *r);
+
+/* With V chunks a stage (interleave.h): chunk c's microbatch mb has slot
+ * c M + mb, and the exchanges are the plan's (pp_events), nev of them. */
+typedef struct {
+  int64_t M;
+  const pp_event *ev;
+  int nev;
+} pp_chunks;
+double pp_step_chunks(const pp_stage *s, const pp_chunks *c, dt_run *r);
 
 #endif

@@ -3,12 +3,13 @@
 
 #include "stash.h"
 
-void stash_init(stashes *s, dt_acts *act, int64_t M, int64_t L, int64_t R, int64_t D, int64_t H) {
+void stash_init(stashes *s, dt_acts *act, int64_t M, int64_t L, int64_t R, int64_t D, int64_t H,
+                int64_t extra) {
   *act = (dt_acts){.L = L, .R = R, .D = D, .Hs = H}; /* x, a, h: the slots' */
   act->dx = dt_alloc_f32((size_t)(R * D), DT_ACTIV);
   act->dnext = dt_alloc_f32((size_t)(R * D), DT_ACTIV);
   act->dh = dt_alloc_f32((size_t)(R * H), DT_ACTIV);
-  stash_slots(s, M, (size_t)((L + 1) * R * D + 2 * L * R * H));
+  stash_slots(s, M, (size_t)((L + 1) * R * D + 2 * L * R * H + extra));
 }
 
 void stash_slots(stashes *s, int64_t M, size_t floats) {

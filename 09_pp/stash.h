@@ -15,9 +15,11 @@ typedef struct {
 /* Room for M microbatches' slots of `floats` each, whatever a stage keeps
  * (lesson 12: its transformer blocks' activations). */
 void stash_slots(stashes *s, int64_t M, size_t floats);
-/* Slots for M microbatches' x_0..x_L [R,D], a and h [R,H] of L layers; act
+/* Slots for M microbatches' x_0..x_L [R,D], a and h [R,H] of L layers,
+ * and `extra` floats after them (zb.c: the blocks' output gradients); act
  * gets the backward's scratch (dx, dnext, dh) of its own. */
-void stash_init(stashes *s, dt_acts *act, int64_t M, int64_t L, int64_t R, int64_t D, int64_t H);
+void stash_init(stashes *s, dt_acts *act, int64_t M, int64_t L, int64_t R, int64_t D, int64_t H,
+                int64_t extra);
 float *stash_open(stashes *s, int mb); /* mb's slot, taken on first use */
 /* act works on microbatch mb's slot (and y on its rows of by, if any);
  * returns its x_0 */

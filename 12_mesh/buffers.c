@@ -31,7 +31,7 @@ void mesh_buffers(model *m, const dt_train_config *c) {
   cp_attn_init(&m->cr, m->axis[CP], c, m->zigzag, m->Bm, m->W, m->A, 1);
   m->R = m->cr.R;
   int64_t R = m->R, D = m->D, W = m->W;
-  stash_slots(&m->st, m->M, (size_t)(R * D + m->L * per_layer(m))); /* x_0, then the layers */
+  stash_slots(&m->st, m->M * m->V, (size_t)(R * D + m->Lc * per_layer(m))); /* x_0, the layers */
   m->dx = alloc(R * D, DT_ACTIV);
   m->dnext = alloc(R * D, DT_ACTIV);
   m->dh = alloc(R * m->Hs, DT_ACTIV);
@@ -93,4 +93,8 @@ dt_acts mesh_mlp(const model *m, layer_acts p, int64_t l) {
                    .rows = rows};
 }
 
-size_t mesh_out(const model *m) { return (size_t)output_at(m, m->L - 1); }
+size_t mesh_out(const model *m) { return (size_t)output_at(m, m->Lc - 1); }
+
+int64_t mesh_layer(const model *m, int64_t j) {
+  return m->V == 1 ? m->l0 + j : (j / m->Lc * m->n[PP] + m->at[PP]) * m->Lc + j % m->Lc;
+}

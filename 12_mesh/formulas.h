@@ -28,8 +28,10 @@ typedef struct {
   const int64_t *n;
   int64_t s, L, M, R, D, W, A, Hs, C, n_layer, shard;
   int gpipe, adamw, wire16;
+  int64_t V; /* --virtual-stages: V chunks of L/V layers (09's interleaved 1F1B); 0 or 1: one */
 } mesh_share;
 
+/* With V > 1 pp's calls are the plan's (09's pp_events), left 0 here. */
 mesh_traffic mesh_traffic_of(const mesh_share *x);
 /* Memory by kind, indexed by dt.h's tags (DT_PARAMS .. DT_DATA): the
  * stage's layers of its tp shard (padded shards with --zero 1), AdamW's m

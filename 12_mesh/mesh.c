@@ -11,6 +11,7 @@
 
 #include "06_fsdp/shard.h" /* the pieces it composes, each on its axis */
 #include "07_tp/tensor.h"
+#include "09_pp/interleave.h"
 #include "09_pp/schedule.h"
 #include "09_pp/stage.h"
 #include "09_pp/stash.h"
@@ -47,6 +48,7 @@ static void layout(model *m, dt_run *r) {
               m->at); /* and names each communicator by its axis, for the watchdog */
   m->L = L;
   m->l0 = m->at[PP] * L;
+  m->Lc = L / m->V;
   mesh_buffers(m, &r->c);
   m->n_layer = hi = 4 * m->D * m->W + 2 * m->D * m->Hs;
   int first;
@@ -67,24 +69,28 @@ static void layout(model *m, dt_run *r) {
   }
   for (int64_t l = 0; l < L; l++) {
     int seg = m->zero ? fsdp_segment(&m->f, first, l, &off) : first;
-    mesh_place_layer(m, r, seg, m->zero ? off : l * m->ld, m->l0 + l, lo, hi);
+    mesh_place_layer(m, r, seg, m->zero ? off : l * m->ld, mesh_layer(m, l), lo, hi);
   }
   dt_comm *each[4] = {m->axis[TP], m->axis[CP], m->axis[PP], m->dc};
   memcpy(r->comms, each, sizeof each);
   r->loss_ranks = (double)(m->n[DP] * m->n[CP]); /* the last stages' tp rank 0 */
   r->loss_how = "last stage, mean over dp x cp";
-  m->plan = dt_host_alloc((size_t)(2 * m->M), sizeof(action));
-  m->nplan = pp_plan((int)m->n[PP], (int)m->at[PP], m->M, m->gpipe, m->plan);
+  int P = (int)m->n[PP], s = (int)m->at[PP], V = (int)m->V;
+  m->plan = dt_host_alloc((size_t)(2 * m->M * V), sizeof(action));
+  m->nplan = V > 1 ? pp_plan_v(P, s, m->M, V, m->plan) : pp_plan(P, s, m->M, m->gpipe, m->plan);
+  if (V > 1) m->ev = dt_host_alloc((size_t)(4 * m->M * V + 1), sizeof(pp_event));
+  if (V > 1) m->nev = pp_events(P, s, m->M, V, m->plan, m->ev, &m->T);
   m->tl = timeline_new(m->nplan);
+  timeline_schedule(m->tl, V, 0);
 }
 
 /* Layer l of a microbatch: u = x + Attn(x) Wo, x' = u + MLP(u). Along tp
  * this rank's heads and hidden units, their products summed after Wo and
  * W2 (07's g); along cp the ring, on those heads (11). */
-static void forward(model *m, float *slot, int64_t l) {
+static void forward(model *m, float *slot, int64_t c, int64_t l) {
   int64_t R = m->R, D = m->D, W = m->W;
   layer_acts p = mesh_acts(m, slot, l);
-  layer_weights w = mesh_weights(m, m->w, l);
+  layer_weights w = mesh_weights(m, m->w, c * m->Lc + l); /* chunk c's layer l */
   dt_matmul(0, 0, R, W, D, p.x, w.wq, p.q, 0);
   dt_matmul(0, 0, R, W, D, p.x, w.wk, p.k, 0);
   dt_matmul(0, 0, R, W, D, p.x, w.wv, p.v, 0);
@@ -98,11 +104,11 @@ static void forward(model *m, float *slot, int64_t l) {
 
 /* The mirror, from m->dx = dL/dx' to dL/dx: the weights' gradients added
  * to g, complete where they live; the input's a sum over tp (07's f). */
-static void backward(model *m, float *slot, int64_t l) {
+static void backward(model *m, float *slot, int64_t c, int64_t l) {
   int64_t R = m->R, D = m->D, W = m->W, RW = R * W;
   layer_acts p = mesh_acts(m, slot, l);
-  layer_weights w = mesh_weights(m, m->w, l);
-  layer_weights g = mesh_weights(m, m->g, l); /* the gradients, laid out as the weights */
+  layer_weights w = mesh_weights(m, m->w, c * m->Lc + l);
+  layer_weights g = mesh_weights(m, m->g, c * m->Lc + l); /* laid out as the weights */
   dt_acts mlp = mesh_mlp(m, p, l);
   tp_backward(&mlp, 0, w.w1, w.w2, g.w1, g.w2, m->axis[TP], &m->wire);
   float *du = mlp.dx, *dx = mlp.dnext;            /* dL/du, whole; room for dL/dx */
@@ -126,17 +132,18 @@ static double microbatch(void *lesson, dt_run *r, const action *a) {
   model *m = lesson;
   int64_t RD = m->R * m->D;
   double loss = 0;
-  float *slot = stash_open(&m->st, a->mb);
+  int64_t c = a->chunk, Lc = m->Lc, k = c * m->M + a->mb; /* chunk c's slot of a->mb */
+  float *slot = stash_open(&m->st, (int)k);
   if (a->type == 'F') {
-    if (m->at[PP] == 0) dt_copy(slot, m->bx + a->mb * RD, (size_t)RD * 4);
-    m->rows = (dt_rows){r->kinks, m->keys + a->mb * m->R, m->l0, m->at[TP] * m->Hs};
-    for (int64_t l = 0; l < m->L; l++) forward(m, slot, l);
+    if (m->at[PP] == 0 && c == 0) dt_copy(slot, m->bx + a->mb * RD, (size_t)RD * 4);
+    m->rows = (dt_rows){r->kinks, m->keys + a->mb * m->R, mesh_layer(m, c * Lc), m->at[TP] * m->Hs};
+    for (int64_t l = 0; l < Lc; l++) forward(m, slot, c, l);
   } else { /* the last stage starts from the loss: a mean over this rank's M R D */
-    if (m->at[PP] == m->n[PP] - 1)
+    if (m->at[PP] == m->n[PP] - 1 && c == m->V - 1)
       loss = dt_run_loss(r, slot + mesh_out(m), m->by + a->mb * RD, m->dx, (size_t)RD,
                          1.0 / ((double)m->M * (double)RD));
-    for (int64_t l = m->L - 1; l >= 0; l--) backward(m, slot, l);
-    stash_close(&m->st, a->mb);
+    for (int64_t l = Lc - 1; l >= 0; l--) backward(m, slot, c, l);
+    stash_close(&m->st, (int)k);
   }
   return loss;
 }
@@ -152,7 +159,8 @@ static double train_step(model *m, dt_run *r, int64_t step) {
     cp_keys(&m->cr, m->samples + mb * m->Bm, m->keys + mb * m->R); /* the rows, for the check */
   }
   dt_zero(m->g, (size_t)(m->L * m->ld) * 4);
-  double loss = pp_step(&stage, r);
+  pp_chunks chunks = {m->M, m->ev, m->nev}; /* --virtual-stages: 09's interleaved walk */
+  double loss = m->V > 1 ? pp_step_chunks(&stage, &chunks, r) : pp_step(&stage, r);
   /* the weights are replicated over dp x cp: their gradients are averaged
    * there (05), or each layer's for the optimizer's shards (--zero 1, 06) */
   for (int64_t l = 0; m->zero && l < m->L; l++) fsdp_reduce(&m->f, l, m->g + l * m->ld);
@@ -175,7 +183,7 @@ int main(int argc, char **argv) {
   run.c.heads = 4;
   run.c.optimizer = "adamw"; /* as 11 */
   const char *split = "contiguous", *schedule = "1f1b";
-  model m = {0};
+  model m = {.V = 1};
   dt_option options[] = {
       DT_TRAIN_OPTIONS(&run.c),
       DT_ATTN_OPTIONS(&run.c),
@@ -186,6 +194,8 @@ int main(int argc, char **argv) {
       DT_INT("--micro", &m.M, 0, 1 << 20,
              "microbatches M per step (0: 2 x pp, 1 without pipeline)"),
       DT_STRING("--schedule", &schedule, "gpipe|1f1b", "the pipeline's schedule (09)"),
+      DT_INT("--virtual-stages", &m.V, 1, 64,
+             "chunks V a stage: interleaved 1F1B (09; pp V must divide --layers, pp --micro)"),
       DT_INT("--zero", &m.zero, 0, 1,
              "1: shard the optimizer state over dp x cp (06), 0: replicas"),
       DT_STRING("--split", &split, "contiguous|zigzag",
@@ -200,6 +210,7 @@ int main(int argc, char **argv) {
   mesh_shape(m.n, world->size);
   if (!m.M) m.M = m.n[PP] > 1 ? 2 * m.n[PP] : 1;
   mesh_check(m.n, m.M, m.zigzag, &run.c);
+  interleave_check(m.n[PP], run.c.layers, m.M, m.V, schedule); /* 09's refusals */
   layout(&m, &run);
   dt_run_begin(&run);
   if (m.zero) fsdp_start(&m.f, &run);

@@ -24,6 +24,7 @@ typedef struct {
   int64_t zero;                /* --zero 1: the optimizer state sharded over dp x cp */
   int gpipe, zigzag;
   /* the sizes of this rank's share */
+  int64_t V, Lc;                 /* --virtual-stages: V chunks of Lc layers (09's interleave.c) */
   int64_t L, l0, D, H, A, W, Hs; /* L layers from l0 here; this tp rank's A heads, W = D/tp
                                   * columns of Wq, Wk, Wv (rows of Wo) and Hs = H/tp units */
   int64_t M, Bm, R;              /* M microbatches of Bm sequences: R rows here each */
@@ -35,6 +36,8 @@ typedef struct {
   stashes st;   /* per microbatch in flight: x_0, then each layer's (mesh_acts) */
   action *plan; /* this stage's schedule (09) */
   int nplan;
+  pp_event *ev; /* with chunks, its exchanges (09's pp_events), nev of them; T slots */
+  int nev, T;
   timeline *tl;  /* its actions, timed: the bubble (09) */
   dt_wire wire;  /* what activations travel in along tp and pp (--precision) */
   dt_wire grads; /* what the gradients travel in along dp x cp (without --zero 1) */
@@ -70,7 +73,10 @@ void mesh_place_layer(const model *m, dt_run *r, int seg, int64_t off, int64_t l
 layer_weights mesh_weights(const model *m, float *w, int64_t l); /* layer l of m->w or m->g */
 layer_acts mesh_acts(const model *m, float *slot, int64_t l);    /* layer l of a slot */
 dt_acts mesh_mlp(const model *m, layer_acts p, int64_t l);       /* its MLP, for 07's pieces */
-size_t mesh_out(const model *m); /* where a slot holds the stage's output x_L */
+size_t mesh_out(const model *m); /* where a slot holds the chunk's output x_Lc */
+/* Local layer j's place in the whole model: the stage's run of layers, or
+ * with V chunks chunk j / Lc's, virtual stage (j / Lc) pp + s's */
+int64_t mesh_layer(const model *m, int64_t j);
 /* report.c: bytes per axis, time per axis, memory */
 void mesh_report(model *m, dt_run *r);
 

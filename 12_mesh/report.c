@@ -26,13 +26,15 @@ static mesh_share share_of(const model *m, const dt_run *r) {
                       .shard = m->zero ? m->f.S : 0,
                       .gpipe = m->gpipe,
                       .adamw = r->c.optimizer[0] == 'a',
-                      .wire16 = m->wire.type != DT_F32};
+                      .wire16 = m->wire.type != DT_F32,
+                      .V = m->V};
 }
 
 static void bytes(const model *m, const dt_run *r, uint64_t steps, int *bad) {
   mesh_share x = share_of(m, r);
   mesh_traffic t = mesh_traffic_of(&x);
-  char hb[120]; /* each row's formula, its bytes an element E written out */
+  if (m->V > 1) t.pp.calls = m->nev; /* the interleaved plan's exchanges */
+  char hb[120];                      /* each row's formula, its bytes an element E written out */
   int E = x.wire16 ? 2 : 4;
 #define HOW(how) mesh_how(how, E, hb, sizeof hb)
   if (x.wire16)
@@ -48,7 +50,9 @@ static void bytes(const model *m, const dt_run *r, uint64_t steps, int *bad) {
            HOW("LM(3cp-2) x 2RW x E: (cp-1) hops forward, (cp-1) + cp backward"), bad);
   mesh_row("pp", "sendrecv (activ)", m->axis[PP]->count[DT_SENDRECV], steps, (uint64_t)t.pp.calls,
            (uint64_t)t.pp.bytes,
-           HOW("M x (s < pp-1: forward out + s > 0: gradient back) x RD x E; calls: the plan's"),
+           m->V > 1 ? HOW("M x (2V - [s = 0] - [s = pp-1]) x RD x E, V chunks; calls: the plan's")
+                    : HOW("M x (s < pp-1: forward out + s > 0: gradient back) x RD x E; calls: "
+                          "the plan's"),
            bad);
   mesh_row("dp x cp", "all_reduce (grads)", m->dc->count[DT_ALL_REDUCE], steps,
            (uint64_t)t.grads.calls, (uint64_t)t.grads.bytes,
@@ -73,14 +77,16 @@ static void times(const model *m, uint64_t steps) {
 
 static void memory(const model *m, const dt_run *r, int *bad) {
   int64_t R = m->R, W = m->W, A = m->A, Hs = m->Hs, C = m->cr.C, L = m->L;
-  int64_t live = pp_live((int)m->n[PP], (int)m->at[PP], m->M, m->gpipe), mem[DT_NTAGS];
+  int64_t live = m->V > 1 ? pp_live_v((int)m->n[PP], (int)m->at[PP], m->M, (int)m->V)
+                          : pp_live((int)m->n[PP], (int)m->at[PP], m->M, m->gpipe),
+          mem[DT_NTAGS];
   mesh_share x = share_of(m, r);
   mesh_memory(&x, mem); /* formulas.c */
   char act[160], comm[200];
   snprintf(
       act, sizeof act,
-      "(live x (RD + L(4RW + RA + 2RD + 2RHs)) + 2RD + RHs + %dRW + C(W+A) + RA) x 4, live %lld",
-      x.wire16 ? 8 : 4, (long long)live);
+      "(live x (RD + %s(4RW + RA + 2RD + 2RHs)) + 2RD + RHs + %dRW + C(W+A) + RA) x 4, live %lld",
+      m->V > 1 ? "L/V" : "L", x.wire16 ? 8 : 4, (long long)live);
   int travels = m->n[TP] > 1 || m->n[PP] > 1, G = (int)(m->n[DP] * m->n[CP]);
   snprintf(
       comm, sizeof comm, "8RW x %d: the ring's [K|V] and [dK|dV]%s%s%s%s%s", x.wire16 ? 2 : 4,

@@ -64,6 +64,22 @@ check "12 np=16" 16 0 "$PASS12" "$BYTES12" "$MEM12" "$REPL12" "$(mesh12 2 2 2 2)
   "$(row12 pp 'sendrecv \(activ\)' 5 8192)" "$(row12 'dp x cp' 'all_reduce \(grads\)' 1 73728)" \
   -- $D12 --steps 5
 sides12 "12 np=16"
+# 09's interleaved 1F1B on the pipeline axis (--virtual-stages V): chunk c
+# of stage s is virtual stage c pp + s; stage 0 sends (2V - 1) M messages of
+# R D x 4 (1F1B's M), its calls the plan's (09's pp_events)
+check "12 np=2 pp virtual stages" 2 0 "$PASS12" "$BYTES12" "$MEM12" "$(mesh12 1 2 1 1)" \
+  "$(row12 pp 'sendrecv \(activ\)' 21 98304)" 'formula \(N-1\)/\(VM\+N-1\) = 1/9 = ' \
+  -- $D12 --steps 3 --pp 2 --virtual-stages 2
+sides12 "12 np=2 pp virtual stages"
+check "12 np=4 pp 4 virtual stages" 4 0 "$PASS12" "$BYTES12" "$MEM12" "$(mesh12 1 4 1 1)" \
+  "$(row12 pp 'sendrecv \(activ\)' 43 98304)" -- $D12 --steps 3 --pp 4 --layers 8 --virtual-stages 2
+check "12 np=4 pp tp virtual stages" 4 0 "$PASS12" "$BYTES12" "$MEM12" "$(mesh12 1 2 1 2)" \
+  -- $D12 --steps 3 --pp 2 --tp 2 --virtual-stages 2
+check "12 virtual stages without a pipeline" 2 2 'error: --virtual-stages 2 needs 2 stages or more' \
+  -- $D12 --cp 2 --virtual-stages 2
+check "12 virtual stages that do not split the layers" 2 2 \
+  'error: --layers 6 does not split into 2 stages x 2 virtual stages of equal depth' \
+  -- $D12 --pp 2 --layers 6 --virtual-stages 2
 # zigzag, GPipe, ZeRO-1, SGD, an odd mesh; the defaults fill tp, cp, pp, dp
 check "12 np=2 cp zigzag" 2 0 "$PASS12" "$BYTES12" "$MEM12" -- $D12 --steps 5 --cp 2 --split zigzag
 check "12 np=16 zigzag gpipe" 16 0 "$PASS12" "$BYTES12" "$MEM12" "$REPL12" \

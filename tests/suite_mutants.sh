@@ -154,6 +154,23 @@ else
   mutant 09-order 09_pp 09_pp/pp.c \
     's/m->bx \+ a->mb \* R \* D/m->bx + (a->mb + 1) % m->M * R * D/' \
     "micro-batches fed out of order (first stage only)"
+  # interleaved 1F1B (--virtual-stages): chunk c's layers run last to first
+  # in its forward (its backward right), with 2 layers a chunk or more
+  MUT_ALSO="^CHECK FAILED: .*\\(step 1: " mutant 09-chunk-order 09_pp 09_pp/pp.c \
+    's/(float \*w = m->w \+ layer_offset\(m, c \* m->Lc \+ )l\);/$1m->Lc - 1 - l);/' \
+    "a chunk's layers run in the wrong order in its forward (interleaved)" -- --virtual-stages 2 --layers 16
+  # a virtual stage's activations sent two stages on, to a rank that waits
+  # for another: the watchdog names the stuck exchange
+  hang09='^watchdog: rank [0-9]+ stuck for 5 s in sendrecv #[0-9]+ on the world communicator .*called from 09_pp/schedule.c'
+  MUT_NPS=4 MUT_WANT=$hang09 MUT_RC=3 mutant 09-ring 09_pp 09_pp/interleave.c \
+    's/return v == N \* V - 1 \? DT_NOBODY : \(s \+ 1\) % N;/return v == N * V - 1 ? DT_NOBODY : (s + 2) % N;/' \
+    "a virtual stage's activations sent to stage s + 2, not s + 1 (interleaved)" \
+    -- --virtual-stages 2 --layers 8 --timeout 5
+  # ZB-H1 (--schedule zb1): a W made ready by its microbatch's F, not its B:
+  # the weights' gradients from a backward that has not run
+  MUT_ALSO="^lockstep: step 1 is off .*: a gradient is off" mutant 09-zb-early 09_pp 09_pp/zb.c \
+    "s/\\*nb \\+= a->type == 'B';/*nb += a->type == 'F';/" \
+    "a W run before its B: the weights' gradients from a backward not yet run (zb1)" -- --schedule zb1
   mutant 10-rank 10_ep 10_ep/ep.c \
     's/return e \/ m->El;/return e % m->N;/; s/return e % m->El;/return e \/ m->N;/' \
     "tokens sent to rank e mod N, where the experts live in blocks of E/N"
