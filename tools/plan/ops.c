@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "11_cp/ring.h"
-#include "compute.h"
-#include "formulas.h"
+#include "13_plan/compute.h"
+#include "13_plan/formulas.h"
 #include "ops.h"
 #include "stats.h"
 #include "train.h"

@@ -21,10 +21,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "compute.h"
-#include "cost.h"
+#include "13_plan/compute.h"
+#include "13_plan/cost.h"
+#include "13_plan/formulas.h"
 #include "dt.h"
-#include "formulas.h"
 #include "measure.h"
 #include "ops.h"
 #include "stats.h"

@@ -2,8 +2,8 @@
 #ifndef PLAN_MEASURE_H
 #define PLAN_MEASURE_H
 
+#include "13_plan/inputs.h"
 #include "dt.h"
-#include "inputs.h"
 
 /* Collective over world; fills c (every rank), ends with the check of the
  * ring's alpha-beta terms: returns the problems found. */

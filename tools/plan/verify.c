@@ -25,8 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "13_plan/formulas.h"
 #include "dt.h"
-#include "formulas.h"
 #include "stats.h"
 #include "verify.h"
 

@@ -2,7 +2,7 @@
 #ifndef PLAN_OPS_H
 #define PLAN_OPS_H
 
-#include "compute.h"
+#include "13_plan/compute.h"
 #include "dt.h"
 
 /* one op's time here: the fastest of `trials` */
