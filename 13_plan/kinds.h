@@ -3,13 +3,13 @@
  * memory and operations, each as the lesson computes them. The model
  * (formulas.c, compute.c) holds the planner's GPT block and model states
  * itself and asks this table for every lesson's kind; the tool that runs
- * the model (tools/plan/lessons.c) fills it, so that the model depends on
+ * the model (tools/plan/kinds.c) fills it, so that the model depends on
  * no lesson above it and a new lesson's model is one entry there. */
 #ifndef PLAN_KINDS_H
 #define PLAN_KINDS_H
 
 #include "dt.h"
-#include "formulas.h"
+#include "inputs.h"
 #include "oplist.h"
 
 typedef struct {

@@ -5,6 +5,7 @@
 #ifndef PLAN_LESSONS_H
 #define PLAN_LESSONS_H
 
+#include "13_plan/formulas.h"
 #include "13_plan/kinds.h"
 
 extern const kind_fns mlp_kind, transformer_kind, gpt14_kind;
