@@ -6,11 +6,9 @@
  * planner's GPT block Megatron's products, attention (fused as
  * FlashAttention, or materialised), the elementwise passes, the model's
  * ends and the optimizer. What each costs a device is device.c's. */
-#include <string.h>
 
-#include "block.h"
 #include "compute.h"
-#include "formulas.h"
+#include "block.h"
 #include "kinds.h"
 #include "oplist.h"
 
