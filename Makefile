@@ -152,11 +152,15 @@ LIBS      := $(LIBTRAIN) $(LIBCOMM)
 # Any folder NN_name/ (two digits) is a lesson. Its binary links every .c of
 # the folder (name.c holds main; the others are its extensions) and the
 # pieces of other lessons it includes as "NN_other/piece.h" (piece.c beside).
+# A lesson whose program is a tool around it (13_plan: the cost model, its
+# command line in tools/plan/) also links tools/name/*.c, main there.
 LESSON_DIRS := $(patsubst %/,%,$(sort $(dir $(wildcard [0-9][0-9]_*/*.c))))
-lesson_uses  = $(wildcard $(patsubst %.h,%.c,$(shell sed -n 's|^\#include "\([0-9][0-9]_[^/"]*/[^"]*\.h\)".*|\1|p' $(1)/*.c)))
-lesson_objs  = $(patsubst %.c,$(BUILD)/%.o,$(sort $(wildcard $(1)/*.c) $(call lesson_uses,$(1))))
+lesson_name  = $(patsubst $(firstword $(subst _, ,$(1)))_%,%,$(1))
+lesson_srcs  = $(wildcard $(1)/*.c tools/$(call lesson_name,$(1))/*.c)
+lesson_uses  = $(wildcard $(patsubst %.h,%.c,$(shell sed -n 's|^\#include "\([0-9][0-9]_[^/"]*/[^"]*\.h\)".*|\1|p' $(call lesson_srcs,$(1)))))
+lesson_objs  = $(patsubst %.c,$(BUILD)/%.o,$(sort $(call lesson_srcs,$(1)) $(call lesson_uses,$(1))))
 BIN_DIR     ?= .
-lesson_bin   = $(BIN_DIR)/$(1)/$(patsubst $(firstword $(subst _, ,$(1)))_%,%,$(1))
+lesson_bin   = $(BIN_DIR)/$(1)/$(call lesson_name,$(1))
 lesson_num   = $(patsubst 0%,%,$(firstword $(subst _, ,$(1))))
 LESSON_BINS := $(foreach d,$(LESSON_DIRS),$(call lesson_bin,$(d)))
 TEST_BINS   := $(patsubst %.c,$(BIN_DIR)/%,$(wildcard tests/test_*.c))

@@ -1,66 +1,16 @@
 /* compute.c: the operations one stage computes in a step, and their cost.
  *
- * ops_of lists them as the lessons' code calls them (12_mesh/mesh.c,
- * 11_cp/cp.c and ring.c (its ring: cp_ring.c), 05/06/09 on common/train's
- * blocks, 14_gpt's in compute14.c), each with its
- * shape, how often a step runs it, its FLOPs and the bytes it reads and
- * writes; for the planner's GPT block Megatron's products, attention (fused
- * as FlashAttention, or materialised), the elementwise passes, the model's
+ * ops_of lists them, each with its shape, how often a step runs it, its
+ * FLOPs and the bytes it reads and writes: for a lesson's model as the
+ * lesson's code calls them (its kind's entry of kinds.h's table); for the
+ * planner's GPT block Megatron's products, attention (fused as
+ * FlashAttention, or materialised), the elementwise passes, the model's
  * ends and the optimizer. What each costs a device is device.c's. */
-#include <string.h>
 
-#include "block.h"
 #include "compute.h"
-#include "formulas.h"
+#include "block.h"
+#include "kinds.h"
 #include "oplist.h"
-
-/* 11's and 12's transformer layer (tp = 1 for 11, whose MLP adds the residual itself) */
-static void transformer(op_list *l, const model *m, const mesh *x, int64_t s, int64_t c) {
-  int64_t T = x->n[TP], R = rows_per_micro(m, x), D = m->D, W = D / T, Hs = m->H / T;
-  int64_t L = stage_layers(m, x, s), res = m->kind == CP11, P = x->n[PP];
-  double per = (double)(x->M * L);
-  l->per_micro = 1;
-  gemm(l, R, W, D, 0, 0, 3 * per, 4); /* q, k, v */
-  ring_ops(l, m, x, s, c, 0);
-  gemm(l, R, D, W, 0, 0, per, 4); /* o Wo */
-  ew(l, R * D, 3, 2 * per, 4);    /* the residual, twice: after attention and after the MLP */
-  add(l, MLP_F, R, D, Hs, res, 0, per, 4.0 * (double)(R * D * Hs),
-      4.0 * (double)(2 * R * D + 2 * D * Hs + 2 * R * Hs));
-  if (s == 0) ew(l, R * D, 2, (double)x->M, 4); /* the microbatch into its slot */
-  l->backward = 1;
-  add(l, MLP_B, R, D, Hs, res, 0, per, 8.0 * (double)(R * D * Hs),
-      4.0 * (double)(3 * R * D + 4 * D * Hs + 3 * R * Hs));
-  gemm(l, W, D, R, 1, 0, per, 4); /* dWo */
-  gemm(l, R, W, D, 0, 1, per, 4); /* do */
-  ring_ops(l, m, x, s, c, 1);
-  gemm(l, D, W, R, 1, 0, 3 * per, 4); /* dWq, dWk, dWv */
-  gemm(l, R, D, W, 0, 1, 3 * per, 4); /* their inputs' gradients */
-  ew(l, R * D, 3, 2 * per, 4);
-  if (s == P - 1)
-    add(l, LOSS, R * D, 0, 0, 0, 0, (double)x->M, 3.0 * (double)(R * D), 12.0 * (double)(R * D));
-  l->per_micro = l->backward = 0;
-  if (s == 0 || s == P - 1 || res) /* cp's chunks of the step's sequences */
-    add(l, DATA11, m->B / (x->n[DP] * x->M), m->S, x->n[CP], 2 * c + x->zigzag, D, (double)x->M, 0,
-        8.0 * (double)(R * D));
-}
-
-/* 05-09's residual MLP blocks (common/train/model.c): 2 products each way */
-static void mlp(op_list *l, const model *m, const mesh *x, int64_t s) {
-  int64_t R = rows_per_micro(m, x), D = m->D, H = m->H, L = stage_layers(m, x, s), P = x->n[PP];
-  double per = (double)(x->M * L);
-  l->per_micro = 1;
-  add(l, MLP_F, R, D, H, 1, 0, per, 4.0 * (double)(R * D * H),
-      4.0 * (double)(2 * R * D + 2 * D * H + 2 * R * H));
-  if (s == 0 && P > 1) ew(l, R * D, 2, (double)x->M, 4);
-  l->backward = 1;
-  add(l, MLP_B, R, D, H, 1, 0, per, 8.0 * (double)(R * D * H),
-      4.0 * (double)(3 * R * D + 4 * D * H + 3 * R * H));
-  if (s == P - 1)
-    add(l, LOSS, R * D, 0, 0, 0, 0, (double)x->M, 3.0 * (double)(R * D), 12.0 * (double)(R * D));
-  l->per_micro = l->backward = 0;
-  int64_t rows = m->kind == PP09 ? m->B : R; /* 09 makes the whole batch on its end stages */
-  if (s == 0 || s == P - 1) add(l, DATA05, rows, D, 0, 0, 0, 1, 0, 8.0 * (double)(rows * D));
-}
 
 /* A layer of the planner's GPT block on one rank, for one microbatch: its
  * tokens (b s/cp), the rows of its elementwise passes (1/tp of them with
@@ -180,36 +130,17 @@ static void gpt(op_list *l, const model *m, const mesh *x, int64_t s) {
 
 int ops_of(const model *m, const mesh *x, int64_t s, int64_t c, op *out, int max) {
   op_list l = {.o = out, .max = max, .times = 1};
-  int64_t G = x->n[DP] * x->n[CP], T = x->n[TP], L = stage_layers(m, x, s);
-  int64_t n = m->kind == MESH12 ? 4 * m->D * (m->D / T) + 2 * m->D * (m->H / T)
-              : m->kind == CP11 ? 4 * m->D * m->D + 2 * m->D * m->H
-                                : 2 * m->D * m->H;
-  int64_t shard = (n + G - 1) / G, stepped = L * (m->kind == FSDP06 || x->zero ? shard : n);
-  if (m->kind == MESH12 || m->kind == CP11) transformer(&l, m, x, s, c);
-  if (m->kind == DP05 || m->kind == FSDP06 || m->kind == PP09) mlp(&l, m, x, s);
-  if (m->kind == GPT14) return gpt14_ops(&l, m, x, s, c); /* compute14.c */
+  if (m->kind < GPT) { /* a lesson's, as its code calls them (kinds.h) */
+    kind_of(m)->ops(&l, m, x, s, c);
+    return l.n;
+  }
   if (m->kind == GPT) {
+    int64_t G = x->n[DP] * x->n[CP];
     gpt(&l, m, x, s);
     double p = block_stage_params(m, x, s) / (x->zero ? (double)G : 1);
     add(&l, EW, (int64_t)p, 28, 0, 0, 0, 1, 0,
         28 * p); /* Adam: 28 bytes a parameter read and written */
-    return l.n;
   }
-  if (m->kind != FSDP06 || x->zero == 1)
-    ew(&l, L * (x->zero ? G * shard : n), 1, 1, 4); /* g zeroed */
-  if (m->kind == FSDP06 &&
-      x->zero >= 2) /* 06's transient layers: gradients (2, 3), parameters (3) */
-    add(&l, ALLOC, G * shard, 0, 0, 0, 0, (double)(L * (x->zero == 3 ? 3 : 1)), 0,
-        4.0 * (double)(G * shard));
-  /* the gradients are averaged: MPI sums, then the comm layer scales the
-   * result by 1/G (dt_finish_avg), a pass over each call's buffer */
-  int64_t avg = m->kind == DP05                ? m->D * m->H
-                : x->zero || m->kind == FSDP06 ? (x->zero == 1 ? G * shard : shard)
-                                               : L * n;
-  double calls = m->kind == DP05 ? 2.0 * (double)L : x->zero || m->kind == FSDP06 ? (double)L : 1;
-  if (G > 1) ew(&l, avg, 2, calls, 4);
-  add(&l, x->adamw ? ADAMW : SGD, stepped, 0, 0, 0, 0, 1, 12.0 * (double)stepped,
-      28.0 * (double)stepped);
   return l.n;
 }
 

@@ -1,6 +1,6 @@
 /* cost.c: lesson 13, the cost model. A training step is compute +
  * communication + bubble, and each part is predictable from what lessons
- * 01-12 measured:
+ * 01-12 measured (and 14, whose GPT the model prices like theirs):
  *   compute        every operation of the step (the lessons' products,
  *                  attention blocks, elementwise passes, the optimizer) at
  *                  the rate this machine measured for it, or from a
@@ -18,13 +18,14 @@
  *   bubble         (pp-1) microbatch slots of the slowest stage: 09's
  *                  (N-1)/(M+N-1) of the step; 1/V of it with V virtual
  *                  stages a rank.
- * Bytes and memory per rank are the formulas the lessons print
- * (formulas.c), and the planner's GPT block's (block.c). The program
- * around the model (plan.c) measures alpha, beta and the rates here
- * (--measure), reads a cluster's datasheet (--cluster), sets the lessons'
- * measured figures beside the prediction (--verify) and published runs'
- * beside theirs (--verify-published), and ranks every mesh (--search);
- * the model needs none of it. */
+ * Bytes and memory per rank are the formulas the lessons print (formulas.c,
+ * a lesson's reached through its kind's table, kinds.h), and the planner's
+ * GPT block's (block.c). The tool around the model (tools/plan/, its main
+ * the program 13_plan/plan) fills that table, measures alpha, beta and the
+ * rates here (--measure), reads a cluster's datasheet (--cluster), sets the
+ * lessons' measured figures beside the prediction (--verify) and published
+ * runs' beside theirs (--verify-published), and ranks every mesh
+ * (--search); the model needs none of it. */
 #include <math.h>
 #include <string.h>
 

@@ -1,7 +1,7 @@
-/* oplist.h: how compute.c and compute14.c list a stage's operations: each
- * with its kernel, its shape, how often a step runs it (times l->times),
- * its FLOPs and its bytes, in a microbatch's forward or backward or once a
- * step (l->per_micro, l->backward). */
+/* oplist.h: how compute.c and the lessons' kinds (kinds.h) list a stage's
+ * operations: each with its kernel, its shape, how often a step runs it
+ * (times l->times), its FLOPs and its bytes, in a microbatch's forward or
+ * backward or once a step (l->per_micro, l->backward). */
 #ifndef PLAN_OPLIST_H
 #define PLAN_OPLIST_H
 
@@ -30,10 +30,5 @@ static inline void ew(op_list *l, int64_t n, int passes, double count,
                       double es) { /* 1 zero, 2 copy, 3 add */
   add(l, EW, n, passes, 0, 0, 0, count, (double)n * (passes - 1), es * (double)n * passes);
 }
-
-/* 11's ring on one layer of a microbatch of stage s, cp rank c (cp_ring.c) */
-void ring_ops(op_list *l, const model *m, const mesh *x, int64_t s, int64_t c, int backward);
-/* lesson 14's GPT on stage s, cp rank c: the number of operations (compute14.c) */
-int gpt14_ops(op_list *l, const model *m, const mesh *x, int64_t s, int64_t c);
 
 #endif

@@ -9,6 +9,9 @@
 #       header of TRAIN_DIR
 #   layers.sh below LOWER.a UPPER.a
 #       no member of LOWER needs a symbol that UPPER defines
+#   layers.sh beneath DIR TOP...
+#       no file of DIR includes a header by a path under any TOP (13_plan,
+#       the cost model, beneath 14_gpt and its tool, tools/plan)
 #   layers.sh circles LIB.a
 #       no two members of LIB need each other, directly or through others
 #       (A needs B: A has an undefined symbol that B defines)
@@ -37,6 +40,15 @@ below)
     awk '{ print $2 " needs " $1 ", defined by " $3 }')
   [ -z "$bad" ] && exit 0
   echo "$bad" | sed "s|^|$(basename "$lower") |;s|defined by|defined by $(basename "$upper")'s|"
+  exit 1
+  ;;
+beneath)
+  dir=$2
+  shift 2
+  tops=$(printf '%s|' "$@")
+  bad=$(grep -nE "^[[:space:]]*#[[:space:]]*include[[:space:]]*\"(${tops%|})/" "$dir"/*.c "$dir"/*.h 2>/dev/null)
+  [ -z "$bad" ] && exit 0
+  echo "$bad" | sed 's/^/includes a file above it: /'
   exit 1
   ;;
 circles)

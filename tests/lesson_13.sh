@@ -196,9 +196,9 @@ check "13 the H200 preset" 0 0 '^machine dgx-h200 .* 1.41e\+11 B of memory at 4.
   -- $D13 --predict --model gpt3-xl --tp 8 --dp 2 --precision bf16 --cluster dgx-h200
 
 # ---- --verify-published: every published run expressed, >= 80% within 25% -------------
-nruns=$(grep -vc '^#' 13_plan/published.tsv)
+nruns=$(grep -vc '^#' tools/plan/published.tsv)
 [ "$nruns" -ge 20 ] && pass "13 published.tsv holds $nruns runs (20 at least)" ||
-  fail "13 published.tsv holds $nruns runs (20 at least)" 13_plan/published.tsv
+  fail "13 published.tsv holds $nruns runs (20 at least)" tools/plan/published.tsv
 # 41 runs, each a plan --predict of its own (MPI's start-up each time): more than a check's 120 s
 # on a busy machine
 TEST_TIMEOUT=300 check "13 --verify-published: every run expressed, at least 80% within 25%" 0 0 \
@@ -207,14 +207,14 @@ TEST_TIMEOUT=300 check "13 --verify-published: every run expressed, at least 80%
   '^  llama3.1-405b-h100-2304 .* (ok|MISS)$' \
   '^CHECK PASSED: --verify-published' -- $D13 --verify-published
 # a run the planner refuses fails the check (a refused real run is a failing test)
-{ grep '^megatron-sc21-1.7b' 13_plan/published.tsv; grep '^megatron-sc21-1.7b' 13_plan/published.tsv |
+{ grep '^megatron-sc21-1.7b' tools/plan/published.tsv; grep '^megatron-sc21-1.7b' tools/plan/published.tsv |
   sed 's/^megatron-sc21-1.7b/refused/; s/--tp 1 /--tp 1 --kv-heads 5 /'; } >"$T13/pub.tsv"
 check "13 --verify-published: a refused run fails it, its reason shown" 0 1 '^  refused .* REFUSED$' \
   'error: the 5 key-value heads must divide the 24 heads' '^CHECK FAILED: --verify-published' \
   -- $D13 --verify-published --published "$T13/pub.tsv"
 # a published MFU beside the plan's, by Megatron's model FLOPs: 22B (L 48, h 6144, B 4,
 # s 2048, V 51200) on 8 A100s: 100 x 72 B s l h^2 (1 + s/6h + V/12lh) / (step x 8 x 312e12)
-grep '^korthikanti-22b-selective' 13_plan/published.tsv >"$T13/pub_mfu.tsv"
+grep '^korthikanti-22b-selective' tools/plan/published.tsv >"$T13/pub_mfu.tsv"
 k22=$(cut -f5 "$T13/pub_mfu.tsv")
 s22=$($D13 --predict --json --cluster dgx-a100-80g --gpus 8 $k22 | grep -o '"step_time_s": [0-9.e+-]*' | cut -d' ' -f2)
 m22=$(awk -v t="$s22" 'BEGIN { B = 4; s = 2048; l = 48; h = 6144; V = 51200
@@ -223,7 +223,7 @@ check "13 --verify-published: Megatron's MFU of the plan, 72 B s l h^2 (1 + s/6h
   0 0 "^  korthikanti-22b-selective .* 41.5 % MFU +$m22 " -- $D13 --verify-published --published "$T13/pub_mfu.tsv"
 # Megatron's TFLOP/s a GPU (Narayanan et al. 2021, eq. 3, the recomputed forward counted):
 # 1.7B (L 24, h 2304, B 512) on 32 A100s: 96 B s l h^2 (1 + s/6h + V/16lh) / step / 32
-grep '^megatron-sc21-1.7b' 13_plan/published.tsv >"$T13/pub_tf.tsv"
+grep '^megatron-sc21-1.7b' tools/plan/published.tsv >"$T13/pub_tf.tsv"
 k17=$(cut -f5 "$T13/pub_tf.tsv")
 s17=$($D13 --predict --json --cluster dgx-a100-80g --gpus 32 $k17 | grep -o '"step_time_s": [0-9.e+-]*' | cut -d' ' -f2)
 t17=$(awk -v t="$s17" 'BEGIN { B = 512; s = 2048; l = 24; h = 2304; V = 51200

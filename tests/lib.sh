@@ -193,13 +193,15 @@ build_copy() {
     perl -0pi -e "$subst" "$dir/$(basename "$file")"
     cmp -s "$file" "$dir/$(basename "$file")" && return 2
   fi
-  # the lesson's other objects (its folder's, and the pieces of other lessons
-  # it includes as "NN_x/y.h"), as the Makefile links them
-  local objs=() o piece
-  for o in "$BUILD_DIR/$lesson"/*.o; do
+  # the lesson's other objects (its folder's, its tool's in tools/<name>/,
+  # and the pieces of other lessons it includes as "NN_x/y.h"), as the
+  # Makefile links them
+  local objs=() o piece srcs=("$lesson"/*.c)
+  [ -d "tools/$name" ] && srcs+=("tools/$name"/*.c)
+  for o in "$BUILD_DIR/$lesson"/*.o $([ -d "tools/$name" ] && echo "$BUILD_DIR/tools/$name"/*.o); do
     [ "$o" = "$BUILD_DIR/${file%.c}.o" ] || objs+=("$o")
   done
-  for piece in $(sed -n 's|^#include "\([0-9][0-9]_[^/"]*/[^"]*\)\.h".*|\1|p' "$lesson"/*.c | sort -u); do
+  for piece in $(sed -n 's|^#include "\([0-9][0-9]_[^/"]*/[^"]*\)\.h".*|\1|p' "${srcs[@]}" | sort -u); do
     [ -f "$piece.c" ] && [ "${piece%%/*}" != "$lesson" ] && [ "$piece.c" != "$file" ] && objs+=("$BUILD_DIR/$piece.o")
   done
   local link=("${objs[@]}" "$dir/copy.o" "$BUILD_DIR/libdttrain.a" "$BUILD_DIR/libdtcomm.a")

@@ -264,7 +264,7 @@ else
   # 13_plan: its check is --verify, run alone (NP 0: no mpirun); a cost model
   # that prices 09's blocks once a step, not once each of its 4 microbatches:
   # every figure still equal, the time off on every attempt
-  MUT_NPS=0 MUT_ALSO='09_pp/pp \(defaults\) .* TIME OFF' mutant 13-micro 13_plan 13_plan/compute.c \
+  MUT_NPS=0 MUT_ALSO='09_pp/pp \(defaults\) .* TIME OFF' mutant 13-micro 13_plan tools/plan/lessons.c \
     's/(H = m->H, L = stage_layers\(m, x, s\), P = x->n\[PP\];\n  double per = \(double\))\(x->M \* L\)/$1L/' \
     "the MLP blocks costed once a step, not once a microbatch (09's 4)" -- --verify --shapes 09_pp
   # 14_gpt: the vocabulary over tp, the tied weight over pp, sequence

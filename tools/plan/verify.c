@@ -26,8 +26,6 @@
 #include <unistd.h>
 
 #include "dt.h"
-#include "formulas.h"
-#include "stats.h"
 #include "verify.h"
 
 extern char **environ;
@@ -86,128 +84,10 @@ static const shape shapes[] = {
     {4, "14_gpt/gpt", "--cp 2 --tp 2", "--model gpt14 --cp 2 --tp 2"},
     {8, "14_gpt/gpt", "", "--model gpt14 --pp 2 --cp 2 --tp 2"}};
 
-static const char *const mem_name[6] = {"params", "grads", "optim", "activ", "comm", "data"};
-
-/* A lesson's figures as it printed them; -1 where it prints none. */
-typedef struct {
-  traffic t[NCOMM][NCOLL];
-  int64_t mem[6];
-  double step_ms, parts[NCOMM + 2]; /* predicted: compute, comm by axis, bubble */
-} figures;
-
 int verify_sh(const char *cmd, const char *log) {
   char full[2400];
   snprintf(full, sizeof full, "%s >%s 2>&1 </dev/null", cmd, log);
   return system(full);
-}
-
-/* The number after "key": in text, or NAN; within [text, end) when end. */
-static double number_in(const char *text, const char *end, const char *key) {
-  char k[96];
-  snprintf(k, sizeof k, "\"%s\": ", key);
-  const char *at = text ? strstr(text, k) : NULL;
-  return at && (!end || at < end) ? strtod(at + strlen(k), NULL) : NAN;
-}
-
-/* A lesson's figures from its --report-json (rank 0's, the numbers it
- * prints, common/comm/report.c), never from its printed columns; -1 where
- * it records none. The step time: the lower quartile of its steps after the
- * first, as --measure takes of the collectives. */
-static void parse_lesson(const char *json, figures *f) {
-  static char text[1 << 20];
-  FILE *in = fopen(json, "r");
-  size_t n = in ? fread(text, 1, sizeof text - 1, in) : 0;
-  text[n] = 0;
-  if (in) fclose(in);
-  memset(f, 0xff, sizeof *f); /* -1 everywhere */
-  f->step_ms = 1e30;
-  const char *sent = strstr(text, "\"traffic\": {"), *memory = strstr(text, "\"memory\": {");
-  for (int a = PP; a < NCOMM && sent; a++)
-    for (int k = 0; k < NCOLL; k++) {
-      char key[64];
-      snprintf(key, sizeof key, "\"%s %s\": {", a == DC ? "dp_cp" : axis_name[a], coll_name[k]);
-      if (a == PP && k == AR) /* 14's tied weight, first and last stage: 13's pp all-reduce */
-        snprintf(key, sizeof key, "\"emb all_reduce\": {");
-      const char *at = strstr(sent, key), *end = at ? strchr(at, '}') : NULL;
-      double calls = number_in(at, end, "calls"), bytes = number_in(at, end, "bytes");
-      if (at) f->t[a][k] = (traffic){isnan(calls) ? -1 : (int64_t)calls, (int64_t)bytes};
-    }
-  for (int k = 0; k < 6 && memory; k++) {
-    char key[32];
-    snprintf(key, sizeof key, "\"%s\": {", mem_name[k]);
-    const char *at = strstr(memory, key), *end = at ? strchr(at, '}') : NULL;
-    if (at) f->mem[k] = (int64_t)number_in(at, end, "measured");
-  }
-  double steps[4096];
-  int nsteps = 0;
-  const char *at = strstr(text, "\"step_ms\": [");
-  for (char *p = at ? strchr(at, '[') + 1 : NULL, *next; p && nsteps < 4096; p = next + 1) {
-    double v = strtod(p, &next);
-    if (next == p) break;
-    if (p != strchr(at, '[') + 1) steps[nsteps++] = v; /* after the first */
-    if (*next != ',') break;
-  }
-  if (nsteps) f->step_ms = quartile(steps, nsteps);
-}
-
-double verify_json(const char *text, const char *key) {
-  char k[64];
-  snprintf(k, sizeof k, "\"%s\": ", key);
-  const char *at = strstr(text, k);
-  return at ? strtod(at + strlen(k), NULL) : NAN;
-}
-
-static void parse_prediction(const char *log, figures *f) {
-  static char text[16384];
-  FILE *in = fopen(log, "r");
-  size_t n = in ? fread(text, 1, sizeof text - 1, in) : 0;
-  text[n] = 0;
-  if (in) fclose(in);
-  memset(f, 0, sizeof *f);
-  for (int a = PP; a < NCOMM; a++)
-    for (int k = 0; k < NCOLL; k++) {
-      char key[64];
-      snprintf(key, sizeof key, "\"%s %s\": [", a == DC ? "dp_cp" : axis_name[a], coll_name[k]);
-      const char *at = strstr(text, key);
-      long long calls, bytes;
-      if (at && sscanf(at + strlen(key), "%lld, %lld", &calls, &bytes) == 2)
-        f->t[a][k] = (traffic){calls, bytes};
-    }
-  for (int k = 0; k < 6; k++) f->mem[k] = (int64_t)verify_json(text, mem_name[k]);
-  f->step_ms = 1e3 * verify_json(text, "step_time_s");
-  static const char *parts[NCOMM + 2] = {"compute_s", "pp", "cp", "tp", "dp_cp", "bubble_s"};
-  const char *comm = strstr(text, "\"comm_s\": {"); /* the axes' names are the mesh's keys too */
-  for (int i = 0; i < NCOMM + 1; i++)
-    f->parts[i] = 1e3 * verify_json(i && i < NCOMM && comm ? comm : text, parts[i]);
-}
-
-/* Every figure the lesson printed against the prediction: how many it
- * printed, and how many differ (each named). */
-static void compare(const figures *got, const figures *want, int *printed, int *differ, char *why,
-                    size_t len) {
-  for (int a = PP; a < NCOMM; a++)
-    for (int k = 0; k < NCOLL; k++) {
-      const traffic *g = &got->t[a][k];
-      const traffic *w = &want->t[a][k];
-      if (g->bytes < 0 && g->calls < 0) continue;
-      (*printed)++;
-      if ((g->calls >= 0 && g->calls != w->calls) || (g->bytes >= 0 && g->bytes != w->bytes)) {
-        (*differ)++;
-        snprintf(why + strlen(why), len - strlen(why),
-                 " [%s %s: %lld calls %lld B, predicted %lld %lld]", axis_name[a], coll_name[k],
-                 (long long)g->calls, (long long)g->bytes, (long long)w->calls,
-                 (long long)w->bytes);
-      }
-    }
-  for (int k = 0; k < 6; k++) {
-    if (got->mem[k] < 0) continue;
-    (*printed)++;
-    if (got->mem[k] != want->mem[k]) {
-      (*differ)++;
-      snprintf(why + strlen(why), len - strlen(why), " [%s: %lld, predicted %lld]", mem_name[k],
-               (long long)got->mem[k], (long long)want->mem[k]);
-    }
-  }
 }
 
 enum { OK, TIME_OFF, FAILED };
@@ -254,7 +134,7 @@ static int attempt(const char *self, const char *mpirun, int i, int timed, int t
   rc |= verify_sh(cmd, log[1]);
   parse_lesson(report, &got);
   int printed = 0, differ = 0;
-  compare(&got, &want, &printed, &differ, why, sizeof why);
+  compare_figures(&got, &want, &printed, &differ, why, sizeof why);
   double ratio = want.step_ms / got.step_ms, ratio_after = 0;
   int ok_time = !timed || fabs(ratio - 1) <= 0.2;
   int fail = rc != 0 || differ > 0 || printed == 0 || got.step_ms >= 1e30;

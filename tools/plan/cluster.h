@@ -3,7 +3,7 @@
 #ifndef PLAN_CLUSTER_H
 #define PLAN_CLUSTER_H
 
-#include "inputs.h"
+#include "13_plan/inputs.h"
 
 int cluster_preset(const char *name, machine *c); /* 0: no such preset */
 void cluster_file(const char *path, machine *c);  /* key = value; dt_fail on error */

@@ -3,7 +3,7 @@
 #ifndef PLAN_OPTIONS_H
 #define PLAN_OPTIONS_H
 
-#include "inputs.h"
+#include "13_plan/inputs.h"
 
 /* The command line (plan_setup makes a model, a mesh and a machine of
  * it). Model sizes left at 0 are the model's (--model). */
@@ -20,7 +20,7 @@ typedef struct {
   {                                                                                                \
     .model = "mesh12", .machine = "build/plan/machine.json", .recompute = "none",                  \
     .precision = "fp32", .schedule = "1f1b", .attention = "flash", .opt = "adamw", .top = 10,      \
-    .published = "13_plan/published.tsv", .tokens = "char"                                         \
+    .published = "tools/plan/published.tsv", .tokens = "char"                                      \
   }
 #define PLAN_OPTIONS(f)                                                                            \
   DT_FLAG("--measure", &(f)->measure, "measure alpha, beta and every op's time here (mpirun)"),    \
@@ -33,7 +33,7 @@ typedef struct {
               "every published run of --published planned as it ran, beside its figure; not "      \
               "under mpirun"),                                                                     \
       DT_STRING("--published", &(f)->published, NULL,                                              \
-                "the published runs' file (13_plan/published.tsv: the runs, their sources)"),      \
+                "the published runs' file (tools/plan/published.tsv: the runs, their sources)"),   \
       DT_STRING("--shapes", &(f)->shapes, NULL,                                                    \
                 "--verify only the shapes whose lesson and flags hold TEXT (09_pp; or 05,09_pp)"), \
       DT_FLAG("--json", &(f)->json, "one JSON object in place of the table"),                      \

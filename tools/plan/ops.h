@@ -2,10 +2,26 @@
 #ifndef PLAN_OPS_H
 #define PLAN_OPS_H
 
-#include "compute.h"
+#include "13_plan/compute.h"
 #include "dt.h"
+#include "train.h"
 
-/* one op's time here: the fastest of `trials` */
+/* op_run.c: an op's buffers (ten of its largest size, op_largest floats,
+ * and its batch's samples), one call of its kernel on them, and its time
+ * here: the fastest of `trials` */
+typedef struct {
+  float *p[10];
+  size_t n;
+} scratch;
+typedef struct {
+  scratch b;
+  dt_train_config cfg;
+  int64_t *samples;
+} bench;
+int64_t op_largest(const op *o);
+void bench_init(bench *h, const op *o, const model *m);
+void bench_free(bench *h);
+void op_run(const op *o, scratch *b, const dt_train_config *cfg, const int64_t *samples);
 double op_time(const op *o, const model *m, int trials);
 /* ops14.c: lesson 14's kernels: the floats of an op's largest buffer, one
  * call on ten such buffers p, and what it reads that a forward makes */

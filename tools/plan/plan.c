@@ -1,6 +1,8 @@
-/* plan.c: 13_plan's command line. The lesson is the cost model (cost.c:
- * a step is compute + communication + bubble, from the formulas of
- * formulas.c and the operations of compute.c); this file picks the mode:
+/* plan.c: the command line of 13_plan/plan, the tool around lesson 13.
+ * The lesson is the cost model (13_plan/cost.c: a step is compute +
+ * communication + bubble, from the formulas of 13_plan/formulas.c and the
+ * operations of compute.c, each lesson's through lessons.c's table); this
+ * file picks the mode:
  *   --measure  this machine's alpha, beta and every op's time (measure.c,
  *              ops.c) into a machine file (cluster.c), then --predict;
  *   --predict  the step's parts, bytes and memory of one mesh (report.c),
@@ -11,9 +13,10 @@
  * With no mode it measures and predicts 12's mesh for the ranks it has. */
 #include <stdlib.h>
 
+#include "13_plan/cost.h"
 #include "cluster.h"
-#include "cost.h"
 #include "dt.h"
+#include "lessons.h"
 #include "measure.h"
 #include "options.h"
 #include "published.h"
@@ -22,6 +25,7 @@
 #include "verify.h"
 
 int main(int argc, char **argv) {
+  lessons_install(); /* the lessons' formulas and operations, for the model */
   verify_keep_env(); /* --verify starts mpirun itself: MPI_Init's variables must not reach it */
   flags f = PLAN_DEFAULTS;
   dt_option options[] = {PLAN_OPTIONS(&f), DT_END};

@@ -2,7 +2,7 @@
 #ifndef PLAN_REPORT_H
 #define PLAN_REPORT_H
 
-#include "cost.h"
+#include "13_plan/cost.h"
 
 void report_table(const model *m, const mesh *x, const machine *c, const prediction *p);
 void report_json(const model *m, const mesh *x, const machine *c, const prediction *p);

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cost.h"
+#include "13_plan/cost.h"
 #include "dt.h"
 #include "report.h"
 #include "search.h"

@@ -4,9 +4,9 @@
 #include <string.h>
 
 #include "12_mesh/topology.h"
-#include "14_gpt/defaults.h"
 #include "cluster.h"
 #include "dt.h"
+#include "lessons.h"
 #include "options.h"
 
 /* The models: the lessons' defaults (their own flags' defaults), GPT-3's
@@ -41,40 +41,14 @@ static int model_preset(const char *name, model *m) {
       return 1;
     }
   if (strcmp(name, "gpt14")) return 0;
-  /* 14's model as 14 makes it by default: its own defaults (14_gpt/defaults.c),
-   * resolved as common/train resolves them (the MLP 4D wide); V from the text */
-  dt_train_config c = DT_TRAIN_DEFAULTS;
-  gpt_defaults(&c);
-  *m = (model){.kind = GPT14,
-               .name = "gpt14",
-               .L = c.layers,
-               .D = c.dim,
-               .A = c.heads,
-               .H = c.hidden ? c.hidden : 4 * c.dim,
-               .S = c.seq,
-               .B = c.batch};
+  gpt14_model(m); /* lesson14.c: 14's defaults */
   return 1;
 }
 
-/* gpt14's V: the text's tokens padded to a multiple of tp, read by the
- * loader 14 reads it with (common/train's dt_text_load, the multiple 14's
- * main sets), or --vocab padded so. The prediction reads its input where
- * the lesson does, never from the run it is checked against (the run's
- * report would hand it the very figure), and no number in verify.c's table
- * goes stale when the text (README.md) changes. */
+/* gpt14's V: the text's, or --vocab, padded to a multiple of tp (lesson14.c) */
 void plan_vocab(const flags *f, model *m, const mesh *x) {
-  int64_t T = x->n[TP] > 0 ? x->n[TP] : 1;
-  if (m->kind != GPT14) return;
-  if (m->V) {
-    m->V = (m->V + T - 1) / T * T;
-    return;
-  }
-  dt_train_config c = DT_TRAIN_DEFAULTS;
-  gpt_defaults(&c);
-  dt_text t = {0};
-  dt_text_load(&t, f->text ? f->text : c.text, !strcmp(f->tokens, "byte"), T, m->S + 1);
-  m->V = t.vocab.size;
-  dt_text_free(&t);
+  if (m->kind == GPT14)
+    gpt14_vocab(m, f->text, !strcmp(f->tokens, "byte"), x->n[TP] > 0 ? x->n[TP] : 1);
 }
 
 int64_t plan_setup(const flags *f, int measuring, int64_t ranks, model *m, mesh *x, machine *c) {

@@ -1,7 +1,6 @@
 /* cp_ring.c: 11's ring of attention blocks as the cost model lists it, for
- * the transformer's stages (compute.c) and the GPT's (compute14.c). */
-#include "inputs.h"
-#include "oplist.h"
+ * the transformer's stages (lesson_mesh.c) and 14's GPT (lesson14.c). */
+#include "lessons.h"
 
 /* The attention blocks rank c of the cp ring computes for one sequence, as
  * 11_cp/ring.c's attend() walks them: its chunks' queries against every

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "13_plan/device.h"
 #include "cluster.h"
-#include "device.h"
 #include "dt.h"
 
 typedef struct {

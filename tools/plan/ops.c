@@ -1,8 +1,7 @@
 /* ops.c: every operation of a step timed at its own shape, as --measure
  * needs them: compute.c's list for each stage this rank holds, each op run
- * by the kernel the lesson calls (dt_matmul, common/train's blocks and
- * attention, 11's merge and split, the optimizer) on buffers of its size,
- * all ranks at once as in a run; the fastest of 9 trials after a warm-up,
+ * by the kernel the lesson calls on buffers of its size (op_run.c), all
+ * ranks at once as in a run; the fastest of 9 trials after a warm-up,
  * taken in turns; then scaled by the stage's compute replayed as a step
  * runs it, against their sum; the slowest rank's where two ranks measured
  * a shape. */
@@ -11,142 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "11_cp/ring.h"
-#include "compute.h"
-#include "formulas.h"
+#include "13_plan/compute.h"
+#include "13_plan/formulas.h"
 #include "ops.h"
 #include "stats.h"
-#include "train.h"
-
-typedef struct {
-  float *p[10];
-  size_t n;
-} scratch;
-
-static void run_op(const op *o, scratch *b, const dt_train_config *cfg, const int64_t *samples) {
-  float **p = b->p;
-  int64_t *s = (int64_t *)o->s;
-  switch (o->k) {
-  case GEMM: dt_matmul((int)s[3], (int)s[4], s[0], s[1], s[2], p[0], p[1], p[2], 0); break;
-  case MLP_F:
-    dt_block_forward(p[0], p[1], p[2], p[3], p[4], p[5], s[0], s[1], s[2], (int)s[3], NULL);
-    break;
-  case MLP_B:
-    dt_block_backward(p[0], p[3], p[4], p[1], p[2], p[5], p[6], p[7], p[8], p[9], s[0], s[1], s[2],
-                      (int)s[3]);
-    break;
-  case ATT_F:
-    dt_attn_block_forward(p[0], p[1], p[2], s[0], s[0], s[1], s[2], (int)s[3], p[3], p[4]);
-    /* 11's ring: its exercise's host loop, or on device memory the backend's */
-    (dt_host_sees_device() ? cp_merge : dt_attn_merge)(p[5], p[6], p[3], p[4], s[0], s[1], s[2]);
-    break;
-  case ATT_B:
-    dt_attn_block_backward(p[0], p[1], p[2], p[3], p[7], p[4], s[0], s[0], s[1], s[2], (int)s[3],
-                           p[5], p[6], p[8]);
-    break;
-  case EW:
-    if (s[1] == 1)
-      dt_zero(p[0], (size_t)s[0] * 4);
-    else if (s[1] == 2)
-      dt_copy(p[0], p[1], (size_t)s[0] * 4);
-    else
-      dt_add(p[0], p[1], (size_t)s[0]);
-    break;
-  case LOSS: dt_mse_forward_backward(p[0], p[1], p[2], (size_t)s[0], 1.0); break;
-  case DATA11: {
-    cp_attn a = {.N = s[2], .rank = s[3] / 2, .B = s[0], .S = s[1], .zigzag = (int)(s[3] % 2)};
-    a.nc = a.zigzag ? 2 : 1;
-    a.C = s[1] / (a.nc * a.N);
-    a.Sl = a.nc * a.C;
-    a.R = a.B * a.Sl;
-    /* as 11 makes them where the host cannot write device memory: in host
-     * rows, copied in (the cpu's device-boundary mode: a GPU's are not timed) */
-    if (!dt_host_sees_device()) a.stage = dt_host_alloc((size_t)(2 * a.R * cfg->dim), 4);
-    cp_inputs(&a, cfg, samples, p[0], p[1]);
-    free(a.stage);
-    break;
-  }
-  case DATA05: dt_make_batch(cfg, samples, s[0], p[0], p[1]); break;
-  case ADAMW:
-    dt_adamw_step(p[0], p[1], p[2], p[3], (size_t)s[0], 0.001f, 0.01f, 10, 1.0f, 0.999f);
-    break;
-  case SGD: dt_sgd_step(p[0], p[1], (size_t)s[0], 0.1f, 1.0f); break;
-  case ALLOC: { /* 06's transient layer: fresh pages, written (faulted in) by its collective */
-    float *fresh = dt_alloc_f32((size_t)s[0], DT_OTHER);
-    dt_zero(fresh, (size_t)s[0] * 4);
-    dt_free(fresh);
-    break;
-  }
-  default: ops14_run(o, p); /* 14's kernels */
-  }
-}
-
-/* The largest buffer the op touches, in floats; op_time holds ten. */
-static int64_t largest(const op *o) {
-  const int64_t *s = o->s;
-  switch (o->k) {
-  case GEMM: return (s[0] > s[1] ? s[0] : s[1]) * (s[2] > s[1] ? s[2] : s[1]);
-  case MLP_F:
-  case MLP_B: return s[0] * (s[1] > s[2] ? s[1] : s[2]) + s[1] * s[2];
-  case ATT_F:
-  case ATT_B: return 2 * s[0] * (s[1] + s[2]);
-  case DATA11: return s[0] * s[1] * s[4];
-  case DATA05: return s[0] * s[1];
-  default: return ops14_largest(o);
-  }
-}
-
-/* Buffers for op o, filled: ten of its largest size, and its batch's samples. */
-typedef struct {
-  scratch b;
-  dt_train_config cfg;
-  int64_t *samples;
-} bench;
-
-static void bench_init(bench *h, const op *o, const model *m) {
-  const int64_t *s = o->s;
-  h->b.n = (size_t)largest(o) + 64;
-  for (int i = 0; i < 10; i++) {
-    h->b.p[i] = dt_alloc_f32(h->b.n, DT_OTHER);
-    dt_fill_uniform(h->b.p[i], h->b.n, 7, (uint64_t)i, 0, -1, 1);
-  }
-  h->cfg = (dt_train_config)DT_TRAIN_DEFAULTS;
-  h->cfg.dim = o->k == DATA11 ? s[4] : o->k == DATA05 ? s[1] : m->D;
-  h->cfg.seq = o->k == DATA11 ? s[1] : 0;
-  h->samples = dt_host_alloc((size_t)(s[0] + 1), sizeof *h->samples);
-  for (int64_t i = 0; i <= s[0]; i++) h->samples[i] = i;
-  ops14_prepare(o, h->b.p);
-  if (o->k == ATT_B) { /* a forward first: backward needs its log-sum-exp */
-    op f = *o;
-    f.k = ATT_F;
-    run_op(&f, &h->b, &h->cfg, h->samples); /* its lse lands in p[4], where ATT_B reads it */
-  }
-}
-
-static void bench_free(bench *h) {
-  for (int i = 0; i < 10; i++) dt_free(h->b.p[i]);
-  free(h->samples);
-}
-
-/* The fastest of `trials` trials after a warm-up; a trial repeats a short
- * op until it lasts 100 us, so the clock's grain does not count. */
-double op_time(const op *o, const model *m, int trials) {
-  bench h;
-  bench_init(&h, o, m);
-  double t0 = dt_now(), best = 1e30;
-  run_op(o, &h.b, &h.cfg, h.samples);
-  dt_sync();
-  double once = dt_now() - t0;
-  int reps = once >= 1e-4 ? 1 : (int)fmin(1000, 1e-4 / fmax(once, 1e-7)) + 1;
-  for (int trial = 0; trial < trials; trial++) {
-    t0 = dt_now();
-    for (int r = 0; r < reps; r++) run_op(o, &h.b, &h.cfg, h.samples);
-    dt_sync();
-    best = fmin(best, (dt_now() - t0) / reps);
-  }
-  bench_free(&h);
-  return best;
-}
 
 /* Operations this backend runs (the others the roofline costs). */
 static int timed_here(const op *o, int cpu) {
@@ -164,7 +31,7 @@ static double replay(const op *o, int n, const model *m, const mesh *x, int64_t 
                      int cpu) {
   double need = 0, per = (double)(x->M * stage_layers(m, x, s)), t[16];
   for (int i = 0; i < n; i++)
-    need += timed_here(&o[i], cpu) ? 40.0 * (double)(largest(&o[i]) + 64) : 0;
+    need += timed_here(&o[i], cpu) ? 40.0 * (double)(op_largest(&o[i]) + 64) : 0;
   if (n <= 0 || need > dt_memory_available() / 4 || trials > 16) return 0;
   bench *h = calloc((size_t)n + 1, sizeof *h);
   for (int i = 0; i < n; i++)
@@ -176,11 +43,11 @@ static double replay(const op *o, int n, const model *m, const mesh *x, int64_t 
         if (!o[i].per_micro || !timed_here(&o[i], cpu)) continue;
         long due =
             lround(o[i].count * (double)(j + 1) / per) - lround(o[i].count * (double)j / per);
-        for (long r = 0; r < due; r++) run_op(&o[i], &h[i].b, &h[i].cfg, h[i].samples);
+        for (long r = 0; r < due; r++) op_run(&o[i], &h[i].b, &h[i].cfg, h[i].samples);
       }
     for (int i = 0; i < n; i++)
       for (long r = 0; !o[i].per_micro && timed_here(&o[i], cpu) && r < lround(o[i].count); r++)
-        run_op(&o[i], &h[i].b, &h[i].cfg, h[i].samples);
+        op_run(&o[i], &h[i].b, &h[i].cfg, h[i].samples);
     dt_sync();
     if (trial >= 0) t[trial] = dt_now() - t0;
   }
@@ -239,7 +106,7 @@ static void list_mine(timings *t, const dt_comm *w, const model *m, const mesh *
  * a rank). */
 static void refuse_too_large(const timings *t, dt_comm *w, const model *m, const machine *c) {
   double need = 0, have = dt_memory_available() / (double)c->gpus_per_node;
-  for (int i = 0; i < t->n; i++) need = fmax(need, 40.0 * (double)(largest(&t->op[i]) + 64));
+  for (int i = 0; i < t->n; i++) need = fmax(need, 40.0 * (double)(op_largest(&t->op[i]) + 64));
   dt_host_all_reduce(w, &need, 1, DT_F64, DT_MAX);
   dt_host_all_reduce(w, &have, 1, DT_F64, DT_MIN);
   if (need > have)

@@ -1,0 +1,221 @@
+/* lesson14.c: lesson 14's GPT as the cost model's table (13_plan/kinds.h)
+ * takes it, the one file of the planner that includes 14_gpt: its
+ * defaults (14_gpt/defaults.c), its formulas (14_gpt/formulas.c) on the
+ * rank's share, and each kernel call of a step at its shape, in the order
+ * a microbatch makes them (14_gpt/layer.c, gpt.c, common/train's GPT
+ * pieces).
+ *
+ * A layer (R rows of the microbatch, Rs of them in the rank's stream: R/tp
+ * with --sequence-parallel; W = D/tp, Hs = H/tp): LayerNorm on Rs rows,
+ * Wq, Wk, Wv [R, D] x [D, W], 11's ring on the tp rank's heads, Wo, the
+ * residual added, LayerNorm, W1, GELU, W2, the residual; backward the
+ * mirror (each weight's gradient X^T dY accumulated, each input's dY W^T),
+ * and with --recompute the layer's forward again first. The first stage
+ * embeds the tokens of its slice of the vocabulary and adds the positions;
+ * the last runs LN_f, the logits [R, V/tp] and the cross-entropy's pieces.
+ * Once a step: the gradients zeroed, the average over dp x cp (the comm
+ * layer's scaling pass), clipping's norm and AdamW on what the rank steps. */
+#include "14_gpt/defaults.h"
+#include "14_gpt/formulas.h"
+#include "lessons.h"
+
+typedef struct {
+  int64_t R, Rs, D, W, Hs, Vs;
+} dims;
+
+static void ln(op_list *l, const dims *d, int backward, int accumulate, double count) {
+  double n = (double)(d->Rs * d->D);
+  if (!backward) add(l, LN_F, d->Rs, d->D, 0, 0, 0, count, 7 * n, 4 * (2 * n + 2.0 * d->Rs));
+  if (backward)
+    add(l, LN_B, d->Rs, d->D, accumulate, 0, 0, count, 12 * n, 4 * (3 + accumulate) * n);
+}
+
+static void layer_forward(op_list *l, const model *m, const mesh *x, const dims *d, int64_t s,
+                          int64_t c, double per) {
+  int64_t R = d->R, D = d->D, W = d->W, Hs = d->Hs;
+  ln(l, d, 0, 0, per);
+  gemm(l, R, W, D, 0, 0, 3 * per, 4); /* q, k, v */
+  ring_ops(l, m, x, s, c, 0);
+  gemm(l, R, D, W, 0, 0, per, 4);  /* o Wo: the tp rank's heads' share */
+  ew(l, d->Rs * D, 3, 2 * per, 4); /* the residual, after attention and after the MLP */
+  ln(l, d, 0, 0, per);
+  gemm(l, R, Hs, D, 0, 0, per, 4); /* a = h W1 */
+  add(l, GELU_F, R * Hs, 0, 0, 0, 0, per, 10.0 * (double)(R * Hs), 8.0 * (double)(R * Hs));
+  gemm(l, R, D, Hs, 0, 0, per, 4); /* u W2 */
+}
+
+static void layer_backward(op_list *l, const model *m, const mesh *x, const dims *d, int64_t s,
+                           int64_t c, double per) {
+  int64_t R = d->R, D = d->D, W = d->W, Hs = d->Hs;
+  gemm(l, Hs, D, R, 1, 0, per, 4); /* dW2 += u^T dout */
+  gemm(l, R, Hs, D, 0, 1, per, 4); /* du = dout W2^T */
+  add(l, GELU_B, R * Hs, 0, 0, 0, 0, per, 12.0 * (double)(R * Hs), 12.0 * (double)(R * Hs));
+  gemm(l, D, Hs, R, 1, 0, per, 4); /* dW1 += h^T da */
+  gemm(l, R, D, Hs, 0, 1, per, 4); /* dh = da W1^T */
+  ln(l, d, 1, 1, per);
+  gemm(l, W, D, R, 1, 0, per, 4); /* dWo += o^T d */
+  gemm(l, R, W, D, 0, 1, per, 4); /* do = d Wo^T */
+  ring_ops(l, m, x, s, c, 1);
+  gemm(l, D, W, R, 1, 0, 3 * per, 4); /* dWq, dWk, dWv */
+  gemm(l, R, D, W, 0, 1, 3 * per, 4); /* their inputs' gradients, summed */
+  ln(l, d, 1, 1, per);
+}
+
+/* The model's ends a microbatch: the embedding (first stage), the head and
+ * the loss (last), forward or backward */
+static void ends(op_list *l, const dims *d, int first, int last, int backward, double M) {
+  int64_t R = d->R, D = d->D, Vs = d->Vs;
+  double rows = (double)(R * D), logits = (double)(R * Vs);
+  if (first && !backward) {
+    add(l, EMB_F, R, Vs, D, 0, 0, M, 0, 8 * rows);
+    ew(l, d->Rs * D, 3, M, 4); /* the positions added */
+  }
+  if (last && !backward) {
+    ln(l, d, 0, 0, M);
+    gemm(l, R, Vs, D, 0, 1, M, 4); /* the logits of the slice, never gathered */
+    add(l, CE_F, R, Vs, 0, 0, 0, M, 4 * logits, 12 * logits);
+  }
+  if (last && backward) {
+    add(l, CE_B, R, Vs, 0, 0, 0, M, 4 * logits, 8 * logits);
+    gemm(l, Vs, D, R, 1, 0, M, 4); /* dwte += dlogits^T hf */
+    gemm(l, R, D, Vs, 0, 0, M, 4); /* dh = dlogits wte */
+    ln(l, d, 1, 0, M);
+  }
+  if (first && backward) {
+    add(l, EMB_B, R, Vs, D, 0, 0, M, rows, 12 * rows);
+    ew(l, R * D, 3, M, 4); /* the positions' gradient */
+  }
+}
+
+static void gpt14_ops(op_list *l, const model *m, const mesh *x, int64_t s, int64_t c) {
+  int64_t T = x->n[TP], G = x->n[DP] * x->n[CP], P = x->n[PP], R = rows_per_micro(m, x);
+  dims d = {R, x->sp ? R / T : R, m->D, m->D / T, m->H / T, m->V / T};
+  double M = (double)x->M, per = (double)(x->M * stage_layers(m, x, s));
+  int first = s == 0, last = s == P - 1;
+  l->per_micro = 1;
+  ends(l, &d, first, last, 0, M);
+  layer_forward(l, m, x, &d, s, c, per);
+  l->backward = 1;
+  if (x->recompute) layer_forward(l, m, x, &d, s, c, per); /* --recompute: again, in backward */
+  ends(l, &d, first, last, 1, M);
+  layer_backward(l, m, x, &d, s, c, per);
+  l->per_micro = l->backward = 0;
+  memory mem = memory_of(m, x, s); /* the rank's floats: its weights' buffer, what it steps */
+  int64_t held = mem.grads / 4, stepped = x->adamw ? mem.optim / 8 : held;
+  ew(l, held, 1, 1, 4);            /* the gradients zeroed */
+  if (G > 1) ew(l, held, 2, 1, 4); /* averaged: the comm layer's 1/G pass */
+  add(l, SUMSQ, stepped, 0, 0, 0, 0, 1, 2.0 * (double)stepped, 4.0 * (double)stepped);
+  add(l, ADAMW, stepped, 0, 0, 0, 0, 1, 12.0 * (double)stepped, 28.0 * (double)stepped);
+}
+
+static int64_t up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static double gpt14_params(const model *m) {
+  int64_t D = m->D, L = m->L;
+  return (double)(m->V * D + m->S * D + L * (4 * D * D + 2 * D * m->H + 2 * D) + D);
+}
+/* 14's own count, nanoGPT's: wpe's parameters left out */
+static double gpt14_flops(const model *m) {
+  return gpt_model_flops(m->L, m->D, m->H, m->V, m->S, m->B);
+}
+static double gpt14_recompute(const model *m, const mesh *x) {
+  return x->recompute ? gpt_recompute_flops(m->L, m->D, m->H, m->S, m->B) : 0;
+}
+
+/* Stage s of gpt14 as 14's formulas take a rank's share (14_gpt/buffers.c's
+ * sizes, report.c's share_of): rank 0 of its dp x cp group, tp rank 0 */
+static gpt_share gpt_share_of(const model *m, const mesh *x, int64_t s) {
+  int64_t T = x->n[TP], G = x->n[DP] * x->n[CP], P = x->n[PP], D = m->D, W = D / T;
+  int64_t L = stage_layers(m, x, s), R = rows_per_micro(m, x), Vs = m->V / T;
+  int first = s == 0, last = s == P - 1;
+  int64_t nw = L * (4 * D * W + 2 * D * (m->H / T)) + (first || last) * Vs * D +
+               (2 * L + last) * D + first * m->S * D;
+  int64_t shard = x->zero ? up(nw, G) : 0;
+  return (gpt_share){.n = x->n,
+                     .s = s,
+                     .L = L,
+                     .M = x->M,
+                     .R = R,
+                     .Rs = x->sp ? R / T : R,
+                     .D = D,
+                     .W = W,
+                     .A = m->A / T,
+                     .Hs = m->H / T,
+                     .C = m->S / (x->n[CP] * (x->zigzag ? 2 : 1)),
+                     .Vs = Vs,
+                     .S = m->S,
+                     .nw = nw,
+                     .shard = shard,
+                     .own = x->zero ? (shard < nw ? shard : nw) : nw,
+                     .first = first,
+                     .last = last,
+                     .gpipe = x->gpipe,
+                     .adamw = x->adamw,
+                     .sp = x->sp,
+                     .recompute = x->recompute == RECOMPUTE_FULL};
+}
+
+/* 14's traffic as 13's axes hold it: tp's all-reduces summed (the
+ * activations' or the gains', the loss's max and sums: one row of its
+ * report JSON), and the tied weight's all-reduce between the first and the
+ * last stage (14's emb: two ranks of the pipeline axis) as pp's all-reduce */
+static void gpt14_traffic(const model *m, const mesh *x, int64_t s, traffic t[NCOMM][NCOLL]) {
+  gpt_share sh = gpt_share_of(m, x, s);
+  gpt_traffic f = gpt_traffic_of(&sh);
+  mesh_flow ar[4] = {f.activ, f.gains, f.max, f.sums};
+  for (int i = 0; i < 4; i++)
+    t[TP][AR] = (traffic){t[TP][AR].calls + ar[i].calls, t[TP][AR].bytes + ar[i].bytes};
+  t[TP][AG] = (traffic){f.gather.calls, f.gather.bytes};
+  t[TP][RS] = (traffic){f.scatter.calls, f.scatter.bytes};
+  t[CP][P2P] = (traffic){f.cp.calls, f.cp.bytes};
+  t[PP][P2P] = (traffic){f.pp.calls, f.pp.bytes};
+  t[PP][AR] = (traffic){f.emb.calls, f.emb.bytes};
+  t[DC][AR] = (traffic){f.grads.calls, f.grads.bytes};
+  t[DC][AG] = (traffic){f.params.calls, f.params.bytes};
+}
+
+static void gpt14_memory(const model *m, const mesh *x, int64_t s, int64_t mem[DT_NTAGS]) {
+  gpt_share sh = gpt_share_of(m, x, s);
+  gpt_memory(&sh, mem);
+}
+
+const kind_fns gpt14_kind = {.params = gpt14_params,
+                             .model_flops = gpt14_flops,
+                             .recompute_flops = gpt14_recompute,
+                             .traffic = gpt14_traffic,
+                             .memory = gpt14_memory,
+                             .ops = gpt14_ops};
+
+/* 14's model as 14 makes it by default: its own defaults (14_gpt/defaults.c),
+ * resolved as common/train resolves them (the MLP 4D wide); V from the text */
+void gpt14_model(model *m) {
+  dt_train_config c = DT_TRAIN_DEFAULTS;
+  gpt_defaults(&c);
+  *m = (model){.kind = GPT14,
+               .name = "gpt14",
+               .L = c.layers,
+               .D = c.dim,
+               .A = c.heads,
+               .H = c.hidden ? c.hidden : 4 * c.dim,
+               .S = c.seq,
+               .B = c.batch};
+}
+
+/* gpt14's V: the text's tokens padded to a multiple of tp, read by the
+ * loader 14 reads it with (common/train's dt_text_load, the multiple 14's
+ * main sets), or --vocab padded so. The prediction reads its input where
+ * the lesson does, never from the run it is checked against (the run's
+ * report would hand it the very figure), and no number in verify.c's table
+ * goes stale when the text (README.md) changes. */
+void gpt14_vocab(model *m, const char *text, int byte, int64_t T) {
+  if (m->V) {
+    m->V = (m->V + T - 1) / T * T;
+    return;
+  }
+  dt_train_config c = DT_TRAIN_DEFAULTS;
+  gpt_defaults(&c);
+  dt_text t = {0};
+  dt_text_load(&t, text ? text : c.text, byte, T, m->S + 1);
+  m->V = t.vocab.size;
+  dt_text_free(&t);
+}

@@ -1,0 +1,31 @@
+/* verify.h: --verify, the prediction beside the lessons' own figures. */
+#ifndef PLAN_VERIFY_H
+#define PLAN_VERIFY_H
+
+#include <stddef.h>
+
+#include "13_plan/formulas.h"
+
+void verify_keep_env(void); /* before MPI_Init: the launcher's variables are not a child's */
+int verify(const char *self, int quick, const char *only); /* the shapes that failed */
+/* for the tool's other checks (published.c): the environment a child plan
+ * or mpirun runs in (MPI_Init's variables dropped), a command's output into
+ * a log (its status), and a JSON number ("key": value) in a text, or NAN */
+void verify_child_env(void);
+int verify_sh(const char *cmd, const char *log);
+double verify_json(const char *text, const char *key);
+
+/* verify_figures.c: a run's figures; -1 where the lesson records none */
+typedef struct {
+  traffic t[NCOMM][NCOLL];
+  int64_t mem[6];
+  double step_ms, parts[NCOMM + 2]; /* predicted: compute, comm by axis, bubble */
+} figures;
+void parse_lesson(const char *json, figures *f);    /* its --report-json */
+void parse_prediction(const char *log, figures *f); /* plan --predict --json's output */
+/* every figure the lesson printed against the prediction: how many it
+ * printed, and how many differ (each named into why) */
+void compare_figures(const figures *got, const figures *want, int *printed, int *differ, char *why,
+                     size_t len);
+
+#endif
