@@ -123,7 +123,7 @@ static double gpt14_recompute(const model *m, const mesh *x) {
 }
 
 /* Stage s of gpt14 as 14's formulas take a rank's share (14_gpt/buffers.c's
- * sizes, report.c's share_of): rank 0 of its dp x cp group, tp rank 0 */
+ * sizes, buffers.c's gpt_share_here): rank 0 of its dp x cp group, tp rank 0 */
 static gpt_share gpt_share_of(const model *m, const mesh *x, int64_t s) {
   int64_t T = x->n[TP], G = x->n[DP] * x->n[CP], P = x->n[PP], D = m->D, W = D / T;
   int64_t L = stage_layers(m, x, s), R = rows_per_micro(m, x), Vs = m->V / T;
