@@ -218,10 +218,12 @@ int main(int argc, char **argv) {
   dt_comm *world = dt_run_init(&run, &argc, &argv, &lesson, options);
   model m = {.world = world, .M = M, .V = V, .gpipe = schedule[0] == 'g', .zb = schedule[0] == 'z'};
   layout(&m, &run);
-  m.n = V > 1 ? pp_plan_v(m.N, m.s, M, (int)V, m.plan) : pp_plan(m.N, m.s, M, m.gpipe, m.plan);
+  if (m.zb) { /* F, B and W of every microbatch, exchanged at the slot model's boundaries */
+    m.nev = pp_plan_zb(m.N, m.s, M, m.plan, m.ev, &m.T);
+    m.n = (int)(3 * M);
+  } else
+    m.n = V > 1 ? pp_plan_v(m.N, m.s, M, (int)V, m.plan) : pp_plan(m.N, m.s, M, m.gpipe, m.plan);
   if (V > 1) m.nev = pp_events(m.N, m.s, M, (int)V, m.plan, m.ev, &m.T);
-  if (m.zb) m.nev = pp_plan_zb(m.N, m.s, M, m.plan, m.ev, &m.T);
-  if (m.zb) m.n = (int)(3 * M);
   m.tl = timeline_new(m.n);
   timeline_schedule(m.tl, (int)V, m.zb);
   dt_run_begin(&run);
