@@ -8,6 +8,7 @@
 
 #include "boundary.h"
 #include "dt.h"
+#include "opcount.h"
 #ifdef DT_CUDA
 #include "dt_cuda.h"
 #endif

@@ -7,6 +7,7 @@
 
 #include "dt_cuda.h"
 #include "half_core.h"
+#include "opcount.h"
 #include "rng_core.h"
 
 static unsigned blocks_for(size_t n) { return (unsigned)((n + 255) / 256); }
@@ -49,12 +50,14 @@ __global__ static void nonfinite_kernel(const float *x, size_t n, unsigned long 
 #define LAUNCHED() CHECK_CUDA(cudaGetLastError())
 
 extern "C" void dt_add(float *dst, const float *src, size_t n) {
+  DT_OP("dt_add", n, 3, 0, 0, 0);
   if (n) {
     add_kernel<<<GRID(n)>>>(dst, src, n);
     LAUNCHED();
   }
 }
 extern "C" void dt_scale(float *buf, size_t n, float s) {
+  DT_OP("dt_scale", n, 2, 1, 0, 0);
   if (n) {
     scale_kernel<<<GRID(n)>>>(buf, n, s);
     LAUNCHED();
@@ -62,24 +65,28 @@ extern "C" void dt_scale(float *buf, size_t n, float s) {
 }
 extern "C" void dt_fill_uniform(float *buf, size_t n, uint64_t seed, uint64_t stream,
                                 uint64_t offset, float lo, float hi) {
+  DT_OP("dt_fill_uniform", n, 0, 0, 0, 0);
   if (n) {
     uniform_kernel<<<GRID(n)>>>(buf, n, seed, stream, offset, lo, hi - lo);
     LAUNCHED();
   }
 }
 extern "C" void dt_to_half(const float *src, void *dst, size_t n, dt_dtype t) {
+  DT_OP("dt_to_half", n, 0, 0, 0, 0);
   if (n) {
     to_half_kernel<<<GRID(n)>>>(src, (uint16_t *)dst, n, t == DT_BF16);
     LAUNCHED();
   }
 }
 extern "C" void dt_from_half(const void *src, float *dst, size_t n, dt_dtype t) {
+  DT_OP("dt_from_half", n, 0, 0, 0, 0);
   if (n) {
     from_half_kernel<<<GRID(n)>>>((const uint16_t *)src, dst, n, t == DT_BF16);
     LAUNCHED();
   }
 }
 extern "C" void dt_round_half(float *buf, size_t n, dt_dtype t) {
+  DT_OP("dt_round_half", n, 0, 0, 0, 0);
   if (n) {
     round_half_kernel<<<GRID(n)>>>(buf, buf, n, t == DT_BF16);
     LAUNCHED();
@@ -87,6 +94,7 @@ extern "C" void dt_round_half(float *buf, size_t n, dt_dtype t) {
 }
 static unsigned long long *count_slot; /* device counter, made at the first count */
 extern "C" size_t dt_count_nonfinite(const float *buf, size_t n) {
+  DT_OP("dt_count_nonfinite", n, 0, 0, 0, 0);
   unsigned long long count = 0;
   if (!count_slot) CHECK_CUDA(cudaMalloc(&count_slot, sizeof *count_slot));
   CHECK_CUDA(cudaMemsetAsync(count_slot, 0, sizeof *count_slot, dt_stream()));

@@ -354,6 +354,7 @@ void dt_copy_from_host(void *buf, const void *host, size_t bytes) {
 }
 
 void dt_copy(void *dst, const void *src, size_t bytes) {
+  DT_OP("dt_copy", bytes / 4, 2, 0, 0, 0);
 #ifdef DT_CUDA
   if (dst == src || !bytes) return;
   const char *d = dst, *s = src;
@@ -393,6 +394,7 @@ void dt_copy_2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t
 }
 
 void dt_zero(void *buf, size_t bytes) {
+  DT_OP("dt_zero", bytes / 4, 1, 0, 0, 0);
 #ifdef DT_CUDA
   CHECK_CUDA(cudaMemsetAsync(buf, 0, bytes, dt_stream()));
 #else

@@ -142,6 +142,7 @@ static int64_t scores_of(int64_t n, int64_t nk, int causal) {
 
 int64_t dt_attn_block_forward(const float *q, const float *k, const float *v, int64_t n, int64_t nk,
                               int64_t W, int64_t heads, int causal, float *o, float *lse) {
+  DT_OP("dt_attn_block_forward", n, W, heads, causal, nk);
   DT_KERNEL("dt_attn_block_forward", q, k, v, o, lse);
   int64_t dh = W / heads, lq;
   float scale = 1.0f / sqrtf((float)dh), mx[TILE], sum[TILE], old[TILE];
@@ -169,6 +170,7 @@ int64_t dt_attn_block_forward(const float *q, const float *k, const float *v, in
 
 void dt_attn_delta(const float *dout, const float *o, int64_t n, int64_t W, int64_t heads,
                    float *delta) {
+  DT_OP("dt_attn_delta", n, W, heads, 0, 0);
   DT_KERNEL("dt_attn_delta", dout, o, delta);
   int64_t dh = W / heads;
   for (int64_t i = 0; i < n; i++)
@@ -180,6 +182,7 @@ int64_t dt_attn_block_backward(const float *q, const float *k, const float *v, c
                                const float *delta, const float *lse, int64_t n, int64_t nk,
                                int64_t W, int64_t heads, int causal, float *dq, float *dk,
                                float *dv) {
+  DT_OP("dt_attn_block_backward", n, W, heads, causal, nk);
   DT_KERNEL("dt_attn_block_backward", q, k, v, dout, delta, lse, dq, dk, dv);
   int64_t dh = W / heads, lq, lg;
   float scale = 1.0f / sqrtf((float)dh);
@@ -234,6 +237,7 @@ double dt_attn_gemm_rate(int64_t dh) {
 }
 
 void dt_attn_start(float *o, float *lse, int64_t n, int64_t W, int64_t heads) {
+  DT_OP("dt_attn_start", n, W, heads, 0, 0);
   DT_KERNEL("dt_attn_start", o, lse);
   memset(o, 0, (size_t)(n * W) * 4);
   for (int64_t i = 0; i < n * heads; i++) lse[i] = -INFINITY;
@@ -241,6 +245,7 @@ void dt_attn_start(float *o, float *lse, int64_t n, int64_t W, int64_t heads) {
 
 void dt_attn_merge(float *o, float *lse, const float *ob, const float *lseb, int64_t n, int64_t W,
                    int64_t heads) {
+  DT_OP("dt_attn_merge", n, W, heads, 0, 0);
   DT_KERNEL("dt_attn_merge", o, lse, ob, lseb);
   int64_t dh = W / heads;
   for (int64_t i = 0; i < n * heads; i++) /* row i / heads, head i % heads */

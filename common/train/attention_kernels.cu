@@ -152,6 +152,7 @@ static int64_t block_inputs(const float **q, const float **k, const float **v, i
 extern "C" int64_t dt_attn_block_forward(const float *q, const float *k, const float *v, int64_t n,
                                          int64_t nk, int64_t W, int64_t heads, int causal, float *o,
                                          float *lse) {
+  DT_OP("dt_attn_block_forward", n, W, heads, causal, nk);
   int64_t dh = W / heads, TT = TILE * TILE;
   block_inputs(&q, &k, &v, n, nk, W, heads);
   float scale = 1.0f / sqrtf((float)dh);
@@ -183,6 +184,7 @@ __global__ static void delta_kernel(const float *dout, const float *o, int64_t n
 
 extern "C" void dt_attn_delta(const float *dout, const float *o, int64_t n, int64_t W,
                               int64_t heads, float *delta) {
+  DT_OP("dt_attn_delta", n, W, heads, 0, 0);
   if (n <= 0) return;
   delta_kernel<<<ROWS(n * heads)>>>(dout, o, n, W, heads, delta);
   LAUNCHED();
@@ -204,6 +206,7 @@ extern "C" int64_t dt_attn_block_backward(const float *q, const float *k, const 
                                           const float *dout, const float *delta, const float *lse,
                                           int64_t n, int64_t nk, int64_t W, int64_t heads,
                                           int causal, float *dq, float *dk, float *dv) {
+  DT_OP("dt_attn_block_backward", n, W, heads, causal, nk);
   int64_t dh = W / heads, TT = TILE * TILE, slot = block_inputs(&q, &k, &v, n, nk, W, heads);
   float scale = 1.0f / sqrtf((float)dh);
   const float *g = operand(dout, n, W, 3, slot);
@@ -263,6 +266,7 @@ __global__ static void lse_empty_kernel(float *lse, size_t n) {
 }
 
 extern "C" void dt_attn_start(float *o, float *lse, int64_t n, int64_t W, int64_t heads) {
+  DT_OP("dt_attn_start", n, W, heads, 0, 0);
   dt_zero(o, (size_t)(n * W) * 4);
   if (n * heads <= 0) return;
   lse_empty_kernel<<<ROWS(n * heads)>>>(lse, (size_t)(n * heads));
@@ -279,6 +283,7 @@ __global__ static void merge_kernel(float *o, float *lse, const float *ob, const
 
 extern "C" void dt_attn_merge(float *o, float *lse, const float *ob, const float *lseb, int64_t n,
                               int64_t W, int64_t heads) {
+  DT_OP("dt_attn_merge", n, W, heads, 0, 0);
   if (n * heads <= 0) return;
   merge_kernel<<<ROWS(n * heads)>>>(o, lse, ob, lseb, n, W, heads);
   LAUNCHED();

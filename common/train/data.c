@@ -69,6 +69,7 @@ static void teacher_ready(int64_t D, int64_t rows) {
 
 void dt_make_batch(const dt_train_config *c, const int64_t *samples, int64_t count, float *x,
                    float *y) {
+  DT_OP("dt_make_batch", count, c->dim, 0, 0, 0);
   int64_t D = c->dim;
   dt_fill_rows(x, samples, count, D, (uint64_t)c->data_seed, X_STREAM, 1.0f);
   teacher_ready(D, count);

@@ -174,6 +174,7 @@ static const float *rounded_copy(int which, const float *x, size_t n) {
 
 extern "C" void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
                           const float *B, float *C, int accumulate) {
+  DT_OP("dt_matmul", M, N, K, trans_a, trans_b);
   if (matmul_inputs != DT_F32) {
     A = rounded_copy(0, A, (size_t)(M * K));
     B = rounded_copy(1, B, (size_t)(K * N));
@@ -197,12 +198,14 @@ extern "C" void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_
   }
 }
 extern "C" void dt_relu_forward(const float *a, float *h, size_t n) {
+  DT_OP("dt_relu_forward", n, 0, 0, 0, 0);
   if (n) {
     relu_forward_kernel<<<GRID(n)>>>(a, h, n);
     LAUNCHED();
   }
 }
 extern "C" void dt_relu_backward(const float *a, const float *dh, float *da, size_t n) {
+  DT_OP("dt_relu_backward", n, 0, 0, 0, 0);
   if (n) {
     relu_backward_kernel<<<GRID(n)>>>(a, dh, da, n);
     LAUNCHED();
@@ -325,6 +328,7 @@ static double reduce(const float *x, const float *y, float *dx, size_t n, double
 }
 extern "C" double dt_mse_forward_backward(const float *x, const float *y, float *dx, size_t n,
                                           double scale) {
+  DT_OP("dt_mse_forward_backward", n, 0, 0, 0, 0);
   return reduce(x, y, dx, n, scale) * scale;
 }
 __global__ static void sum_squares_kernel(const float *x, size_t n, double *sum) {
@@ -339,6 +343,7 @@ __global__ static void sum_squares_kernel(const float *x, size_t n, double *sum)
   if (threadIdx.x == 0) atomicAdd(sum, part[0]);
 }
 extern "C" double dt_sum_squares(const float *x, size_t n) {
+  DT_OP("dt_sum_squares", n, 0, 0, 0, 0);
   dt_kernels_init();
   double sum = 0;
   CHECK_CUDA(cudaMemsetAsync(reduce_slot, 0, sizeof(double), dt_stream()));
@@ -351,6 +356,7 @@ extern "C" double dt_sum_squares(const float *x, size_t n) {
   return sum;
 }
 extern "C" void dt_sgd_step(float *w, const float *g, size_t n, float lr, float grad_scale) {
+  DT_OP("dt_sgd_step", n, 0, 0, 0, 0);
   if (n) {
     sgd_kernel<<<GRID(n)>>>(w, g, n, lr, grad_scale);
     LAUNCHED();
@@ -358,6 +364,7 @@ extern "C" void dt_sgd_step(float *w, const float *g, size_t n, float lr, float 
 }
 extern "C" void dt_adamw_step(float *w, const float *g, float *m, float *v, size_t n, float lr,
                               float weight_decay, int64_t t, float grad_scale, float beta2) {
+  DT_OP("dt_adamw_step", n, 0, 0, 0, 0);
   float bias1 = 1.0f - powf(0.9f, (float)t), bias2_sqrt = sqrtf(1.0f - powf(beta2, (float)t));
   if (n) {
     adamw_kernel<<<GRID(n)>>>(w, g, m, v, n, 1.0f - lr * weight_decay, lr / bias1, bias2_sqrt,
@@ -447,6 +454,7 @@ __global__ static void ce_backward_kernel(const float *logits, int64_t R, int64_
 
 extern "C" void dt_layernorm_forward(const float *x, const float *g, float *y, float *mean,
                                      float *rstd, int64_t R, int64_t D) {
+  DT_OP("dt_layernorm_forward", R, D, 0, 0, 0);
   if (R <= 0) return;
   ln_forward_kernel<<<GRID((size_t)R)>>>(x, g, y, mean, rstd, R, D);
   LAUNCHED();
@@ -454,6 +462,7 @@ extern "C" void dt_layernorm_forward(const float *x, const float *g, float *y, f
 extern "C" void dt_layernorm_backward(const float *x, const float *g, const float *dy,
                                       const float *mean, const float *rstd, float *dx, float *dg,
                                       int64_t R, int64_t D, int accumulate) {
+  DT_OP("dt_layernorm_backward", R, D, accumulate, 0, 0);
   if (R <= 0 || D <= 0) return;
   ln_gain_kernel<<<GRID((size_t)D)>>>(x, dy, mean, rstd, dg, R, D);
   LAUNCHED();
@@ -461,17 +470,20 @@ extern "C" void dt_layernorm_backward(const float *x, const float *g, const floa
   LAUNCHED();
 }
 extern "C" void dt_gelu_forward(const float *a, float *u, size_t n) {
+  DT_OP("dt_gelu_forward", n, 0, 0, 0, 0);
   if (!n) return;
   gelu_forward_kernel<<<GRID(n)>>>(a, u, n);
   LAUNCHED();
 }
 extern "C" void dt_gelu_backward(const float *a, const float *du, float *da, size_t n) {
+  DT_OP("dt_gelu_backward", n, 0, 0, 0, 0);
   if (!n) return;
   gelu_backward_kernel<<<GRID(n)>>>(a, du, da, n);
   LAUNCHED();
 }
 extern "C" void dt_embed_forward(const int32_t *tokens, int64_t R, const float *wte, int64_t v0,
                                  int64_t Vs, int64_t D, float *out) {
+  DT_OP("dt_embed_forward", R, Vs, D, 0, 0);
   if (R <= 0 || D <= 0) return;
   embed_forward_kernel<<<GRID((size_t)(R * D))>>>(tokens, R, wte, v0, Vs, D, out);
   LAUNCHED();
@@ -484,18 +496,21 @@ extern "C" void dt_embed_buckets(const int32_t *tokens, int64_t R, int64_t v0, i
 }
 extern "C" void dt_embed_rows_sum(const int64_t *offsets, const int32_t *rows, const float *dout,
                                   int64_t Vs, int64_t D, float *dwte) {
+  DT_OP("dt_embed_rows_sum", Vs, D, 0, 0, 0);
   if (Vs <= 0 || D <= 0) return;
   embed_backward_kernel<<<GRID((size_t)(Vs * D))>>>(offsets, rows, dout, Vs, D, dwte);
   LAUNCHED();
 }
 extern "C" void dt_positions_forward(const float *wpe, int64_t t0, int64_t len, int64_t count,
                                      int64_t D, float *out) {
+  DT_OP("dt_positions_forward", len, count, D, 0, 0);
   if (len <= 0 || count <= 0 || D <= 0) return;
   positions_forward_kernel<<<GRID((size_t)(count * len * D))>>>(wpe + t0 * D, len, count, D, out);
   LAUNCHED();
 }
 extern "C" void dt_positions_backward(const float *dout, int64_t t0, int64_t len, int64_t count,
                                       int64_t D, float *dwpe) {
+  DT_OP("dt_positions_backward", len, count, D, 0, 0);
   if (len <= 0 || D <= 0) return;
   positions_backward_kernel<<<GRID((size_t)(len * D))>>>(dout, len, count, D, dwpe + t0 * D);
   LAUNCHED();
@@ -507,19 +522,23 @@ static void ce_rows(const float *logits, int64_t R, int64_t Vs, int64_t v0, cons
   LAUNCHED();
 }
 extern "C" void dt_ce_max(const float *logits, int64_t R, int64_t Vs, float *mx) {
+  DT_OP("dt_ce_max", R, Vs, 0, 0, 0);
   ce_rows(logits, R, Vs, 0, NULL, NULL, mx, 0);
 }
 extern "C" void dt_ce_sumexp(const float *logits, int64_t R, int64_t Vs, const float *mx,
                              float *sum) {
+  DT_OP("dt_ce_sumexp", R, Vs, 0, 0, 0);
   ce_rows(logits, R, Vs, 0, NULL, mx, sum, 1);
 }
 extern "C" void dt_ce_target(const float *logits, int64_t R, int64_t Vs, int64_t v0,
                              const int32_t *targets, float *tl) {
+  DT_OP("dt_ce_target", R, Vs, 0, 0, 0);
   ce_rows(logits, R, Vs, v0, targets, NULL, tl, 2);
 }
 extern "C" void dt_ce_backward(const float *logits, int64_t R, int64_t Vs, int64_t v0,
                                const int32_t *targets, const float *mx, const float *sum,
                                float scale, float *dlogits) {
+  DT_OP("dt_ce_backward", R, Vs, 0, 0, 0);
   if (R <= 0 || Vs <= 0) return;
   ce_backward_kernel<<<GRID((size_t)(R * Vs))>>>(logits, R, Vs, v0, targets, mx, sum, scale,
                                                  dlogits);

@@ -74,6 +74,7 @@ static const float *rounded_copy(int which, const float *x, size_t n) {
 
 void dt_matmul(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, const float *A,
                const float *B, float *C, int accumulate) {
+  DT_OP("dt_matmul", M, N, K, trans_a, trans_b);
   DT_KERNEL("dt_matmul", A, B, C);
   dt_kernels_init();
   if (matmul_inputs != DT_F32) {
@@ -104,11 +105,13 @@ void dt_host_gemm(int trans_a, int trans_b, int64_t M, int64_t N, int64_t K, flo
  * branch): the -O2 build branched on the sign of each activation, which a
  * random sign mispredicts half the time. */
 void dt_relu_forward(const float *restrict a, float *restrict h, size_t n) {
+  DT_OP("dt_relu_forward", n, 0, 0, 0, 0);
   DT_KERNEL("dt_relu_forward", a, h);
   for (size_t i = 0; i < n; i++) h[i] = a[i] > 0 ? a[i] : 0.0f;
 }
 
 void dt_relu_backward(const float *a, const float *dh, float *da, size_t n) {
+  DT_OP("dt_relu_backward", n, 0, 0, 0, 0);
   DT_KERNEL("dt_relu_backward", a, dh, da);
   for (size_t i = 0; i < n; i++) {
     float g = dh[i];
@@ -161,6 +164,7 @@ int64_t dt_kinks_fetch(const dt_kink_hit **out, int64_t *lost) {
 }
 
 double dt_mse_forward_backward(const float *x, const float *y, float *dx, size_t n, double scale) {
+  DT_OP("dt_mse_forward_backward", n, 0, 0, 0, 0);
   DT_KERNEL("dt_mse_forward_backward", x, y, dx);
   double sum = 0;
   for (size_t i = 0; i < n; i++) {
@@ -174,6 +178,7 @@ double dt_mse_forward_backward(const float *x, const float *y, float *dx, size_t
 /* Four partial sums: one chain of dependent double additions ran at one
  * element per add latency; four independent chains overlap. */
 double dt_sum_squares(const float *x, size_t n) {
+  DT_OP("dt_sum_squares", n, 0, 0, 0, 0);
   DT_KERNEL("dt_sum_squares", x);
   double s[4] = {0, 0, 0, 0};
   size_t i = 0;
@@ -186,6 +191,7 @@ double dt_sum_squares(const float *x, size_t n) {
 /* Fused: g x grad_scale (fp16's unscale and the clip factor) and the update
  * in one pass over memory; it replaces a dt_scale pass for each factor. */
 void dt_sgd_step(float *restrict w, const float *restrict g, size_t n, float lr, float grad_scale) {
+  DT_OP("dt_sgd_step", n, 0, 0, 0, 0);
   DT_KERNEL("dt_sgd_step", w, g);
   for (size_t i = 0; i < n; i++) w[i] = dt_sgd_core(w[i], g[i], lr, grad_scale);
 }
@@ -211,6 +217,7 @@ static WIDE void adamw_loop_wide(float *restrict w, const float *restrict g, flo
 void dt_adamw_step(float *restrict w, const float *restrict g, float *restrict m, float *restrict v,
                    size_t n, float lr, float weight_decay, int64_t t, float grad_scale,
                    float beta2) {
+  DT_OP("dt_adamw_step", n, 0, 0, 0, 0);
   DT_KERNEL("dt_adamw_step", w, g, m, v);
   const float beta1 = 0.9f;
   float bias1 = 1.0f - powf(beta1, (float)t), bias2_sqrt = sqrtf(1.0f - powf(beta2, (float)t));
@@ -225,6 +232,7 @@ void dt_adamw_step(float *restrict w, const float *restrict g, float *restrict m
  * CUDA kernels share. */
 void dt_layernorm_forward(const float *x, const float *g, float *y, float *mean, float *rstd,
                           int64_t R, int64_t D) {
+  DT_OP("dt_layernorm_forward", R, D, 0, 0, 0);
   DT_KERNEL("dt_layernorm_forward", x, g, y, mean, rstd);
   for (int64_t r = 0; r < R; r++) dt_ln_row_forward(x + r * D, g, y + r * D, &mean[r], &rstd[r], D);
 }
@@ -232,6 +240,7 @@ void dt_layernorm_forward(const float *x, const float *g, float *y, float *mean,
 void dt_layernorm_backward(const float *x, const float *g, const float *dy, const float *mean,
                            const float *rstd, float *dx, float *dg, int64_t R, int64_t D,
                            int accumulate) {
+  DT_OP("dt_layernorm_backward", R, D, accumulate, 0, 0);
   DT_KERNEL("dt_layernorm_backward", x, g, dy, mean, rstd, dx, dg);
   for (int64_t j = 0; j < D; j++) dg[j] = dt_ln_gain_col(x, dy, mean, rstd, R, D, j, dg[j]);
   for (int64_t r = 0; r < R; r++)
@@ -257,6 +266,7 @@ static WIDE void gelu_backward_wide(const float *a, const float *du, float *da, 
 }
 
 void dt_gelu_forward(const float *a, float *u, size_t n) {
+  DT_OP("dt_gelu_forward", n, 0, 0, 0, 0);
   DT_KERNEL("dt_gelu_forward", a, u);
   if (HAVE_WIDE)
     gelu_forward_wide(a, u, n);
@@ -265,6 +275,7 @@ void dt_gelu_forward(const float *a, float *u, size_t n) {
 }
 
 void dt_gelu_backward(const float *a, const float *du, float *da, size_t n) {
+  DT_OP("dt_gelu_backward", n, 0, 0, 0, 0);
   DT_KERNEL("dt_gelu_backward", a, du, da);
   if (HAVE_WIDE)
     gelu_backward_wide(a, du, da, n);
@@ -274,6 +285,7 @@ void dt_gelu_backward(const float *a, const float *du, float *da, size_t n) {
 
 void dt_embed_forward(const int32_t *tokens, int64_t R, const float *wte, int64_t v0, int64_t Vs,
                       int64_t D, float *out) {
+  DT_OP("dt_embed_forward", R, Vs, D, 0, 0);
   DT_KERNEL("dt_embed_forward", tokens, wte, out);
   for (int64_t r = 0; r < R; r++)
     for (int64_t d = 0; d < D; d++) out[r * D + d] = dt_embed_core(wte, tokens[r], v0, Vs, D, d);
@@ -287,6 +299,7 @@ void dt_embed_buckets(const int32_t *tokens, int64_t R, int64_t v0, int64_t Vs, 
 
 void dt_embed_rows_sum(const int64_t *offsets, const int32_t *rows, const float *dout, int64_t Vs,
                        int64_t D, float *dwte) {
+  DT_OP("dt_embed_rows_sum", Vs, D, 0, 0, 0);
   DT_KERNEL("dt_embed_rows_sum", offsets, rows, dout, dwte);
   for (int64_t v = 0; v < Vs; v++)
     for (int64_t d = 0; offsets[v + 1] > offsets[v] && d < D; d++)
@@ -296,6 +309,7 @@ void dt_embed_rows_sum(const int64_t *offsets, const int32_t *rows, const float 
 
 void dt_positions_forward(const float *wpe, int64_t t0, int64_t len, int64_t count, int64_t D,
                           float *out) {
+  DT_OP("dt_positions_forward", len, count, D, 0, 0);
   DT_KERNEL("dt_positions_forward", wpe, out);
   for (int64_t k = 0; k < count; k++)
     for (int64_t i = 0; i < len * D; i++)
@@ -304,6 +318,7 @@ void dt_positions_forward(const float *wpe, int64_t t0, int64_t len, int64_t cou
 
 void dt_positions_backward(const float *dout, int64_t t0, int64_t len, int64_t count, int64_t D,
                            float *dwpe) {
+  DT_OP("dt_positions_backward", len, count, D, 0, 0);
   DT_KERNEL("dt_positions_backward", dout, dwpe);
   for (int64_t i = 0; i < len; i++)
     for (int64_t d = 0; d < D; d++)
@@ -312,23 +327,27 @@ void dt_positions_backward(const float *dout, int64_t t0, int64_t len, int64_t c
 }
 
 void dt_ce_max(const float *logits, int64_t R, int64_t Vs, float *mx) {
+  DT_OP("dt_ce_max", R, Vs, 0, 0, 0);
   DT_KERNEL("dt_ce_max", logits, mx);
   for (int64_t r = 0; r < R; r++) mx[r] = dt_ce_row_max(logits + r * Vs, Vs);
 }
 
 void dt_ce_sumexp(const float *logits, int64_t R, int64_t Vs, const float *mx, float *sum) {
+  DT_OP("dt_ce_sumexp", R, Vs, 0, 0, 0);
   DT_KERNEL("dt_ce_sumexp", logits, mx, sum);
   for (int64_t r = 0; r < R; r++) sum[r] = dt_ce_row_sumexp(logits + r * Vs, Vs, mx[r]);
 }
 
 void dt_ce_target(const float *logits, int64_t R, int64_t Vs, int64_t v0, const int32_t *targets,
                   float *tl) {
+  DT_OP("dt_ce_target", R, Vs, 0, 0, 0);
   DT_KERNEL("dt_ce_target", logits, targets, tl);
   for (int64_t r = 0; r < R; r++) tl[r] = dt_ce_row_target(logits + r * Vs, v0, Vs, targets[r]);
 }
 
 void dt_ce_backward(const float *logits, int64_t R, int64_t Vs, int64_t v0, const int32_t *targets,
                     const float *mx, const float *sum, float scale, float *dlogits) {
+  DT_OP("dt_ce_backward", R, Vs, 0, 0, 0);
   DT_KERNEL("dt_ce_backward", logits, targets, mx, sum, dlogits);
   for (int64_t r = 0; r < R; r++)
     for (int64_t j = 0; j < Vs; j++)

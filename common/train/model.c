@@ -207,6 +207,7 @@ void dt_init_w2(const dt_train_config *c, int64_t layer, float *w2, int64_t row0
 void dt_block_forward(const float *x, const float *w1, const float *w2, float *a, float *h,
                       float *out, int64_t rows, int64_t D, int64_t Hs, int residual,
                       const dt_rows *where) {
+  DT_OP("dt_block_forward", rows, D, Hs, residual, 0);
   dt_matmul(0, 0, rows, Hs, D, x, w1, a, 0);   /* a = x W1     [rows, Hs] */
   dt_kinks_meet(where, x, w1, a, rows, D, Hs); /* for the check: relu's a > 0 near 0 */
   dt_relu_forward(a, h, (size_t)(rows * Hs));  /* h = relu(a) */
@@ -217,6 +218,7 @@ void dt_block_forward(const float *x, const float *w1, const float *w2, float *a
 void dt_block_backward(const float *x, const float *a, const float *h, const float *w1,
                        const float *w2, const float *dout, float *dx, float *dw1, float *dw2,
                        float *dh, int64_t rows, int64_t D, int64_t Hs, int residual) {
+  DT_OP("dt_block_backward", rows, D, Hs, residual, 0);
   dt_matmul(1, 0, Hs, D, rows, h, dout, dw2, 1);    /* dW2 += h^T dout   [Hs, D] */
   dt_matmul(0, 1, rows, Hs, D, dout, w2, dh, 0);    /* dh = dout W2^T    [rows, Hs] */
   dt_relu_backward(a, dh, dh, (size_t)(rows * Hs)); /* da = dh * (a > 0), in place */

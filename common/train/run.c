@@ -129,6 +129,7 @@ void dt_step_begin(dt_run *r, int64_t step) {
   r->t_step = dt_now();
   r->comm_step = comm_seconds(r);
   r->held = 0;
+  dt_ops_step_begin(); /* the kernels this step calls, counted (opcount.h) */
 }
 
 /* A fact about the whole model from one float per rank, over the world: the
@@ -151,7 +152,9 @@ int dt_step_update(dt_run *r) {
   const dt_train_config *c = &r->c;
   double used = 1.0, sq = 0;
   int bad = 0;
+  dt_ops_aside(1);       /* the check's copies are not the step's kernels */
   dt_lockstep_gather(r); /* the step's start and its gradient, where the check compares it */
+  dt_ops_aside(0);
   for (int k = 0; dt_precision_type(c) == DT_F16 && k < r->nseg; k++)
     bad |= dt_count_nonfinite(r->seg[k].g, r->seg[k].n) > 0;
   if (dt_precision_type(c) == DT_F16) bad = all_reduce_scalar(r, bad, DT_MAX) > 0;
@@ -228,6 +231,7 @@ static void evaluate(dt_run *r, int64_t step) {
 }
 
 void dt_step_end(dt_run *r, int64_t step, double loss) {
+  dt_ops_step_end();
   dt_kinks_step_end(r->kinks); /* the keys of this step's rows are still there */
   if (dt_ckpt_due(&r->c, step)) checkpoint(r, step + 1);
   const char *part = dt_loss_part(&r->c);
@@ -337,6 +341,7 @@ int dt_run_finish(dt_run *r) {
   int64_t from = c->start_step, n = c->steps - from;
   dt_report_array("loss", r->losses + from, n);
   dt_report_array("step_ms", r->step_ms + from, n);
+  dt_ops_report();
   dt_report_string(NULL, "verdict", c->no_check ? "not checked" : failed ? "FAILED" : "PASSED");
   for (int k = 0; k < r->nseg; k++) {
     dt_free(r->seg[k].m);
