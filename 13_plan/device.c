@@ -29,6 +29,34 @@ const char *const kernel_name[NKERNELS] = {"gemm",  "mlp_f",  "mlp_b",  "att_f",
                                            "alloc", "bgemm",  "ln_f",   "ln_b",  "gelu_f", "gelu_b",
                                            "emb_f", "emb_b",  "ce_f",   "ce_b",  "sumsq"};
 
+const char *op_kernel(const op *o) {
+  static const char *const name[NKERNELS] = {[GEMM] = "dt_matmul",
+                                             [MLP_F] = "dt_block_forward",
+                                             [MLP_B] = "dt_block_backward",
+                                             [ATT_F] = "dt_attn_block_forward",
+                                             [ATT_B] = "dt_attn_block_backward",
+                                             [LOSS] = "dt_mse_forward_backward",
+                                             [DATA05] = "dt_make_batch",
+                                             [DATA11] = "cp_inputs",
+                                             [ADAMW] = "dt_adamw_step",
+                                             [SGD] = "dt_sgd_step",
+                                             [LN_F] = "dt_layernorm_forward",
+                                             [LN_B] = "dt_layernorm_backward",
+                                             [GELU_F] = "dt_gelu_forward",
+                                             [GELU_B] = "dt_gelu_backward",
+                                             [EMB_F] = "dt_embed_forward",
+                                             [EMB_B] = "dt_embed_rows_sum",
+                                             [CE_F] = "dt_ce_max",
+                                             [CE_B] = "dt_ce_backward",
+                                             [SUMSQ] = "dt_sum_squares"};
+  if (o->k != EW) return name[o->k];
+  return o->s[1] == 1   ? "dt_zero"
+         : o->s[1] == 3 ? "dt_add"
+         : o->s[1] != 2 ? NULL
+         : o->s[2] == 1 ? "dt_scale"
+                        : "dt_copy";
+}
+
 enum { TILE_M = 128, TILE_N = 256 };
 
 /* the waves of a GEMM's tiles, the tile laid whichever way wastes less */

@@ -41,5 +41,10 @@ enum {
 };
 extern const char *const kernel_name[NKERNELS];
 double op_seconds(const op *o, const machine *c); /* one call */
+/* The lessons' entry point (common/, opcount.h) that op o is, as the
+ * lessons' --report-json names it; NULL where o is costed but no kernel
+ * (06's fresh pages) or no lesson's (the planner's own passes, fused
+ * attention, batched GEMMs) */
+const char *op_kernel(const op *o);
 
 #endif

@@ -19,6 +19,10 @@ typedef struct {
   void (*traffic)(const model *m, const mesh *x, int64_t s, traffic t[NCOMM][NCOLL]);
   void (*memory)(const model *m, const mesh *x, int64_t s, int64_t mem[DT_NTAGS]);
   void (*ops)(op_list *l, const model *m, const mesh *x, int64_t s, int64_t c); /* a step's */
+  /* NULL: ops lists the kernels the lesson's step calls, each entry point
+   * once (op_kernel), which --verify compares with the lesson's count;
+   * else why the list is not that yet (--verify says so on the shape) */
+  const char *kernels_open;
 } kind_fns;
 
 /* one entry a lesson's kind (MESH12 ... GPT14), NULL until the tool sets it */

@@ -26,9 +26,14 @@ static inline void gemm(op_list *l, int64_t m, int64_t n, int64_t k, int ta, int
   add(l, GEMM, m, n, k, ta, tb, count, 2.0 * (double)m * (double)n * (double)k,
       es * (double)(m * k + k * n + m * n));
 }
-static inline void ew(op_list *l, int64_t n, int passes, double count,
-                      double es) { /* 1 zero, 2 copy, 3 add */
+/* n elements read and written `passes` times: the planner's generic pass;
+ * a lesson's passes are the kernels it calls (op_kernel): 1 dt_zero, 2
+ * dt_copy, 3 dt_add, and ew_scale's dt_scale (a copy's bytes, s[2] 1) */
+static inline void ew(op_list *l, int64_t n, int passes, double count, double es) {
   add(l, EW, n, passes, 0, 0, 0, count, (double)n * (passes - 1), es * (double)n * passes);
+}
+static inline void ew_scale(op_list *l, int64_t n, double count, double es) {
+  add(l, EW, n, 2, 1, 0, 0, count, (double)n, es * (double)n * 2);
 }
 
 #endif

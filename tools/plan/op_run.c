@@ -34,6 +34,8 @@ void op_run(const op *o, scratch *b, const dt_train_config *cfg, const int64_t *
   case EW:
     if (s[1] == 1)
       dt_zero(p[0], (size_t)s[0] * 4);
+    else if (s[1] == 2 && s[2] == 1)
+      dt_scale(p[0], (size_t)s[0], 0.5f);
     else if (s[1] == 2)
       dt_copy(p[0], p[1], (size_t)s[0] * 4);
     else

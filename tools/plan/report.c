@@ -231,8 +231,10 @@ void report_json(const model *m, const mesh *x, const machine *c, const predicti
       }
   dt_print0("},\n \"memory_per_gpu_bytes\": {\"params\": %lld, \"grads\": %lld, \"optim\": %lld, "
             "\"activ\": %lld, "
-            "\"comm\": %lld, \"data\": %lld, \"total\": %lld},\n \"fits\": %s}\n",
+            "\"comm\": %lld, \"data\": %lld, \"total\": %lld},\n \"fits\": %s",
             (long long)p->mem.params, (long long)p->mem.grads, (long long)p->mem.optim,
             (long long)p->mem.activ, (long long)p->mem.comm, (long long)p->mem.data,
             (long long)p->mem.total, (double)p->mem.total <= c->hbm ? "true" : "false");
+  if (t && m->kind < GPT) report_kernels(m, x); /* a lesson's: the kernels its step calls */
+  dt_print0("}\n");
 }

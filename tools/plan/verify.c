@@ -135,9 +135,11 @@ static int attempt(const char *self, const char *mpirun, int i, int timed, int t
   parse_lesson(report, &got);
   int printed = 0, differ = 0;
   compare_figures(&got, &want, &printed, &differ, why, sizeof why);
+  char kwhy[512] = ""; /* the list of a step's kernels, the lesson's against 13's */
+  int listed, kdiff = compare_kernels(report, log[2], &listed, kwhy, sizeof kwhy);
   double ratio = want.step_ms / got.step_ms, ratio_after = 0;
   int ok_time = !timed || fabs(ratio - 1) <= 0.2;
-  int fail = rc != 0 || differ > 0 || printed == 0 || got.step_ms >= 1e30;
+  int fail = rc != 0 || differ > 0 || kdiff > 0 || printed == 0 || got.step_ms >= 1e30;
   if (!fail && !ok_time) {
     rc |= measure_predict(self, mpirun, flags, i, "-after", &after);
     ratio_after = after.step_ms / got.step_ms;
@@ -161,6 +163,11 @@ static int attempt(const char *self, const char *mpirun, int i, int timed, int t
             "%.3f ms\n",
             want.parts[0], want.parts[TP], want.parts[CP], want.parts[PP], want.parts[DC],
             want.parts[NCOMM]);
+  if (kdiff < 0)
+    dt_print0("      kernels a step: not compared: %s\n", kwhy);
+  else
+    dt_print0("      kernels a step: %d of %d equal the prediction%s%s\n", listed - kdiff, listed,
+              kdiff ? "; " : "", kwhy);
   if (fail) {
     char said[256] = "";
     for (int k = 0; k < 3 && !said[0]; k++) { /* a command's own complaint, if it made one */

@@ -28,4 +28,9 @@ void parse_prediction(const char *log, figures *f); /* plan --predict --json's o
 void compare_figures(const figures *got, const figures *want, int *printed, int *differ, char *why,
                      size_t len);
 
+/* verify_kernels.c: the lesson's kernels a step against 13's list: how
+ * many differ (the first named in why), -1 where not compared (why) */
+int compare_kernels(const char *lesson_json, const char *prediction_log, int *listed, char *why,
+                    size_t len);
+
 #endif
