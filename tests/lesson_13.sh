@@ -333,6 +333,25 @@ check "13 measuring a model too large for this machine" 2 2 \
   '^error: --measure times each operation of gpt3-175b at its shapes: [0-9.]+ GB a rank, [0-9.]+ GB here' \
   -- $D13 --measure --model gpt3-175b
 
+# ---- 13's list of a step's kernels, as the lessons count theirs (--report-json) ----
+# 09 at pp 2 on stage 0: its 2 blocks in each of 8 microbatches (16 calls each
+# way), each microbatch copied into its slot (R D = 4 x 64), the gradients zeroed
+# and stepped (2 layers x 2DH = 65536); 06 at ZeRO 2: one SGD call a layer's
+# shard (4 x 2DH/2), its fresh layers apart, costed, no kernel; 12: not compared
+# yet, and why
+check "13 --predict --json: 09's kernels a step on stage 0, as 09 calls them" 0 0 \
+  '^ "kernels_compared": true,$' '^  \{"kernel": "dt_block_forward", "shape": \[4, 64, 256, 1, 0\], "calls": 16\},$' \
+  '^  \{"kernel": "dt_copy", "shape": \[256, 2, 0, 0, 0\], "calls": 8\},$' \
+  '^  \{"kernel": "dt_sgd_step", "shape": \[65536, 0, 0, 0, 0\], "calls": 1\}\],$' \
+  -- $D13 --predict --json --cluster dgx-h100-80g --model pp09 --pp 2 --opt sgd
+check "13 --predict --json: 06's ZeRO 2 steps each layer's shard; its fresh layers costed, not kernels" 0 0 \
+  '^  \{"kernel": "dt_sgd_step", "shape": \[16384, 0, 0, 0, 0\], "calls": 4\}\],$' \
+  '^ "costed_not_kernels": \[\{"op": "alloc", "shape": \[32768, 0\], "count": 4, "why": "fresh pages' \
+  -- $D13 --predict --json --cluster dgx-h100-80g --model fsdp06 --dp 2 --zero 2 --opt sgd
+check "13 --predict --json: 12's kernels listed, not compared yet, the reason given" 0 0 \
+  "^ \"kernels_compared\": \"not yet: 11's ring is costed as 11 walks it" \
+  -- $D13 --predict --json --cluster dgx-h100-80g --model mesh12 --tp 2
+
 # ---- --verify: the lessons here, predicted beside measured --------------------------
 # --verify's own verdict is strict: every shape within 20% (five attempts, the
 # later ones after the other shapes). This VM has slow spells of tens of
@@ -378,7 +397,9 @@ V13=$(check_log "13 verify: every figure equal; time within 20% (at most 2 shape
 with_timeout -k 5 900 $D13 --verify >"$V13" 2>&1 </dev/null
 verify_judged "13 verify: every figure equal; time within 20% (at most 2 shapes miss after 5 attempts, none by 2x)" "$V13" \
   '12_mesh/mesh --tp 2 +2 +1[0-9] of 1[0-9] ' '06_fsdp/fsdp --zero 3 +2 +7 of 7 ' \
-  '14_gpt/gpt --tp 2 --sequence-parallel +2 +13 of 13 ' '14_gpt/gpt \(defaults\) +1 +11 of 11 '
+  '14_gpt/gpt --tp 2 --sequence-parallel +2 +13 of 13 ' '14_gpt/gpt \(defaults\) +1 +11 of 11 ' \
+  '^      kernels a step: 7 of 7 equal the prediction$' '^      kernels a step: 6 of 6 equal the prediction$' \
+  "^      kernels a step: not compared: 14's ring as 11's"
 # the same across emulated nodes with a shaped link: each rank a node of its own,
 # 1 Gbit/s between them (tools/cluster.sh), where a step is mostly communication.
 # 14's shapes are left out here: across that link its sequence parallelism's

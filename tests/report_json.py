@@ -2,7 +2,8 @@
 
 Each assertion is PATH=VALUE: PATH names a value by its keys, "/" between
 them ("traffic/dp_cp all_reduce/calls"), "#" for an array's length
-("step_ms#"); VALUE is a number (compared as a number) or text. Prints
+("step_ms#"), a kernel of "kernels" by its name and shape
+("kernels/dt_block_forward[16,64,256,1,0]/calls"); VALUE is a number (compared as a number) or text. Prints
 "report ok: N assertions" and exits 0, or names the first that fails and
 exits 1 (a file that is not one JSON object fails too)."""
 import json
@@ -13,6 +14,8 @@ def lookup(doc, path):
     count = path.endswith("#")
     node = doc
     for key in (path[:-1] if count else path).split("/"):
+        if isinstance(node, list) and "[" in key:  # a kernel: name[shape]
+            node = {f"{k['kernel']}[{','.join(map(str, k['shape']))}]": k for k in node}
         if not isinstance(node, dict) or key not in node:
             raise KeyError(f"no {key!r} on the way to {path!r}")
         node = node[key]

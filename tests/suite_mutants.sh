@@ -262,11 +262,14 @@ else
     's/mx = fmaxf\(mx, row\[j\] = dt_rn_mul\(row\[j\], scale\)\)/mx = fmaxf(mx, row[j])/' \
     "the yardsticks' causal softmax without the 1/sqrt(dh) scale (attn_core.h)" test_attention
   # 13_plan: its check is --verify, run alone (NP 0: no mpirun); a cost model
-  # that prices 09's blocks once a step, not once each of its 4 microbatches:
-  # every figure still equal, the time off on every attempt
-  MUT_NPS=0 MUT_ALSO='09_pp/pp \(defaults\) .* TIME OFF' mutant 13-micro 13_plan tools/plan/lessons.c \
+  # that prices 09's blocks once a step, not once each of its 8 microbatches:
+  # every byte and memory figure still equal; the kernels a step calls differ
+  # (16 block forwards counted, 2 listed), caught on the first attempt by count,
+  # whatever the machine's speed (until the lists were compared: by time alone,
+  # which escaped once in CI)
+  MUT_NPS=0 MUT_ALSO='kernels a step: 4 of 6 equal the prediction; first differing: dt_block_forward \[4, 64, 256, 1, 0\]: the lesson 16 a step, predicted 2' mutant 13-micro 13_plan tools/plan/lessons.c \
     's/(H = m->H, L = stage_layers\(m, x, s\), P = x->n\[PP\];\n  double per = \(double\))\(x->M \* L\)/$1L/' \
-    "the MLP blocks costed once a step, not once a microbatch (09's 4)" -- --verify --shapes 09_pp
+    "the MLP blocks costed once a step, not once a microbatch (09's 8)" -- --verify --shapes 09_pp
   # 14_gpt: the vocabulary over tp, the tied weight over pp, sequence
   # parallelism, positions under cp; short runs of the default model
   MUT_ALSO='^    tp +all_reduce \(max\) +0 +1 ' mutant 14-max 14_gpt 14_gpt/gpt.c \

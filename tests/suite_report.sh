@@ -23,6 +23,15 @@ rj "report: 05's JSON holds what it printed" "$RJ/05.json" lesson=05_dp ranks=2 
   "traffic/dp_cp all_reduce/formula=524288" memory/params/measured=524288 \
   memory/params/formula=524288 memory/activ/measured=176128 memory/activ/formula=176128 \
   'step_ms#=30' 'loss#=30'
+# its last step's kernels (common/comm/opcount.c), the check's own set aside: each
+# block's forward and backward L = 4 times, the gradients zeroed (P = 131072),
+# each tensor's all-reduce averaged (2L calls of D x H), the step; the blocks'
+# matmuls and ReLUs are theirs, not counted again (7 entries, no dt_matmul)
+rj "report: 05's JSON: the kernels of a step, the outermost calls" "$RJ/05.json" 'kernels#=7' \
+  'kernels/dt_block_forward[16,64,256,1,0]/calls=4' 'kernels/dt_block_backward[16,64,256,1,0]/calls=4' \
+  'kernels/dt_zero[131072,1,0,0,0]/calls=1' 'kernels/dt_scale[16384,2,1,0,0]/calls=8' \
+  'kernels/dt_make_batch[16,64,0,0,0]/calls=1' 'kernels/dt_sgd_step[131072,0,0,0,0]/calls=1' \
+  'kernels/dt_mse_forward_backward[1024,0,0,0,0]/calls=1' kernels_lost=0
 # the last step's loss as printed, to its six decimals
 loss30=$(sed -n 's/^step   30\/30  loss \([0-9.]*\) .*/\1/p' "$(check_log "report: 05 np=2 writes its figures")")
 if [ -n "$loss30" ] && python3 -c "import json,sys; d=json.load(open('$RJ/05.json')); sys.exit(abs(d['loss'][29] - $loss30) > 5e-7)"; then
@@ -38,7 +47,9 @@ check "report: 09 np=2 writes its figures" 2 0 '^CHECK PASSED' -- \
   ./09_pp/pp --optimizer adamw --steps 4 --report-json "$RJ/09.json"
 rj "report: 09's JSON: pp bytes, memory, bubble formula (N-1)/(M+N-1)" "$RJ/09.json" \
   "traffic/pp sendrecv/bytes=8192" "traffic/pp sendrecv/formula=8192" memory/optim/measured=524288 \
-  memory/optim/formula=524288 bubble/formula=0.1111111111111111 verdict=PASSED
+  memory/optim/formula=524288 bubble/formula=0.1111111111111111 verdict=PASSED \
+  'kernels/dt_block_forward[4,64,256,1,0]/calls=16' 'kernels/dt_copy[256,2,0,0,0]/calls=8' \
+  'kernels/dt_adamw_step[65536,0,0,0,0]/calls=1'
 
 # the mesh: every axis's row of its table
 check "report: 12 np=2 --tp 2 writes its figures" 2 0 '^CHECK PASSED' -- \

@@ -5,13 +5,13 @@
  * the lesson runs (`mpirun -np N lesson --steps 200 --no-check`), and
  * `plan --predict --json` predicts it from the machine file just written.
  * Every byte count and memory row the lesson prints must equal the
- * prediction. The step time (the lower quartile of the printed steps after
- * the first, as --measure takes of the collectives: a typical step, not the
- * luckiest of twenty) must be within 20% where the ranks have a core each.
- * Where it misses, the machine is measured again at once and the run judged
- * against that prediction too (a run can fall on the other side of a change
- * of the machine's speed from the measurement before it); a shape that still
- * misses is measured and run again after the others, four times at most,
+ * prediction, and so must the kernels one step called, each at its shape
+ * (verify_kernels.c), where 13 lists a lesson's kernels (kinds.h). The step time (the lower
+ * quartile of the printed steps after the first, as --measure takes of the collectives: a typical
+ * step, not the luckiest of twenty) must be within 20% where the ranks have a core each. Where it
+ * misses, the machine is measured again at once and the run judged against that prediction too (a
+ * run can fall on the other side of a change of the machine's speed from the measurement before
+ * it); a shape that still misses is measured and run again after the others, four times at most,
  * every attempt printed (a shared machine's load changes from one run to
  * the next).
  * With more ranks than cores a rank waits for a core at every message,
@@ -221,8 +221,9 @@ int verify(const char *self, int quick, const char *only) {
     dt_fail("--verify: cannot make build/plan");
   dt_print0(
       "verify: each shape measured here (plan --measure at its ranks), run (--steps 200 "
-      "--no-check --report-json) and predicted (plan --predict --json); bytes and memory must "
-      "equal, the step time (the lower quartile of the steps after the first) be within 20%% "
+      "--no-check --report-json) and predicted (plan --predict --json); bytes, memory and the "
+      "kernels a step calls (where 13 lists them) must equal, the step time (the lower quartile of "
+      "the steps after the first) be within 20%% "
       "where ranks <= cores (%lld)\n  shape                                np  figures "
       "equal   step ms: predicted  measured  ratio  verdict\n",
       (long long)cores);
@@ -242,7 +243,8 @@ int verify(const char *self, int quick, const char *only) {
     }
   }
   for (int i = 0; i < n; i++) bad += (!quick || shapes[i].np <= cores) && state[i] != OK;
-  dt_print0("%s: --verify: bytes and memory equal the prediction on every shape, step time within "
+  dt_print0("%s: --verify: bytes, memory and kernels equal the prediction on every shape, step "
+            "time within "
             "20%% on the %d shape(s) of ranks <= cores; %d oversubscribed shape(s) reported, not "
             "judged (%d problem(s))\n",
             bad ? "CHECK FAILED" : "CHECK PASSED", judged, reported, bad);
