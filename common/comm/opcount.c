@@ -28,7 +28,10 @@ int dt_op_enter(const char *name, int64_t a, int64_t b, int64_t c, int64_t d, in
   return 0;
 }
 
-void dt_ops_step_begin(void) { n_now = 0, lost_now = 0; }
+void dt_ops_step_begin(void) {
+  n_now = 0;
+  lost_now = 0;
+}
 
 void dt_ops_step_end(void) {
   memcpy(last, now, (size_t)n_now * sizeof *now);

@@ -7,7 +7,8 @@
  * calls does not (dt_block_forward counts once, not its two dt_matmul). The
  * same line sits in kernels_cpu.c and in kernels.cu's host wrapper, so the
  * cpu tests prove what a GPU counts. The cost in a step: an increment into
- * a small fixed table, no allocation, no sync. */
+ * a small fixed table, no allocation, no sync. One thread calls kernels
+ * (the watchdog's thread calls none), so the table needs no lock. */
 #ifndef DT_OPCOUNT_H
 #define DT_OPCOUNT_H
 

@@ -164,7 +164,7 @@ static int attempt(const char *self, const char *mpirun, int i, int timed, int t
             want.parts[0], want.parts[TP], want.parts[CP], want.parts[PP], want.parts[DC],
             want.parts[NCOMM]);
   if (kdiff < 0)
-    dt_print0("      kernels a step: not compared: %s\n", kwhy);
+    dt_print0("      kernels a step: not compared yet: %s\n", kwhy);
   else
     dt_print0("      kernels a step: %d of %d equal the prediction%s%s\n", listed - kdiff, listed,
               kdiff ? "; " : "", kwhy);
