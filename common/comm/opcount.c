@@ -12,19 +12,30 @@ static dt_op_count now[DT_OPS_MAX], last[DT_OPS_MAX];
 static int n_now, n_last;
 static int64_t lost_now, lost_last;
 
+static int same(const dt_op_count *o, const char *name, const int64_t *s) {
+  for (int k = 0; k < 5; k++) /* the shape first: it tells most entries apart */
+    if (o->s[k] != s[k]) return 0;
+  return o->name == name || !strcmp(o->name, name); /* a literal may differ by file */
+}
+
 int dt_op_enter(const char *name, int64_t a, int64_t b, int64_t c, int64_t d, int64_t e) {
+  static int hint;             /* the entry after the last one hit: a step repeats its pattern */
   if (dt_op_depth++) return 0; /* called by a kernel counted already */
   const int64_t s[5] = {a, b, c, d, e};
-  for (int i = n_now - 1; i >= 0; i--) /* the latest first: a step repeats its pattern */
-    if ((now[i].name == name || !strcmp(now[i].name, name)) && !memcmp(now[i].s, s, sizeof s)) {
+  for (int k = 0; k < n_now; k++) {
+    int i = (hint + k) % n_now;
+    if (same(&now[i], name, s)) {
       now[i].calls++;
+      hint = i + 1;
       return 0;
     }
+  }
   if (n_now == DT_OPS_MAX) {
     lost_now++;
     return 0;
   }
   now[n_now++] = (dt_op_count){name, {a, b, c, d, e}, 1};
+  hint = n_now;
   return 0;
 }
 
