@@ -1,11 +1,10 @@
 /* opcount.c: the kernels a process calls, counted (opcount.h). One table
- * fills during a step; at its end it is kept as the last step's, which the
- * training layer records in --report-json. */
-#include <stdio.h>
-#include <stdlib.h>
+ * fills during a step; at its end it is kept as the last step's, which
+ * report.c writes into --report-json (it calls nothing: every kernel of
+ * common/ calls it). */
 #include <string.h>
 
-#include "comm_internal.h"
+#include "opcount.h"
 
 int dt_op_depth;
 static dt_op_count now[DT_OPS_MAX], last[DT_OPS_MAX];
@@ -56,27 +55,4 @@ const dt_op_count *dt_ops_last(int *n, int64_t *lost) {
   *n = n_last;
   *lost = lost_last;
   return last;
-}
-
-/* --report-json's "kernels": the last step's, one object a kernel and
- * shape, in the order the step first called them (rank 0's, as the other
- * figures). A full table says so ("kernels_lost"): never a silent cut. */
-void dt_ops_report(void) {
-  size_t len = 64 + (size_t)n_last * 160, at = 0;
-  char *text = malloc(len);
-  CHECK_ALLOC(text);
-  at += (size_t)snprintf(text, len, "[");
-  for (int i = 0; i < n_last; i++) {
-    const dt_op_count *o = &last[i];
-    at += (size_t)snprintf(text + at, len - at,
-                           "%s\n  {\"kernel\": \"%s\", \"shape\": [%lld, %lld, %lld, %lld, %lld], "
-                           "\"calls\": %lld}",
-                           i ? "," : "", o->name, (long long)o->s[0], (long long)o->s[1],
-                           (long long)o->s[2], (long long)o->s[3], (long long)o->s[4],
-                           (long long)o->calls);
-  }
-  snprintf(text + at, len - at, "]");
-  dt_report(NULL, "kernels", "%s", text);
-  dt_report(NULL, "kernels_lost", "%lld", (long long)lost_last);
-  free(text);
 }

@@ -39,7 +39,7 @@ void dt_ops_aside(int on);
 /* the last step's kernels (n of them; those past the table's DT_OPS_MAX
  * entries in *lost) */
 const dt_op_count *dt_ops_last(int *n, int64_t *lost);
-void dt_ops_report(void); /* rank 0: the last step's into --report-json (report.c) */
+void dt_ops_report(void); /* report.c: rank 0's last step into --report-json */
 
 #ifdef __cplusplus
 }

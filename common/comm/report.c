@@ -142,3 +142,29 @@ void dt_report_write(void) {
   entries = NULL;
   count = cap = 0;
 }
+
+/* --report-json's "kernels": the last step's, one object a kernel and
+ * shape, in the order the step first called them (rank 0's, as the other
+ * figures). A full table says so ("kernels_lost"): never a silent cut. */
+void dt_ops_report(void) {
+  int n_last;
+  int64_t lost_last;
+  const dt_op_count *last = dt_ops_last(&n_last, &lost_last);
+  size_t len = 64 + (size_t)n_last * 160, at = 0;
+  char *text = malloc(len);
+  CHECK_ALLOC(text);
+  at += (size_t)snprintf(text, len, "[");
+  for (int i = 0; i < n_last; i++) {
+    const dt_op_count *o = &last[i];
+    at += (size_t)snprintf(text + at, len - at,
+                           "%s\n  {\"kernel\": \"%s\", \"shape\": [%lld, %lld, %lld, %lld, %lld], "
+                           "\"calls\": %lld}",
+                           i ? "," : "", o->name, (long long)o->s[0], (long long)o->s[1],
+                           (long long)o->s[2], (long long)o->s[3], (long long)o->s[4],
+                           (long long)o->calls);
+  }
+  snprintf(text + at, len - at, "]");
+  dt_report(NULL, "kernels", "%s", text);
+  dt_report(NULL, "kernels_lost", "%lld", (long long)lost_last);
+  free(text);
+}
