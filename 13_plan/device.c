@@ -24,10 +24,10 @@
 
 #include "device.h"
 
-const char *const kernel_name[NKERNELS] = {"gemm",  "mlp_f",  "mlp_b",  "att_f", "att_b",  "ew",
-                                           "loss",  "data05", "data11", "adamw", "sgd",    "flash",
-                                           "alloc", "bgemm",  "ln_f",   "ln_b",  "gelu_f", "gelu_b",
-                                           "emb_f", "emb_b",  "ce_f",   "ce_b",  "sumsq"};
+const char *const kernel_name[NKERNELS] = {
+    "gemm",  "mlp_f", "mlp_b", "att_f", "att_b", "ew",        "loss",     "data05", "data11",
+    "adamw", "sgd",   "flash", "alloc", "bgemm", "ln_f",      "ln_b",     "gelu_f", "gelu_b",
+    "emb_f", "emb_b", "ce_f",  "ce_b",  "sumsq", "att_start", "att_delta"};
 
 const char *op_kernel(const op *o) {
   static const char *const name[NKERNELS] = {[GEMM] = "dt_matmul",
@@ -37,7 +37,8 @@ const char *op_kernel(const op *o) {
                                              [ATT_B] = "dt_attn_block_backward",
                                              [LOSS] = "dt_mse_forward_backward",
                                              [DATA05] = "dt_make_batch",
-                                             [DATA11] = "cp_inputs",
+                                             [ATT_START] = "dt_attn_start",
+                                             [ATT_DELTA] = "dt_attn_delta",
                                              [ADAMW] = "dt_adamw_step",
                                              [SGD] = "dt_sgd_step",
                                              [LN_F] = "dt_layernorm_forward",

@@ -36,7 +36,9 @@ enum {
   EMB_B,
   CE_F, /* the cross-entropy's pieces over R rows of a slice of Vs (forward: max, sums, loss) */
   CE_B,
-  SUMSQ, /* the gradients' squares summed (clipping's norm): n */
+  SUMSQ,     /* the gradients' squares summed (clipping's norm): n */
+  ATT_START, /* 11's ring: o and the log-sum-exp started (R, W, heads) */
+  ATT_DELTA, /* the backward's delta, rowsum(dO o O) (R, W, heads) */
   NKERNELS
 };
 extern const char *const kernel_name[NKERNELS];
@@ -44,7 +46,7 @@ double op_seconds(const op *o, const machine *c); /* one call */
 /* The lessons' entry point (common/, opcount.h) that op o is, as the
  * lessons' --report-json names it; NULL where o is costed but no kernel
  * (06's fresh pages) or no lesson's (the planner's own passes, fused
- * attention, batched GEMMs) */
+ * attention, batched GEMMs; 11's chunks made on the host, DATA11) */
 const char *op_kernel(const op *o);
 
 #endif

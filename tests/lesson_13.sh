@@ -337,8 +337,9 @@ check "13 measuring a model too large for this machine" 2 2 \
 # 09 at pp 2 on stage 0: its 2 blocks in each of 8 microbatches (16 calls each
 # way), each microbatch copied into its slot (R D = 4 x 64), the gradients zeroed
 # and stepped (2 layers x 2DH = 65536); 06 at ZeRO 2: one SGD call a layer's
-# shard (4 x 2DH/2), its fresh layers apart, costed, no kernel; 12: not compared
-# yet, and why
+# shard (4 x 2DH/2), its fresh layers apart, costed, no kernel; 12 at tp 2: each
+# of 11's blocks a block and its merge (4 layers x 8 blocks), its data made on the
+# host apart; 14: not compared yet, and why
 check "13 --predict --json: 09's kernels a step on stage 0, as 09 calls them" 0 0 \
   '^ "kernels_compared": true,$' '^  \{"kernel": "dt_block_forward", "shape": \[4, 64, 256, 1, 0\], "calls": 16\},$' \
   '^  \{"kernel": "dt_copy", "shape": \[256, 2, 0, 0, 0\], "calls": 8\},$' \
@@ -348,9 +349,14 @@ check "13 --predict --json: 06's ZeRO 2 steps each layer's shard; its fresh laye
   '^  \{"kernel": "dt_sgd_step", "shape": \[16384, 0, 0, 0, 0\], "calls": 4\}\],$' \
   '^ "costed_not_kernels": \[\{"op": "alloc", "shape": \[32768, 0\], "count": 4, "why": "fresh pages' \
   -- $D13 --predict --json --cluster dgx-h100-80g --model fsdp06 --dp 2 --zero 2 --opt sgd
-check "13 --predict --json: 12's kernels listed, not compared yet, the reason given" 0 0 \
-  "^ \"kernels_compared\": \"not yet: 11's ring is costed as 11 walks it" \
+check "13 --predict --json: 12's kernels at tp 2, 11's blocks each merged, its data apart" 0 0 \
+  '^ "kernels_compared": true,$' '^  \{"kernel": "dt_attn_merge", "shape": \[32, 16, 2, 0, 0\], "calls": 32\},$' \
+  '^  \{"kernel": "dt_attn_start", "shape": \[256, 16, 2, 0, 0\], "calls": 4\},$' \
+  '^ "costed_not_kernels": \[\{"op": "data11", .*"why": "11.s chunks made by a host loop' \
   -- $D13 --predict --json --cluster dgx-h100-80g --model mesh12 --tp 2
+check "13 --predict --json: 14's kernels listed, not compared yet, the reason given" 0 0 \
+  "^ \"kernels_compared\": \"not yet: its cross-entropy's forward costed as one op" \
+  -- $D13 --predict --json --cluster dgx-h100-80g --model gpt14 --tp 2
 
 # ---- --verify: the lessons here, predicted beside measured --------------------------
 # --verify's own verdict is strict: every shape within 20% (five attempts, the
@@ -399,7 +405,8 @@ verify_judged "13 verify: every figure equal; time within 20% (at most 2 shapes 
   '12_mesh/mesh --tp 2 +2 +1[0-9] of 1[0-9] ' '06_fsdp/fsdp --zero 3 +2 +7 of 7 ' \
   '14_gpt/gpt --tp 2 --sequence-parallel +2 +13 of 13 ' '14_gpt/gpt \(defaults\) +1 +11 of 11 ' \
   '^      kernels a step: 7 of 7 equal the prediction$' '^      kernels a step: 6 of 6 equal the prediction$' \
-  "^      kernels a step: not compared yet: 14's ring as 11's"
+  '^      kernels a step: 21 of 21 equal the prediction$' \
+  "^      kernels a step: not compared yet: its cross-entropy's forward"
 # the same across emulated nodes with a shaped link: each rank a node of its own,
 # 1 Gbit/s between them (tools/cluster.sh), where a step is mostly communication.
 # 14's shapes are left out here: across that link its sequence parallelism's

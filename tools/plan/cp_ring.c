@@ -19,29 +19,32 @@ static void blocks(const mesh *x, int64_t c, int64_t *causal, int64_t *full) {
 }
 
 /* 11's ring on one layer of a microbatch, forward or backward, as its
- * attend() runs on cp rank c (11_cp/ring.c, which 12 and 14 call): o and
- * the log-sum-exp started, K|V copied to travel, its blocks; backward the
- * delta, dq zeroed, dK|dV copied, its blocks. Per is the layers' and
- * microbatches' count. */
+ * cp_ring_forward and cp_ring_backward run on cp rank c (11_cp/ring.c, which
+ * 12 and 14 call), each kernel as they call it: forward o and the
+ * log-sum-exp started, K and V copied to travel, its blocks (each merged);
+ * backward the delta, dq zeroed, K and V copied, dK|dV zeroed, its blocks,
+ * this rank's dK|dV copied home. Per is the layers' and microbatches' count. */
 void ring_ops(op_list *l, const model *m, const mesh *x, int64_t s, int64_t c, int backward) {
   int64_t T = x->n[TP], R = rows_per_micro(m, x), W = m->D / T, A = m->A / T;
   int64_t Bm = m->B / (x->n[DP] * x->M), C = m->S / (x->n[CP] * (x->zigzag ? 2 : 1)), k1, k2;
-  double per = (double)(x->M * stage_layers(m, x, s));
+  double per = (double)(x->M * stage_layers(m, x, s)), rw = (double)(R * W);
   blocks(x, c, &k1, &k2);
   if (!backward) {
-    ew(l, R * W, 1, per, 4); /* the ring's start: o zeroed, K|V copied */
-    ew(l, 2 * R * W, 2, per, 4);
-    add(l, ATT_F, C, W, A, 1, 0, per * (double)(Bm * k1), 2.0 * (double)(C * C * W),
+    add(l, ATT_START, R, W, A, 0, 0, per, 0, 4 * (rw + (double)(R * A)));
+    ew(l, R * W, 2, 2 * per, 4); /* K, V */
+    add(l, ATT_F, C, W, A, 1, C, per * (double)(Bm * k1), 2.0 * (double)(C * C * W),
         16.0 * (double)(C * W));
-    add(l, ATT_F, C, W, A, 0, 0, per * (double)(Bm * k2), 4.0 * (double)(C * C * W),
+    add(l, ATT_F, C, W, A, 0, C, per * (double)(Bm * k2), 4.0 * (double)(C * C * W),
         16.0 * (double)(C * W));
     return;
   }
-  ew(l, R * W, 2, 2 * per, 4); /* delta, dq zeroed */
-  ew(l, 2 * R * W, 2, 2 * per, 4);
-  ew(l, 2 * R * W, 1, per, 4);
-  add(l, ATT_B, C, W, A, 1, 0, per * (double)(Bm * k1), 5.0 * (double)(C * C * W),
+  add(l, ATT_DELTA, R, W, A, 0, 0, per, 2 * rw, 4 * (2 * rw + (double)(R * A)));
+  ew(l, R * W, 1, per, 4);     /* dq */
+  ew(l, R * W, 2, 2 * per, 4); /* K, V */
+  ew(l, 2 * R * W, 1, per, 4); /* dK|dV */
+  add(l, ATT_B, C, W, A, 1, C, per * (double)(Bm * k1), 5.0 * (double)(C * C * W),
       28.0 * (double)(C * W));
-  add(l, ATT_B, C, W, A, 0, 0, per * (double)(Bm * k2), 10.0 * (double)(C * C * W),
+  add(l, ATT_B, C, W, A, 0, C, per * (double)(Bm * k2), 10.0 * (double)(C * C * W),
       28.0 * (double)(C * W));
+  ew(l, 2 * R * W, 2, per, 4); /* this rank's dK|dV home */
 }

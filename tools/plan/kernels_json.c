@@ -11,7 +11,18 @@
 #include "13_plan/kinds.h"
 #include "report.h"
 
-/* 13's ops of rank 0 (stage 0, cp rank 0) as kernels: how many entries */
+/* one kernel at shape s, count calls more */
+static void put(kernel_count *k, int *nk, int max, const char *name, const int64_t *s,
+                double count) {
+  int j = 0;
+  while (j < *nk && (strcmp(k[j].name, name) || memcmp(k[j].s, s, sizeof k[j].s))) j++;
+  if (j == *nk && *nk < max) k[(*nk)++] = (kernel_count){name, {s[0], s[1], s[2], s[3], s[4]}, 0};
+  if (j < max) k[j].calls += count;
+}
+
+/* 13's ops of rank 0 (stage 0, cp rank 0) as kernels: how many entries.
+ * 11's block forward is costed as 11 walks it, the block and its merge
+ * (op_run.c times them so): two kernels, each listed. */
 int kernel_list(const model *m, const mesh *x, kernel_count *k, int max, op *apart, int *napart) {
   op o[160];
   int n = ops_of(m, x, 0, 0, o, 160), nk = 0;
@@ -22,13 +33,9 @@ int kernel_list(const model *m, const mesh *x, kernel_count *k, int max, op *apa
       apart[(*napart)++] = o[i];
       continue;
     }
-    int j = 0;
-    while (j < nk && (strcmp(k[j].name, name) || memcmp(k[j].s, o[i].s, sizeof o[i].s))) j++;
-    if (j == nk && nk < max) k[nk++] = (kernel_count){name, {0}, 0};
-    if (j < max) {
-      memcpy(k[j].s, o[i].s, sizeof k[j].s);
-      k[j].calls += o[i].count;
-    }
+    put(k, &nk, max, name, o[i].s, o[i].count);
+    const int64_t merged[5] = {o[i].s[0], o[i].s[1], o[i].s[2], 0, 0};
+    if (o[i].k == ATT_F) put(k, &nk, max, "dt_attn_merge", merged, o[i].count);
   }
   return nk;
 }
@@ -52,6 +59,8 @@ void report_kernels(const model *m, const mesh *x) {
               i ? ", " : "", kernel_name[apart[i].k], (long long)apart[i].s[0],
               (long long)apart[i].s[1], apart[i].count,
               apart[i].k == ALLOC ? "fresh pages a layer (06's dt_alloc), faulted in: no kernel"
-                                  : "the planner's own op, no lesson's kernel");
+              : apart[i].k == DATA11
+                  ? "11's chunks made by a host loop (cp_inputs), copied in: no kernel"
+                  : "the planner's own op, no lesson's kernel");
   dt_print0("]");
 }

@@ -186,8 +186,9 @@ const kind_fns gpt14_kind = {
     .traffic = gpt14_traffic,
     .memory = gpt14_memory,
     .ops = gpt14_ops,
-    .kernels_open = "14's ring as 11's, and its cross-entropy's forward costed as one op where 14 "
-                    "calls three kernels (dt_ce_max, dt_ce_sumexp, dt_ce_target)"};
+    .kernels_open = "its cross-entropy's forward costed as one op where 14 calls three kernels "
+                    "(dt_ce_max, dt_ce_sumexp, dt_ce_target), its embedding's backward not yet "
+                    "counted as one (dt_embed_backward)"};
 
 /* 14's model as 14 makes it by default: its own defaults (14_gpt/defaults.c),
  * resolved as common/train resolves them (the MLP 4D wide); V from the text */

@@ -7,11 +7,6 @@
 #include "12_mesh/formulas.h"
 #include "lessons.h"
 
-/* why --verify does not compare 11's and 12's kernels yet (kinds.h) */
-#define TRANSFORMER_OPEN                                                                           \
-  "11's ring is costed as 11 walks it (its blocks, the start, the merge, the copies of K|V), "     \
-  "not yet kernel by kernel as the lessons call dt_attn_*"
-
 static int64_t up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static double transformer_params(const model *m) { /* dt_params_per_layer: 4D^2 + 2DH */
@@ -67,6 +62,14 @@ static void transformer_memory(const model *m, const mesh *x, int64_t s, int64_t
             m->S / (x->n[CP] * (x->zigzag ? 2 : 1)), 0, 0, x->adamw, mem);
 }
 
+/* A layer's residual, each way: 12 adds it twice (dt_add, after attention
+ * and after the MLP); 11 copies x where Wo's product accumulates, its MLP's
+ * residual inside the block (one dt_copy) */
+static void residual(op_list *l, int64_t n, int64_t copies, double per) {
+  if (copies) ew(l, n, 2, per, 4);
+  if (!copies) ew(l, n, 3, 2 * per, 4);
+}
+
 /* 11's and 12's transformer layer (tp = 1 for 11, whose MLP adds the residual itself) */
 static void transformer_ops(op_list *l, const model *m, const mesh *x, int64_t s, int64_t c) {
   int64_t T = x->n[TP], R = rows_per_micro(m, x), D = m->D, W = D / T, Hs = m->H / T;
@@ -76,10 +79,10 @@ static void transformer_ops(op_list *l, const model *m, const mesh *x, int64_t s
   gemm(l, R, W, D, 0, 0, 3 * per, 4); /* q, k, v */
   ring_ops(l, m, x, s, c, 0);
   gemm(l, R, D, W, 0, 0, per, 4); /* o Wo */
-  ew(l, R * D, 3, 2 * per, 4);    /* the residual, twice: after attention and after the MLP */
+  residual(l, R * D, res, per);   /* after attention and after the MLP */
   add(l, MLP_F, R, D, Hs, res, 0, per, 4.0 * (double)(R * D * Hs),
       4.0 * (double)(2 * R * D + 2 * D * Hs + 2 * R * Hs));
-  if (s == 0) ew(l, R * D, 2, (double)x->M, 4); /* the microbatch into its slot */
+  if (s == 0 && !res) ew(l, R * D, 2, (double)x->M, 4); /* 12's microbatch into its slot */
   l->backward = 1;
   add(l, MLP_B, R, D, Hs, res, 0, per, 8.0 * (double)(R * D * Hs),
       4.0 * (double)(3 * R * D + 4 * D * Hs + 3 * R * Hs));
@@ -88,7 +91,7 @@ static void transformer_ops(op_list *l, const model *m, const mesh *x, int64_t s
   ring_ops(l, m, x, s, c, 1);
   gemm(l, D, W, R, 1, 0, 3 * per, 4); /* dWq, dWk, dWv */
   gemm(l, R, D, W, 0, 1, 3 * per, 4); /* their inputs' gradients */
-  ew(l, R * D, 3, 2 * per, 4);
+  residual(l, R * D, res, per);
   if (s == P - 1)
     add(l, LOSS, R * D, 0, 0, 0, 0, (double)x->M, 3.0 * (double)(R * D), 12.0 * (double)(R * D));
   l->per_micro = l->backward = 0;
@@ -101,5 +104,4 @@ static void transformer_ops(op_list *l, const model *m, const mesh *x, int64_t s
 const kind_fns transformer_kind = {.params = transformer_params,
                                    .traffic = transformer_traffic,
                                    .memory = transformer_memory,
-                                   .ops = transformer_ops,
-                                   .kernels_open = TRANSFORMER_OPEN};
+                                   .ops = transformer_ops};

@@ -87,8 +87,9 @@ void optimizer_ops(op_list *l, const model *m, const mesh *x, int64_t s) {
                                                : L * n;
   double calls = m->kind == DP05 ? 2.0 * (double)L : x->zero || m->kind == FSDP06 ? (double)L : 1;
   if (G > 1) ew_scale(l, avg, calls, 4);
-  /* one call a segment: 06 below ZeRO 3 steps each layer's shard apart (its shard.c) */
-  int64_t calls_opt = m->kind == FSDP06 && x->zero < 3 ? L : 1, each = stepped / calls_opt;
+  /* one call a segment: 06 below ZeRO 3 and 12 with ZeRO step each layer's shard apart */
+  int64_t calls_opt = (m->kind == FSDP06 && x->zero < 3) || (m->kind == MESH12 && x->zero) ? L : 1;
+  int64_t each = stepped / calls_opt;
   add(l, x->adamw ? ADAMW : SGD, each, 0, 0, 0, 0, (double)calls_opt, 12.0 * (double)each,
       28.0 * (double)each);
 }

@@ -41,6 +41,8 @@ void op_run(const op *o, scratch *b, const dt_train_config *cfg, const int64_t *
     else
       dt_add(p[0], p[1], (size_t)s[0]);
     break;
+  case ATT_START: dt_attn_start(p[0], p[1], s[0], s[1], s[2]); break;
+  case ATT_DELTA: dt_attn_delta(p[0], p[1], s[0], s[1], s[2], p[2]); break;
   case LOSS: dt_mse_forward_backward(p[0], p[1], p[2], (size_t)s[0], 1.0); break;
   case DATA11: {
     cp_attn a = {.N = s[2], .rank = s[3] / 2, .B = s[0], .S = s[1], .zigzag = (int)(s[3] % 2)};
@@ -79,6 +81,8 @@ int64_t op_largest(const op *o) {
   case MLP_B: return s[0] * (s[1] > s[2] ? s[1] : s[2]) + s[1] * s[2];
   case ATT_F:
   case ATT_B: return 2 * s[0] * (s[1] + s[2]);
+  case ATT_START:
+  case ATT_DELTA: return s[0] * (s[1] + s[2]);
   case DATA11: return s[0] * s[1] * s[4];
   case DATA05: return s[0] * s[1];
   default: return ops14_largest(o);
