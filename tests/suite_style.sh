@@ -53,3 +53,14 @@ if command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then
 else
   echo "SKIP style: GCC for arm64 at -O3: no aarch64-linux-gnu-gcc (apt-get install gcc-aarch64-linux-gnu; make test-arm64 builds with it)"
 fi
+
+# --- the kernels counted alike on both backends (common/comm/opcount.h) ---
+# each backend's file of kernels opens every entry point with the same
+# DT_OP(name, shape) line, so what the cpu's tests and --verify see of a
+# step's kernels is what a GPU counts; a line changed on one side fails it
+for pair in comm/kernels_cpu.c:comm/kernels.cu train/kernels_cpu.c:train/kernels.cu \
+  train/attention.c:train/attention_kernels.cu; do
+  check "style: common/${pair%%:*} and common/${pair#*:} count the same kernels at the same shapes" 0 0 -- \
+    bash -c 'a=$(grep -o "DT_OP(.*);" "$1" | sort); [ -n "$a" ] && diff <(printf "%s\n" "$a") <(grep -o "DT_OP(.*);" "$2" | sort)' \
+    style "common/${pair%%:*}" "common/${pair#*:}"
+done
