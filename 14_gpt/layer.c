@@ -168,10 +168,14 @@ static void backward(model *m, layer_acts p, int64_t l) {
   dt_layernorm_backward(p.x, w.ln1, dh, p.mean1, p.rstd1, m->step.dx, g.ln1, Rs, D, 1); /* dL/dx */
 }
 
-void gpt_layer_forward(model *m, float *slot, int64_t l) { forward(m, acts_of(m, slot, l), l); }
+/* chunk c's layer l: the slot's layer l, the stage's layer c Lc + l */
+void gpt_layer_forward(model *m, float *slot, int64_t c, int64_t l) {
+  forward(m, acts_of(m, slot, l), c * m->weights.Lc + l);
+}
 
-void gpt_layer_backward(model *m, float *slot, int64_t l) {
+void gpt_layer_backward(model *m, float *slot, int64_t c, int64_t l) {
   layer_acts p = acts_of(m, slot, l);
-  if (m->step.recompute) forward(m, p, l); /* again, its output written where it already is */
-  backward(m, p, l);
+  int64_t j = c * m->weights.Lc + l;
+  if (m->step.recompute) forward(m, p, j); /* again, its output written where it already is */
+  backward(m, p, j);
 }

@@ -11,6 +11,7 @@
 #include "06_fsdp/shard.h"
 #include "07_tp/tensor.h"
 #include "09_pp/schedule.h"
+#include "09_pp/stage.h"
 #include "09_pp/stash.h"
 #include "09_pp/timeline.h"
 #include "11_cp/ring.h"
@@ -39,6 +40,7 @@ typedef struct {
  * vocabulary, one buffer by class (buffers.c) */
 typedef struct {
   int64_t L, l0, D, H, A, W, Hs, S; /* L layers from l0; A heads, W = D/tp, Hs = H/tp units */
+  int64_t chunks, Lc;         /* --virtual-stages V: V chunks of Lc layers (09's interleave.c) */
   int64_t V, Vs, v0;          /* the vocabulary: this tp rank's rows [v0, v0 + Vs), Vs = V/tp */
   int64_t nl, nw;             /* a layer's matrices here, 4DW + 2DHs; all of this rank's floats */
   int64_t at_of[CLASSES + 1]; /* where each class starts in w (the last: n) */
@@ -60,6 +62,8 @@ typedef struct {
   stashes st;             /* per microbatch in flight: x_0, each layer's, the head's (buffers.c) */
   action *plan;           /* this stage's schedule (09) */
   int nplan;
+  pp_event *ev; /* with chunks, its exchanges (09's pp_events), nev of them; T slots */
+  int nev, T;
   timeline *tl; /* its actions, timed: the bubble (09) */
   dt_wire wire; /* what the residual stream's rows travel in along tp and pp (--precision) */
   float *dx, *dnext, *dn, *full, *dfull, *dh, *du, *dout, *dqkv, *dlogits, *layer; /* scratch */
@@ -117,8 +121,8 @@ void gpt_positions_backward(const model *m, const float *dout, int64_t r0, int64
  * (07's tp_sum) and returns it. gpt_partial: where a row-parallel product
  * goes before its reduce (out itself without). gpt_sum_gains adds the
  * gains' gradients over tp (each rank saw its own rows). */
-void gpt_layer_forward(model *m, float *slot, int64_t l);
-void gpt_layer_backward(model *m, float *slot, int64_t l);
+void gpt_layer_forward(model *m, float *slot, int64_t c, int64_t l); /* chunk c's layer l */
+void gpt_layer_backward(model *m, float *slot, int64_t c, int64_t l);
 float *gpt_gather(model *m, const float *own, float *full);
 float *gpt_reduce(model *m, float *part, float *own);
 float *gpt_partial(const model *m, float *out);
@@ -126,6 +130,13 @@ void gpt_sum_gains(model *m);
 /* What the mesh cannot run, said before any work: sequence parallelism's
  * rows that do not split over tp */
 void gpt_check(const model *m, const dt_train_config *c);
+
+/* chunks.c: the stage's plan, 09's for --schedule, or with V chunks
+ * (--virtual-stages) its interleaved 1F1B and exchanges; local layer j's
+ * place in the whole model; one step of the plan through 09's walk */
+void gpt_plan(model *m);
+int64_t gpt_layer(const model *m, int64_t j);
+double gpt_walk(const model *m, const pp_stage *stage, dt_run *r);
 
 /* wires.c: --precision's wires (none in fp32, nor where nothing travels);
  * the report's comm row's formula, in the bytes of buf; the copies of every
