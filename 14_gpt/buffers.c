@@ -96,6 +96,7 @@ gpt_share gpt_share_here(const model *m, const dt_run *r) {
                      .s = m->mesh.at[PP],
                      .L = m->weights.L,
                      .chunks = m->weights.chunks,
+                     .zb = m->step.zb,
                      .M = m->step.M,
                      .R = m->step.R,
                      .Rs = m->step.Rs,
@@ -144,6 +145,7 @@ void gpt_buffers(model *m, dt_run *r) {
   m->step.per_layer = gpt_per_layer(&x);
   m->step.out = m->weights.Lc * (m->step.recompute ? Rs * D : m->step.per_layer); /* a chunk's */
   stash_slots(&m->step.st, m->step.M * m->weights.chunks, (size_t)gpt_slot(&x));
+  m->step.kept = gpt_slot(&x) - gpt_kept(&x); /* zb1's, after the rest */
   m->step.layer = m->step.recompute ? alloc(m->step.per_layer - Rs * D, DT_ACTIV) : NULL;
   m->step.dx = alloc(Rs * D, DT_ACTIV);
   m->step.dnext = alloc(Rs * D, DT_ACTIV);

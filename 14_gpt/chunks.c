@@ -5,19 +5,24 @@
  * the tied weight's other copy feeds, chunk V-1 of stage pp-1: the same two
  * ranks as without chunks, so the tied weight's all-reduce keeps its group. */
 #include "09_pp/interleave.h"
+#include "09_pp/zb.h"
 #include "state.h"
 
 void gpt_plan(model *m) {
   gpt_step *s = &m->step;
   int P = (int)m->mesh.n[PP], at = (int)m->mesh.at[PP], V = (int)m->weights.chunks;
-  s->plan = dt_host_alloc((size_t)(2 * s->M * V), sizeof(action));
-  s->nplan = V > 1 ? pp_plan_v(P, at, s->M, V, s->plan) : pp_plan(P, at, s->M, s->gpipe, s->plan);
-  if (V > 1) { /* exchanged in lockstep at the slot model's boundaries (09) */
+  s->plan = dt_host_alloc((size_t)(3 * s->M * V), sizeof(action));
+  if (V > 1 || s->zb) /* exchanged in lockstep at the slot model's boundaries (09) */
     s->ev = dt_host_alloc((size_t)(4 * s->M * V + 1), sizeof(pp_event));
-    s->nev = pp_events(P, at, s->M, V, s->plan, s->ev, &s->T);
+  if (s->zb) { /* ZB-H1: F, B and W of every microbatch */
+    s->nev = pp_plan_zb(P, at, s->M, s->plan, s->ev, &s->T);
+    s->nplan = (int)(3 * s->M);
+  } else {
+    s->nplan = V > 1 ? pp_plan_v(P, at, s->M, V, s->plan) : pp_plan(P, at, s->M, s->gpipe, s->plan);
   }
+  if (V > 1) s->nev = pp_events(P, at, s->M, V, s->plan, s->ev, &s->T);
   s->tl = timeline_new(s->nplan);
-  timeline_schedule(s->tl, V, 0);
+  timeline_schedule(s->tl, V, s->zb);
 }
 
 int64_t gpt_layer(const model *m, int64_t j) {
@@ -28,5 +33,6 @@ int64_t gpt_layer(const model *m, int64_t j) {
 
 double gpt_walk(const model *m, const pp_stage *stage, dt_run *r) {
   pp_chunks chunks = {m->step.M, m->step.ev, m->step.nev};
-  return m->weights.chunks > 1 ? pp_step_chunks(stage, &chunks, r) : pp_step(stage, r);
+  return m->weights.chunks > 1 || m->step.zb ? pp_step_chunks(stage, &chunks, r)
+                                             : pp_step(stage, r);
 }

@@ -156,15 +156,18 @@ static double microbatch(void *lesson, dt_run *r, const action *a) {
   int64_t c = a->chunk, at = a->mb * m->step.R, k = c * m->step.M + a->mb; /* chunk c's slot */
   float *slot = stash_open(&m->step.st, (int)k), *x = slot + (size_t)m->step.out;
   int first = m->mesh.first && c == 0, last = m->mesh.last && c == m->weights.chunks - 1;
-  if (a->type == 'F') {
+  if (a->type == 'W') { /* zb1: the layers' weight gradients, deferred (layer.c) */
+    for (int64_t l = 0; l < m->weights.Lc; l++) gpt_layer_weights(m, slot, c, l);
+    stash_close(&m->step.st, (int)k);
+  } else if (a->type == 'F') {
     if (first) embed(m, slot, m->step.tokens + at);
     for (int64_t l = 0; l < m->weights.Lc; l++) gpt_layer_forward(m, slot, c, l);
     if (last) loss = head(m, head_of(m, slot), x, m->step.targets + at) * mean;
   } else {
     if (last) head_backward(m, head_of(m, slot), x, m->step.targets + at, mean * r->scaler.scale);
-    for (int64_t l = m->weights.Lc - 1; l >= 0; l--) gpt_layer_backward(m, slot, c, l);
+    for (int64_t l = m->weights.Lc - 1; l >= 0; l--) gpt_layer_backward(m, slot, c, l); /* zb1: B */
     if (first) embed_backward(m, m->step.tokens + at);
-    stash_close(&m->step.st, (int)k);
+    if (!m->step.zb) stash_close(&m->step.st, (int)k);
   }
   return loss;
 }
@@ -211,7 +214,8 @@ int main(int argc, char **argv) {
              "tensor-parallel ranks, the vocabulary's too (0: from the ranks left)"),
       DT_INT("--micro", &m.step.M, 0, 1 << 20,
              "microbatches M per step (0: 2 x pp, 1 without pipeline)"),
-      DT_STRING("--schedule", &schedule, "gpipe|1f1b", "the pipeline's schedule (09)"),
+      DT_STRING("--schedule", &schedule, "gpipe|1f1b|zb1",
+                "the pipeline's schedule (09; zb1: ZB-H1, the weight gradients deferred)"),
       DT_INT("--virtual-stages", &m.weights.chunks, 1, 64,
              "chunks V a stage: interleaved 1F1B (09; pp V must divide --layers, pp --micro)"),
       DT_INT("--zero", &m.weights.zero, 0, 1,
@@ -228,6 +232,7 @@ int main(int argc, char **argv) {
   m.mesh.world = dt_run_start(&run, &argc, &argv, &lesson, options);
   m.step.zigzag = strcmp(split, "zigzag") == 0;
   m.step.gpipe = schedule[0] == 'g';
+  m.step.zb = schedule[0] == 'z';
   mesh_shape(m.mesh.n, m.mesh.world->size);
   run.c.vocab_multiple = m.mesh.n[TP]; /* each tp rank V/tp rows of the vocabulary */
   dt_run_resolve(&run);

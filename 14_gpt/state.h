@@ -56,7 +56,8 @@ typedef struct {
   int64_t M, Bm, R, Rs;   /* M microbatches of Bm sequences: R rows each, Rs of them held */
   int64_t mine;           /* the first of the Rs rows (sequence parallelism's share; else 0) */
   int64_t per_layer, out; /* a layer's floats in a slot (formulas.c's); where x_L sits there */
-  int gpipe, zigzag;      /* 09's schedule, 11's split */
+  int64_t kept;           /* where zb1's gradients kept for W start in a slot (layer.c) */
+  int gpipe, zigzag, zb;  /* 09's schedule (zb: ZB-H1), 11's split */
   int sp, recompute;      /* --sequence-parallel, --recompute (layer.c) */
   cp_attn cr;             /* the ring along cp, on this tp rank's heads (11) */
   stashes st;             /* per microbatch in flight: x_0, each layer's, the head's (buffers.c) */
@@ -121,14 +122,15 @@ void gpt_positions_backward(const model *m, const float *dout, int64_t r0, int64
  * (07's tp_sum) and returns it. gpt_partial: where a row-parallel product
  * goes before its reduce (out itself without). gpt_sum_gains adds the
  * gains' gradients over tp (each rank saw its own rows). */
-void gpt_layer_forward(model *m, float *slot, int64_t c, int64_t l); /* chunk c's layer l */
-void gpt_layer_backward(model *m, float *slot, int64_t c, int64_t l);
+void gpt_layer_forward(model *m, float *slot, int64_t c, int64_t l);  /* chunk c's layer l */
+void gpt_layer_backward(model *m, float *slot, int64_t c, int64_t l); /* zb1: B alone */
+void gpt_layer_weights(model *m, float *slot, int64_t c, int64_t l);  /* zb1: W */
 float *gpt_gather(model *m, const float *own, float *full);
 float *gpt_reduce(model *m, float *part, float *own);
 float *gpt_partial(const model *m, float *out);
 void gpt_sum_gains(model *m);
 /* What the mesh cannot run, said before any work: sequence parallelism's
- * rows that do not split over tp */
+ * rows that do not split over tp, zb1 with --recompute */
 void gpt_check(const model *m, const dt_train_config *c);
 
 /* chunks.c: the stage's plan, 09's for --schedule, or with V chunks
