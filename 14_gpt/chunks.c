@@ -8,6 +8,10 @@
 #include "09_pp/zb.h"
 #include "state.h"
 
+void gpt_plan_check(const model *m, const dt_train_config *c, const char *schedule) {
+  interleave_check(m->mesh.n[PP], c->layers, m->step.M, m->weights.chunks, schedule);
+}
+
 void gpt_plan(model *m) {
   gpt_step *s = &m->step;
   int P = (int)m->mesh.n[PP], at = (int)m->mesh.at[PP], V = (int)m->weights.chunks;

@@ -16,7 +16,6 @@
 
 #include "06_fsdp/shard.h" /* the pieces it composes, each on its axis */
 #include "07_tp/tensor.h"
-#include "09_pp/interleave.h"
 #include "09_pp/schedule.h"
 #include "09_pp/stage.h"
 #include "09_pp/stash.h"
@@ -147,19 +146,17 @@ static void head_backward(model *m, head_acts h, const float *x, const int32_t *
                         m->step.Rs, D, 0);
 }
 
-/* One action of the stage's plan (09's walk): microbatch a->mb through
- * chunk a->chunk's layers, embedded on the first virtual stage, its loss
- * from the head on the last. */
+/* One action of the stage's plan (09's walk): microbatch a->mb through chunk
+ * a->chunk, embedded on the first virtual stage, its loss from the last's head */
 static double microbatch(void *lesson, dt_run *r, const action *a) {
   model *m = lesson;
   double loss = 0, mean = 1.0 / ((double)m->step.M * (double)m->step.R); /* this rank's M R rows */
   int64_t c = a->chunk, at = a->mb * m->step.R, k = c * m->step.M + a->mb; /* chunk c's slot */
   float *slot = stash_open(&m->step.st, (int)k), *x = slot + (size_t)m->step.out;
   int first = m->mesh.first && c == 0, last = m->mesh.last && c == m->weights.chunks - 1;
-  if (a->type == 'W') { /* zb1: the layers' weight gradients, deferred (layer.c) */
+  if (a->type == 'W') /* zb1: the layers' weight gradients, deferred (layer.c) */
     for (int64_t l = 0; l < m->weights.Lc; l++) gpt_layer_weights(m, slot, c, l);
-    stash_close(&m->step.st, (int)k);
-  } else if (a->type == 'F') {
+  else if (a->type == 'F') {
     if (first) embed(m, slot, m->step.tokens + at);
     for (int64_t l = 0; l < m->weights.Lc; l++) gpt_layer_forward(m, slot, c, l);
     if (last) loss = head(m, head_of(m, slot), x, m->step.targets + at) * mean;
@@ -167,8 +164,8 @@ static double microbatch(void *lesson, dt_run *r, const action *a) {
     if (last) head_backward(m, head_of(m, slot), x, m->step.targets + at, mean * r->scaler.scale);
     for (int64_t l = m->weights.Lc - 1; l >= 0; l--) gpt_layer_backward(m, slot, c, l); /* zb1: B */
     if (first) embed_backward(m, m->step.tokens + at);
-    if (!m->step.zb) stash_close(&m->step.st, (int)k);
   }
+  if (a->type == 'W' || (a->type == 'B' && !m->step.zb)) stash_close(&m->step.st, (int)k);
   return loss;
 }
 
@@ -239,7 +236,7 @@ int main(int argc, char **argv) {
   if (!m.step.M) m.step.M = m.mesh.n[PP] > 1 ? 2 * m.mesh.n[PP] : 1;
   mesh_check(m.mesh.n, m.step.M, m.step.zigzag, &run.c); /* 12's: what the mesh cannot split */
   gpt_check(&m, &run.c);
-  interleave_check(m.mesh.n[PP], run.c.layers, m.step.M, m.weights.chunks, schedule); /* 09's */
+  gpt_plan_check(&m, &run.c, schedule); /* chunks.c: 09's refusals */
   layout(&m, &run);
   dt_run_begin(&run);
   if (m.weights.zero) fsdp_start(&m.weights.f, &run);

@@ -133,9 +133,11 @@ void gpt_sum_gains(model *m);
  * rows that do not split over tp, zb1 with --recompute */
 void gpt_check(const model *m, const dt_train_config *c);
 
-/* chunks.c: the stage's plan, 09's for --schedule, or with V chunks
+/* chunks.c: 09's refusals of --schedule with --virtual-stages (exit 2,
+ * before any work); the stage's plan, 09's for --schedule, or with V chunks
  * (--virtual-stages) its interleaved 1F1B and exchanges; local layer j's
  * place in the whole model; one step of the plan through 09's walk */
+void gpt_plan_check(const model *m, const dt_train_config *c, const char *schedule);
 void gpt_plan(model *m);
 int64_t gpt_layer(const model *m, int64_t j);
 double gpt_walk(const model *m, const pp_stage *stage, dt_run *r);
