@@ -78,11 +78,12 @@ static void layout(model *m, dt_run *r) {
   r->loss_how = "last stage, mean over dp x cp";
   int P = (int)m->n[PP], s = (int)m->at[PP], V = (int)m->V;
   m->plan = dt_host_alloc((size_t)(3 * m->M * V), sizeof(action));
-  m->nplan = V > 1 ? pp_plan_v(P, s, m->M, V, m->plan) : pp_plan(P, s, m->M, m->gpipe, m->plan);
   if (V > 1 || m->zb) m->ev = dt_host_alloc((size_t)(4 * m->M * V + 1), sizeof(pp_event));
-  if (V > 1) m->nev = pp_events(P, s, m->M, V, m->plan, m->ev, &m->T);
   if (m->zb) m->nev = pp_plan_zb(P, s, m->M, m->plan, m->ev, &m->T); /* F, B, W: 3M */
-  m->nplan = m->zb ? (int)(3 * m->M) : m->nplan;
+  m->nplan = m->zb   ? (int)(3 * m->M)
+             : V > 1 ? pp_plan_v(P, s, m->M, V, m->plan)
+                     : pp_plan(P, s, m->M, m->gpipe, m->plan);
+  if (V > 1) m->nev = pp_events(P, s, m->M, V, m->plan, m->ev, &m->T);
   m->tl = timeline_new(m->nplan);
   timeline_schedule(m->tl, V, m->zb);
 }
