@@ -31,7 +31,8 @@ void mesh_buffers(model *m, const dt_train_config *c) {
   cp_attn_init(&m->cr, m->axis[CP], c, m->zigzag, m->Bm, m->W, m->A, 1);
   m->R = m->cr.R;
   int64_t R = m->R, D = m->D, W = m->W;
-  stash_slots(&m->st, m->M * m->V, (size_t)(R * D + m->Lc * per_layer(m))); /* x_0, the layers */
+  int64_t kept = m->zb * m->Lc * (2 * R * D + 3 * R * W); /* zb1: what B keeps for W (zb.c) */
+  stash_slots(&m->st, m->M * m->V, (size_t)(R * D + m->Lc * per_layer(m) + kept)); /* x_0, ... */
   m->dx = alloc(R * D, DT_ACTIV);
   m->dnext = alloc(R * D, DT_ACTIV);
   m->dh = alloc(R * m->Hs, DT_ACTIV);

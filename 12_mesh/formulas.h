@@ -29,9 +29,11 @@ typedef struct {
   int64_t s, L, M, R, D, W, A, Hs, C, n_layer, shard;
   int gpipe, adamw, wire16;
   int64_t V; /* --virtual-stages: V chunks of L/V layers (09's interleaved 1F1B); 0 or 1: one */
+  int zb;    /* --schedule zb1 (09's ZB-H1): a slot also keeps L(2RD + 3RW) for W */
 } mesh_share;
 
-/* With V > 1 pp's calls are the plan's (09's pp_events), left 0 here. */
+/* With V > 1 or zb1 pp's calls are the plan's (09's pp_events,
+ * pp_plan_zb), left 0 here. */
 mesh_traffic mesh_traffic_of(const mesh_share *x);
 /* Memory by kind, indexed by dt.h's tags (DT_PARAMS .. DT_DATA): the
  * stage's layers of its tp shard (padded shards with --zero 1), AdamW's m

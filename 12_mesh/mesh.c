@@ -16,6 +16,7 @@
 #include "09_pp/stage.h"
 #include "09_pp/stash.h"
 #include "09_pp/timeline.h"
+#include "09_pp/zb.h"
 #include "11_cp/ring.h"
 #include "mesh.h"
 
@@ -76,12 +77,15 @@ static void layout(model *m, dt_run *r) {
   r->loss_ranks = (double)(m->n[DP] * m->n[CP]); /* the last stages' tp rank 0 */
   r->loss_how = "last stage, mean over dp x cp";
   int P = (int)m->n[PP], s = (int)m->at[PP], V = (int)m->V;
-  m->plan = dt_host_alloc((size_t)(2 * m->M * V), sizeof(action));
-  m->nplan = V > 1 ? pp_plan_v(P, s, m->M, V, m->plan) : pp_plan(P, s, m->M, m->gpipe, m->plan);
-  if (V > 1) m->ev = dt_host_alloc((size_t)(4 * m->M * V + 1), sizeof(pp_event));
+  m->plan = dt_host_alloc((size_t)(3 * m->M * V), sizeof(action));
+  if (V > 1 || m->zb) m->ev = dt_host_alloc((size_t)(4 * m->M * V + 1), sizeof(pp_event));
+  if (m->zb) m->nev = pp_plan_zb(P, s, m->M, m->plan, m->ev, &m->T); /* F, B, W: 3M */
+  m->nplan = m->zb   ? (int)(3 * m->M)
+             : V > 1 ? pp_plan_v(P, s, m->M, V, m->plan)
+                     : pp_plan(P, s, m->M, m->gpipe, m->plan);
   if (V > 1) m->nev = pp_events(P, s, m->M, V, m->plan, m->ev, &m->T);
   m->tl = timeline_new(m->nplan);
-  timeline_schedule(m->tl, V, 0);
+  timeline_schedule(m->tl, V, m->zb);
 }
 
 /* Layer l of a microbatch: u = x + Attn(x) Wo, x' = u + MLP(u). Along tp
@@ -138,12 +142,16 @@ static double microbatch(void *lesson, dt_run *r, const action *a) {
     if (m->at[PP] == 0 && c == 0) dt_copy(slot, m->bx + a->mb * RD, (size_t)RD * 4);
     m->rows = (dt_rows){r->kinks, m->keys + a->mb * m->R, mesh_layer(m, c * Lc), m->at[TP] * m->Hs};
     for (int64_t l = 0; l < Lc; l++) forward(m, slot, c, l);
+  } else if (a->type == 'W') { /* zb1: the weights' gradients, deferred (zb.c) */
+    for (int64_t l = 0; l < Lc; l++) mesh_zb_weights(m, slot, l);
+    stash_close(&m->st, (int)k);
   } else { /* the last stage starts from the loss: a mean over this rank's M R D */
     if (m->at[PP] == m->n[PP] - 1 && c == m->V - 1)
       loss = dt_run_loss(r, slot + mesh_out(m), m->by + a->mb * RD, m->dx, (size_t)RD,
                          1.0 / ((double)m->M * (double)RD));
-    for (int64_t l = Lc - 1; l >= 0; l--) backward(m, slot, c, l);
-    stash_close(&m->st, (int)k);
+    for (int64_t l = Lc - 1; m->zb && l >= 0; l--) mesh_zb_input(m, slot, l); /* zb1: B alone */
+    for (int64_t l = Lc - 1; !m->zb && l >= 0; l--) backward(m, slot, c, l);
+    if (!m->zb) stash_close(&m->st, (int)k);
   }
   return loss;
 }
@@ -159,8 +167,8 @@ static double train_step(model *m, dt_run *r, int64_t step) {
     cp_keys(&m->cr, m->samples + mb * m->Bm, m->keys + mb * m->R); /* the rows, for the check */
   }
   dt_zero(m->g, (size_t)(m->L * m->ld) * 4);
-  pp_chunks chunks = {m->M, m->ev, m->nev}; /* --virtual-stages: 09's interleaved walk */
-  double loss = m->V > 1 ? pp_step_chunks(&stage, &chunks, r) : pp_step(&stage, r);
+  pp_chunks chunks = {m->M, m->ev, m->nev}; /* V chunks, zb1: the plan's exchanges (09) */
+  double loss = m->V > 1 || m->zb ? pp_step_chunks(&stage, &chunks, r) : pp_step(&stage, r);
   /* the weights are replicated over dp x cp: their gradients are averaged
    * there (05), or each layer's for the optimizer's shards (--zero 1, 06) */
   for (int64_t l = 0; m->zero && l < m->L; l++) fsdp_reduce(&m->f, l, m->g + l * m->ld);
@@ -193,7 +201,9 @@ int main(int argc, char **argv) {
       DT_INT("--tp", &m.n[TP], 0, 1 << 20, "tensor-parallel ranks (0: from the ranks left)"),
       DT_INT("--micro", &m.M, 0, 1 << 20,
              "microbatches M per step (0: 2 x pp, 1 without pipeline)"),
-      DT_STRING("--schedule", &schedule, "gpipe|1f1b", "the pipeline's schedule (09)"),
+      DT_STRING("--schedule", &schedule, "gpipe|1f1b|zb1",
+                "the pipeline's schedule (09; zb1: ZB-H1, each backward's weight gradients "
+                "deferred)"),
       DT_INT("--virtual-stages", &m.V, 1, 64,
              "chunks V a stage: interleaved 1F1B (09; pp V must divide --layers, pp --micro)"),
       DT_INT("--zero", &m.zero, 0, 1,
@@ -207,6 +217,7 @@ int main(int argc, char **argv) {
   m.world = world;
   m.zigzag = strcmp(split, "zigzag") == 0;
   m.gpipe = schedule[0] == 'g';
+  m.zb = schedule[0] == 'z';
   mesh_shape(m.n, world->size);
   if (!m.M) m.M = m.n[PP] > 1 ? 2 * m.n[PP] : 1;
   mesh_check(m.n, m.M, m.zigzag, &run.c);

@@ -22,7 +22,7 @@ typedef struct {
   dt_comm *dc;                 /* data x context: the ranks that hold the same weights */
   int64_t n[AXES], at[AXES];   /* the mesh's sizes, this rank's coordinates */
   int64_t zero;                /* --zero 1: the optimizer state sharded over dp x cp */
-  int gpipe, zigzag;
+  int gpipe, zigzag, zb;       /* --schedule gpipe, zb1 (ZB-H1: zb.c); --split zigzag */
   /* the sizes of this rank's share */
   int64_t V, Lc;                 /* --virtual-stages: V chunks of Lc layers (09's interleave.c) */
   int64_t L, l0, D, H, A, W, Hs; /* L layers from l0 here; this tp rank's A heads, W = D/tp
@@ -77,6 +77,12 @@ size_t mesh_out(const model *m); /* where a slot holds the chunk's output x_Lc *
 /* Local layer j's place in the whole model: the stage's run of layers, or
  * with V chunks chunk j / Lc's, virtual stage (j / Lc) pp + s's */
 int64_t mesh_layer(const model *m, int64_t j);
+/* zb.c: --schedule zb1's backward of layer l of a slot, split: B, the
+ * input's gradient from m->dx's (left in m->dx), keeping what W needs
+ * after the slot's layers (report.c's formula: L(2RD + 3RW) floats); W,
+ * the weights' gradients added to m->g */
+void mesh_zb_input(model *m, float *slot, int64_t l);
+void mesh_zb_weights(model *m, float *slot, int64_t l);
 /* report.c: bytes per axis, time per axis, memory */
 void mesh_report(model *m, dt_run *r);
 

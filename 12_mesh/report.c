@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "09_pp/formulas.h"
+#include "09_pp/interleave.h"
 #include "formulas.h"
 #include "mesh.h"
 
@@ -27,14 +28,15 @@ static mesh_share share_of(const model *m, const dt_run *r) {
                       .gpipe = m->gpipe,
                       .adamw = r->c.optimizer[0] == 'a',
                       .wire16 = m->wire.type != DT_F32,
-                      .V = m->V};
+                      .V = m->V,
+                      .zb = m->zb};
 }
 
 static void bytes(const model *m, const dt_run *r, uint64_t steps, int *bad) {
   mesh_share x = share_of(m, r);
   mesh_traffic t = mesh_traffic_of(&x);
-  if (m->V > 1) t.pp.calls = m->nev; /* the interleaved plan's exchanges */
-  char hb[120];                      /* each row's formula, its bytes an element E written out */
+  if (m->V > 1 || m->zb) t.pp.calls = m->nev; /* the interleaved or ZB-H1 plan's exchanges */
+  char hb[120]; /* each row's formula, its bytes an element E written out */
   int E = x.wire16 ? 2 : 4;
 #define HOW(how) mesh_how(how, E, hb, sizeof hb)
   if (x.wire16)
@@ -51,8 +53,10 @@ static void bytes(const model *m, const dt_run *r, uint64_t steps, int *bad) {
   mesh_row("pp", "sendrecv (activ)", m->axis[PP]->count[DT_SENDRECV], steps, (uint64_t)t.pp.calls,
            (uint64_t)t.pp.bytes,
            m->V > 1 ? HOW("M x (2V - [s = 0] - [s = pp-1]) x RD x E, V chunks; calls: the plan's")
+           : m->zb  ? HOW("M x (s < pp-1: forward out + s > 0: gradient back) x RD x E; calls: "
+                           "ZB-H1's plan's")
                     : HOW("M x (s < pp-1: forward out + s > 0: gradient back) x RD x E; calls: "
-                          "the plan's"),
+                           "the plan's"),
            bad);
   mesh_row("dp x cp", "all_reduce (grads)", m->dc->count[DT_ALL_REDUCE], steps,
            (uint64_t)t.grads.calls, (uint64_t)t.grads.bytes,
@@ -78,6 +82,7 @@ static void times(const model *m, uint64_t steps) {
 static void memory(const model *m, const dt_run *r, int *bad) {
   int64_t R = m->R, W = m->W, A = m->A, Hs = m->Hs, C = m->cr.C, L = m->L;
   int64_t live = m->V > 1 ? pp_live_v((int)m->n[PP], (int)m->at[PP], m->M, (int)m->V)
+                 : m->zb  ? pp_live_zb((int)m->n[PP], m->M)
                           : pp_live((int)m->n[PP], (int)m->at[PP], m->M, m->gpipe),
           mem[DT_NTAGS];
   mesh_share x = share_of(m, r);
@@ -85,8 +90,8 @@ static void memory(const model *m, const dt_run *r, int *bad) {
   char act[160], comm[200];
   snprintf(
       act, sizeof act,
-      "(live x (RD + %s(4RW + RA + 2RD + 2RHs)) + 2RD + RHs + %dRW + C(W+A) + RA) x 4, live %lld",
-      m->V > 1 ? "L/V" : "L", x.wire16 ? 8 : 4, (long long)live);
+      "(live x (RD + %s(4RW + RA + 2RD + 2RHs%s)) + 2RD + RHs + %dRW + C(W+A) + RA) x 4, live %lld",
+      m->V > 1 ? "L/V" : "L", m->zb ? " + zb1's 2RD + 3RW" : "", x.wire16 ? 8 : 4, (long long)live);
   int travels = m->n[TP] > 1 || m->n[PP] > 1, G = (int)(m->n[DP] * m->n[CP]);
   snprintf(
       comm, sizeof comm, "8RW x %d: the ring's [K|V] and [dK|dV]%s%s%s%s%s", x.wire16 ? 2 : 4,
@@ -162,5 +167,7 @@ void mesh_report(model *m, dt_run *r) {
             replicas_differ(m) ? "DIFFER" : "are bit-identical",
             m->zero && m->f.wire.type != DT_F32 ? " in 16 bits (the owner's fp32 master rounded)"
                                                 : "");
+  if (m->V > 1 || m->zb) /* the plan's bubble, exact, before the clock's */
+    pp_slot_model(m->T, (int)m->n[PP], m->M, m->V, m->zb);
   timeline_report(m->tl, m->axis[PP], m->M);
 }

@@ -24,14 +24,14 @@ static int tensors_of(const model *m, const dt_train_config *c, int k, int64_t *
   for (int64_t l = 0; k == SHARDS && l < m->weights.L; l++)
     for (int i = 0; i < 6; i++) { /* Wo and W2 split by rows, the others by columns */
       int j = shards[i];
-      n = tensor_is(t, by_rows, n, dt_gpt_tensor(m->weights.l0 + l, j),
+      n = tensor_is(t, by_rows, n, dt_gpt_tensor(gpt_layer(m, l), j),
                     j == DT_GPT_WO || j == DT_GPT_W2);
     }
   if (k == VOCAB && (m->mesh.first || m->mesh.last))
     n = tensor_is(t, by_rows, n, DT_GPT_WTE, 1); /* rows */
   for (int64_t l = 0; k == REPLICAS && l < m->weights.L; l++) {
-    n = tensor_is(t, by_rows, n, dt_gpt_tensor(m->weights.l0 + l, DT_GPT_LN1), 0);
-    n = tensor_is(t, by_rows, n, dt_gpt_tensor(m->weights.l0 + l, DT_GPT_LN2), 0);
+    n = tensor_is(t, by_rows, n, dt_gpt_tensor(gpt_layer(m, l), DT_GPT_LN1), 0);
+    n = tensor_is(t, by_rows, n, dt_gpt_tensor(gpt_layer(m, l), DT_GPT_LN2), 0);
   }
   if (k == REPLICAS && m->mesh.last)
     n = tensor_is(t, by_rows, n, dt_gpt_tensor(c->layers, 0), 0); /* ln_f */
@@ -95,6 +95,8 @@ gpt_share gpt_share_here(const model *m, const dt_run *r) {
   return (gpt_share){.n = m->mesh.n,
                      .s = m->mesh.at[PP],
                      .L = m->weights.L,
+                     .chunks = m->weights.chunks,
+                     .zb = m->step.zb,
                      .M = m->step.M,
                      .R = m->step.R,
                      .Rs = m->step.Rs,
@@ -141,8 +143,9 @@ void gpt_buffers(model *m, dt_run *r) {
   int64_t Rs = m->step.Rs;
   gpt_share x = gpt_share_here(m, r); /* a slot's floats as formulas.c counts them */
   m->step.per_layer = gpt_per_layer(&x);
-  m->step.out = m->weights.L * (m->step.recompute ? Rs * D : m->step.per_layer);
-  stash_slots(&m->step.st, m->step.M, (size_t)gpt_slot(&x));
+  m->step.out = m->weights.Lc * (m->step.recompute ? Rs * D : m->step.per_layer); /* a chunk's */
+  stash_slots(&m->step.st, m->step.M * m->weights.chunks, (size_t)gpt_slot(&x));
+  m->step.kept = gpt_slot(&x) - gpt_kept(&x); /* zb1's, after the rest */
   m->step.layer = m->step.recompute ? alloc(m->step.per_layer - Rs * D, DT_ACTIV) : NULL;
   m->step.dx = alloc(Rs * D, DT_ACTIV);
   m->step.dnext = alloc(Rs * D, DT_ACTIV);

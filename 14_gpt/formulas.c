@@ -30,8 +30,10 @@ gpt_traffic gpt_traffic_of(const gpt_share *x) {
   }
   int64_t hops = C > 1 ? L * M * (3 * C - 2 + x->recompute * (C - 1)) : 0;
   t.cp = (mesh_flow){hops, hops * 2 * R * x->W * E};
-  t.pp = (mesh_flow){pp_exchanges((int)P, (int)x->s, M, x->gpipe),
-                     M * ((x->s + 1 < P) + (x->s > 0)) * x->Rs * D * E};
+  int64_t V =
+      x->chunks > 1 ? x->chunks : 1; /* each microbatch crosses V of the stage's boundaries a way */
+  t.pp = (mesh_flow){V > 1 || x->zb ? 0 : pp_exchanges((int)P, (int)x->s, M, x->gpipe),
+                     P > 1 ? M * (2 * V - (x->s + 1 == P) - (x->s == 0)) * x->Rs * D * E : 0};
   if (!x->shard) {
     t.grads = all_reduce(1, x->nw, G, E);
   } else if (G > 1) { /* as 06 --zero 1, the rank's buffer one layer */
@@ -47,14 +49,21 @@ int64_t gpt_per_layer(const gpt_share *x) {
   return 4 * Rs + 2 * R * D + 4 * R * x->W + R * x->A + 2 * Rs * D + 2 * R * x->Hs;
 }
 
+int64_t gpt_kept(const gpt_share *x) {
+  return x->zb * x->L * (2 * x->R * x->D + x->R * x->Hs + 3 * x->R * x->W);
+}
+
 int64_t gpt_slot(const gpt_share *x) {
   int64_t R = x->R, Rs = x->Rs, D = x->D, head = 2 * Rs + R * D + R * x->Vs + 3 * R;
-  return Rs * D + x->L * (x->recompute ? Rs * D : gpt_per_layer(x)) + x->last * head;
+  int64_t Lc = x->chunks > 1 ? x->L / x->chunks : x->L; /* a slot holds a chunk's layers */
+  return Rs * D + Lc * (x->recompute ? Rs * D : gpt_per_layer(x)) + x->last * head + gpt_kept(x);
 }
 
 void gpt_memory(const gpt_share *x, int64_t *mem) {
   int64_t R = x->R, Rs = x->Rs, D = x->D, W = x->W, G = x->n[DP] * x->n[CP];
-  int64_t live = pp_live((int)x->n[PP], (int)x->s, x->M, x->gpipe);
+  int64_t live = x->chunks > 1 ? pp_live_v((int)x->n[PP], (int)x->s, x->M, (int)x->chunks)
+                 : x->zb       ? pp_live_zb((int)x->n[PP], x->M) /* each held until its W */
+                               : pp_live((int)x->n[PP], (int)x->s, x->M, x->gpipe);
   int64_t scratch = 2 * Rs * D + x->sp * (Rs * D + 2 * R * D) + R * D + R * x->Hs + 4 * R * W +
                     x->last * R * x->Vs + x->recompute * (gpt_per_layer(x) - Rs * D) +
                     x->C * (W + x->A) + R * x->A;

@@ -34,8 +34,12 @@ typedef struct {
   const int64_t *n;
   int64_t s, L, M, R, Rs, D, W, A, Hs, C, Vs, S, nw, shard, own;
   int first, last, gpipe, adamw, sp, recompute, wire16;
+  int64_t chunks; /* --virtual-stages V: V chunks of L/V layers (09's interleave.c); 0, 1: one */
+  int zb;         /* --schedule zb1 (09's ZB-H1): a slot also keeps gpt_kept for W */
 } gpt_share;
 
+/* With V > 1 or zb1 pp's calls are the plan's (09's pp_events,
+ * pp_plan_zb), left 0 here. */
 gpt_traffic gpt_traffic_of(const gpt_share *x);
 /* Memory by kind, indexed by dt.h's tags (DT_PARAMS .. DT_DATA): the
  * weights and gradients (fsdp's padded buffer with --zero 1), AdamW's m and
@@ -44,9 +48,12 @@ gpt_traffic gpt_traffic_of(const gpt_share *x);
  * 16-bit copies of the rows and gradients communication buffers), the
  * tokens (first stage) and targets (last). */
 void gpt_memory(const gpt_share *x, int64_t *mem);
-/* Activations' floats: one microbatch's slot, and the logits' share of it */
+/* Activations' floats: one microbatch's slot (with V chunks a chunk's,
+ * the head's room in every slot of the last stage), and a layer's */
 int64_t gpt_slot(const gpt_share *x);
 int64_t gpt_per_layer(const gpt_share *x);
+/* zb1: what B keeps for W, L(2RD + RHs + 3RW) floats (dy, dx2, da, dq dk dv) */
+int64_t gpt_kept(const gpt_share *x);
 /* The whole model's FLOPs a step, as nanoGPT's estimate_mfu counts them:
  * (6 N + 12 L D S) per token, N the parameters but wpe, B S tokens; and
  * what --recompute adds: the layers' forward once more, (2 (4D^2 + 2DH) +

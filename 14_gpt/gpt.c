@@ -53,16 +53,14 @@ static void layout(model *m, dt_run *r) {
               m->mesh.at); /* 12's check of the groups */
   m->weights.L = r->c.layers / m->mesh.n[PP];
   m->weights.l0 = m->mesh.at[PP] * m->weights.L;
+  m->weights.Lc = m->weights.L / m->weights.chunks;
   gpt_buffers(m, r);
   gpt_wires(m, &r->c); /* --precision's copies, of the sizes buffers.c set */
   dt_comm *each[] = {m->mesh.axis[TP], m->mesh.axis[CP], m->mesh.axis[PP], m->mesh.dc, m->mesh.emb};
   memcpy(r->comms, each, sizeof each);
   r->loss_ranks = (double)(m->mesh.n[DP] * m->mesh.n[CP]); /* the last stages' tp rank 0 */
   r->loss_how = "last stage, mean over dp x cp";
-  m->step.plan = dt_host_alloc((size_t)(2 * m->step.M), sizeof(action));
-  m->step.nplan =
-      pp_plan((int)m->mesh.n[PP], (int)m->mesh.at[PP], m->step.M, m->step.gpipe, m->step.plan);
-  m->step.tl = timeline_new(m->step.nplan);
+  gpt_plan(m); /* chunks.c: 09's plan, interleaved with --virtual-stages */
 }
 
 /* The lookup over the vocabulary's slices: this rank's rows, zeros for
@@ -148,24 +146,26 @@ static void head_backward(model *m, head_acts h, const float *x, const int32_t *
                         m->step.Rs, D, 0);
 }
 
-/* One action of the stage's plan (09's walk): microbatch a->mb through the
- * stage, embedded on the first stage, its loss from the head on the last. */
+/* One action of the stage's plan (09's walk): microbatch a->mb through chunk
+ * a->chunk, embedded on the first virtual stage, its loss from the last's head */
 static double microbatch(void *lesson, dt_run *r, const action *a) {
   model *m = lesson;
   double loss = 0, mean = 1.0 / ((double)m->step.M * (double)m->step.R); /* this rank's M R rows */
-  float *slot = stash_open(&m->step.st, a->mb), *x = slot + (size_t)m->step.out;
-  int64_t at = a->mb * m->step.R;
-  if (a->type == 'F') {
-    if (m->mesh.first) embed(m, slot, m->step.tokens + at);
-    for (int64_t l = 0; l < m->weights.L; l++) gpt_layer_forward(m, slot, l);
-    if (m->mesh.last) loss = head(m, head_of(m, slot), x, m->step.targets + at) * mean;
+  int64_t c = a->chunk, at = a->mb * m->step.R, k = c * m->step.M + a->mb; /* chunk c's slot */
+  float *slot = stash_open(&m->step.st, (int)k), *x = slot + (size_t)m->step.out;
+  int first = m->mesh.first && c == 0, last = m->mesh.last && c == m->weights.chunks - 1;
+  if (a->type == 'W') /* zb1: the layers' weight gradients, deferred (layer.c) */
+    for (int64_t l = 0; l < m->weights.Lc; l++) gpt_layer_weights(m, slot, c, l);
+  else if (a->type == 'F') {
+    if (first) embed(m, slot, m->step.tokens + at);
+    for (int64_t l = 0; l < m->weights.Lc; l++) gpt_layer_forward(m, slot, c, l);
+    if (last) loss = head(m, head_of(m, slot), x, m->step.targets + at) * mean;
   } else {
-    if (m->mesh.last)
-      head_backward(m, head_of(m, slot), x, m->step.targets + at, mean * r->scaler.scale);
-    for (int64_t l = m->weights.L - 1; l >= 0; l--) gpt_layer_backward(m, slot, l);
-    if (m->mesh.first) embed_backward(m, m->step.tokens + at);
-    stash_close(&m->step.st, a->mb);
+    if (last) head_backward(m, head_of(m, slot), x, m->step.targets + at, mean * r->scaler.scale);
+    for (int64_t l = m->weights.Lc - 1; l >= 0; l--) gpt_layer_backward(m, slot, c, l); /* zb1: B */
+    if (first) embed_backward(m, m->step.tokens + at);
   }
+  if (a->type == 'W' || (a->type == 'B' && !m->step.zb)) stash_close(&m->step.st, (int)k);
   return loss;
 }
 
@@ -178,7 +178,7 @@ static double train_step(model *m, dt_run *r, int64_t step) {
                     &s->dnext,        microbatch, m};
   gpt_tokens(m, &r->c, step);
   dt_zero(p->g, (size_t)p->nw * 4);
-  double loss = pp_step(&stage, r);
+  double loss = gpt_walk(m, &stage, r); /* chunks.c: 09's walk, interleaved with V chunks */
   /* replicated over dp x cp: averaged there (05; --zero 1, 06's all-reduce
    * for the shards); the tied weight's halves summed between the first and
    * last stage; sequence parallelism's gains summed over tp */
@@ -198,7 +198,7 @@ int main(int argc, char **argv) {
   dt_run run = {.c = DT_TRAIN_DEFAULTS};
   gpt_defaults(&run.c); /* nanoGPT's AdamW and schedule, a model a laptop trains in a minute */
   const char *split = "contiguous", *schedule = "1f1b";
-  model m = {0};
+  model m = {.weights.chunks = 1};
   dt_option options[] = {
       DT_TRAIN_OPTIONS(&run.c),
       DT_REFUSED("--samples", "a GPT's data is its --text: each step draws B windows of it"),
@@ -211,7 +211,10 @@ int main(int argc, char **argv) {
              "tensor-parallel ranks, the vocabulary's too (0: from the ranks left)"),
       DT_INT("--micro", &m.step.M, 0, 1 << 20,
              "microbatches M per step (0: 2 x pp, 1 without pipeline)"),
-      DT_STRING("--schedule", &schedule, "gpipe|1f1b", "the pipeline's schedule (09)"),
+      DT_STRING("--schedule", &schedule, "gpipe|1f1b|zb1",
+                "the pipeline's schedule (09; zb1: ZB-H1, the weight gradients deferred)"),
+      DT_INT("--virtual-stages", &m.weights.chunks, 1, 64,
+             "chunks V a stage: interleaved 1F1B (09; pp V must divide --layers, pp --micro)"),
       DT_INT("--zero", &m.weights.zero, 0, 1,
              "1: shard the optimizer state over dp x cp (06), 0: replicas"),
       DT_STRING("--split", &split, "contiguous|zigzag",
@@ -226,12 +229,14 @@ int main(int argc, char **argv) {
   m.mesh.world = dt_run_start(&run, &argc, &argv, &lesson, options);
   m.step.zigzag = strcmp(split, "zigzag") == 0;
   m.step.gpipe = schedule[0] == 'g';
+  m.step.zb = schedule[0] == 'z';
   mesh_shape(m.mesh.n, m.mesh.world->size);
   run.c.vocab_multiple = m.mesh.n[TP]; /* each tp rank V/tp rows of the vocabulary */
   dt_run_resolve(&run);
   if (!m.step.M) m.step.M = m.mesh.n[PP] > 1 ? 2 * m.mesh.n[PP] : 1;
   mesh_check(m.mesh.n, m.step.M, m.step.zigzag, &run.c); /* 12's: what the mesh cannot split */
   gpt_check(&m, &run.c);
+  gpt_plan_check(&m, &run.c, schedule); /* chunks.c: 09's refusals */
   layout(&m, &run);
   dt_run_begin(&run);
   if (m.weights.zero) fsdp_start(&m.weights.f, &run);

@@ -36,6 +36,9 @@ void gpt_check(const model *m, const dt_train_config *c) {
             "over --tp %lld: each tp rank holds R/tp rows of the residual stream; choose --batch "
             "or --seq so that they do",
             (long long)R, (long long)T);
+  if (m->step.zb && m->step.recompute)
+    dt_fail("--schedule zb1 keeps each layer's activations until its W runs: not with "
+            "--recompute, which keeps a layer's input alone");
 }
 
 float *gpt_gather(model *m, const float *own, float *full) {
@@ -168,10 +171,62 @@ static void backward(model *m, layer_acts p, int64_t l) {
   dt_layernorm_backward(p.x, w.ln1, dh, p.mean1, p.rstd1, m->step.dx, g.ln1, Rs, D, 1); /* dL/dx */
 }
 
-void gpt_layer_forward(model *m, float *slot, int64_t l) { forward(m, acts_of(m, slot, l), l); }
+/* --schedule zb1's gradients of layer l that W needs, kept in the slot
+ * after the rest (formulas.c's gpt_kept): the output's dy and x2's dx2
+ * [R,D] (every row), GELU's da [R,Hs], the ring's dq, dk, dv 3[R,W] */
+typedef struct {
+  float *dy, *dx2, *da, *dqkv;
+} kept;
 
-void gpt_layer_backward(model *m, float *slot, int64_t l) {
+static kept kept_of(const model *m, float *slot, int64_t l) {
+  int64_t R = m->step.R, RD = R * m->weights.D, Hs = m->weights.Hs, W = m->weights.W;
+  float *at = slot + m->step.kept + l * (2 * RD + R * Hs + 3 * R * W);
+  return (kept){at, at + RD, at + 2 * RD, at + 2 * RD + R * Hs};
+}
+
+/* ZB-H1's B: backward's path from dL/dout to dL/dx alone, what W needs
+ * kept; the gains' gradients, from the LayerNorms' own pass, here too */
+static void input(model *m, layer_acts p, kept k, int64_t j) {
+  int64_t R = m->step.R, Rs = m->step.Rs, D = m->weights.D, W = m->weights.W, RW = R * W;
+  dt_gpt_block w = weights_of(m, m->weights.w, j), g = weights_of(m, m->weights.g, j);
+  dt_copy(k.dy, gpt_gather(m, m->step.dx, m->step.dfull), (size_t)(R * D) * 4);
+  dt_matmul(0, 1, R, m->weights.Hs, D, k.dy, w.w2, m->step.du, 0); /* du = dy W2^T */
+  dt_gelu_backward(p.a, m->step.du, k.da, (size_t)(R * m->weights.Hs));
+  dt_matmul(0, 1, R, D, m->weights.Hs, k.da, w.w1, m->step.dh, 0); /* dh2 = da W1^T */
+  float *dh = gpt_reduce(m, m->step.dh, m->step.dn);
+  dt_layernorm_backward(p.x2, w.ln2, dh, p.mean2, p.rstd2, m->step.dx, g.ln2, Rs, D, 1);
+  dt_copy(k.dx2, gpt_gather(m, m->step.dx, m->step.dfull), (size_t)(R * D) * 4);
+  dt_matmul(0, 1, R, W, D, k.dx2, w.wo, m->step.dout, 0); /* do = dx2 Wo^T */
+  cp_ring_backward(&m->step.cr, p.q, p.k, p.v, p.o, p.lse, m->step.dout, k.dqkv);
+  float *wi[3] = {w.wq, w.wk, w.wv};
+  for (int i = 0; i < 3; i++) dt_matmul(0, 1, R, D, W, k.dqkv + i * RW, wi[i], m->step.dh, i > 0);
+  dh = gpt_reduce(m, m->step.dh, m->step.dn);
+  dt_layernorm_backward(p.x, w.ln1, dh, p.mean1, p.rstd1, m->step.dx, g.ln1, Rs, D, 1);
+}
+
+/* chunk c's layer l: the slot's layer l, the stage's layer c Lc + l */
+void gpt_layer_forward(model *m, float *slot, int64_t c, int64_t l) {
+  forward(m, acts_of(m, slot, l), c * m->weights.Lc + l);
+}
+
+void gpt_layer_backward(model *m, float *slot, int64_t c, int64_t l) {
   layer_acts p = acts_of(m, slot, l);
-  if (m->step.recompute) forward(m, p, l); /* again, its output written where it already is */
-  backward(m, p, l);
+  int64_t j = c * m->weights.Lc + l;
+  if (m->step.recompute) forward(m, p, j); /* again, its output written where it already is */
+  if (m->step.zb)
+    input(m, p, kept_of(m, slot, l), j);
+  else
+    backward(m, p, j);
+}
+
+void gpt_layer_weights(model *m, float *slot, int64_t c, int64_t l) {
+  int64_t R = m->step.R, D = m->weights.D, W = m->weights.W, Hs = m->weights.Hs, RW = R * W;
+  layer_acts p = acts_of(m, slot, l);
+  dt_gpt_block g = weights_of(m, m->weights.g, c * m->weights.Lc + l);
+  kept k = kept_of(m, slot, l);
+  dt_matmul(1, 0, Hs, D, R, p.u, k.dy, g.w2, 1);  /* dW2 += u^T dy */
+  dt_matmul(1, 0, D, Hs, R, p.h2, k.da, g.w1, 1); /* dW1 += h2^T da */
+  dt_matmul(1, 0, W, D, R, p.o, k.dx2, g.wo, 1);  /* dWo += o^T dx2 */
+  float *gi[3] = {g.wq, g.wk, g.wv};
+  for (int i = 0; i < 3; i++) dt_matmul(1, 0, D, W, R, p.h1, k.dqkv + i * RW, gi[i], 1);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "09_pp/formulas.h"
+#include "09_pp/interleave.h"
 #include "formulas.h"
 #include "state.h"
 
@@ -23,6 +24,7 @@ static dt_counter plus(dt_counter c, const dt_counter *a, int n) {
 static void bytes(const model *m, const dt_run *r, uint64_t steps, int *bad) {
   gpt_share x = gpt_share_here(m, r);
   gpt_traffic t = gpt_traffic_of(&x);
+  if (m->weights.chunks > 1 || m->step.zb) t.pp.calls = m->step.nev; /* the plan's exchanges */
   dt_comm *tp = m->mesh.axis[TP];
   char hb[120]; /* the formula, its E (bytes an element) written out */
 #define ROW(axis, what, got, f, how)                                                               \
@@ -52,7 +54,9 @@ static void bytes(const model *m, const dt_run *r, uint64_t steps, int *bad) {
   ROW("cp", "sendrecv (K|V, dK|dV)", m->mesh.axis[CP]->count[DT_SENDRECV], t.cp,
       "LM(3cp-2 + recompute (cp-1)) x 2RW x E: 11's ring");
   ROW("pp", "sendrecv (activ)", m->mesh.axis[PP]->count[DT_SENDRECV], t.pp,
-      "M x (s < pp-1: forward out + s > 0: gradient back) x Rs D x E; calls: the plan's");
+      m->weights.chunks > 1
+          ? "M x (2V - [s = 0] - [s = pp-1]) x Rs D x E, V chunks; calls: the plan's"
+          : "M x (s < pp-1: forward out + s > 0: gradient back) x Rs D x E; calls: the plan's");
   ROW("dp x cp", "all_reduce (grads)", m->mesh.dc->count[DT_ALL_REDUCE], t.grads,
       m->weights.zero ? "2 x (G-1) x S x E, as 06 --zero 1 (the rank's buffer one layer)"
                       : "2(G-1)/G x n x E, G = dp x cp, n this rank's floats");
@@ -72,16 +76,21 @@ static void bytes(const model *m, const dt_run *r, uint64_t steps, int *bad) {
 
 static void memory(const model *m, const dt_run *r, int *bad) {
   gpt_share x = gpt_share_here(m, r);
-  int64_t mem[DT_NTAGS],
-      live = pp_live((int)m->mesh.n[PP], (int)m->mesh.at[PP], m->step.M, m->step.gpipe);
+  int64_t mem[DT_NTAGS], P = m->mesh.n[PP], s = m->mesh.at[PP], V = m->weights.chunks;
+  int64_t live = V > 1        ? pp_live_v((int)P, (int)s, m->step.M, (int)V)
+                 : m->step.zb ? pp_live_zb((int)P, m->step.M)
+                              : pp_live((int)P, (int)s, m->step.M, m->step.gpipe);
   gpt_memory(&x, mem);
-  char act[200], comm[240];
-  snprintf(
-      act, sizeof act, "(live x slot + scratch) x 4, live %lld; a slot %lld floats: %s (x_0, %s%s)",
-      (long long)live, (long long)gpt_slot(&x), m->step.recompute ? "recompute" : "every layer's",
-      m->step.recompute ? "each layer's input alone"
-                        : "L x (LN stats, h1, q k v o, lse, x2, h2, a u, out)",
-      m->mesh.last ? ", the head's" : "");
+  char act[256], comm[240];
+  snprintf(act, sizeof act,
+           "(live x slot + scratch) x 4, live %lld; a slot %lld floats: %s (x_0, %s%s%s)",
+           (long long)live, (long long)gpt_slot(&x),
+           m->step.recompute ? "recompute" : "every layer's",
+           m->step.recompute ? "each layer's input alone"
+           : V > 1           ? "L/V x (LN stats, h1, q k v o, lse, x2, h2, a u, out)"
+                             : "L x (LN stats, h1, q k v o, lse, x2, h2, a u, out)",
+           m->mesh.last ? ", the head's" : "",
+           m->step.zb ? "; zb1's L(2RD + RHs + 3RW) kept for W" : "");
   dt_row rows[] = {
       {DT_PARAMS, mem[DT_PARAMS],
        m->weights.zero
@@ -143,6 +152,8 @@ void gpt_report(model *m, dt_run *r) {
   dt_print0("    every rank's memory equals its formulas: %s (%d rank%s)\n", bad ? "NO" : "yes",
             m->mesh.world->size, m->mesh.world->size == 1 ? "" : "s");
   gpt_replicas(m);
+  if (m->weights.chunks > 1 || m->step.zb) /* the plan's bubble, exact, before the clock's */
+    pp_slot_model(m->step.T, (int)m->mesh.n[PP], m->step.M, m->weights.chunks, m->step.zb);
   timeline_report(m->step.tl, m->mesh.axis[PP], m->step.M);
   dt_print0("(a stage's busy is its actions' wall time, the tp and cp calls inside them included; "
             "the summary's\n compute is the step less every blocked call)\n");

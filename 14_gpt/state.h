@@ -11,6 +11,7 @@
 #include "06_fsdp/shard.h"
 #include "07_tp/tensor.h"
 #include "09_pp/schedule.h"
+#include "09_pp/stage.h"
 #include "09_pp/stash.h"
 #include "09_pp/timeline.h"
 #include "11_cp/ring.h"
@@ -39,6 +40,7 @@ typedef struct {
  * vocabulary, one buffer by class (buffers.c) */
 typedef struct {
   int64_t L, l0, D, H, A, W, Hs, S; /* L layers from l0; A heads, W = D/tp, Hs = H/tp units */
+  int64_t chunks, Lc;         /* --virtual-stages V: V chunks of Lc layers (09's interleave.c) */
   int64_t V, Vs, v0;          /* the vocabulary: this tp rank's rows [v0, v0 + Vs), Vs = V/tp */
   int64_t nl, nw;             /* a layer's matrices here, 4DW + 2DHs; all of this rank's floats */
   int64_t at_of[CLASSES + 1]; /* where each class starts in w (the last: n) */
@@ -54,12 +56,15 @@ typedef struct {
   int64_t M, Bm, R, Rs;   /* M microbatches of Bm sequences: R rows each, Rs of them held */
   int64_t mine;           /* the first of the Rs rows (sequence parallelism's share; else 0) */
   int64_t per_layer, out; /* a layer's floats in a slot (formulas.c's); where x_L sits there */
-  int gpipe, zigzag;      /* 09's schedule, 11's split */
+  int64_t kept;           /* where zb1's gradients kept for W start in a slot (layer.c) */
+  int gpipe, zigzag, zb;  /* 09's schedule (zb: ZB-H1), 11's split */
   int sp, recompute;      /* --sequence-parallel, --recompute (layer.c) */
   cp_attn cr;             /* the ring along cp, on this tp rank's heads (11) */
   stashes st;             /* per microbatch in flight: x_0, each layer's, the head's (buffers.c) */
   action *plan;           /* this stage's schedule (09) */
   int nplan;
+  pp_event *ev; /* with chunks, its exchanges (09's pp_events), nev of them; T slots */
+  int nev, T;
   timeline *tl; /* its actions, timed: the bubble (09) */
   dt_wire wire; /* what the residual stream's rows travel in along tp and pp (--precision) */
   float *dx, *dnext, *dn, *full, *dfull, *dh, *du, *dout, *dqkv, *dlogits, *layer; /* scratch */
@@ -117,15 +122,25 @@ void gpt_positions_backward(const model *m, const float *dout, int64_t r0, int64
  * (07's tp_sum) and returns it. gpt_partial: where a row-parallel product
  * goes before its reduce (out itself without). gpt_sum_gains adds the
  * gains' gradients over tp (each rank saw its own rows). */
-void gpt_layer_forward(model *m, float *slot, int64_t l);
-void gpt_layer_backward(model *m, float *slot, int64_t l);
+void gpt_layer_forward(model *m, float *slot, int64_t c, int64_t l);  /* chunk c's layer l */
+void gpt_layer_backward(model *m, float *slot, int64_t c, int64_t l); /* zb1: B alone */
+void gpt_layer_weights(model *m, float *slot, int64_t c, int64_t l);  /* zb1: W */
 float *gpt_gather(model *m, const float *own, float *full);
 float *gpt_reduce(model *m, float *part, float *own);
 float *gpt_partial(const model *m, float *out);
 void gpt_sum_gains(model *m);
 /* What the mesh cannot run, said before any work: sequence parallelism's
- * rows that do not split over tp */
+ * rows that do not split over tp, zb1 with --recompute */
 void gpt_check(const model *m, const dt_train_config *c);
+
+/* chunks.c: 09's refusals of --schedule with --virtual-stages (exit 2,
+ * before any work); the stage's plan, 09's for --schedule, or with V chunks
+ * (--virtual-stages) its interleaved 1F1B and exchanges; local layer j's
+ * place in the whole model; one step of the plan through 09's walk */
+void gpt_plan_check(const model *m, const dt_train_config *c, const char *schedule);
+void gpt_plan(model *m);
+int64_t gpt_layer(const model *m, int64_t j);
+double gpt_walk(const model *m, const pp_stage *stage, dt_run *r);
 
 /* wires.c: --precision's wires (none in fp32, nor where nothing travels);
  * the report's comm row's formula, in the bytes of buf; the copies of every

@@ -80,6 +80,28 @@ check "12 virtual stages without a pipeline" 2 2 'error: --virtual-stages 2 need
 check "12 virtual stages that do not split the layers" 2 2 \
   'error: --layers 6 does not split into 2 stages x 2 virtual stages of equal depth' \
   -- $D12 --pp 2 --layers 6 --virtual-stages 2
+# 09's ZB-H1 on the pipeline axis (--schedule zb1): each backward split into
+# B (the input's gradient, sent on) and W (the weights', deferred where the
+# stage would wait); 1F1B's bytes, the calls ZB-H1's plan's; a slot keeps
+# L(2RD + 3RW) more floats for W, at most min(pp, M) slots held; the plan's
+# bubble in the slot model exactly (N-1)/(3M+N-1) (1/13 at N 2, M 4; 3/27
+# at N 4, M 8). At pp 2 x tp 2 (R 64, D 32, W 16, A 2, Hs 64, C 32, L 2):
+# 4 x (live 2 x slot + scratch), the slot RD + L(4RW + RA + 2RD + 2RHs + 2RD + 3RW)
+ZB12SLOT=$((64 * 32 + 2 * (4 * 64 * 16 + 64 * 2 + 2 * 64 * 32 + 2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 16)))
+ZB12=$((4 * (2 * ZB12SLOT + 2 * 64 * 32 + 64 * 64 + 4 * 64 * 16 + 32 * (16 + 2) + 64 * 2)))
+check "12 np=4 pp tp zb1" 4 0 "$PASS12" "$BYTES12" "$MEM12" "$(mesh12 1 2 1 2)" \
+  "$(row12 pp 'sendrecv \(activ\)' 8 32768)" \
+  'bubble \(T - 3M\)/T = 1/13 = 7\.7%; formula \(N-1\)/\(3M\+N-1\) = 7\.7%$' \
+  "^    activ +$ZB12 +$ZB12 +.*2RHs \\+ zb1's 2RD \\+ 3RW\\)\\).*, live 2$" \
+  -- $D12 --steps 3 --pp 2 --tp 2 --schedule zb1
+sides12 "12 np=4 pp tp zb1"
+check "12 np=4 pp 4 zb1" 4 0 "$PASS12" "$BYTES12" "$MEM12" "$(mesh12 1 4 1 1)" \
+  "$(row12 pp 'sendrecv \(activ\)' 16 32768)" \
+  'bubble \(T - 3M\)/T = 3/27 = 11\.1%; formula \(N-1\)/\(3M\+N-1\) = 11\.1%$' \
+  -- $D12 --steps 3 --pp 4 --schedule zb1
+check "12 zb1 with virtual stages" 2 2 \
+  'error: --virtual-stages 2 runs interleaved 1F1B: not with --schedule zb1' \
+  -- $D12 --pp 2 --schedule zb1 --virtual-stages 2
 # zigzag, GPipe, ZeRO-1, SGD, an odd mesh; the defaults fill tp, cp, pp, dp
 check "12 np=2 cp zigzag" 2 0 "$PASS12" "$BYTES12" "$MEM12" -- $D12 --steps 5 --cp 2 --split zigzag
 check "12 np=16 zigzag gpipe" 16 0 "$PASS12" "$BYTES12" "$MEM12" "$REPL12" \

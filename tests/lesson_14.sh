@@ -82,6 +82,52 @@ check "14 np=8 sgd" 8 0 "$PASS14" "fp32, sgd" -- $D14 --steps 10 --optimizer sgd
 check "14 np=3 dp 3" 3 0 "$PASS14" "$BYTES14" "$MEM14" "$(mesh14 3 1 1 1)" -- $D14 \
   "${SMALL14[@]}" --steps 5 --batch 6 --dp 3
 
+# 09's interleaved 1F1B on the pipeline axis (--virtual-stages V): chunk c
+# of stage s is virtual stage c pp + s, so the embedding is chunk 0 of stage
+# 0 and the head chunk V-1 of stage pp-1, the tied weight's group as
+# without chunks. Stage 0 sends (2V - 1) M messages of Rs D floats (M 4,
+# Rs 64: 12 x 8192 bytes), the calls the plan's; the plan's bubble in the
+# slot model is exactly (N-1)/(VM+N-1) (2/18 at N 2, V 2, M 4; 6/38 at N 4,
+# V 2, M 8)
+check "14 np=4 pp tp virtual stages" 4 0 "$PASS14" "$BYTES14" "$MEM14" "$REPL14" \
+  "$(mesh14 1 2 1 2)" "$(row14 pp 'sendrecv \(activ\)' 21 98304)" \
+  "$(row14 emb 'all_reduce \(tied wte\)' 1 $((V14_2 / 2 * 32 * 4)))" \
+  'bubble \(T - 2VM\)/T = 2/18 = 11\.1%; formula \(N-1\)/\(VM\+N-1\) = 11\.1%$' \
+  -- $D14 "${SMALL14[@]}" --layers 4 --steps 3 --pp 2 --tp 2 --virtual-stages 2
+sides14 "14 np=4 pp tp virtual stages"
+check "14 np=4 pp 4 virtual stages" 4 0 "$PASS14" "$BYTES14" "$MEM14" "$REPL14" \
+  "$(mesh14 1 4 1 1)" "$(row14 pp 'sendrecv \(activ\)' 43 98304)" \
+  'bubble \(T - 2VM\)/T = 6/38 = 15\.8%; formula \(N-1\)/\(VM\+N-1\) = 15\.8%$' \
+  -- $D14 "${SMALL14[@]}" --layers 8 --steps 3 --pp 4 --virtual-stages 2
+check "14 virtual stages that do not split the layers" 2 2 \
+  'error: --layers 2 does not split into 2 stages x 2 virtual stages of equal depth' \
+  -- $D14 "${SMALL14[@]}" --pp 2 --virtual-stages 2
+check "14 virtual stages with gpipe" 2 2 \
+  'error: --virtual-stages 2 runs interleaved 1F1B: not with --schedule gpipe' \
+  -- $D14 "${SMALL14[@]}" --layers 4 --pp 2 --virtual-stages 2 --schedule gpipe
+# 09's ZB-H1 on the pipeline axis (--schedule zb1): each layer's backward
+# split into B (the input's gradient, sent on) and W (its six matrices'
+# gradients, deferred where the stage would wait); 1F1B's bytes, the calls
+# ZB-H1's plan's, a slot keeping L(2RD + RHs + 3RW) more floats for W, at
+# most min(pp, M) held; the plan's bubble in the slot model exactly
+# (N-1)/(3M+N-1) (1/13 at N 2, M 4; 3/27 at N 4, M 8)
+check "14 np=4 pp tp zb1" 4 0 "$PASS14" "$BYTES14" "$MEM14" "$REPL14" "$(mesh14 1 2 1 2)" \
+  "$(row14 pp 'sendrecv \(activ\)' 8 32768)" \
+  "^    activ +[0-9]+ +[0-9]+ +\\(live x slot \\+ scratch\\) x 4, live 2; .*; zb1's L\\(2RD \\+ RHs \\+ 3RW\\) kept for W\\)$" \
+  'bubble \(T - 3M\)/T = 1/13 = 7\.7%; formula \(N-1\)/\(3M\+N-1\) = 7\.7%$' \
+  -- $D14 "${SMALL14[@]}" --steps 3 --pp 2 --tp 2 --schedule zb1
+sides14 "14 np=4 pp tp zb1"
+check "14 np=4 pp 4 zb1" 4 0 "$PASS14" "$BYTES14" "$MEM14" "$REPL14" "$(mesh14 1 4 1 1)" \
+  "$(row14 pp 'sendrecv \(activ\)' 16 32768)" \
+  'bubble \(T - 3M\)/T = 3/27 = 11\.1%; formula \(N-1\)/\(3M\+N-1\) = 11\.1%$' \
+  -- $D14 "${SMALL14[@]}" --layers 4 --steps 3 --pp 4 --schedule zb1
+check "14 zb1 with recompute" 2 2 \
+  "error: --schedule zb1 keeps each layer's activations until its W runs: not with --recompute" \
+  -- $D14 "${SMALL14[@]}" --pp 2 --schedule zb1 --recompute
+check "14 zb1 with virtual stages" 2 2 \
+  'error: --virtual-stages 2 runs interleaved 1F1B: not with --schedule zb1' \
+  -- $D14 "${SMALL14[@]}" --layers 4 --pp 2 --schedule zb1 --virtual-stages 2
+
 # --sequence-parallel: all-gathers and reduce-scatters of R/tp rows in place
 # of the all-reduces (the same bytes), the gains summed over tp
 check "14 np=2 sp" 2 0 "$PASS14" "$BYTES14" "$MEM14" "$REPL14" \

@@ -186,7 +186,7 @@ done
 # flag's runs alone, 1f1b the default's), in a subshell, whose PASS and FAIL
 # count there, not here
 mkdir -p "$HT/planted/12_mesh"
-printf '#!/bin/sh\n[ "$1" = --help ] && { %s --help | sed "s/^  --schedule gpipe|1f1b      /  --schedule interleaved|1f1b/"; exit 0; }\nexec %s "$@"\n' \
+printf '#!/bin/sh\n[ "$1" = --help ] && { %s --help | sed "s/^  --schedule gpipe|1f1b|zb1 /  --schedule interleaved|1f1b /"; exit 0; }\nexec %s "$@"\n' \
   "$PWD/12_mesh/mesh" "$PWD/12_mesh/mesh" >"$HT/planted/12_mesh/mesh"
 chmod +x "$HT/planted/12_mesh/mesh"
 if [ -x 12_mesh/mesh ]; then

@@ -242,6 +242,11 @@ else
   mutant 12-overwrite 12_mesh 12_mesh/mesh.c \
     's/(  \} else \{ \/\* the last stage starts from the loss[^\n]*\n)/$1    dt_zero(m->g, (size_t)(m->L * m->ld) * 4);\n/' \
     "each microbatch's gradients overwrite the last's, not added to them" -- --micro 2
+  # zb1 (ZB-H1, zb.c): W reads the output's gradient where B's scratch was,
+  # which B's own input gradient has overwritten, not the copy B kept
+  MUT_ALSO="a gradient is off: layers\\.[0-9]+\\.w2's rel L2 diff" mutant 12-zb-keep 12_mesh 12_mesh/zb.c \
+    's/p\.h, k\.dy, g\.w2, 1\)/p.h, m->dx, g.w2, 1)/' \
+    "zb1: W's dW2 from B's scratch gradient (overwritten), not the copy B kept" -- --pp 2 --schedule zb1
   mutant 11-tile 11_cp common/train/attention.c \
     's/ot\[i \* W \+ d\] = j0 \? ot\[i \* W \+ d\] \* old\[i\] : 0;/ot[i * W + d] = j0 ? ot[i * W + d] : 0;/' \
     "attention's tiles merged without rescaling the output so far to the new max (S 1024: blocks of several tiles)" \
@@ -287,6 +292,12 @@ else
   MUT_ALSO="a gradient is off: wpe's rel L2 diff" mutant 14-positions 14_gpt 14_gpt/tokens.c \
     's/position\(m, i\), run/i, run/g' \
     "the position embedding indexed by the local, not the global position under cp" -- --steps 10 --sample 0 --cp 2
+  # --virtual-stages: the head (and the loss) run on the last stage's first
+  # chunk, not on chunk V-1, the last virtual stage
+  MUT_ALSO="^CHECK FAILED: .*\\(step 1: " mutant 14-head-chunk 14_gpt 14_gpt/gpt.c \
+    's/last = m->mesh\.last && c == m->weights\.chunks - 1/last = m->mesh.last \&\& c == 0/' \
+    "--virtual-stages: the head on the last stage's first chunk, not the last virtual stage" \
+    -- --steps 10 --sample 0 --pp 2 --layers 4 --virtual-stages 2
   # Bugs a comparison of two trajectories cannot see (CHECKING.md, "The check,
   # step by step"): a bug in one step only, and small ones. Each must be named
   # at the first step it acts, with its tensor where it has one.
