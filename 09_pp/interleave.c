@@ -31,6 +31,8 @@ void pp_slot_model(int T, int N, int64_t M, int64_t V, int zb) {
             "(T - %s)/T = %lld/%d = %.1f%%; formula (N-1)/(%s+N-1) = %.1f%%\n",
             T, zb ? "3M" : "2VM", T - busy, T, 100.0 * (double)(T - busy) / T, zb ? "3M" : "VM",
             100.0 * (N - 1) / (double)(units + N - 1));
+  /* a stage's idle slots, the plan's beside the formula's: what 13_plan predicts exactly */
+  dt_report_figure(NULL, "bubble_slots", (double)(T - busy), (double)((zb ? 1 : 2) * (N - 1)));
 }
 
 /* Forward k's (b: backward k's) chunk and microbatch */

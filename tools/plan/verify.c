@@ -72,6 +72,10 @@ static const shape shapes[] = {
     {2, "06_fsdp/fsdp", "--zero 2", "--model fsdp06 --dp 2 --zero 2 --opt sgd"},
     {2, "06_fsdp/fsdp", "--zero 3", "--model fsdp06 --dp 2 --zero 3 --opt sgd"},
     {2, "09_pp/pp", "", "--model pp09 --pp 2 --opt sgd"},
+    /* 09's other plans: interleaved (09 and 12) and ZB-H1, their bubble slots compared too */
+    {2, "09_pp/pp", "--virtual-stages 2", "--model pp09 --pp 2 --opt sgd --virtual-stages 2"},
+    {2, "09_pp/pp", "--schedule zb1", "--model pp09 --pp 2 --opt sgd --schedule zb1"},
+    {2, "12_mesh/mesh", "--pp 2 --virtual-stages 2", "--model mesh12 --pp 2 --virtual-stages 2"},
     {4, "12_mesh/mesh", "--cp 2 --tp 2", "--model mesh12 --cp 2 --tp 2"},
     {8, "12_mesh/mesh", "", "--model mesh12 --pp 2 --cp 2 --tp 2"},
     /* 14 on its default text (README.md, which every checkout has), V read from it */
