@@ -37,9 +37,11 @@ void pp_slot_model(int T, int N, int64_t M, int64_t V, int zb) {
 
 /* Forward k's (b: backward k's) chunk and microbatch */
 static action nth(char type, int64_t k, int N, int V) {
+  /* exercise: the interleaved schedule's order */
   int64_t g = k / ((int64_t)N * V), i = k % ((int64_t)N * V);
   int c = (int)(i / N);
   return (action){type, (int)(g * N + i % N), type == 'F' ? c : V - 1 - c, 0, 0};
+  /* end of exercise */
 }
 
 int pp_plan_v(int N, int s, int64_t M, int V, action *p) {
@@ -139,7 +141,10 @@ int pp_events(int N, int s, int64_t M, int V, action *plan, pp_event *ev, int *T
         moved = 1;
       }
   }
-  if (left) dt_fail("interleaved plan: %d actions never get their input (a bug)", left);
+  if (left) /* an order where some stage waits on an input made after its own wait */
+    dt_fail("interleaved plan: %d actions never get their input: the stages' orders (nth) wait "
+            "on each other",
+            left);
   int k = pp_lockstep(N, s, M, V, all, (int)per, *T, plan, ev);
   free(all);
   free(end);
