@@ -405,7 +405,9 @@ V13=$(check_log "13 verify: every figure equal; time within 20% (at most 2 shape
 with_timeout -k 5 900 $D13 --verify >"$V13" 2>&1 </dev/null
 verify_judged "13 verify: every figure equal; time within 20% (at most 2 shapes miss after 5 attempts, none by 2x)" "$V13" \
   '12_mesh/mesh --tp 2 +2 +1[0-9] of 1[0-9] ' '06_fsdp/fsdp --zero 3 +2 +7 of 7 ' \
-  '14_gpt/gpt --tp 2 --sequence-parallel +2 +13 of 13 ' '14_gpt/gpt \(defaults\) +1 +11 of 11 '
+  '14_gpt/gpt --tp 2 --sequence-parallel +2 +13 of 13 ' '14_gpt/gpt \(defaults\) +1 +11 of 11 ' \
+  '09_pp/pp --virtual-stages 2 +2 +6 of 6 ' '09_pp/pp --schedule zb1 +2 +6 of 6 ' \
+  '12_mesh/mesh --pp 2 --virtual-stages 2 +2 +1[0-9] of 1[0-9] '
 # the same across emulated nodes with a shaped link: each rank a node of its own,
 # 1 Gbit/s between them (tools/cluster.sh), where a step is mostly communication.
 # 14's shapes are left out here: across that link its sequence parallelism's
