@@ -266,7 +266,7 @@ else
   # every figure still equal, the time off on every attempt
   MUT_NPS=0 MUT_ALSO='09_pp/pp \(defaults\) .* TIME OFF' mutant 13-micro 13_plan tools/plan/lessons.c \
     's/(H = m->H, L = stage_layers\(m, x, s\), P = x->n\[PP\];\n  double per = \(double\))\(x->M \* L\)/$1L/' \
-    "the MLP blocks costed once a step, not once a microbatch (09's 4)" -- --verify --shapes 09_pp
+    "the MLP blocks costed once a step, not once a microbatch (09's 4)" -- --verify --shapes '09_pp/pp $'
   # 14_gpt: the vocabulary over tp, the tied weight over pp, sequence
   # parallelism, positions under cp; short runs of the default model
   MUT_ALSO='^    tp +all_reduce \(max\) +0 +1 ' mutant 14-max 14_gpt 14_gpt/gpt.c \

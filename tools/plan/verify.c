@@ -182,13 +182,18 @@ static int attempt(const char *self, const char *mpirun, int i, int timed, int t
   return fail ? FAILED : ok_time ? OK : TIME_OFF;
 }
 
-/* label holds one of the comma-separated texts of `list` */
+/* label holds one of the comma-separated texts of `list`; a text ending in
+ * '$' must end the label ("09_pp/pp $": 09's defaults alone) */
 static int holds_any(const char *label, const char *list) {
   char one[128];
   for (const char *at = list; *at;) {
-    size_t len = strcspn(at, ",");
+    size_t len = strcspn(at, ","), n = strlen(label);
     snprintf(one, sizeof one, "%.*s", (int)len, at);
-    if (len && strstr(label, one)) return 1;
+    size_t k = strlen(one);
+    int end = k && one[k - 1] == '$';
+    one[k - end] = 0;
+    if (len && (end ? k - 1 <= n && !strcmp(label + n - (k - 1), one) : strstr(label, one) != NULL))
+      return 1;
     at += len + (at[len] == ',');
   }
   return 0;
