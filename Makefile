@@ -366,6 +366,14 @@ bench-gpt: all
 bench-vocab: all $(AG_BENCH)
 	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" AG_BIN=$(AG_BENCH) bash bench/vocab.sh
 
+# Lesson 09's schedules at NP 4 (bench/pp.sh; not in make bench): GPipe,
+# 1F1B, interleaved V 2 and 4, ZB-H1 at M 4, 8, 16: the step, the bubble
+# measured beside each formula and the plan's. Writes bench/pp.md (and
+# bench/pp.png with gnuplot).
+.PHONY: bench-pp
+bench-pp: all
+	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" bash bench/pp.sh
+
 .PHONY: bench-mesh
 bench-mesh: all
 	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" bash bench/mesh.sh
@@ -401,22 +409,32 @@ bench-step: all
 # Classroom exercises (TEACHING.md): make exercise-N writes exercises/NN_name/
 # name.c, the lesson with its marked concept cut out and a TODO in its place;
 # make check-N builds that file and runs the lesson's checks at several NP.
-.PHONY: $(foreach d,$(LESSON_DIRS),exercise-$(call lesson_num,$(d)) check-$(call lesson_num,$(d)))
+# A lesson's second exercise, tests/exercises/NN_name-PART.txt (its markers in
+# NN_name/PART.c): make exercise-N-PART and make check-N-PART.
+EXERCISE_PARTS := $(patsubst tests/exercises/%.txt,%,$(wildcard tests/exercises/[0-9][0-9]_*-*.txt))
+part_dir = $(firstword $(subst -, ,$(1)))
+part_id  = $(call lesson_num,$(call part_dir,$(1)))-$(lastword $(subst -, ,$(1)))
+EXERCISE_IDS := $(foreach d,$(LESSON_DIRS),$(call lesson_num,$(d))) $(foreach p,$(EXERCISE_PARTS),$(call part_id,$(p)))
+.PHONY: $(foreach i,$(EXERCISE_IDS),exercise-$(i) check-$(i))
 # The student's file replaces name.c alone: the lesson's other .c files and
 # the pieces of other lessons it includes are linked as the lesson links them.
 .PHONY: $(foreach d,$(LESSON_DIRS),print-lesson-objs-$(call lesson_num,$(d)))
+# exercise_rules DIR ID: make exercise-ID and check-ID on lesson DIR
 define exercise_rules
-exercise-$(call lesson_num,$(1)):
-	@bash tests/exercise.sh make $(1)
-check-$(call lesson_num,$(1)):
+exercise-$(2):
+	@bash tests/exercise.sh make $(2)
+check-$(2):
 	@MPICC="$(MPICC)" CFLAGS="$(CFLAGS)" LDFLAGS="$(LDFLAGS)" LDLIBS="$(LDLIBS)" LIBDT="$(LIBS)" \
 	  LESSON_OBJS="$(call lesson_objs,$(1))" OBJDIR=$(BUILD)/exercises MPIRUN="$(MPIRUN)" CORES=$(CORES) \
 	  MAKE="$(MAKE)" MAKE_ARGS="BACKEND=$(BACKEND)" $(if $(filter command line environment,$(origin NP)),CHECK_NP=$(NP)) \
-	  bash tests/exercise.sh check $(1)
+	  bash tests/exercise.sh check $(2)
+endef
+define objs_rule
 print-lesson-objs-$(call lesson_num,$(1)):
 	@echo $(call lesson_objs,$(1))
 endef
-$(foreach d,$(LESSON_DIRS),$(eval $(call exercise_rules,$(d))))
+$(foreach d,$(LESSON_DIRS),$(eval $(call exercise_rules,$(d),$(call lesson_num,$(d))))$(eval $(call objs_rule,$(d))))
+$(foreach p,$(EXERCISE_PARTS),$(eval $(call exercise_rules,$(call part_dir,$(p)),$(call part_id,$(p)))))
 # make grade DIR=exercises/alice: every exercise in the folder, a summary
 # table and Gradescope's results.json (RESULTS=path; TEACHING.md, "Grading").
 .PHONY: grade

@@ -29,12 +29,16 @@ int64_t pp_live_zb(int N, int64_t M);
  * backward's scratch (dx, dnext [R,D], dh [R,H]), in bytes */
 int64_t pp_slot_bytes(int64_t L, int64_t R, int64_t D, int64_t H);
 int64_t pp_scratch_bytes(int64_t R, int64_t D, int64_t H);
-/* Memory of stage s by kind, indexed by dt.h's tags (DT_PARAMS .. DT_DATA):
- * its L layers' weights (2DH floats a layer), gradients, AdamW's m and v,
- * the live microbatches' stashes of R rows ((L+1) x RD + 2L x RH floats)
- * and backward's scratch (2RD + RH), the whole batch's x (first stage) and
- * y (last: B rows). */
+/* The microbatches (V > 1: chunk-microbatches) stage s holds at once
+ * under its schedule: V chunks, or GPipe, 1F1B, ZB-H1 (zb) */
+int64_t pp_live_any(int N, int s, int64_t M, int V, int gpipe, int zb);
+/* Memory of stage s by kind, indexed by dt.h's tags (DT_PARAMS .. DT_DATA),
+ * under the schedule sched = {V, gpipe, zb}: its L layers' weights (2DH
+ * floats a layer), gradients, AdamW's m and v, the live microbatches'
+ * stashes of R rows ((L/V+1) x RD + 2L/V x RH floats a chunk's; ZB-H1's
+ * with the L x RD output gradients B keeps for W) and backward's scratch
+ * (2RD + RH), the whole batch's x (first stage) and y (last: B rows). */
 void pp_memory(int N, int s, int64_t L, int64_t M, int64_t R, int64_t B, int64_t D, int64_t H,
-               int gpipe, int adamw, int64_t *mem);
+               const int sched[3], int adamw, int64_t *mem);
 
 #endif

@@ -31,13 +31,17 @@ void pp_slot_model(int T, int N, int64_t M, int64_t V, int zb) {
             "(T - %s)/T = %lld/%d = %.1f%%; formula (N-1)/(%s+N-1) = %.1f%%\n",
             T, zb ? "3M" : "2VM", T - busy, T, 100.0 * (double)(T - busy) / T, zb ? "3M" : "VM",
             100.0 * (N - 1) / (double)(units + N - 1));
+  /* a stage's idle slots, the plan's beside the formula's: what 13_plan predicts exactly */
+  dt_report_figure(NULL, "bubble_slots", (double)(T - busy), (double)((zb ? 1 : 2) * (N - 1)));
 }
 
 /* Forward k's (b: backward k's) chunk and microbatch */
 static action nth(char type, int64_t k, int N, int V) {
+  /* exercise: the interleaved schedule's order */
   int64_t g = k / ((int64_t)N * V), i = k % ((int64_t)N * V);
   int c = (int)(i / N);
   return (action){type, (int)(g * N + i % N), type == 'F' ? c : V - 1 - c, 0, 0};
+  /* end of exercise */
 }
 
 int pp_plan_v(int N, int s, int64_t M, int V, action *p) {
@@ -137,7 +141,10 @@ int pp_events(int N, int s, int64_t M, int V, action *plan, pp_event *ev, int *T
         moved = 1;
       }
   }
-  if (left) dt_fail("interleaved plan: %d actions never get their input (a bug)", left);
+  if (left) /* an order where some stage waits on an input made after its own wait */
+    dt_fail("interleaved plan: %d actions never get their input: the stages' orders (nth) wait "
+            "on each other",
+            left);
   int k = pp_lockstep(N, s, M, V, all, (int)per, *T, plan, ev);
   free(all);
   free(end);

@@ -16,6 +16,7 @@
 
 #include "formulas.h"
 #include "interleave.h"
+#include "plans.h"
 #include "stage.h"
 #include "train.h"
 #include "zb.h"
@@ -152,16 +153,14 @@ static void report(model *m, dt_run *r) {
   uint64_t steps = (uint64_t)(r->c.steps - r->c.start_step);
   long long R = m->R, D = m->D, H = m->H, L = m->L, M = m->M, s = m->s, N = m->N, V = m->V;
   long long fwd = V - (s == N - 1), bwd = V - (s == 0), es = (long long)dt_dtype_size(m->wire.type);
-  long long live = V > 1   ? pp_live_v(m->N, m->s, M, m->V)
-                   : m->zb ? pp_live_zb(m->N, M)
-                           : pp_live(m->N, m->s, M, m->gpipe);
+  long long live = pp_live_any(m->N, m->s, M, (int)V, m->gpipe, m->zb);
   long long other = pp_live(m->N, m->s, M, V == 1 && !m->gpipe && !m->zb); /* 1F1B's, GPipe's */
   long long kept = m->zb * L * R * D * 4; /* zb1: each block's output gradient, for its W */
   long long slot = pp_slot_bytes(m->Lc, R, D, H) + kept, scratch = pp_scratch_bytes(R, D, H);
   long long bytes = pp_bytes_v(m->N, m->s, r->c.batch, D, es, m->V);
   int64_t want[DT_NTAGS]; /* formulas.c */
-  pp_memory(m->N, m->s, L, M, R, r->c.batch, D, H, m->gpipe, r->c.optimizer[0] == 'a', want);
-  want[DT_ACTIV] = live * slot + scratch;
+  int sched[3] = {(int)V, m->gpipe, m->zb};
+  pp_memory(m->N, m->s, L, M, R, r->c.batch, D, H, sched, r->c.optimizer[0] == 'a', want);
   uint64_t sent = m->world->count[DT_SENDRECV].bytes_sent / steps;
   dt_report_traffic("pp", DT_SENDRECV, -1, (double)sent, (double)bytes);
   for (int t = DT_PARAMS; t <= DT_ACTIV; t++) /* rank 0's stage, as printed below */
@@ -218,12 +217,10 @@ int main(int argc, char **argv) {
   dt_comm *world = dt_run_init(&run, &argc, &argv, &lesson, options);
   model m = {.world = world, .M = M, .V = V, .gpipe = schedule[0] == 'g', .zb = schedule[0] == 'z'};
   layout(&m, &run);
-  if (m.zb) { /* F, B and W of every microbatch, exchanged at the slot model's boundaries */
-    m.nev = pp_plan_zb(m.N, m.s, M, m.plan, m.ev, &m.T);
-    m.n = (int)(3 * M);
-  } else
-    m.n = V > 1 ? pp_plan_v(m.N, m.s, M, (int)V, m.plan) : pp_plan(m.N, m.s, M, m.gpipe, m.plan);
-  if (V > 1) m.nev = pp_events(m.N, m.s, M, (int)V, m.plan, m.ev, &m.T);
+  pp_shape plan = pp_plan_any(m.N, m.s, M, (int)V, m.gpipe, m.zb, m.plan, m.ev); /* plans.c */
+  m.n = plan.n;
+  m.nev = plan.nev;
+  m.T = plan.T;
   m.tl = timeline_new(m.n);
   timeline_schedule(m.tl, (int)V, m.zb);
   dt_run_begin(&run);

@@ -15,7 +15,7 @@
  * (section 4.2.3); Megatron-LM's code for the traffic. */
 #include "block.h"
 
-#include "09_pp/schedule.h"
+#include "09_pp/plans.h"
 
 static int64_t up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -110,14 +110,14 @@ int64_t block_activ(const model *m, const mesh *x, int64_t s) {
   return (int64_t)a;
 }
 
-/* The pipeline's messages of stage s: 09's plan (its sendrecv calls); with
- * V virtual stages each microbatch crosses every virtual stage's boundary,
- * V times a rank each way, less the model's two ends. */
+/* The pipeline's exchanges of stage s: the sendrecv calls of 09's plan of
+ * the schedule (09_pp/plans.c); with V virtual stages each microbatch
+ * crosses every virtual stage's boundary, V times a rank each way, less
+ * the model's two ends, in the calls of its lockstep. */
 int64_t block_exchanges(const mesh *x, int64_t s) {
   int64_t P = x->n[PP];
   if (P < 2) return 0;
-  if (x->V < 2) return pp_exchanges((int)P, (int)s, x->M, x->gpipe);
-  return x->M * (2 * x->V - (s == 0) - (s == P - 1));
+  return pp_plan_count((int)P, (int)s, x->M, (int)(x->V > 1 ? x->V : 1), x->gpipe, x->zb).nev;
 }
 
 /* tp: Megatron's 2 all-reduces of [b s, D] in forward, 2 in backward, per

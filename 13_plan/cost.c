@@ -15,9 +15,10 @@
  *                  (11), overlapped where the lessons (and real runs)
  *                  overlap them; on a cluster the same ring where NCCL lays
  *                  it, NVLink or the node's NICs, or NCCL's tree (network.c);
- *   bubble         (pp-1) microbatch slots of the slowest stage: 09's
- *                  (N-1)/(M+N-1) of the step; 1/V of it with V virtual
- *                  stages a rank.
+ *   bubble         the idle slots of 09's plan of the schedule: (N-1)
+ *                  microbatches of the slowest stage, (N-1)/(M+N-1) of
+ *                  the step; 1/V of it with V virtual stages a rank;
+ *                  ZB-H1's (N-1)/(3M+N-1) where M >= N.
  * Bytes and memory per rank are the formulas the lessons print (formulas.c,
  * a lesson's reached through its kind's table, kinds.h), and the planner's
  * GPT block's (block.c). The tool around the model (tools/plan/, its main
@@ -33,6 +34,13 @@
 #include "cost.h"
 #include "formulas.h"
 #include "network.h"
+
+/* 09's plan of each schedule (plans.c); schedule.c, interleave.c and zb.c
+ * make them (named here so that the Makefile links them into the program) */
+#include "09_pp/interleave.h"
+#include "09_pp/plans.h"
+#include "09_pp/schedule.h"
+#include "09_pp/zb.h"
 
 /* The alpha-beta cost of one collective over n ranks on channel k, with
  * `bytes` the buffer each rank holds (the whole vector; for a sendrecv, the
@@ -161,9 +169,23 @@ static double dc_exposed(const mesh *x, const stage_cost *k) {
          fmax(0, k->params - k->fwd / M);
 }
 
-/* The step: M microbatches of the slowest stage and cp rank, (pp-1) more
- * of them idle (the bubble; 1/V of that with V virtual stages a rank,
- * Narayanan et al. 2021), the pipeline's exchanges, the data and the
+/* The bubble as 09 runs it: its plan of the schedule played in the slot
+ * model (every action one slot), T - busy of a stage's slots idle, each
+ * 1/busy of the stage's compute: GPipe's and 1F1B's 2(pp-1) of 2M (pp-1
+ * microbatches), interleaved 1F1B's 2(pp-1) of 2VM (Narayanan et al.
+ * 2021: 1/V of it), ZB-H1's pp-1 of 3M where M >= pp (Qi et al. 2024;
+ * above it where M < pp, zb.h). The step's share of the stage's work. */
+static double bubble_share(const mesh *x, prediction *p) {
+  int64_t P = x->n[PP], V = x->V > 1 ? x->V : 1;
+  pp_shape k = {0, 0, (int)(2 * x->M), (int)(2 * x->M)};
+  if (P > 1) k = pp_plan_count((int)P, 0, x->M, (int)V, x->gpipe, x->zb);
+  p->slots = k.T;
+  p->busy_slots = k.busy;
+  return (double)(k.T - k.busy) / (double)k.busy;
+}
+
+/* The step: M microbatches of the slowest stage and cp rank, the bubble
+ * (bubble_share of them), the pipeline's exchanges, the data and the
  * optimizer, and the gradients' sync over dp x cp. */
 void predict(const model *m, const mesh *x, const machine *c, prediction *p) {
   memset(p, 0, sizeof *p);
@@ -205,6 +227,6 @@ void predict(const model *m, const mesh *x, const machine *c, prediction *p) {
   p->comm_s[CP] = w.cp;
   p->comm_s[PP] = pp;
   p->comm_s[DC] = exposed > 0 ? exposed : 0;
-  p->bubble_s = (double)(P - 1) * worst / (double)(x->V > 1 ? x->V : 1); /* 09's, 1/V */
+  p->bubble_s = bubble_share(x, p) * worst * (double)x->M; /* 09's plan's idle slots */
   p->step_s = p->compute_s + w.tp + w.cp + pp + p->comm_s[DC] + p->bubble_s;
 }

@@ -14,7 +14,8 @@ typedef struct {
   double parameters;                                         /* of the whole model */
   double compute_s, comm_s[NCOMM], bubble_s, once_s, step_s; /* once: data, optimizer */
   double model_flops, hardware_flops, tokens;
-  int intra[NCOMM]; /* each axis's group inside one node */
+  int64_t slots, busy_slots; /* 09's plan in the slot model: the step's, and a stage's busy */
+  int intra[NCOMM];          /* each axis's group inside one node */
 } prediction;
 
 double collective_seconds(int coll, int64_t n, double bytes, const channel *k);

@@ -56,8 +56,21 @@ static int stages_split(const model *m, const mesh *x) {
 /* The planner's own features asked of a lesson's model (14 runs Megatron's
  * sequence parallelism) */
 static int gpt_only(const model *m, const mesh *x) {
-  return x->V > 1 || x->first || x->last || (x->sp && m->kind != GPT14) || x->tp_overlap ||
-         x->dropout || m->KV || m->swiglu || m->llama || m->pad;
+  return x->first || x->last || (x->sp && m->kind != GPT14) || x->tp_overlap || x->dropout ||
+         m->KV || m->swiglu || m->llama || m->pad;
+}
+
+/* The schedules as 09 runs them (09_pp/interleave.h, zb.h): V chunks a
+ * stage in 09 and 12 (interleaved 1F1B: 1f1b, 2 stages or more, M a
+ * multiple of pp, each stage's layers a multiple of V), ZB-H1 in 09 with
+ * one chunk a stage; the planner's GPT block takes both. */
+static int schedule_runs(const model *m, const mesh *x) {
+  int64_t P = x->n[PP], V = x->V > 1 ? x->V : 1;
+  if (x->zb) return V == 1 && (m->kind == PP09 || m->kind == GPT);
+  if (V == 1) return 1;
+  if ((m->kind != PP09 && m->kind != MESH12 && m->kind != GPT) || x->gpipe || P < 2 || x->M % P)
+    return 0;
+  return m->kind == GPT || m->L % (P * V) == 0;
 }
 
 /* What a lesson's model runs: fp32, attention by blocks, no recomputation
@@ -80,6 +93,7 @@ mesh_refusal mesh_problem(const model *m, const mesh *x, int64_t gpn) {
   if (m->kind != PP09 && !x->first && !x->last && m->L % P) return PP_LAYERS;
   if (m->S && m->S % chunks(x)) return SEQ_CHUNKS;
   if (x->M < 1 || m->B % (x->n[DP] * x->M)) return BATCH_MICRO;
+  if (!schedule_runs(m, x)) return SCHEDULE;
   if (m->kind == GPT14 && x->sp && rows_per_micro(m, x) % T) return SP_ROWS;
   if (T > gpn && m->kind == GPT) return TP_NODE; /* the planner's rule; the lessons run any */
   if (m->kind != GPT && !lesson_runs(m, x)) return LESSONS_FP32;
@@ -111,8 +125,11 @@ static const char *const sentence[NREFUSALS] = {
     [STAGES] = "the stages do not split the %lld layers: pp %lld, the first stage %lld, the last "
                "%lld (0: an even split), %lld virtual stages a rank (every stage's layers a "
                "multiple of them)",
+    [SCHEDULE] = "--schedule %s with %lld virtual stage(s) a rank (pp %lld, M %lld, %lld layers) "
+                 "is run by no lesson: V > 1 is interleaved 1F1B (09, 12: 1f1b, pp >= 2, M a "
+                 "multiple of pp, the layers of pp x V), zb1 is ZB-H1 (09, V 1)",
     [GPT_ONLY] =
-        "virtual or uneven stages, --sequence-parallel, --tp-overlap, --dropout, "
+        "uneven stages, --sequence-parallel, --tp-overlap, --dropout, "
         "--kv-heads, --mlp, --arch and --vocab-pad are the planner's GPT block's (--model gpt "
         "...)"};
 
@@ -134,6 +151,14 @@ void refusal_text(mesh_refusal r, const model *m, const mesh *x, int64_t gpn, ch
   case STAGES:
     snprintf(out, size, s, (long long)m->L, (long long)x->n[PP], (long long)x->first,
              (long long)x->last, (long long)(x->V > 1 ? x->V : 1));
+    break;
+  case SCHEDULE:
+    snprintf(out, size, s,
+             x->gpipe ? "gpipe"
+             : x->zb  ? "zb1"
+                      : "1f1b",
+             (long long)(x->V > 1 ? x->V : 1), (long long)x->n[PP], (long long)x->M,
+             (long long)m->L);
     break;
   default: snprintf(out, size, "%s", s);
   }

@@ -36,6 +36,7 @@ extern const char *const recompute_name[3];                   /* "none", "full",
 typedef struct {
   int64_t n[AXES], M; /* dp pp cp tp; microbatches per step */
   int zero, recompute, bf16, gpipe, flash, zigzag, adamw, overlap;
+  int zb;              /* --schedule zb1: ZB-H1 (09_pp/zb.h) */
   int64_t V;           /* virtual stages a rank (interleaved 1F1B); 0 or 1: one */
   int64_t first, last; /* the first and the last stage's layers (0: an even split) */
   int sp, tp_overlap;  /* Megatron's sequence parallelism; tp's collectives behind the GEMMs */
@@ -101,6 +102,7 @@ typedef enum {
   RING_FLASH,   /* ring attention needs attention by blocks */
   KV_HEADS,     /* the key-value heads do not divide the heads, or tp does not divide them */
   STAGES,       /* uneven stages or virtual stages that do not split the layers */
+  SCHEDULE,     /* a schedule the lesson does not run (09's interleaved 1F1B, ZB-H1) */
   GPT_ONLY,     /* a feature of the planner's GPT block asked of a lesson's model */
   NREFUSALS
 } mesh_refusal;

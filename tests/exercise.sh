@@ -74,15 +74,29 @@ lesson_dir() {
   done
   die "no lesson '$1' (lessons: $(ls -d [0-9][0-9]_*/ | tr -d / | tr '\n' ' '))"
 }
-# 03_all_reduce -> 03_all_reduce/all_reduce.c, or the other file with markers
+# 03_all_reduce -> 03_all_reduce/all_reduce.c, or the other file with
+# markers (not one a second exercise of the lesson holds: its PART.c)
 lesson_src() {
   local f main="$1/${1#*_}.c"
   for f in "$main" "$1"/*.c; do
+    [ -f "tests/exercises/$1-$(basename "$f" .c).txt" ] && continue
     grep -q '^[[:space:]]*/\* exercise: ' "$f" 2>/dev/null && { echo "$f"; return; }
   done
   echo "$main"
 }
-spec_of() { echo "tests/exercises/$1.txt"; }
+# An exercise: N or NN_name, or a lesson's second one, N-PART or
+# NN_name-PART (9-interleave: tests/exercises/09_pp-interleave.txt, the
+# markers in 09_pp/interleave.c). Sets d (the lesson's folder), part, id
+# (what make calls it: 9, 9-interleave), spec and src (the marked file).
+exercise_of() {
+  local want=$1
+  part=""
+  [[ $want == *-* ]] && part=${want#*-} want=${want%%-*}
+  d=$(lesson_dir "$want") || exit 2
+  id=$((10#${d%%_*}))${part:+-$part}
+  spec="tests/exercises/$d${part:+-$part}.txt"
+  if [ -n "$part" ]; then src="$d/$part.c"; else src=$(lesson_src "$d"); fi
+}
 
 field() { awk -v key="@$2" '$1 == key { sub(/^@[a-z0-9-]+ +/, ""); print }' "$1"; }
 
@@ -132,23 +146,21 @@ make_workspace() {
 }
 
 cmd_make() {
-  local d src spec dest
-  d=$(lesson_dir "$1") || exit 2
-  src=$(lesson_src "$d") spec=$(spec_of "$d")
-  [ -f "$spec" ] || die "lesson $d has no exercise yet ($spec is missing)"
+  local d part id src spec dest
+  exercise_of "$1"
+  [ -f "$spec" ] || die "lesson $d has no exercise ${part:+'$part' }yet ($spec is missing)"
   dest="$EXERCISE_DIR/$d/$(basename "$src")"
   if [ -e "$dest" ]; then
     echo "exercise: $dest exists and is kept (your work is never overwritten)."
-    echo "  to start over: rm $dest && make exercise-$((10#${d%%_*}))"
+    echo "  to start over: rm $dest && make exercise-$id"
     return 0
   fi
   mkdir -p "$EXERCISE_DIR/$d"
   make_workspace "$src" "$spec" >"$dest.tmp" || { rm -f "$dest.tmp"; die "could not cut $src (markers)"; }
   mv "$dest.tmp" "$dest"
-  local n=$((10#${d%%_*}))
-  echo "exercise $n: $(field "$spec" title)"
+  echo "exercise $id: $(field "$spec" title)"
   echo "  your file:  $dest  (the TODO inside says what to write; the rest is the lesson)"
-  echo "  check it:   make check-$n   (builds it and runs the lesson's own verification)"
+  echo "  check it:   make check-$id   (builds it and runs the lesson's own verification)"
   echo "  the lesson's own version (peek only when done): $src, between the same comments"
 }
 
@@ -258,6 +270,10 @@ facts_of() {
         else say_bytes(name, fld[3] + 0, fld[4] + 0)
       }
     }
+    # lesson 09, interleaved: stage 0'"'"'s forwards against Megatron'"'"'s order
+    /^pipeline: [0-9]+ stages, [0-9]+ microbatches/ { NS = $2 + 0 }
+    /^interleaved: V = [0-9]+ chunks a stage/ { VC = $4 + 0 }
+    /\] stage 0: layers .*, plan / { plan0 = $0; sub(/.*, plan /, "", plan0) }
     # lesson 14: the first loss against ln(V/tp), a cross-entropy over one slice
     /^the mesh: dp [0-9]+ x pp [0-9]+ x cp [0-9]+ x tp [0-9]+/ { T = $13 + 0 }
     /^model: GPT .* V=[0-9]+/ { v = $0; sub(/.* V=/, "", v); V = v + 0 }
@@ -284,6 +300,20 @@ facts_of() {
     }
     END {
       if (wd != "") printf "fact: peer %s | %s\n", wd, wdsay
+      if (VC > 1 && NS > 0 && plan0 != "") {
+        n = split(plan0, act, " "); k = 0
+        for (i = 1; i <= n; i++) {
+          if (substr(act[i], 1, 1) != "F") continue
+          g = int(k / (NS * VC)); c = int((k % (NS * VC)) / NS); mb = g * NS + k % NS
+          want = "F" mb substr("abcdefghijklmnopqrstuvwxyz", c + 1, 1)
+          if (act[i] != want) {
+            printf "fact: order %d | stage 0'"'"'s forward %d is %s; Megatron'"'"'s order runs %s there: chunk (k mod NV)/N = (%d mod %d)/%d = %d (%s), microbatch (k/NV) N + k mod N = %d x %d + %d = %d (N = %d, V = %d)\n", \
+              k, k, act[i], want, k, NS * VC, NS, c, substr("abcdefghijklmnopqrstuvwxyz", c + 1, 1), g, NS, k % NS, mb, NS, VC
+            break
+          }
+          k++
+        }
+      }
       if (T > 1 && V > 0 && has1 && hasr) {
         a = log(V / T); b = log(V)
         if ((l1 - a) ^ 2 < (l1 - b) ^ 2 && (l1 - r1) ^ 2 > 1e-6)
@@ -330,14 +360,14 @@ runs_of() {
 }
 
 cmd_check() {
-  local d src spec name bin obj log_dir
-  d=$(lesson_dir "$1") || exit 2
-  spec=$(spec_of "$d") name=${d#*_}
-  [ -f "$spec" ] || die "lesson $d has no exercise yet ($spec is missing)"
+  local d part id src spec name bin obj log_dir
+  exercise_of "$1"
+  name=${d#*_}
+  [ -f "$spec" ] || die "lesson $d has no exercise ${part:+'$part' }yet ($spec is missing)"
   local marked
-  marked=$(basename "$(lesson_src "$d")" .c)
+  marked=$(basename "$src" .c)
   src="$EXERCISE_DIR/$d/$marked.c"
-  [ -f "$src" ] || die "no $src yet: run 'make exercise-$((10#${d%%_*}))' first"
+  [ -f "$src" ] || die "no $src yet: run 'make exercise-$id' first"
   # the default workspace's build goes straight under OBJDIR (build/cpu/
   # exercises/06_fsdp); another EXERCISE_DIR gets a folder of its own name
   local sub=$d
@@ -348,7 +378,7 @@ cmd_check() {
   if [ "$(cd "$EXERCISE_DIR" && pwd)" = "$(pwd)" ]; then bin="$OBJDIR/$sub/$name"; else bin="$EXERCISE_DIR/$d/$name"; fi
   log_dir="$OBJDIR/$sub/logs"
   mkdir -p "$(dirname "$obj")" "$log_dir"
-  echo "check-$((10#${d%%_*})): $(field "$spec" title)"
+  echo "check-$id: $(field "$spec" title)"
   echo "  file: $src"
   if [ -n "${CHECK_NP:-}" ]; then
     [[ $CHECK_NP =~ ^[1-9][0-9]*$ ]] || die "NP=$CHECK_NP: a number of processes, 1 or more"
@@ -478,7 +508,8 @@ cmd_list() {
   local s d
   for s in tests/exercises/*.txt; do
     d=$(basename "$s" .txt)
-    printf '  make exercise-%-2s %-14s %s\n' "$((10#${d%%_*}))" "$d" "$(field "$s" title)"
+    part="" && [[ $d == *-* ]] && part=-${d#*-}
+    printf '  make exercise-%-2s %-14s %s\n' "$((10#${d%%_*}))$part" "$d" "$(field "$s" title)"
   done
 }
 

@@ -26,6 +26,7 @@ MAKE=${MAKE:-make}
 marked_of() {
   local d=$1 f
   for f in "$d/${d#*_}.c" "$d"/*.c; do
+    [ -f "tests/exercises/$d-$(basename "$f" .c).txt" ] && continue # a second exercise's
     grep -q '^[[:space:]]*/\* exercise: ' "$f" 2>/dev/null && { basename "$f"; return; }
   done
 }
@@ -44,12 +45,13 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/grade.XXXXXX") || die "no temporary folder"
 trap 'rm -rf "$tmp"' EXIT
 names=() scores=() maxes=() outs=()
 for spec in tests/exercises/[0-9][0-9]_*.txt; do
-  d=$(basename "$spec" .txt)
+  d=$(basename "$spec" .txt) part="" # NN_name-PART: a lesson's second exercise, in PART.c
+  [[ $d == *-* ]] && part=-${d#*-} d=${d%%-*}
   [ -d "$d" ] || continue
-  f=$(marked_of "$d")
+  if [ -n "$part" ]; then f=${part#-}.c; else f=$(marked_of "$d"); fi
   [ -n "$f" ] && [ -f "$DIR/$d/$f" ] || continue
-  n=$((10#${d%%_*}))
-  out="$tmp/$d.txt"
+  n=$((10#${d%%_*}))$part
+  out="$tmp/$d$part.txt"
   echo "grade: check-$n on $DIR/$d/$f ..." >&2
   EXERCISE_DIR=$DIR $MAKE -s --no-print-directory "check-$n" 2>&1 | grep -v "^make: \*\*\*" >"$out"
   # max: the spec's runs, less those at np=1 that check nothing of the

@@ -50,6 +50,33 @@ check "13 formula: 06's ZeRO-1" 0 0 '"dp_cp all_reduce": \[4, 524288\]' '"dp_cp 
 # 09 at NP 2, stage 0: its 9 exchanges (1F1B, M = 8), B x D x 4 forward, live 2
 check "13 formula: 09's stage 0" 0 0 '"pp sendrecv": \[9, 8192\]' "$(j13 params 262144)" \
   "$(j13 activ 45056)" -- $D13 --predict --json $A100 --model pp09 --pp 2 --opt sgd
+# 09's other schedules, priced from 09's own plans (09_pp/plans.c), each figure the one
+# 09 prints (tests/lesson_09.sh): interleaved V 2 at NP 4, L 8: stage 0 sends (2V-1)M = 24
+# messages of RD x 4 in the 43 sendrecvs of the lockstep, holds 11 chunk-microbatches of
+# 9216 B + scratch; its plan 38 slots, 6 idle = 2(N-1)
+check "13 formula: 09 --virtual-stages 2 at NP 4, its plan's sendrecvs, bubble slots, activations" 0 0 \
+  '"pp sendrecv": \[43, 24576\]' "$(j13 activ 118784)" '"bubble_slots": 6, "slots": 38,' \
+  -- $D13 --predict --json $A100 --model pp09 --pp 4 --layers 8 --opt sgd --virtual-stages 2
+# ZB-H1 at NP 2, M 8: 16 sendrecvs, 2 microbatches held with B's output gradients
+# (2 x (20480 + 4096) + scratch); the plan 25 slots, N-1 = 1 idle: (N-1)/(3M+N-1)
+check "13 formula: 09 --schedule zb1 at NP 2, M 8: N-1 idle slots of 3M+N-1" 0 0 '"pp sendrecv": \[16, 8192\]' \
+  "$(j13 activ 49152)" '"bubble_slots": 1, "slots": 25,' '"schedule": "zb1"' \
+  -- $D13 --predict --json $A100 --model pp09 --pp 2 --opt sgd --schedule zb1
+# at M 2 < N 4 09's plan idles 5 of 11 slots, above the paper's N-1 = 3 (zb.h): priced as it runs
+check "13 formula: 09 --schedule zb1 at NP 4, M 2: 5 idle slots of 11, 09's plan, not the formula" 0 0 \
+  '"bubble_slots": 5, "slots": 11,' "$(j13 activ 114688)" \
+  -- $D13 --predict --json $A100 --model pp09 --pp 4 --opt sgd --schedule zb1 --micro 16
+# 12 walks 09's interleaved plan: pp 2 tp 2 V 2 as tests/lesson_12.sh prints it
+check "13 formula: 12 --pp 2 --tp 2 --virtual-stages 2, 21 sendrecvs, activ 423168" 0 0 \
+  '"pp sendrecv": \[21, 98304\]' "$(j13 activ 423168)" '"bubble_slots": 2, "slots": 18,' \
+  -- $D13 --predict --json $A100 --model mesh12 --pp 2 --tp 2 --virtual-stages 2
+for bad in "pp09 --pp 2 --virtual-stages 2 --schedule gpipe|gpipe with 2 virtual" \
+  "pp09 --pp 2 --virtual-stages 2 --schedule zb1|zb1 with 2 virtual" \
+  "pp09 --pp 4 --virtual-stages 2|1f1b with 2 virtual .*, 4 layers\) is run by no lesson" \
+  "mesh12 --pp 2 --schedule zb1|zb1 with 1 virtual" "gpt14 --pp 2 --virtual-stages 2|1f1b with 2 virtual"; do
+  check "13 a schedule no lesson runs refused: ${bad%%|*}" 0 2 "^error: --schedule ${bad#*|}" \
+    -- $D13 --predict $A100 --model ${bad%%|*}
+done
 
 # 14_gpt (gpt14) at 14's test size (tests/lesson_14.sh's SMALL14: L 2, D 32, S 32, B 8),
 # V = README.md's characters (it changes: counted here as 14's tests count them)
@@ -168,9 +195,9 @@ check "13 formula: --mlp swiglu --arch llama, the parameters" 0 0 '"parameters":
 # the vocabulary padded to 128: 28 more rows of D
 check "13 formula: --vocab-pad 128, 128 rows in place of 100" 0 0 '"parameters": 109312,' \
   -- $D13 --predict --json $A100 $G13 --tp 2 --vocab-pad 128
-# interleaved 1F1B, V = 2 on pp 2, M = 4: stage 0 sends M(2V - 1) = 12 messages of s b D x 2;
-# the bubble half of the plain schedule's (checked beside it)
-check "13 formula: --virtual-stages 2, M(2V-1) messages on the first stage" 0 0 '"pp sendrecv": \[12, 24576\]' \
+# interleaved 1F1B, V = 2 on pp 2, M = 4: stage 0 sends M(2V - 1) = 12 messages of s b D x 2
+# in the 21 sendrecvs of 09's plan; the bubble half of the plain schedule's (checked beside it)
+check "13 formula: --virtual-stages 2, M(2V-1) messages on the first stage in 09's 21 sendrecvs" 0 0 '"pp sendrecv": \[21, 24576\]' \
   -- $D13 --predict --json $A100 $G13 --layers 8 --pp 2 --virtual-stages 2
 b1=$($D13 --predict --json $A100 $G13 --layers 8 --pp 2 | grep -o '"bubble_s": [0-9.e-]*' | cut -d' ' -f2)
 b2=$($D13 --predict --json $A100 $G13 --layers 8 --pp 2 --virtual-stages 2 | grep -o '"bubble_s": [0-9.e-]*' | cut -d' ' -f2)
@@ -188,7 +215,7 @@ check "13 virtual stages that do not split the layers" 0 2 '^error: the stages d
   -- $D13 --predict $A100 $G13 --layers 8 --pp 2 --virtual-stages 3
 check "13 key-value heads that do not divide the heads" 0 2 '^error: the 3 key-value heads must divide the 4 heads' \
   -- $D13 --predict $A100 $G13 --kv-heads 3
-check "13 the GPT block's features asked of a lesson's model" 0 2 "^error: virtual or uneven stages, --sequence-parallel" \
+check "13 the GPT block's features asked of a lesson's model" 0 2 "^error: uneven stages, --sequence-parallel" \
   -- $D13 --predict $A100 --sequence-parallel
 check "13 the A100 40GB and H200 presets" 0 0 \
   '^machine dgx-a100-40g .* 4e\+10 B of memory at 1.555e\+12 B/s' -- $D13 --predict --model gpt3-xl --tp 8 --dp 2 --precision bf16 --cluster dgx-a100-40g
@@ -404,6 +431,8 @@ with_timeout -k 5 900 $D13 --verify >"$V13" 2>&1 </dev/null
 verify_judged "13 verify: every figure equal; time within 20% (at most 2 shapes miss after 5 attempts, none by 2x)" "$V13" \
   '12_mesh/mesh --tp 2 +2 +1[0-9] of 1[0-9] ' '06_fsdp/fsdp --zero 3 +2 +7 of 7 ' \
   '14_gpt/gpt --tp 2 --sequence-parallel +2 +13 of 13 ' '14_gpt/gpt \(defaults\) +1 +11 of 11 ' \
+  '09_pp/pp --virtual-stages 2 +2 +6 of 6 ' '09_pp/pp --schedule zb1 +2 +6 of 6 ' \
+  '12_mesh/mesh --pp 2 --virtual-stages 2 +2 +1[0-9] of 1[0-9] ' \
   '^      kernels a step: 7 of 7 equal the prediction$' '^      kernels a step: 6 of 6 equal the prediction$' \
   '^      kernels a step: 21 of 21 equal the prediction$' \
   "^      kernels a step: not compared yet: its cross-entropy's forward"

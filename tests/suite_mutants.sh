@@ -274,7 +274,7 @@ else
   # which escaped once in CI)
   MUT_NPS=0 MUT_ALSO='kernels a step: 4 of 6 equal the prediction; first differing: dt_block_forward \[4, 64, 256, 1, 0\]: the lesson 16 a step, predicted 2' mutant 13-micro 13_plan tools/plan/lessons.c \
     's/(H = m->H, L = stage_layers\(m, x, s\), P = x->n\[PP\];\n  double per = \(double\))\(x->M \* L\)/$1L/' \
-    "the MLP blocks costed once a step, not once a microbatch (09's 8)" -- --verify --shapes 09_pp
+    "the MLP blocks costed once a step, not once a microbatch (09's 8)" -- --verify --shapes '09_pp/pp $'
   # 14_gpt: the vocabulary over tp, the tied weight over pp, sequence
   # parallelism, positions under cp; short runs of the default model
   MUT_ALSO='^    tp +all_reduce \(max\) +0 +1 ' mutant 14-max 14_gpt 14_gpt/gpt.c \

@@ -8,7 +8,7 @@
 #include "05_dp/formulas.h"
 #include "06_fsdp/formulas.h"
 #include "09_pp/formulas.h"
-#include "09_pp/schedule.h"
+#include "09_pp/plans.h"
 #include "lessons.h"
 
 static int64_t up(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -32,8 +32,9 @@ static void mlp_traffic(const model *m, const mesh *x, int64_t s, traffic t[NCOM
     t[DC][RS] = (traffic){calls[FSDP_SCATTER], bytes[FSDP_SCATTER]};
     t[DC][AR] = (traffic){calls[FSDP_REDUCE], bytes[FSDP_REDUCE]};
   } else { /* 09: a stage's activations forward, gradients back (09_pp/formulas.c) */
-    t[PP][P2P] = (traffic){pp_exchanges((int)P, (int)s, x->M, x->gpipe),
-                           pp_bytes((int)P, (int)s, m->B, D, es)};
+    int64_t V = x->V > 1 ? x->V : 1; /* the calls are the plan's (09_pp/plans.c) */
+    t[PP][P2P] = (traffic){pp_plan_count((int)P, (int)s, x->M, (int)V, x->gpipe, x->zb).nev,
+                           pp_bytes_v((int)P, (int)s, m->B, D, es, V)};
   }
 }
 
@@ -43,7 +44,8 @@ static void mlp_memory(const model *m, const mesh *x, int64_t s, int64_t mem[DT_
   if (m->kind == DP05) dp_memory(L, D, H, R, x->adamw, 0, mem);
   if (m->kind == FSDP06) /* the shards, and what is whole at the worst moment */
     fsdp_memory(L, G, up(2 * D * H, G), D, H, R, x->zero, 0, x->adamw, 0, mem);
-  if (m->kind == PP09) pp_memory((int)P, (int)s, L, x->M, R, m->B, D, H, x->gpipe, x->adamw, mem);
+  int sched[3] = {(int)(x->V > 1 ? x->V : 1), x->gpipe, x->zb}; /* 09's schedule */
+  if (m->kind == PP09) pp_memory((int)P, (int)s, L, x->M, R, m->B, D, H, sched, x->adamw, mem);
 }
 
 /* 05-09's residual MLP blocks (common/train/model.c): 2 products each way */

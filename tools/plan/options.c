@@ -80,6 +80,7 @@ int64_t plan_setup(const flags *f, int measuring, int64_t ranks, model *m, mesh 
                                                                 : RECOMPUTE_NONE,
               .bf16 = strcmp(f->precision, "fp32") != 0, /* fp16: the same 16-bit rate and bytes */
               .gpipe = !strcmp(f->schedule, "gpipe"),
+              .zb = !strcmp(f->schedule, "zb1"),
               .flash = !strcmp(f->attention, "flash"),
               .zigzag = f->split ? !strcmp(f->split, "zigzag") : m->kind == GPT,
               .adamw = !strcmp(f->opt, "adamw"),

@@ -79,7 +79,8 @@ typedef struct {
       DT_STRING("--precision", &(f)->precision, "fp32|bf16|fp16",                                  \
                 "bf16: ZeRO's mixed precision (e.g. with --params 7.5e9 --dp 64 --gpus 64 "        \
                 "--cluster dgx-a100-80g)"),                                                        \
-      DT_STRING("--schedule", &(f)->schedule, "gpipe|1f1b", "the pipeline's schedule (09)"),       \
+      DT_STRING("--schedule", &(f)->schedule, "gpipe|1f1b|zb1",                                    \
+                "the pipeline's schedule, 09's plans (zb1: ZB-H1)"),                               \
       DT_INT("--virtual-stages", &(f)->virtual_stages, 0, 1 << 10,                                 \
              "interleaved 1F1B: stages a rank (the bubble / V; 0: one)"),                          \
       DT_INT("--first-stage-layers", &(f)->first, 0, 1 << 20,                                      \

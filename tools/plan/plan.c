@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
   plan_vocab(&f, &m, &x); /* gpt14: its text's */
   mesh_refusal r = mesh_problem(&m, &x, c.gpus_per_node);
   if (r != RUNS) {
-    char why[200];
+    char why[320];
     refusal_text(r, &m, &x, c.gpus_per_node, why, sizeof why);
     dt_fail("%s", why);
   }

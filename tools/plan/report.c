@@ -114,9 +114,11 @@ static void planned(const model *m, const mesh *x, const machine *c, const predi
       "recompute %s, attention %s, cp split %s%s%s\n",
       (long long)x->n[DP], (long long)x->n[PP], (long long)x->n[CP], (long long)x->n[TP],
       (long long)N, (long long)x->M, x->zero, x->bf16 ? "bf16" : "fp32",
-      x->gpipe ? "gpipe" : "1f1b", recompute_name[x->recompute],
-      x->flash ? "flash" : "materialised", x->zigzag ? "zigzag" : "contiguous",
-      x->overlap ? ", overlap" : "", e.mesh);
+      x->gpipe ? "gpipe"
+      : x->zb  ? "zb1"
+               : "1f1b",
+      recompute_name[x->recompute], x->flash ? "flash" : "materialised",
+      x->zigzag ? "zigzag" : "contiguous", x->overlap ? ", overlap" : "", e.mesh);
   dt_print0("machine %s (%s): %lld a node, %.4g FLOP/s peak x %.3g, %.4g B of memory at %.4g B/s; "
             "inside a node alpha %.3g s beta %.3g s/B, across alpha %.3g s beta %.3g s/B",
             c->name, c->source, (long long)c->gpus_per_node, c->flops, c->eff, c->hbm, c->hbm_bw,
@@ -147,13 +149,18 @@ void report_table(const model *m, const mesh *x, const machine *c, const predict
                p->intra[a] ? "inside a node" : "across nodes");
       bar(axis_name[a], p->comm_s[a], p->step_s, what);
     }
-    char b[112];
-    double V = x->V > 1 ? (double)x->V : 1; /* interleaved: each slot 1/V as long */
+    char b[160];
+    /* a slot: an F or B (GPipe, 1F1B), a chunk's (V > 1; 1/V as long), an F, B or W (zb1) */
+    double V = x->V > 1 ? (double)x->V : 1, units = x->zb ? 3.0 * (double)x->M : V * (double)x->M;
+    long long idle = (long long)(p->slots - p->busy_slots);
     snprintf(b, sizeof b,
-             "(pp-1)%s slots of the slowest stage: %.1f%% = (pp-1)/(%sM+pp-1) of compute + tp + cp",
-             V > 1 ? "/V" : "",
-             100.0 * (double)(x->n[PP] - 1) / (V * (double)x->M + (double)(x->n[PP] - 1)),
-             V > 1 ? "V" : "");
+             "09's plan: %lld of %lld slots idle, %.1f%% (formula (pp-1)/(%s+pp-1) = %.1f%%) of "
+             "compute + tp + cp",
+             idle, (long long)p->slots, 100.0 * (double)idle / (double)p->slots,
+             x->zb   ? "3M"
+             : V > 1 ? "VM"
+                     : "M",
+             100.0 * (double)(x->n[PP] - 1) / (units + (double)(x->n[PP] - 1)));
     bar("bubble", p->bubble_s, p->step_s, b);
     bar("step", p->step_s, p->step_s, "");
     dt_print0("  %.4g tokens/s; model FLOPs %.4g a step (6 P T + 12 L D S T), hardware %.4g; %.4g "
@@ -198,7 +205,10 @@ void report_json(const model *m, const mesh *x, const machine *c, const predicti
             "\"%s\", \"split\": \"%s\"",
             (long long)x->n[DP], (long long)x->n[PP], (long long)x->n[CP], (long long)x->n[TP],
             (long long)x->M, x->zero, x->recompute == RECOMPUTE_FULL ? "true" : "false",
-            x->bf16 ? "bf16" : "fp32", x->gpipe ? "gpipe" : "1f1b",
+            x->bf16 ? "bf16" : "fp32",
+            x->gpipe ? "gpipe"
+            : x->zb  ? "zb1"
+                     : "1f1b",
             x->flash ? "flash" : "materialised", x->zigzag ? "zigzag" : "contiguous");
   if (m->kind == GPT) /* the planner's own: the recomputation's kind, the schedule, the overlaps */
     dt_print0(", \"recomputed\": \"%s\", \"virtual_stages\": %lld, \"first_stage_layers\": %lld, "
@@ -209,9 +219,10 @@ void report_json(const model *m, const mesh *x, const machine *c, const predicti
               x->overlap ? "true" : "false");
   dt_print0("},\n");
   if (t) {
-    dt_print0(
-        " \"step_time_s\": %.6g, \"compute_s\": %.6g, \"once_s\": %.6g, \"bubble_s\": %.6g,\n",
-        p->step_s, p->compute_s, p->once_s, p->bubble_s);
+    dt_print0(" \"step_time_s\": %.6g, \"compute_s\": %.6g, \"once_s\": %.6g, \"bubble_s\": %.6g, "
+              "\"bubble_slots\": %lld, \"slots\": %lld,\n",
+              p->step_s, p->compute_s, p->once_s, p->bubble_s,
+              (long long)(p->slots - p->busy_slots), (long long)p->slots);
     dt_print0(" \"comm_s\": {\"tp\": %.6g, \"cp\": %.6g, \"pp\": %.6g, \"dp_cp\": %.6g},\n",
               p->comm_s[TP], p->comm_s[CP], p->comm_s[PP], p->comm_s[DC]);
     dt_print0(" \"tokens_per_s\": %.6g, \"model_flops_per_step\": %.6g, "

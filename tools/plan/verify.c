@@ -72,6 +72,10 @@ static const shape shapes[] = {
     {2, "06_fsdp/fsdp", "--zero 2", "--model fsdp06 --dp 2 --zero 2 --opt sgd"},
     {2, "06_fsdp/fsdp", "--zero 3", "--model fsdp06 --dp 2 --zero 3 --opt sgd"},
     {2, "09_pp/pp", "", "--model pp09 --pp 2 --opt sgd"},
+    /* 09's other plans: interleaved (09 and 12) and ZB-H1, their bubble slots compared too */
+    {2, "09_pp/pp", "--virtual-stages 2", "--model pp09 --pp 2 --opt sgd --virtual-stages 2"},
+    {2, "09_pp/pp", "--schedule zb1", "--model pp09 --pp 2 --opt sgd --schedule zb1"},
+    {2, "12_mesh/mesh", "--pp 2 --virtual-stages 2", "--model mesh12 --pp 2 --virtual-stages 2"},
     {4, "12_mesh/mesh", "--cp 2 --tp 2", "--model mesh12 --cp 2 --tp 2"},
     {8, "12_mesh/mesh", "", "--model mesh12 --pp 2 --cp 2 --tp 2"},
     /* 14 on its default text (README.md, which every checkout has), V read from it */
@@ -185,13 +189,18 @@ static int attempt(const char *self, const char *mpirun, int i, int timed, int t
   return fail ? FAILED : ok_time ? OK : TIME_OFF;
 }
 
-/* label holds one of the comma-separated texts of `list` */
+/* label holds one of the comma-separated texts of `list`; a text ending in
+ * '$' must end the label ("09_pp/pp $": 09's defaults alone) */
 static int holds_any(const char *label, const char *list) {
   char one[128];
   for (const char *at = list; *at;) {
-    size_t len = strcspn(at, ",");
+    size_t len = strcspn(at, ","), n = strlen(label);
     snprintf(one, sizeof one, "%.*s", (int)len, at);
-    if (len && strstr(label, one)) return 1;
+    size_t k = strlen(one);
+    int end = k && one[k - 1] == '$';
+    one[k - end] = 0;
+    if (len && (end ? k - 1 <= n && !strcmp(label + n - (k - 1), one) : strstr(label, one) != NULL))
+      return 1;
     at += len + (at[len] == ',');
   }
   return 0;

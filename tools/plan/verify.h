@@ -20,6 +20,7 @@ typedef struct {
   traffic t[NCOMM][NCOLL];
   int64_t mem[6];
   double step_ms, parts[NCOMM + 2]; /* predicted: compute, comm by axis, bubble */
+  int64_t bubble_slots; /* a stage's idle slots in 09's plan (V > 1, zb1; -1: none printed) */
 } figures;
 void parse_lesson(const char *json, figures *f);    /* its --report-json */
 void parse_prediction(const char *log, figures *f); /* plan --predict --json's output */

@@ -58,6 +58,8 @@ void parse_lesson(const char *json, figures *f) {
     if (*next != ',') break;
   }
   if (nsteps) f->step_ms = quartile(steps, nsteps);
+  const char *slots = strstr(text, "\"bubble_slots\": {"); /* 09's interleave.c */
+  if (slots) f->bubble_slots = (int64_t)number_in(slots, strchr(slots, '}'), "measured");
 }
 
 double verify_json(const char *text, const char *key) {
@@ -85,6 +87,7 @@ void parse_prediction(const char *log, figures *f) {
     }
   for (int k = 0; k < 6; k++) f->mem[k] = (int64_t)verify_json(text, mem_name[k]);
   f->step_ms = 1e3 * verify_json(text, "step_time_s");
+  f->bubble_slots = (int64_t)verify_json(text, "bubble_slots");
   static const char *parts[NCOMM + 2] = {"compute_s", "pp", "cp", "tp", "dp_cp", "bubble_s"};
   const char *comm = strstr(text, "\"comm_s\": {"); /* the axes' names are the mesh's keys too */
   for (int i = 0; i < NCOMM + 1; i++)
@@ -109,6 +112,14 @@ void compare_figures(const figures *got, const figures *want, int *printed, int 
                  (long long)w->bytes);
       }
     }
+  if (got->bubble_slots >= 0) { /* 09's plan in the slot model: a stage's idle slots */
+    (*printed)++;
+    if (got->bubble_slots != want->bubble_slots) {
+      (*differ)++;
+      snprintf(why + strlen(why), len - strlen(why), " [bubble slots: %lld, predicted %lld]",
+               (long long)got->bubble_slots, (long long)want->bubble_slots);
+    }
+  }
   for (int k = 0; k < 6; k++) {
     if (got->mem[k] < 0) continue;
     (*printed)++;
