@@ -319,9 +319,14 @@ bench-matmul:
 # per rank by strategy, 10_ep's all-to-alls and step (bench/ep.sh). Writes
 # bench/results.md, bench/*.csv, and bench/*.png when gnuplot is installed
 # (optional).
-.PHONY: bench
+# `make bench-quick` (or `make bench QUICK=1`): the same nine parts, each at
+# small sizes and counts, written to bench/out/quick/results/ (never over
+# bench/'s figures).
+.PHONY: bench bench-quick
 bench: all $(A2A_BENCH)
-	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" NCCL_VERSION=$(NCCL_VERSION) A2A_BIN=$(A2A_BENCH) bash bench/run.sh
+	@BENCH_QUICK=$(QUICK) BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" NCCL_VERSION=$(NCCL_VERSION) A2A_BIN=$(A2A_BENCH) bash bench/run.sh
+bench-quick:
+	@$(MAKE) --no-print-directory bench QUICK=1
 
 # Lesson 10_ep's part of `make bench` alone (bench/ep.sh): the hand and the
 # library all-to-all, 1 KiB to 64 MiB at NP=2 and 4; the step at NP=1 beside

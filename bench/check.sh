@@ -15,7 +15,8 @@
 # (per lesson and kernel: runs, runs that met a decision apart and replayed
 # it, the worst figures) and bench/out/check/ (every log, commands.txt).
 #
-# Environment: BIN_DIR, MPIRUN, CORES, BLAS_CFLAGS, BLAS_LIBS, CHECK_KERNELS, CHECK_SEEDS (default 3),
+# Environment: BIN_DIR, MPIRUN, CORES, BLAS_CFLAGS, BLAS_LIBS, CHECK_KERNELS ("native": the
+# one OpenBLAS picks here), CHECK_SEEDS (default 3),
 # CHECK_NPS (default "2 4"), CHECK_LESSONS (default: every one below),
 # CHECK_TIMEOUT (seconds per run), CHECK_MD (default bench/check.md).
 set -euo pipefail
@@ -32,7 +33,7 @@ SEEDS=${CHECK_SEEDS:-3}
 read -ra NPS <<<"${CHECK_NPS:-2 4}"
 TIMEOUT=${CHECK_TIMEOUT:-300}
 MD=${CHECK_MD:-bench/check.md}
-OUT=bench/out/check
+OUT=${BENCH_OUT:-bench/out}/check # BENCH_OUT: make bench-quick puts its own apart
 rm -rf "$OUT"
 mkdir -p "$OUT"
 : >"$OUT/commands.txt"
@@ -68,6 +69,8 @@ probe=build/openblas_core
 # shellcheck disable=SC2086 # BLAS_CFLAGS/BLAS_LIBS: from the Makefile (Homebrew's paths on macOS)
 cc -O1 ${BLAS_CFLAGS:-} tests/openblas_core.c -o "$probe" ${BLAS_LIBS:--lopenblas} 2>"$OUT/openblas_core.log" ||
   die "tests/openblas_core.c does not build; see $OUT/openblas_core.log"
+# CHECK_KERNELS=native (make bench-quick): the one kernel OpenBLAS picks here
+[ "$KERNELS" != native ] || KERNELS=$("./$probe") || die "$probe: OpenBLAS names no kernel"
 ran=() skipped=()
 for k in $KERNELS; do
   rc=0

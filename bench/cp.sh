@@ -31,7 +31,7 @@ REPEAT=${BENCH_CP_REPEAT:-3}
 BEFORE=${BENCH_CP_BEFORE:-}
 BEFORE_MAX=${BENCH_CP_BEFORE_MAX:-4096}
 MODEL=(--layers 1 --dim 32 --heads 4 --batch 1 --samples 8 --steps 3)
-OUT=bench/out/cp
+OUT=${BENCH_OUT:-bench/out}/cp # BENCH_OUT: make bench-quick puts its own apart
 rm -rf "$OUT" && mkdir -p "$OUT/logs"
 CSV=$OUT/cp.csv MD=$OUT/cp.md
 : >"$OUT/commands.txt"

@@ -40,7 +40,7 @@ STEPS_LARGE=${EP_STEPS_LARGE:-30}
 LARGE=${EP_LARGE:-"--dim 256 --hidden 1024 --batch 256"}
 EP=$BIN_DIR/10_ep/ep
 DEST=${EP_DEST:-bench}
-OUT=bench/out/ep
+OUT=${BENCH_OUT:-bench/out}/ep # BENCH_OUT: make bench-quick puts its own apart
 NEW=$OUT/new
 rm -rf "$OUT"
 mkdir -p "$NEW"

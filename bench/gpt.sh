@@ -28,7 +28,7 @@ EVAL=${BENCH_GPT_EVAL:-250}
 NPS=(${BENCH_GPT_NPS:-1 2 16})
 TIMEOUT=${BENCH_GPT_TIMEOUT:-7200}
 TEXT=${BENCH_GPT_TEXT:-data/shakespeare.txt}
-OUT=bench/out/gpt
+OUT=${BENCH_OUT:-bench/out}/gpt # BENCH_OUT: make bench-quick puts its own apart
 BIN=$BIN_DIR/14_gpt/gpt
 rm -rf "$OUT" && mkdir -p "$OUT/logs"
 die() { echo "bench-gpt: FAILED: $*" >&2; exit 1; }

@@ -17,7 +17,8 @@
 # Environment: BIN_DIR, MPIRUN, CORES, BENCH_MESH_STEPS (default 6),
 # BENCH_MESH_RATES (default "unshaped 1gbit"), BENCH_MESH_REPEAT (default 3),
 # BENCH_MESH_TIMEOUT (seconds per run, default 600), BENCH_MESH_PART (1, 2
-# or "1 2").
+# or "1 2"), BENCH_MESH_DEST (where mesh.md, the CSVs and the plot go, default
+# bench), BENCH_OUT (raw output, default bench/out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN_DIR=${BIN_DIR:-.}
@@ -29,7 +30,7 @@ REPEAT=${BENCH_MESH_REPEAT:-3}
 TIMEOUT=${BENCH_MESH_TIMEOUT:-600}
 PARTS=${BENCH_MESH_PART:-1 2}
 MODEL=(--layers 8 --dim 64 --hidden 256 --heads 8 --seq 64 --batch 16 --steps "$STEPS")
-OUT=bench/out/mesh
+OUT=${BENCH_OUT:-bench/out}/mesh # BENCH_OUT: make bench-quick puts its own apart
 BIN=$BIN_DIR/12_mesh/mesh
 die() { echo "bench-mesh: FAILED: $*" >&2; exit 1; }
 say() { echo "bench-mesh: $*"; }
@@ -72,7 +73,9 @@ fi
 
 mkdir -p "$OUT"
 rm -f "$OUT"/*.log "$OUT"/rows.txt
-MD=bench/mesh.md CSV=bench/mesh.csv CCSV=bench/mesh_cluster.csv
+DEST=${BENCH_MESH_DEST:-bench} # make bench-quick's: bench/out/quick/results
+mkdir -p "$DEST"
+MD=$DEST/mesh.md CSV=$DEST/mesh.csv CCSV=$DEST/mesh_cluster.csv
 flags=()
 [ "$(id -u)" = 0 ] && flags+=(--allow-run-as-root)
 [ 8 -gt "$CORES" ] && flags+=(--oversubscribe)
@@ -154,8 +157,8 @@ fi
 } >"$MD"
 if command -v gnuplot >/dev/null && [ -f "$CSV" ]; then
   tail -n +2 "$CSV" | sort -t, -k5 -g | awk -F, '{ print NR - 1, $5, $1 "x" $2 "x" $3 "x" $4 }' >"$OUT/plot.dat"
-  gnuplot -e "set terminal png size 1000,420; set output 'bench/mesh.png'; set style fill solid; set boxwidth 0.7; set ylabel 'ms per step'; set xtics rotate by -45 font ',9'; set title 'every mesh dp x pp x cp x tp of 8 ranks ($(uname -m), $CORES cores)'; plot '$OUT/plot.dat' using 1:2:xtic(3) with boxes notitle"
+  gnuplot -e "set terminal png size 1000,420; set output '$DEST/mesh.png'; set style fill solid; set boxwidth 0.7; set ylabel 'ms per step'; set xtics rotate by -45 font ',9'; set title 'every mesh dp x pp x cp x tp of 8 ranks ($(uname -m), $CORES cores)'; plot '$OUT/plot.dat' using 1:2:xtic(3) with boxes notitle"
 else
-  say "no plot: gnuplot not installed (bench/mesh.png left as it was)"
+  say "no plot: gnuplot not installed ($DEST/mesh.png left as it was)"
 fi
 say "wrote $MD"

@@ -32,11 +32,31 @@
 # (weak scaling's batch per rank), BENCH_REPEAT (runs of each training
 # config; the fastest is kept), BENCH_MAX_BYTES (largest collective), A2A_BIN
 # (tests/bench_all_to_all.c's binary, for bench/ep.sh), GNUPLOT (the plotter,
-# default gnuplot; GNUPLOT=none runs as where it is not installed).
+# default gnuplot; GNUPLOT=none runs as where it is not installed), BENCH_QUICK=1
+# (`make bench-quick`: every part briefly, below), BENCH_OUT (raw output, default
+# bench/out; each part's script reads it too).
 set -euo pipefail
 shopt -s inherit_errexit # a failed $(grab ...) inside a function stops the suite too
 cd "$(dirname "$0")/.."
 
+# BENCH_QUICK=1 (make bench-quick): every part, each briefly (the sizes and
+# counts below, any of them still set by hand), to see that all nine run and
+# what they print; its results go to bench/out/quick/results/, never over
+# bench/'s figures (a quick run measures too little to stand for them)
+DEST=bench
+if [ "${BENCH_QUICK:-0}" = 1 ]; then
+  DEST=bench/out/quick/results
+  : "${BENCH_DIM:=64}" "${BENCH_STEPS:=3}" "${BENCH_REPEAT:=1}" "${BENCH_MAX_BYTES:=64K}" "${BENCH_STEP_RUNS:=1}"
+  : "${STEP_DIM:=64}" "${STEP_HIDDEN:=256}" "${STEP_STEPS:=5}"
+  : "${EP_MAX_BYTES:=64K}" "${EP_RUNS:=1}" "${EP_STEPS:=5}" "${EP_STEPS_LARGE:=2}" "${EP_LARGE:=--dim 64 --hidden 256 --batch 64}"
+  : "${BENCH_CP_SEQS:=1024}" "${BENCH_CP_TORCH_SEQS:=1024}" "${BENCH_CP_REPEAT:=1}"
+  : "${BENCH_MESH_STEPS:=2}" "${BENCH_MESH_REPEAT:=1}" "${BENCH_MESH_RATES:=unshaped}"
+  : "${CHECK_KERNELS:=native}" "${CHECK_SEEDS:=1}" "${CHECK_NPS:=2}"
+  : "${BENCH_GPT_ITERS:=20}" "${BENCH_GPT_EVAL:=10}" "${BENCH_GPT_NPS:=1 2}"
+  export BENCH_OUT=bench/out/quick BENCH_MESH_DEST=$DEST STEP_DIM STEP_HIDDEN STEP_STEPS EP_MAX_BYTES EP_RUNS \
+    EP_STEPS EP_STEPS_LARGE EP_LARGE BENCH_CP_SEQS BENCH_CP_TORCH_SEQS BENCH_CP_REPEAT BENCH_MESH_STEPS \
+    BENCH_MESH_REPEAT BENCH_MESH_RATES CHECK_KERNELS CHECK_SEEDS CHECK_NPS BENCH_GPT_ITERS BENCH_GPT_EVAL BENCH_GPT_NPS
+fi
 BIN_DIR=${BIN_DIR:-.}
 MPIRUN=${MPIRUN:-mpirun}
 CORES=${CORES:-$(nproc 2>/dev/null || echo 1)}
@@ -52,7 +72,7 @@ MAX_BYTES=${BENCH_MAX_BYTES:-16M}
 NPS=(1 2 4)
 MEM_NP=4
 
-OUT=bench/out # raw logs and plot data (ignored by git)
+OUT=${BENCH_OUT:-bench/out} # raw logs and plot data (ignored by git)
 NEW=$OUT/new  # results land here first and replace bench/ only at the end
 rm -rf "$NEW" "$OUT"/logs
 mkdir -p "$NEW" "$OUT"/logs
@@ -322,7 +342,7 @@ STEP_CONFIGS="05_dp|05_dp/dp||single|1
 06_fsdp|06_fsdp/fsdp|--zero 1|zero1|4
 06_fsdp|06_fsdp/fsdp|--zero 3|fsdp|2" STEP_MD=$OUT/step.md STEP_RUNS=${BENCH_STEP_RUNS:-3} \
   BIN_DIR=$BIN_DIR MPIRUN=$MPIRUN CORES=$CORES bash bench/step.sh >"$STEP_LOG" 2>&1 || die "bench/step.sh failed; see $STEP_LOG"
-cat bench/out/step/commands.txt >>"$OUT/commands.txt"
+cat "$OUT/step/commands.txt" >>"$OUT/commands.txt"
 {
   echo "## Against PyTorch, and the GEMM floor"
   echo
@@ -475,7 +495,7 @@ EOF
     die "gnuplot failed; see $OUT/gnuplot.log"
   fi
 else
-  OLD_PLOTS=$(cd bench && ls *.png 2>/dev/null | paste -sd " " - || true)
+  OLD_PLOTS=$(cd "$DEST" 2>/dev/null && ls *.png 2>/dev/null | paste -sd " " - || true)
   say "gnuplot is not installed: plots not remade; ${OLD_PLOTS:-no earlier plots} kept as they are, from an earlier run (make setup or apt-get install gnuplot-nox, then make bench again)"
 fi
 
@@ -486,7 +506,8 @@ hb() { awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%g MiB", b / 1048576; el
   echo "# Benchmarks"
   echo
   echo "Written by \`make bench\` (bench/run.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'), commit $commit."
-  echo "Every number below was parsed from the lessons' own output (raw logs: bench/out/logs/)."
+  [ "${BENCH_QUICK:-0}" != 1 ] || echo "QUICK MODE (\`make bench-quick\`): every part at reduced sizes and counts; not the figures of bench/."
+  echo "Every number below was parsed from the lessons' own output (raw logs: $OUT/logs/)."
   echo
   echo "- Machine: $cpu, $CORES cores, $mem_gib GiB memory, $os, kernel $(uname -r)"
   echo "- Backend: $backend; communication: $comm"
@@ -638,7 +659,8 @@ hb() { awk -v b="$1" 'BEGIN { if (b >= 1048576) printf "%g MiB", b / 1048576; el
 
 # ---- publish ----------------------------------------------------------------------------
 # new plots replace all the old ones; without gnuplot the old ones stay
-if [ ${#PLOTS[@]} -gt 0 ]; then rm -f bench/*.png; fi
-mv "$NEW"/* bench/
+mkdir -p "$DEST"
+if [ ${#PLOTS[@]} -gt 0 ]; then rm -f "$DEST"/*.png; fi
+mv "$NEW"/* "$DEST"/
 rmdir "$NEW"
-say "wrote bench/results.md bench/ep.md bench/collectives.csv bench/training.csv bench/memory.csv bench/all_to_all.csv bench/ep_step.csv${PLOTS:+ and ${#PLOTS[@]} plots} in $(elapsed "$T_START") s"
+say "wrote $DEST/: results.md ep.md collectives.csv training.csv memory.csv all_to_all.csv ep_step.csv${PLOTS:+ and ${#PLOTS[@]} plots} in $(elapsed "$T_START") s"

@@ -52,7 +52,7 @@ TIMEOUT=${STEP_TIMEOUT:-300}
 CONFIGS=${STEP_CONFIGS:-"05_dp|05_dp/dp||single|1
 05_dp|05_dp/dp||ddp|2
 05_dp|05_dp/dp||ddp|2|OMPI_MCA_mpi_yield_when_idle=1"}
-OUT=${STEP_OUT:-bench/out/step}
+OUT=${STEP_OUT:-${BENCH_OUT:-bench/out}/step}
 mkdir -p "$OUT"
 MODEL=(--layers "$LAYERS" --dim "$DIM" --hidden "$HIDDEN" --batch "$BATCH" --steps "$STEPS")
 

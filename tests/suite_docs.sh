@@ -149,3 +149,14 @@ else
   fail "docs: a failed check still fails the tour beside a refusal (exit 1, FAILED)" \
     "$DD/verdicts/bad.log" "exit $docs_rc"
 fi
+# docs/benchmarks.md's make bench-quick (and make bench QUICK=1) is bench/run.sh in its
+# quick mode, and plain make bench is not (make -n: nothing runs, about a second)
+bq=$(${MAKE:-make} -n bench-quick 2>&1 | grep 'bash bench/run.sh')
+bq1=$(${MAKE:-make} -n bench QUICK=1 2>&1 | grep 'bash bench/run.sh')
+bfull=$(${MAKE:-make} -n bench 2>&1 | grep 'bash bench/run.sh')
+if [[ $bq == BENCH_QUICK=1\ * ]] && [[ $bq1 == BENCH_QUICK=1\ * ]] && [[ $bfull == BENCH_QUICK=\ * ]]; then
+  pass "docs: make bench-quick and make bench QUICK=1 run bench/run.sh with BENCH_QUICK=1, make bench without"
+else
+  fail "docs: make bench-quick and make bench QUICK=1 run bench/run.sh with BENCH_QUICK=1, make bench without" "" \
+    "bench-quick: $bq; QUICK=1: $bq1; bench: $bfull"
+fi
