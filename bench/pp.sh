@@ -75,6 +75,16 @@ if command -v "$GNUPLOT" >/dev/null 2>&1; then
   for sched in gpipe 1f1b v2 v4 zb1; do
     awk -F, -v s="$sched" 'NR > 1 && $1 == s { print $2, $3, $6, $7, ($9 > 0 ? 100 * $8 / $9 : 0) }' "$CSV" >"$OUT/$sched.dat"
   done
+  # plot_column C: each schedule's column C against M, one line each
+  plot_column() {
+    printf 'plot '
+    local sep="" sched
+    for sched in gpipe 1f1b v2 v4 zb1; do
+      printf "%s'%s' using 1:%s with linespoints title '%s'" "$sep" "$OUT/$sched.dat" "$1" "$sched"
+      sep=", "
+    done
+    echo
+  }
   {
     echo 'if (strstrt(GPVAL_TERMINALS, "pngcairo") > 0) { set terminal pngcairo size 1200,440 font ",10" } else { set terminal png size 1200,440 }'
     echo "set output 'bench/pp.png'"
@@ -89,21 +99,9 @@ if command -v "$GNUPLOT" >/dev/null 2>&1; then
     done
     echo
     echo "set ylabel 'idle, % of N x step'; set title 'bubble measured (all steps)'; set yrange [0:100]; set key bottom right"
-    printf 'plot '
-    sep=""
-    for sched in gpipe 1f1b v2 v4 zb1; do
-      printf "%s'%s' using 1:3 with linespoints title '%s'" "$sep" "$OUT/$sched.dat" "$sched"
-      sep=", "
-    done
-    echo
+    plot_column 3
     echo "set ylabel 'ms a step (measured)'; set title 'time a step, $CORES cores shared'; set autoscale y; set key top left"
-    printf 'plot '
-    sep=""
-    for sched in gpipe 1f1b v2 v4 zb1; do
-      printf "%s'%s' using 1:2 with linespoints title '%s'" "$sep" "$OUT/$sched.dat" "$sched"
-      sep=", "
-    done
-    echo
+    plot_column 2
     echo "unset multiplot"
   } >"$OUT/pp.gp"
   if "$GNUPLOT" "$OUT/pp.gp" 2>"$OUT/logs/gnuplot.log"; then PLOT=1; else say "gnuplot failed; see $OUT/logs/gnuplot.log"; fi
