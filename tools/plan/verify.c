@@ -51,42 +51,7 @@ void verify_child_env(void) {
   for (int i = 0; i < n; i++) unsetenv(names[i]);
 }
 
-typedef struct {
-  int np;
-  const char *lesson, *flags, *plan;
-} shape;
 enum { ATTEMPTS = 5 }; /* the first, and up to four more where the time misses */
-
-static const shape shapes[] = {
-    {1, "12_mesh/mesh", "", "--model mesh12"},
-    {2, "12_mesh/mesh", "--dp 2", "--model mesh12 --dp 2"},
-    {2, "12_mesh/mesh", "--pp 2", "--model mesh12 --pp 2"},
-    {2, "12_mesh/mesh", "--cp 2", "--model mesh12 --cp 2"},
-    {2, "12_mesh/mesh", "--tp 2", "--model mesh12 --tp 2"},
-    {2, "12_mesh/mesh", "--dp 2 --zero 1", "--model mesh12 --dp 2 --zero 1"},
-    {2, "12_mesh/mesh", "--cp 2 --split zigzag", "--model mesh12 --cp 2 --split zigzag"},
-    {2, "12_mesh/mesh", "--pp 2 --schedule gpipe", "--model mesh12 --pp 2 --schedule gpipe"},
-    {2, "11_cp/cp", "", "--model cp11 --cp 2"},
-    {2, "05_dp/dp", "", "--model dp05 --dp 2 --opt sgd"},
-    {2, "06_fsdp/fsdp", "--zero 1", "--model fsdp06 --dp 2 --zero 1 --opt sgd"},
-    {2, "06_fsdp/fsdp", "--zero 2", "--model fsdp06 --dp 2 --zero 2 --opt sgd"},
-    {2, "06_fsdp/fsdp", "--zero 3", "--model fsdp06 --dp 2 --zero 3 --opt sgd"},
-    {2, "09_pp/pp", "", "--model pp09 --pp 2 --opt sgd"},
-    /* 09's other plans: interleaved (09 and 12) and ZB-H1, their bubble slots compared too */
-    {2, "09_pp/pp", "--virtual-stages 2", "--model pp09 --pp 2 --opt sgd --virtual-stages 2"},
-    {2, "09_pp/pp", "--schedule zb1", "--model pp09 --pp 2 --opt sgd --schedule zb1"},
-    {2, "12_mesh/mesh", "--pp 2 --virtual-stages 2", "--model mesh12 --pp 2 --virtual-stages 2"},
-    {4, "12_mesh/mesh", "--cp 2 --tp 2", "--model mesh12 --cp 2 --tp 2"},
-    {8, "12_mesh/mesh", "", "--model mesh12 --pp 2 --cp 2 --tp 2"},
-    /* 14 on its default text (README.md, which every checkout has), V read from it */
-    {1, "14_gpt/gpt", "", "--model gpt14"},
-    {2, "14_gpt/gpt", "--dp 2", "--model gpt14 --dp 2"},
-    {2, "14_gpt/gpt", "--tp 2", "--model gpt14 --tp 2"},
-    {2, "14_gpt/gpt", "--pp 2", "--model gpt14 --pp 2"},
-    {2, "14_gpt/gpt", "--cp 2", "--model gpt14 --cp 2"},
-    {2, "14_gpt/gpt", "--tp 2 --sequence-parallel", "--model gpt14 --tp 2 --sequence-parallel"},
-    {4, "14_gpt/gpt", "--cp 2 --tp 2", "--model gpt14 --cp 2 --tp 2"},
-    {8, "14_gpt/gpt", "", "--model gpt14 --pp 2 --cp 2 --tp 2"}};
 
 int verify_sh(const char *cmd, const char *log) {
   char full[2400];
@@ -100,7 +65,7 @@ enum { OK, TIME_OFF, FAILED };
  * from it into `want`; the commands' status. */
 static int measure_predict(const char *self, const char *mpirun, const char *flags, int i,
                            const char *tag, figures *want) {
-  const shape *s = &shapes[i];
+  const verify_shape *s = &verify_shapes[i];
   char cmd[2048], log[2][256], file[256];
   snprintf(file, sizeof file, "build/plan/verify-%d%s.json", i, tag);
   for (int k = 0; k < 2; k++)
@@ -121,7 +86,7 @@ static int measure_predict(const char *self, const char *mpirun, const char *fla
  * 3.3: 13_plan/README.md), and a run of a second can fall on the other
  * side of a change from the measurement before it. */
 static int attempt(const char *self, const char *mpirun, int i, int timed, int tries, int last) {
-  const shape *s = &shapes[i];
+  const verify_shape *s = &verify_shapes[i];
   char cmd[2048], log[3][256], why[1024] = "", flags[64];
   snprintf(flags, sizeof flags, "%s%s", timed ? "" : " --oversubscribe",
            getuid() ? "" : " --allow-run-as-root");
@@ -189,40 +154,23 @@ static int attempt(const char *self, const char *mpirun, int i, int timed, int t
   return fail ? FAILED : ok_time ? OK : TIME_OFF;
 }
 
-/* label holds one of the comma-separated texts of `list`; a text ending in
- * '$' must end the label ("09_pp/pp $": 09's defaults alone) */
-static int holds_any(const char *label, const char *list) {
-  char one[128];
-  for (const char *at = list; *at;) {
-    size_t len = strcspn(at, ","), n = strlen(label);
-    snprintf(one, sizeof one, "%.*s", (int)len, at);
-    size_t k = strlen(one);
-    int end = k && one[k - 1] == '$';
-    one[k - end] = 0;
-    if (len && (end ? k - 1 <= n && !strcmp(label + n - (k - 1), one) : strstr(label, one) != NULL))
-      return 1;
-    at += len + (at[len] == ',');
-  }
-  return 0;
-}
-
 /* Every shape once; then the shapes whose time missed, again, after the
  * others and a pause: a burst of another job's load on a shared machine
  * lasts seconds, and trying again at once meets the same burst. */
 int verify(const char *self, int quick, const char *only) {
   const char *mpirun = getenv("MPIRUN") ? getenv("MPIRUN") : "mpirun";
   int64_t cores = sysconf(_SC_NPROCESSORS_ONLN);
-  int bad = 0, judged = 0, reported = 0, n = (int)(sizeof shapes / sizeof *shapes);
-  int state[sizeof shapes / sizeof *shapes] = {OK}; /* a shape --quick leaves out: not judged */
-  int picked[sizeof shapes / sizeof *shapes], any = 0;
+  int bad = 0, judged = 0, reported = 0, n = VERIFY_NSHAPES;
+  int state[VERIFY_NSHAPES] = {OK}; /* a shape --quick leaves out: not judged */
+  int picked[VERIFY_NSHAPES], any = 0;
   char names[1024] = "";
   for (int i = 0; i < n; i++) { /* --shapes: the lesson and its flags hold the text */
     char label[128];
-    snprintf(label, sizeof label, "%s %s", shapes[i].lesson, shapes[i].flags);
-    any += picked[i] = !only || holds_any(label, only);
-    if (!strstr(names, shapes[i].lesson))
+    snprintf(label, sizeof label, "%s %s", verify_shapes[i].lesson, verify_shapes[i].flags);
+    any += picked[i] = !only || verify_holds_any(label, only);
+    if (!strstr(names, verify_shapes[i].lesson))
       snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
-               shapes[i].lesson);
+               verify_shapes[i].lesson);
   }
   if (!any) dt_fail("--shapes '%s': no shape of --verify holds it; its lessons: %s", only, names);
   verify_child_env();
@@ -239,7 +187,7 @@ int verify(const char *self, int quick, const char *only) {
   for (int pass = 0; pass < ATTEMPTS; pass++) {
     int again = 0;
     for (int i = 0; i < n; i++) {
-      int timed = shapes[i].np <= cores;
+      int timed = verify_shapes[i].np <= cores;
       if (!picked[i] || (pass == 0 && quick && !timed) || (pass > 0 && state[i] != TIME_OFF))
         continue;
       again += pass > 0;
@@ -251,7 +199,7 @@ int verify(const char *self, int quick, const char *only) {
       }
     }
   }
-  for (int i = 0; i < n; i++) bad += (!quick || shapes[i].np <= cores) && state[i] != OK;
+  for (int i = 0; i < n; i++) bad += (!quick || verify_shapes[i].np <= cores) && state[i] != OK;
   dt_print0("%s: --verify: bytes, memory and kernels equal the prediction on every shape, step "
             "time within "
             "20%% on the %d shape(s) of ranks <= cores; %d oversubscribed shape(s) reported, not "

@@ -6,6 +6,17 @@
 
 #include "13_plan/formulas.h"
 
+/* verify_shapes.c: a shape --verify runs: its ranks, the lesson and its flags,
+ * and the plan's flags that describe the same mesh */
+typedef struct {
+  int np;
+  const char *lesson, *flags, *plan;
+} verify_shape;
+enum { VERIFY_NSHAPES = 27 };
+extern const verify_shape *const verify_shapes; /* VERIFY_NSHAPES of them */
+/* label holds one of list's comma-separated texts (one ending in '$' must end it) */
+int verify_holds_any(const char *label, const char *list);
+
 void verify_keep_env(void); /* before MPI_Init: the launcher's variables are not a child's */
 int verify(const char *self, int quick, const char *only); /* the shapes that failed */
 /* for the tool's other checks (published.c): the environment a child plan
