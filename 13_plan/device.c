@@ -25,9 +25,10 @@
 #include "device.h"
 
 const char *const kernel_name[NKERNELS] = {
-    "gemm",  "mlp_f", "mlp_b", "att_f", "att_b", "ew",        "loss",     "data05", "data11",
-    "adamw", "sgd",   "flash", "alloc", "bgemm", "ln_f",      "ln_b",     "gelu_f", "gelu_b",
-    "emb_f", "emb_b", "ce_f",  "ce_b",  "sumsq", "att_start", "att_delta"};
+    "gemm",      "mlp_f",  "mlp_b",  "att_f", "att_b", "ew",    "loss",  "data05",
+    "data11",    "adamw",  "sgd",    "flash", "alloc", "bgemm", "ln_f",  "ln_b",
+    "gelu_f",    "gelu_b", "emb_f",  "emb_b", "ce_f",  "ce_b",  "sumsq", "att_start",
+    "att_delta", "ce_sum", "ce_tgt", "pos_f", "pos_b"};
 
 const char *op_kernel(const op *o) {
   static const char *const name[NKERNELS] = {[GEMM] = "dt_matmul",
@@ -46,9 +47,13 @@ const char *op_kernel(const op *o) {
                                              [GELU_F] = "dt_gelu_forward",
                                              [GELU_B] = "dt_gelu_backward",
                                              [EMB_F] = "dt_embed_forward",
-                                             [EMB_B] = "dt_embed_rows_sum",
+                                             [EMB_B] = "dt_embed_backward",
                                              [CE_F] = "dt_ce_max",
                                              [CE_B] = "dt_ce_backward",
+                                             [CE_SUM] = "dt_ce_sumexp",
+                                             [CE_TGT] = "dt_ce_target",
+                                             [POS_F] = "dt_positions_forward",
+                                             [POS_B] = "dt_positions_backward",
                                              [SUMSQ] = "dt_sum_squares"};
   if (o->k != EW) return name[o->k];
   return o->s[1] == 1   ? "dt_zero"

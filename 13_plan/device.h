@@ -34,11 +34,15 @@ enum {
   GELU_B,
   EMB_F, /* the embedding's rows of a vocabulary slice: tokens R, Vs, D */
   EMB_B,
-  CE_F, /* the cross-entropy's pieces over R rows of a slice of Vs (forward: max, sums, loss) */
+  CE_F, /* the cross-entropy's pieces over R rows of a slice of Vs (forward: each row's max) */
   CE_B,
   SUMSQ,     /* the gradients' squares summed (clipping's norm): n */
   ATT_START, /* 11's ring: o and the log-sum-exp started (R, W, heads) */
   ATT_DELTA, /* the backward's delta, rowsum(dO o O) (R, W, heads) */
+  CE_SUM,    /* the cross-entropy's sums of exp (R, Vs) */
+  CE_TGT,    /* its target's logit (R, Vs), and the loss read on the host */
+  POS_F,     /* the positions' rows added: a run of len positions (len, 1, D) */
+  POS_B,     /* their gradient summed into dwpe (len, 1, D) */
   NKERNELS
 };
 extern const char *const kernel_name[NKERNELS];

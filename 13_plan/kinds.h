@@ -18,11 +18,9 @@ typedef struct {
   double (*recompute_flops)(const model *m, const mesh *x); /* NULL: the generic ones */
   void (*traffic)(const model *m, const mesh *x, int64_t s, traffic t[NCOMM][NCOLL]);
   void (*memory)(const model *m, const mesh *x, int64_t s, int64_t mem[DT_NTAGS]);
-  void (*ops)(op_list *l, const model *m, const mesh *x, int64_t s, int64_t c); /* a step's */
-  /* NULL: ops lists the kernels the lesson's step calls, each entry point
-   * once (op_kernel), which --verify compares with the lesson's count;
-   * else why the list is not that yet (--verify says so on the shape) */
-  const char *kernels_open;
+  /* a step's: the kernels the lesson's step calls, each entry point once
+   * (op_kernel), which --verify compares with the lesson's count */
+  void (*ops)(op_list *l, const model *m, const mesh *x, int64_t s, int64_t c);
 } kind_fns;
 
 /* one entry a lesson's kind (MESH12 ... GPT14), NULL until the tool sets it */

@@ -55,7 +55,8 @@ double dt_ce_whole(const float *logits, int64_t R, int64_t V, const int32_t *tar
  * host and back, no wait in the step; the buckets' scratch is kept. */
 void dt_embed_backward(const int32_t *tokens, int64_t R, const float *dout, int64_t v0, int64_t Vs,
                        int64_t D, float *dwte) {
-  static int64_t *offsets; /* backend scratch, kept: [Vs + 1] and [R] */
+  DT_OP("dt_embed_backward", R, Vs, D, 0, 0); /* one kernel to the step's list: its two inside */
+  static int64_t *offsets;                    /* backend scratch, kept: [Vs + 1] and [R] */
   static int32_t *rows;
   static int64_t have_v, have_r;
   if (R <= 0 || Vs <= 0 || D <= 0) return;

@@ -44,9 +44,6 @@ void report_kernels(const model *m, const mesh *x) {
   kernel_count k[160];
   op apart[160];
   int napart, n = kernel_list(m, x, k, 160, apart, &napart);
-  const char *open = kind_of(m)->kernels_open;
-  dt_print0(",\n \"kernels_compared\": %s%s%s", open ? "\"not yet: " : "true", open ? open : "",
-            open ? "\"" : "");
   dt_print0(",\n \"kernels\": [");
   for (int i = 0; i < n; i++)
     dt_print0("%s\n  {\"kernel\": \"%s\", \"shape\": [%lld, %lld, %lld, %lld, %lld], \"calls\": "

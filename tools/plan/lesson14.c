@@ -20,7 +20,7 @@
 #include "lessons.h"
 
 typedef struct {
-  int64_t R, Rs, D, W, Hs, Vs;
+  int64_t R, Rs, D, W, Hs, Vs, C; /* C: a chunk of a sequence, cp's share of it */
 } dims;
 
 static void ln(op_list *l, const dims *d, int backward, int accumulate, double count) {
@@ -61,19 +61,29 @@ static void layer_backward(op_list *l, const model *m, const mesh *x, const dims
   ln(l, d, 1, 1, per);
 }
 
+/* The positions of rows [0, n) (14_gpt/tokens.c's runs: each a chunk of C
+ * positions, the last cut short), forward or backward (k) */
+static void positions(op_list *l, int k, int64_t n, int64_t C, int64_t D, double M) {
+  double run = (double)(C * D), tail = (double)(n % C * D);
+  add(l, k, C, 1, D, 0, 0, M * (double)(n / C), run, 12 * run);
+  add(l, k, n % C, 1, D, 0, 0, n % C ? M : 0, tail, 12 * tail);
+}
+
 /* The model's ends a microbatch: the embedding (first stage), the head and
  * the loss (last), forward or backward */
 static void ends(op_list *l, const dims *d, int first, int last, int backward, double M) {
   int64_t R = d->R, D = d->D, Vs = d->Vs;
-  double rows = (double)(R * D), logits = (double)(R * Vs);
+  double rows = (double)(R * D), logits = (double)(R * Vs), r = (double)R;
   if (first && !backward) {
     add(l, EMB_F, R, Vs, D, 0, 0, M, 0, 8 * rows);
-    ew(l, d->Rs * D, 3, M, 4); /* the positions added */
+    positions(l, POS_F, d->Rs, d->C, D, M); /* the rank's stream's rows */
   }
   if (last && !backward) {
     ln(l, d, 0, 0, M);
     gemm(l, R, Vs, D, 0, 1, M, 4); /* the logits of the slice, never gathered */
-    add(l, CE_F, R, Vs, 0, 0, 0, M, 4 * logits, 12 * logits);
+    add(l, CE_F, R, Vs, 0, 0, 0, M, logits, 4 * (logits + r));           /* each row's max */
+    add(l, CE_SUM, R, Vs, 0, 0, 0, M, 3 * logits, 4 * (logits + 2 * r)); /* sum exp(x - max) */
+    add(l, CE_TGT, R, Vs, 0, 0, 0, M, 0, 12 * r); /* the target's logit, where in the slice */
   }
   if (last && backward) {
     add(l, CE_B, R, Vs, 0, 0, 0, M, 4 * logits, 8 * logits);
@@ -83,13 +93,60 @@ static void ends(op_list *l, const dims *d, int first, int last, int backward, d
   }
   if (first && backward) {
     add(l, EMB_B, R, Vs, D, 0, 0, M, rows, 12 * rows);
-    ew(l, R * D, 3, M, 4); /* the positions' gradient */
+    positions(l, POS_B, R, d->C, D, M); /* the positions' gradient, from every row */
+  }
+}
+
+static gpt_share gpt_share_of(const model *m, const mesh *x, int64_t s);
+
+static void optimizer(op_list *l, int adamw, int64_t n) {
+  double f = (double)n;
+  add(l, adamw ? ADAMW : SGD, n, 0, 0, 0, 0, 1, 12.0 * f, (adamw ? 28.0 : 12.0) * f);
+}
+
+/* The optimizer's calls on [a, b) of the rank's buffer (common/train/
+ * model.c's dt_optimizer_step): AdamW in runs, each gain of [g0, g1) (D
+ * floats a tensor) a plain run of its own without decay */
+static void step_segment(op_list *l, int adamw, int64_t a, int64_t b, int64_t g0, int64_t g1,
+                         int64_t D) {
+  int64_t at = a;
+  for (int64_t g = g0; adamw && g < g1; g += D) {
+    int64_t lo = g > a ? g : a, hi = g + D < b ? g + D : b;
+    if (hi <= lo) continue;
+    if (lo > at) optimizer(l, 1, lo - at);
+    optimizer(l, 1, hi - lo);
+    at = hi;
+  }
+  if (b > at) optimizer(l, adamw, b - at);
+}
+
+/* Once a step on what the rank steps, [0, own) of its buffer: each of
+ * 14's classes of weights (buffers.c: the tp shards, the vocabulary, the
+ * replicas, their gains then wpe) a segment, its squares summed for the
+ * clipping's norm where it is no copy (the last stage's wte), and stepped */
+static void step_ops(op_list *l, const model *m, const mesh *x, int64_t s) {
+  gpt_share h = gpt_share_of(m, x, s);
+  int64_t D = h.D, vocab = h.L * (4 * D * h.W + 2 * D * h.Hs),
+          gains = vocab + (h.first || h.last) * h.Vs * D;
+  int64_t at[4] = {0, vocab, gains, h.nw};
+  for (int k = 0; k < 3; k++) {
+    int64_t a = at[k], b = at[k + 1] < h.own ? at[k + 1] : h.own;
+    if (a >= b) continue;
+    if (k != 1 || h.first)
+      add(l, SUMSQ, b - a, 0, 0, 0, 0, 1, 2.0 * (double)(b - a), 4.0 * (double)(b - a));
+    step_segment(l, x->adamw, a, b, gains, k == 2 ? gains + (2 * h.L + h.last) * D : gains, D);
   }
 }
 
 static void gpt14_ops(op_list *l, const model *m, const mesh *x, int64_t s, int64_t c) {
   int64_t T = x->n[TP], G = x->n[DP] * x->n[CP], P = x->n[PP], R = rows_per_micro(m, x);
-  dims d = {R, x->sp ? R / T : R, m->D, m->D / T, m->H / T, m->V / T};
+  dims d = {R,
+            x->sp ? R / T : R,
+            m->D,
+            m->D / T,
+            m->H / T,
+            m->V / T,
+            m->S / (x->n[CP] * (x->zigzag ? 2 : 1))};
   double M = (double)x->M, per = (double)(x->M * stage_layers(m, x, s));
   int first = s == 0, last = s == P - 1;
   l->per_micro = 1;
@@ -100,12 +157,11 @@ static void gpt14_ops(op_list *l, const model *m, const mesh *x, int64_t s, int6
   ends(l, &d, first, last, 1, M);
   layer_backward(l, m, x, &d, s, c, per);
   l->per_micro = l->backward = 0;
-  memory mem = memory_of(m, x, s); /* the rank's floats: its weights' buffer, what it steps */
-  int64_t held = mem.grads / 4, stepped = x->adamw ? mem.optim / 8 : held;
+  memory mem = memory_of(m, x, s); /* the rank's floats: its weights' buffer */
+  int64_t held = mem.grads / 4;
   ew(l, held, 1, 1, 4);               /* the gradients zeroed */
   if (G > 1) ew_scale(l, held, 1, 4); /* averaged: the comm layer's 1/G pass */
-  add(l, SUMSQ, stepped, 0, 0, 0, 0, 1, 2.0 * (double)stepped, 4.0 * (double)stepped);
-  add(l, ADAMW, stepped, 0, 0, 0, 0, 1, 12.0 * (double)stepped, 28.0 * (double)stepped);
+  step_ops(l, m, x, s);
 }
 
 static int64_t up(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -179,16 +235,12 @@ static void gpt14_memory(const model *m, const mesh *x, int64_t s, int64_t mem[D
   gpt_memory(&sh, mem);
 }
 
-const kind_fns gpt14_kind = {
-    .params = gpt14_params,
-    .model_flops = gpt14_flops,
-    .recompute_flops = gpt14_recompute,
-    .traffic = gpt14_traffic,
-    .memory = gpt14_memory,
-    .ops = gpt14_ops,
-    .kernels_open = "its cross-entropy's forward costed as one op where 14 calls three kernels "
-                    "(dt_ce_max, dt_ce_sumexp, dt_ce_target), its embedding's backward not yet "
-                    "counted as one (dt_embed_backward)"};
+const kind_fns gpt14_kind = {.params = gpt14_params,
+                             .model_flops = gpt14_flops,
+                             .recompute_flops = gpt14_recompute,
+                             .traffic = gpt14_traffic,
+                             .memory = gpt14_memory,
+                             .ops = gpt14_ops};
 
 /* 14's model as 14 makes it by default: its own defaults (14_gpt/defaults.c),
  * resolved as common/train resolves them (the MLP 4D wide); V from the text */
