@@ -51,6 +51,18 @@ rj "report: 09's JSON: pp bytes, memory, bubble formula (N-1)/(M+N-1)" "$RJ/09.j
   'kernels/dt_block_forward[4,64,256,1,0]/calls=16' 'kernels/dt_copy[256,2,0,0,0]/calls=8' \
   'kernels/dt_adamw_step[65536,0,0,0,0]/calls=1'
 
+# 10's mixture of experts: its router's and its exchange's kernels counted as
+# the others' (each of L = 4 layers once a step: R = 16 tokens a rank, D = 64,
+# E = 8 experts, top k = 2); the experts' blocks' rows follow the routing
+check "report: 10 np=2 writes its kernels" 2 0 '^step +2/2 ' -- \
+  ./10_ep/ep --steps 2 --no-check --report-json "$RJ/10.json"
+rj "report: 10's JSON: the router's kernels, each a call a layer" "$RJ/10.json" kernels_lost=0 \
+  'kernels/dt_router_forward[16,64,8,2,0]/calls=4' 'kernels/dt_router_gates[16,8,2,0,0]/calls=4' \
+  'kernels/dt_moe_dispatch_rows[16,2,64,0,0]/calls=4' 'kernels/dt_moe_combine[16,2,64,0,0]/calls=4' \
+  'kernels/dt_moe_aux[16,8,0,0,0]/calls=4' 'kernels/dt_moe_gate_backward[16,2,64,0,0]/calls=4' \
+  'kernels/dt_moe_combine_backward[16,2,64,0,0]/calls=4' \
+  'kernels/dt_router_backward[16,64,8,2,0]/calls=4'
+
 # the mesh: every axis's row of its table
 check "report: 12 np=2 --tp 2 writes its figures" 2 0 '^CHECK PASSED' -- \
   ./12_mesh/mesh --tp 2 --steps 3 --report-json "$RJ/12.json"

@@ -18,6 +18,7 @@
 #ifndef DT_CUDA
 void dt_router_forward(const float *x, const float *wr, int64_t R, int64_t D, int64_t E, int64_t k,
                        float *probs, int32_t *choice) {
+  DT_OP("dt_router_forward", R, D, E, k, 0);
   DT_KERNEL("dt_router_forward", x, wr, probs, choice);
   dt_matmul(0, 0, R, E, D, x, wr, probs, 0); /* the logits, softmaxed in place */
   for (int64_t t = 0; t < R; t++) dt_router_row(probs + t * E, E, k, choice + t * k);
@@ -25,6 +26,7 @@ void dt_router_forward(const float *x, const float *wr, int64_t R, int64_t D, in
 
 void dt_router_gates(const float *probs, const int32_t *choice, int64_t R, int64_t E, int64_t k,
                      float *gate) {
+  DT_OP("dt_router_gates", R, E, k, 0, 0);
   DT_KERNEL("dt_router_gates", probs, choice, gate);
   for (int64_t t = 0; t < R; t++)
     dt_router_gate_row(probs + t * E, choice + t * k, k, gate + t * k);
@@ -50,6 +52,7 @@ int64_t dt_moe_keep(const int32_t *choice, int64_t R, int64_t k, int64_t E, int6
 #ifndef DT_CUDA
 double dt_moe_aux(const dt_train_config *c, const float *probs, int64_t R, const float *f,
                   double scale, float *daux) {
+  DT_OP("dt_moe_aux", R, c->experts, 0, 0, 0);
   DT_KERNEL("dt_moe_aux", probs, daux);
   dt_expect_host("dt_moe_aux", "f", f, (size_t)c->experts * sizeof *f);
   int64_t E = c->experts;
@@ -64,6 +67,7 @@ double dt_moe_aux(const dt_train_config *c, const float *probs, int64_t R, const
 void dt_router_backward(const float *x, const float *wr, const float *probs, const int32_t *choice,
                         const float *gate, const float *dgate, const float *daux, int64_t R,
                         int64_t D, int64_t E, int64_t k, float *dlogits, float *dwr, float *dx) {
+  DT_OP("dt_router_backward", R, D, E, k, 0);
   DT_KERNEL("dt_router_backward", x, wr, probs, choice, gate, dgate, daux, dlogits, dwr, dx);
   for (int64_t t = 0; t < R; t++)
     dt_router_grad_row(probs + t * E, gate + t * k, dgate + t * k, choice + t * k, daux, E, k,
@@ -74,6 +78,7 @@ void dt_router_backward(const float *x, const float *wr, const float *probs, con
 
 void dt_moe_dispatch_rows(const float *x, const int32_t *pos, int64_t R, int64_t k, int64_t D,
                           float *send) {
+  DT_OP("dt_moe_dispatch_rows", R, k, D, 0, 0);
   DT_KERNEL("dt_moe_dispatch_rows", x, pos, send);
   for (int64_t i = 0; i < R * k; i++)
     if (pos[i] >= 0) memcpy(send + (int64_t)pos[i] * D, x + i / k * D, (size_t)D * 4);
@@ -81,6 +86,7 @@ void dt_moe_dispatch_rows(const float *x, const int32_t *pos, int64_t R, int64_t
 
 void dt_moe_combine(const float *x, const float *gate, const float *ret, const int32_t *pos,
                     int64_t R, int64_t k, int64_t D, float *xn) {
+  DT_OP("dt_moe_combine", R, k, D, 0, 0);
   DT_KERNEL("dt_moe_combine", x, gate, ret, pos, xn);
   for (int64_t t = 0; t < R; t++)
     for (int64_t d = 0; d < D; d++)
@@ -89,6 +95,7 @@ void dt_moe_combine(const float *x, const float *gate, const float *ret, const i
 
 void dt_moe_gate_backward(const float *dy, const float *gate, const float *ret, const int32_t *pos,
                           int64_t R, int64_t k, int64_t D, float *back, float *dgate) {
+  DT_OP("dt_moe_gate_backward", R, k, D, 0, 0);
   DT_KERNEL("dt_moe_gate_backward", dy, gate, ret, pos, back, dgate);
   for (int64_t i = 0; i < R * k; i++)
     dgate[i] = pos[i] < 0 ? 0.0f
@@ -98,6 +105,7 @@ void dt_moe_gate_backward(const float *dy, const float *gate, const float *ret, 
 
 void dt_moe_combine_backward(const float *dy, const float *back, const int32_t *pos,
                              const int32_t *expert, int64_t R, int64_t k, int64_t D, float *dx) {
+  DT_OP("dt_moe_combine_backward", R, k, D, 0, 0);
   DT_KERNEL("dt_moe_combine_backward", dy, back, pos, expert, dx);
   for (int64_t t = 0; t < R; t++)
     for (int64_t d = 0; d < D; d++)

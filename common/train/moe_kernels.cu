@@ -18,6 +18,7 @@ __global__ static void router_kernel(float *probs, int64_t R, int64_t E, int64_t
 
 extern "C" void dt_router_forward(const float *x, const float *wr, int64_t R, int64_t D, int64_t E,
                                   int64_t k, float *probs, int32_t *choice) {
+  DT_OP("dt_router_forward", R, D, E, k, 0);
   dt_matmul(0, 0, R, E, D, x, wr, probs, 0); /* the logits, softmaxed in place */
   if (R <= 0) return;
   router_kernel<<<ROWS(R)>>>(probs, R, E, k, choice);
@@ -32,6 +33,7 @@ __global__ static void gates_kernel(const float *probs, const int32_t *choice, i
 
 extern "C" void dt_router_gates(const float *probs, const int32_t *choice, int64_t R, int64_t E,
                                 int64_t k, float *gate) {
+  DT_OP("dt_router_gates", R, E, k, 0, 0);
   if (R <= 0) return;
   gates_kernel<<<ROWS(R)>>>(probs, choice, R, E, k, gate);
   LAUNCHED();
@@ -46,6 +48,7 @@ __global__ static void prob_sums_kernel(const float *probs, int64_t R, int64_t E
  * the host for the loss (a printed figure), daux goes back (E floats). */
 extern "C" double dt_moe_aux(const dt_train_config *c, const float *probs, int64_t R,
                              const float *f, double scale, float *daux) {
+  DT_OP("dt_moe_aux", R, c->experts, 0, 0, 0);
   int64_t E = c->experts;
   static double *P, *hP;
   static float *hd;
@@ -84,6 +87,7 @@ extern "C" void dt_router_backward(const float *x, const float *wr, const float 
                                    const int32_t *choice, const float *gate, const float *dgate,
                                    const float *daux, int64_t R, int64_t D, int64_t E, int64_t k,
                                    float *dlogits, float *dwr, float *dx) {
+  DT_OP("dt_router_backward", R, D, E, k, 0);
   if (R > 0) {
     router_grad_kernel<<<ROWS(R)>>>(probs, choice, gate, dgate, daux, R, E, k, dlogits);
     LAUNCHED();
@@ -127,12 +131,14 @@ __global__ static void combine_grad_kernel(const float *dy, const float *back, c
 
 extern "C" void dt_moe_dispatch_rows(const float *x, const int32_t *pos, int64_t R, int64_t k,
                                      int64_t D, float *send) {
+  DT_OP("dt_moe_dispatch_rows", R, k, D, 0, 0);
   if (R * k * D <= 0) return;
   dispatch_kernel<<<ROWS(R * k * D)>>>(x, pos, R, k, D, send);
   LAUNCHED();
 }
 extern "C" void dt_moe_combine(const float *x, const float *gate, const float *ret,
                                const int32_t *pos, int64_t R, int64_t k, int64_t D, float *xn) {
+  DT_OP("dt_moe_combine", R, k, D, 0, 0);
   if (R * D <= 0) return;
   combine_kernel<<<ROWS(R * D)>>>(x, gate, ret, pos, R, k, D, xn);
   LAUNCHED();
@@ -140,6 +146,7 @@ extern "C" void dt_moe_combine(const float *x, const float *gate, const float *r
 extern "C" void dt_moe_gate_backward(const float *dy, const float *gate, const float *ret,
                                      const int32_t *pos, int64_t R, int64_t k, int64_t D,
                                      float *back, float *dgate) {
+  DT_OP("dt_moe_gate_backward", R, k, D, 0, 0);
   if (R * k <= 0) return;
   gate_grad_kernel<<<ROWS(R * k)>>>(dy, gate, ret, pos, R, k, D, back, dgate);
   LAUNCHED();
@@ -147,6 +154,7 @@ extern "C" void dt_moe_gate_backward(const float *dy, const float *gate, const f
 extern "C" void dt_moe_combine_backward(const float *dy, const float *back, const int32_t *pos,
                                         const int32_t *expert, int64_t R, int64_t k, int64_t D,
                                         float *dx) {
+  DT_OP("dt_moe_combine_backward", R, k, D, 0, 0);
   if (R * D <= 0) return;
   combine_grad_kernel<<<ROWS(R * D)>>>(dy, back, pos, expert, R, k, D, dx);
   LAUNCHED();
