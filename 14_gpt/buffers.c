@@ -66,57 +66,53 @@ static void place(model *m, dt_run *r, int64_t lo, int64_t hi) {
   free(by_rows);
 }
 
+/* the share's sizes (formulas.c's gpt_share_sized): R rows a microbatch
+ * once 11's ring has cut them (0 before: the buffer's layout needs none) */
+static gpt_sizes sizes_of(const model *m, const dt_train_config *c, int64_t R) {
+  return (gpt_sizes){.n = m->mesh.n,
+                     .s = m->mesh.at[PP],
+                     .L = m->weights.L,
+                     .M = m->step.M,
+                     .R = R,
+                     .C = R ? m->step.cr.C : 0,
+                     .D = c->dim,
+                     .H = c->hidden,
+                     .heads = c->heads,
+                     .V = c->vocab,
+                     .S = c->seq,
+                     .dc = m->mesh.dc->rank,
+                     .zero = m->weights.zero,
+                     .sp = m->step.sp};
+}
+
 static void sizes(model *m, const dt_train_config *c) {
-  int64_t T = m->mesh.n[TP];
-  m->weights.D = c->dim;
+  gpt_sizes z = sizes_of(m, c, 0);
+  gpt_share x = gpt_share_sized(&z);
+  m->weights.D = x.D;
   m->weights.H = c->hidden;
-  m->weights.A = c->heads / T;
-  m->weights.W = m->weights.D / T;
-  m->weights.Hs = m->weights.H / T;
-  m->weights.S = c->seq;
+  m->weights.A = x.A;
+  m->weights.W = x.W;
+  m->weights.Hs = x.Hs;
+  m->weights.S = x.S;
   m->weights.V = c->vocab;
-  m->weights.Vs = m->weights.V / T;
-  m->weights.v0 = m->mesh.at[TP] * m->weights.Vs;
+  m->weights.Vs = x.Vs;
+  m->weights.v0 = m->mesh.at[TP] * x.Vs;
   m->step.Bm = c->batch / (m->mesh.n[DP] * m->step.M);
-  m->weights.nl = 4 * m->weights.D * m->weights.W + 2 * m->weights.D * m->weights.Hs;
-  int64_t ends = m->mesh.first || m->mesh.last;
-  m->weights.at_of[SHARDS] = 0;
-  m->weights.at_of[VOCAB] = m->weights.L * m->weights.nl;
-  m->weights.at_of[REPLICAS] = m->weights.at_of[VOCAB] + ends * m->weights.Vs * m->weights.D;
-  m->weights.at_of[CLASSES] = m->weights.at_of[REPLICAS] +
-                              (2 * m->weights.L + m->mesh.last) * m->weights.D +
-                              m->mesh.first * m->weights.S * m->weights.D;
-  m->weights.nw = m->weights.at_of[CLASSES];
+  m->weights.nl = 4 * x.D * x.W + 2 * x.D * x.Hs;
+  gpt_classes(&x, m->weights.at_of); /* SHARDS, VOCAB, REPLICAS and the end */
+  m->weights.nw = x.nw;
 }
 
 gpt_share gpt_share_here(const model *m, const dt_run *r) {
-  int64_t lo = 0, hi = m->weights.nw;
-  if (m->weights.zero) fsdp_range(&m->weights.f, &lo, &hi);
-  return (gpt_share){.n = m->mesh.n,
-                     .s = m->mesh.at[PP],
-                     .L = m->weights.L,
-                     .chunks = m->weights.chunks,
-                     .zb = m->step.zb,
-                     .M = m->step.M,
-                     .R = m->step.R,
-                     .Rs = m->step.Rs,
-                     .D = m->weights.D,
-                     .W = m->weights.W,
-                     .A = m->weights.A,
-                     .Hs = m->weights.Hs,
-                     .C = m->step.cr.C,
-                     .Vs = m->weights.Vs,
-                     .S = m->weights.S,
-                     .nw = m->weights.nw,
-                     .shard = m->weights.zero ? m->weights.f.S : 0,
-                     .own = hi - lo,
-                     .first = m->mesh.first,
-                     .last = m->mesh.last,
-                     .gpipe = m->step.gpipe,
-                     .adamw = r->c.optimizer[0] == 'a',
-                     .sp = m->step.sp,
-                     .recompute = m->step.recompute,
-                     .wire16 = m->step.wire.type != DT_F32};
+  gpt_sizes z = sizes_of(m, &r->c, m->step.R);
+  gpt_share x = gpt_share_sized(&z);
+  x.chunks = m->weights.chunks;
+  x.zb = m->step.zb;
+  x.gpipe = m->step.gpipe;
+  x.adamw = r->c.optimizer[0] == 'a';
+  x.recompute = m->step.recompute;
+  x.wire16 = m->step.wire.type != DT_F32;
+  return x;
 }
 
 void gpt_buffers(model *m, dt_run *r) {

@@ -12,6 +12,40 @@ static mesh_flow all_reduce(int64_t calls, int64_t floats, int64_t T, int64_t E)
   return (mesh_flow){T > 1 ? calls : 0, T > 1 ? calls * (2 * (T - 1) * floats * E / T) : 0};
 }
 
+void gpt_classes(const gpt_share *x, int64_t at[4]) {
+  at[0] = 0;
+  at[1] = x->L * (4 * x->D * x->W + 2 * x->D * x->Hs);
+  at[2] = at[1] + (x->first || x->last) * x->Vs * x->D;
+  at[3] = at[2] + (2 * x->L + x->last) * x->D + x->first * x->S * x->D;
+}
+
+gpt_share gpt_share_sized(const gpt_sizes *z) {
+  int64_t T = z->n[TP], G = z->n[DP] * z->n[CP];
+  gpt_share x = {.n = z->n,
+                 .s = z->s,
+                 .L = z->L,
+                 .M = z->M,
+                 .R = z->R,
+                 .Rs = z->sp ? z->R / T : z->R,
+                 .D = z->D,
+                 .W = z->D / T,
+                 .A = z->heads / T,
+                 .Hs = z->H / T,
+                 .C = z->C,
+                 .Vs = z->V / T,
+                 .S = z->S,
+                 .first = z->s == 0,
+                 .last = z->s == z->n[PP] - 1,
+                 .sp = z->sp};
+  int64_t at[4];
+  gpt_classes(&x, at);
+  x.nw = at[3];
+  x.shard = z->zero ? (x.nw + G - 1) / G : 0; /* 06's padded shard */
+  int64_t lo = z->zero ? z->dc * x.shard : 0, hi = z->zero ? lo + x.shard : x.nw;
+  x.own = (hi < x.nw ? hi : x.nw) - (lo < x.nw ? lo : x.nw);
+  return x;
+}
+
 gpt_traffic gpt_traffic_of(const gpt_share *x) {
   int64_t T = x->n[TP], C = x->n[CP], P = x->n[PP], G = x->n[DP] * x->n[CP];
   int64_t L = x->L, M = x->M, R = x->R, D = x->D, E = x->wire16 ? 2 : 4; /* bytes an element */

@@ -38,6 +38,21 @@ typedef struct {
   int zb;         /* --schedule zb1 (09's ZB-H1): a slot also keeps gpt_kept for W */
 } gpt_share;
 
+/* The share from the whole model's sizes, plain numbers: the mesh n, stage
+ * s holding L layers, M microbatches of R rows, C tokens a chunk, the
+ * model's D, H, heads, V and S, the rank's place dc along dp x cp, --zero
+ * 1 and --sequence-parallel (the flags that shape no size are the
+ * caller's). One spelling for 14 (buffers.c) and 13's table of it. */
+typedef struct {
+  const int64_t *n;
+  int64_t s, L, M, R, C, D, H, heads, V, S, dc;
+  int zero, sp;
+} gpt_sizes;
+gpt_share gpt_share_sized(const gpt_sizes *z);
+/* where each class of the rank's buffer starts (buffers.c: the tp shards,
+ * the vocabulary, the replicas: the gains then wpe), at[3] its end, nw */
+void gpt_classes(const gpt_share *x, int64_t at[4]);
+
 /* With V > 1 or zb1 pp's calls are the plan's (09's pp_events,
  * pp_plan_zb), left 0 here. */
 gpt_traffic gpt_traffic_of(const gpt_share *x);

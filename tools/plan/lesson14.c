@@ -13,8 +13,8 @@
  * and with --recompute the layer's forward again first. The first stage
  * embeds the tokens of its slice of the vocabulary and adds the positions;
  * the last runs LN_f, the logits [R, V/tp] and the cross-entropy's pieces.
- * Once a step: the gradients zeroed, the average over dp x cp (the comm
- * layer's scaling pass), clipping's norm and AdamW on what the rank steps. */
+ * Once a step: the gradients zeroed, averaged over dp x cp (the comm
+ * layer's scaling pass), clipping's norm and AdamW, a segment at a time. */
 #include "14_gpt/defaults.h"
 #include "14_gpt/formulas.h"
 #include "lessons.h"
@@ -97,7 +97,29 @@ static void ends(op_list *l, const dims *d, int first, int last, int backward, d
   }
 }
 
-static gpt_share gpt_share_of(const model *m, const mesh *x, int64_t s);
+/* Stage s of gpt14 as 14's formulas take a rank's share, from the sizes
+ * alone as 14 takes its own (formulas.c's gpt_share_sized): rank 0 of its
+ * dp x cp group, tp rank 0 */
+static gpt_share gpt_share_of(const model *m, const mesh *x, int64_t s) {
+  gpt_sizes z = {.n = x->n,
+                 .s = s,
+                 .L = stage_layers(m, x, s),
+                 .M = x->M,
+                 .R = rows_per_micro(m, x),
+                 .C = m->S / (x->n[CP] * (x->zigzag ? 2 : 1)),
+                 .D = m->D,
+                 .H = m->H,
+                 .heads = m->A,
+                 .V = m->V,
+                 .S = m->S,
+                 .zero = x->zero,
+                 .sp = x->sp};
+  gpt_share h = gpt_share_sized(&z);
+  h.gpipe = x->gpipe;
+  h.adamw = x->adamw;
+  h.recompute = x->recompute == RECOMPUTE_FULL;
+  return h;
+}
 
 static void optimizer(op_list *l, int adamw, int64_t n) {
   double f = (double)n;
@@ -126,15 +148,14 @@ static void step_segment(op_list *l, int adamw, int64_t a, int64_t b, int64_t g0
  * clipping's norm where it is no copy (the last stage's wte), and stepped */
 static void step_ops(op_list *l, const model *m, const mesh *x, int64_t s) {
   gpt_share h = gpt_share_of(m, x, s);
-  int64_t D = h.D, vocab = h.L * (4 * D * h.W + 2 * D * h.Hs),
-          gains = vocab + (h.first || h.last) * h.Vs * D;
-  int64_t at[4] = {0, vocab, gains, h.nw};
+  int64_t at[4];
+  gpt_classes(&h, at);
   for (int k = 0; k < 3; k++) {
     int64_t a = at[k], b = at[k + 1] < h.own ? at[k + 1] : h.own;
     if (a >= b) continue;
-    if (k != 1 || h.first)
+    if (k != 1 || h.first) /* the last stage's wte: a copy, its norm counted on the first */
       add(l, SUMSQ, b - a, 0, 0, 0, 0, 1, 2.0 * (double)(b - a), 4.0 * (double)(b - a));
-    step_segment(l, x->adamw, a, b, gains, k == 2 ? gains + (2 * h.L + h.last) * D : gains, D);
+    step_segment(l, x->adamw, a, b, at[2], k == 2 ? at[2] + (2 * h.L + h.last) * h.D : at[2], h.D);
   }
 }
 
@@ -164,8 +185,6 @@ static void gpt14_ops(op_list *l, const model *m, const mesh *x, int64_t s, int6
   step_ops(l, m, x, s);
 }
 
-static int64_t up(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 static double gpt14_params(const model *m) {
   int64_t D = m->D, L = m->L;
   return (double)(m->V * D + m->S * D + L * (4 * D * D + 2 * D * m->H + 2 * D) + D);
@@ -176,39 +195,6 @@ static double gpt14_flops(const model *m) {
 }
 static double gpt14_recompute(const model *m, const mesh *x) {
   return x->recompute ? gpt_recompute_flops(m->L, m->D, m->H, m->S, m->B) : 0;
-}
-
-/* Stage s of gpt14 as 14's formulas take a rank's share (14_gpt/buffers.c's
- * sizes, buffers.c's gpt_share_here): rank 0 of its dp x cp group, tp rank 0 */
-static gpt_share gpt_share_of(const model *m, const mesh *x, int64_t s) {
-  int64_t T = x->n[TP], G = x->n[DP] * x->n[CP], P = x->n[PP], D = m->D, W = D / T;
-  int64_t L = stage_layers(m, x, s), R = rows_per_micro(m, x), Vs = m->V / T;
-  int first = s == 0, last = s == P - 1;
-  int64_t nw = L * (4 * D * W + 2 * D * (m->H / T)) + (first || last) * Vs * D +
-               (2 * L + last) * D + first * m->S * D;
-  int64_t shard = x->zero ? up(nw, G) : 0;
-  return (gpt_share){.n = x->n,
-                     .s = s,
-                     .L = L,
-                     .M = x->M,
-                     .R = R,
-                     .Rs = x->sp ? R / T : R,
-                     .D = D,
-                     .W = W,
-                     .A = m->A / T,
-                     .Hs = m->H / T,
-                     .C = m->S / (x->n[CP] * (x->zigzag ? 2 : 1)),
-                     .Vs = Vs,
-                     .S = m->S,
-                     .nw = nw,
-                     .shard = shard,
-                     .own = x->zero ? (shard < nw ? shard : nw) : nw,
-                     .first = first,
-                     .last = last,
-                     .gpipe = x->gpipe,
-                     .adamw = x->adamw,
-                     .sp = x->sp,
-                     .recompute = x->recompute == RECOMPUTE_FULL};
 }
 
 /* 14's traffic as 13's axes hold it: tp's all-reduces summed (the
