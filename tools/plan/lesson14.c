@@ -15,6 +15,7 @@
  * the last runs LN_f, the logits [R, V/tp] and the cross-entropy's pieces.
  * Once a step: the gradients zeroed, the average over dp x cp (the comm
  * layer's scaling pass), clipping's norm and AdamW on what the rank steps. */
+#include "13_plan/block.h"
 #include "14_gpt/defaults.h"
 #include "14_gpt/formulas.h"
 #include "lessons.h"
@@ -152,7 +153,9 @@ static gpt_share gpt_share_of(const model *m, const mesh *x, int64_t s) {
                      .gpipe = x->gpipe,
                      .adamw = x->adamw,
                      .sp = x->sp,
-                     .recompute = x->recompute == RECOMPUTE_FULL};
+                     .recompute = x->recompute == RECOMPUTE_FULL,
+                     .chunks = x->V,
+                     .zb = x->zb};
 }
 
 /* 14's traffic as 13's axes hold it: tp's all-reduces summed (the
@@ -169,6 +172,8 @@ static void gpt14_traffic(const model *m, const mesh *x, int64_t s, traffic t[NC
   t[TP][RS] = (traffic){f.scatter.calls, f.scatter.bytes};
   t[CP][P2P] = (traffic){f.cp.calls, f.cp.bytes};
   t[PP][P2P] = (traffic){f.pp.calls, f.pp.bytes};
+  if (x->V > 1 || x->zb) /* 14 walks 09's interleaved or ZB-H1 plan: its exchanges */
+    t[PP][P2P].calls = block_exchanges(x, s); /* 13_plan/block.c: 09's plans.c */
   t[PP][AR] = (traffic){f.emb.calls, f.emb.bytes};
   t[DC][AR] = (traffic){f.grads.calls, f.grads.bytes};
   t[DC][AG] = (traffic){f.params.calls, f.params.bytes};

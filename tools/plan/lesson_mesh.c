@@ -3,9 +3,9 @@
  * formulas called from 11_cp/formulas.c, 12's from 12_mesh/formulas.c on
  * the rank's share as 12_mesh/buffers.c sizes it, each operation as
  * 12_mesh/mesh.c and 11_cp/cp.c call it. */
-#include "09_pp/plans.h"
 #include "11_cp/formulas.h"
 #include "12_mesh/formulas.h"
+#include "13_plan/block.h"
 #include "lessons.h"
 
 static int64_t up(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -32,6 +32,7 @@ static mesh_share mesh_share_of(const model *m, const mesh *x, int64_t s) {
                       .shard = x->zero ? up(n, G) : 0,
                       .gpipe = x->gpipe,
                       .V = x->V,
+                      .zb = x->zb,
                       .adamw = x->adamw};
 }
 
@@ -42,8 +43,8 @@ static void transformer_traffic(const model *m, const mesh *x, int64_t s, traffi
     t[TP][AR] = (traffic){f.tp.calls, f.tp.bytes};
     t[CP][P2P] = (traffic){f.cp.calls, f.cp.bytes};
     t[PP][P2P] = (traffic){f.pp.calls, f.pp.bytes};
-    if (x->V > 1) /* 12 walks 09's interleaved plan: its exchanges (09_pp/plans.c) */
-      t[PP][P2P].calls = pp_plan_count((int)x->n[PP], (int)s, x->M, (int)x->V, 0, 0).nev;
+    if (x->V > 1 || x->zb) /* 12 walks 09's interleaved or ZB-H1 plan: its exchanges */
+      t[PP][P2P].calls = block_exchanges(x, s); /* 13_plan/block.c: 09's plans.c */
     t[DC][AR] = (traffic){f.grads.calls, f.grads.bytes};
     if (x->zero) t[DC][AG] = (traffic){f.params.calls, f.params.bytes};
     return;
