@@ -39,6 +39,7 @@ enum {
   SUMSQ,     /* the gradients' squares summed (clipping's norm): n */
   ATT_START, /* 11's ring: o and the log-sum-exp started (R, W, heads) */
   ATT_DELTA, /* the backward's delta, rowsum(dO o O) (R, W, heads) */
+  RELU_B,    /* ZB-H1's B (09, 12): ReLU's gradient over n, apart from the block's backward */
   NKERNELS
 };
 extern const char *const kernel_name[NKERNELS];

@@ -89,8 +89,14 @@ static void transformer_ops(op_list *l, const model *m, const mesh *x, int64_t s
       4.0 * (double)(2 * R * D + 2 * D * Hs + 2 * R * Hs));
   if (s == 0 && !res) ew(l, R * D, 2, (double)x->M, 4); /* 12's microbatch into its slot */
   l->backward = 1;
-  add(l, MLP_B, R, D, Hs, res, 0, per, 8.0 * (double)(R * D * Hs),
-      4.0 * (double)(3 * R * D + 4 * D * Hs + 3 * R * Hs));
+  if (!x->zb)
+    add(l, MLP_B, R, D, Hs, res, 0, per, 8.0 * (double)(R * D * Hs),
+        4.0 * (double)(3 * R * D + 4 * D * Hs + 3 * R * Hs));
+  if (x->zb) { /* 12_mesh/zb.c: B's dy kept, then the MLP's B and W apart */
+    ew(l, R * D, 2, per, 4);
+    zb_mlp_ops(l, R, D, Hs, per);
+  }
+  if (m->kind == MESH12) parked_ops(l, x, s, R * D);
   gemm(l, W, D, R, 1, 0, per, 4); /* dWo */
   gemm(l, R, W, D, 0, 1, per, 4); /* do */
   ring_ops(l, m, x, s, c, 1);
