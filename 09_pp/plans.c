@@ -7,7 +7,7 @@
 
 pp_shape pp_plan_any(int N, int s, int64_t M, int V, int gpipe, int zb, action *plan,
                      pp_event *ev) {
-  pp_shape k = {0, 0, (int)(2 * (M + N - 1)), (int)(2 * M)};
+  pp_shape k = {0, 0, (int)(2 * (M + N - 1)), (int)(2 * M), 0};
   if (zb) {
     k.nev = pp_plan_zb(N, s, M, plan, ev, &k.T);
     k.n = k.busy = (int)(3 * M);
@@ -18,6 +18,7 @@ pp_shape pp_plan_any(int N, int s, int64_t M, int V, int gpipe, int zb, action *
     k.n = pp_plan(N, s, M, gpipe, plan);
     k.nev = (int)pp_exchanges(N, s, M, gpipe);
   }
+  for (int i = 0; i < k.n; i++) k.parked += plan[i].parked;
   return k;
 }
 

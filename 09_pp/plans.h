@@ -9,10 +9,11 @@
 #include "schedule.h"
 
 typedef struct {
-  int n;    /* the stage's actions */
-  int nev;  /* its exchanges (sendrecv calls) a step */
-  int T;    /* the step's slots in the slot model, every action one */
-  int busy; /* of them the stage's: 2M (GPipe, 1F1B), 2VM (V chunks), 3M (ZB-H1's F, B, W) */
+  int n;      /* the stage's actions */
+  int nev;    /* its exchanges (sendrecv calls) a step */
+  int T;      /* the step's slots in the slot model, every action one */
+  int busy;   /* of them the stage's: 2M (GPipe, 1F1B), 2VM (V chunks), 3M (ZB-H1's F, B, W) */
+  int parked; /* its backwards whose gradient waits in their slot (stage.c copies it out) */
 } pp_shape;
 
 /* Stage s of N's plan for M microbatches into plan (room for 3MV

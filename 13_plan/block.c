@@ -15,6 +15,7 @@
  * (section 4.2.3); Megatron-LM's code for the traffic. */
 #include "block.h"
 
+#include "09_pp/formulas.h"
 #include "09_pp/plans.h"
 
 static int64_t up(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -92,17 +93,30 @@ double block_layer_activ(const model *m, const mesh *x) {
   return (s * b * (shared + spread / t) + scores) * (x->bf16 ? 1 : 2);
 }
 
+/* ZB-H1: what B keeps for W, a layer's, as 12 and 14 keep it
+ * (12_mesh/zb.c, 14_gpt/formulas.c's gpt_kept: L(2RD + RHs + 3RW)):
+ * the output gradient of each product whose weight's gradient W takes,
+ * s b (2h + (q k v + the MLP's first products)/t), whole h for Wo's and
+ * W2's (each tp rank's input gradient of the row-parallel products) */
+static double block_kept(const model *m, const mesh *x) {
+  double s = (double)(m->S / x->n[CP]), b = (double)(m->B / (x->n[DP] * x->M)), h = (double)m->D;
+  double qkv = h * (1 + 2 * (double)kv_heads(m) / (double)m->A), F = (double)m->H;
+  return s * b * (2 * h + (qkv + (m->swiglu ? 2 : 1) * F) / (double)x->n[TP]) * (x->bf16 ? 2 : 4);
+}
+
 /* A stage's activations: live microbatches (1F1B: min(pp - s, M); GPipe:
- * M) of its layers; with full recomputation each layer's input (2 s b h)
- * and one layer whole; the interleaved schedule's first stage holds
- * 1 + (pp - 1)/(pp V) times as many layers' worth (Korthikanti et al.);
- * the last stage the logits in fp32 for the loss. */
+ * M; ZB-H1: min(pp, M), each held until its W, 09's pp_live_zb) of its
+ * layers; with full recomputation each layer's input (2 s b h) and one
+ * layer whole; the interleaved schedule's first stage holds 1 + (pp -
+ * 1)/(pp V) times as many layers' worth (Korthikanti et al.); the last
+ * stage the logits in fp32 for the loss. */
 int64_t block_activ(const model *m, const mesh *x, int64_t s) {
   int64_t P = x->n[PP], M = x->M, T = x->n[TP], R = rows_per_micro(m, x), D = m->D;
-  int64_t live = x->gpipe ? M : min64(P - s, M);
+  int64_t live = x->gpipe ? M : x->zb ? pp_live_zb((int)P, M) : min64(P - s, M);
   int full = x->recompute == RECOMPUTE_FULL;
   double layer = block_layer_activ(m, x);
   double keep = full ? 2.0 * (double)(R * D) * (x->bf16 ? 1 : 2) / (double)(x->sp ? T : 1) : layer;
+  keep += x->zb ? block_kept(m, x) : 0;
   double layers = (double)(live * stage_layers(m, x, s));
   if (x->V > 1) layers *= 1 + (double)(P - 1) / (double)(P * x->V);
   double a = layers * keep + (full ? layer : 0);

@@ -177,7 +177,7 @@ static double dc_exposed(const mesh *x, const stage_cost *k) {
  * above it where M < pp, zb.h). The step's share of the stage's work. */
 static double bubble_share(const mesh *x, prediction *p) {
   int64_t P = x->n[PP], V = x->V > 1 ? x->V : 1;
-  pp_shape k = {0, 0, (int)(2 * x->M), (int)(2 * x->M)};
+  pp_shape k = {0, 0, (int)(2 * x->M), (int)(2 * x->M), 0};
   if (P > 1) k = pp_plan_count((int)P, 0, x->M, (int)V, x->gpipe, x->zb);
   p->slots = k.T;
   p->busy_slots = k.busy;

@@ -28,7 +28,7 @@ const char *const kernel_name[NKERNELS] = {
     "gemm",      "mlp_f",  "mlp_b",  "att_f", "att_b", "ew",    "loss",  "data05",
     "data11",    "adamw",  "sgd",    "flash", "alloc", "bgemm", "ln_f",  "ln_b",
     "gelu_f",    "gelu_b", "emb_f",  "emb_b", "ce_f",  "ce_b",  "sumsq", "att_start",
-    "att_delta", "ce_sum", "ce_tgt", "pos_f", "pos_b"};
+    "att_delta", "ce_sum", "ce_tgt", "pos_f", "pos_b", "relu_b"};
 
 const char *op_kernel(const op *o) {
   static const char *const name[NKERNELS] = {[GEMM] = "dt_matmul",
@@ -40,6 +40,7 @@ const char *op_kernel(const op *o) {
                                              [DATA05] = "dt_make_batch",
                                              [ATT_START] = "dt_attn_start",
                                              [ATT_DELTA] = "dt_attn_delta",
+                                             [RELU_B] = "dt_relu_backward",
                                              [ADAMW] = "dt_adamw_step",
                                              [SGD] = "dt_sgd_step",
                                              [LN_F] = "dt_layernorm_forward",

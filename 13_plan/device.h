@@ -43,6 +43,7 @@ enum {
   CE_TGT,    /* its target's logit (R, Vs), and the loss read on the host */
   POS_F,     /* the positions' rows added: a run of len positions (len, 1, D) */
   POS_B,     /* their gradient summed into dwpe (len, 1, D) */
+  RELU_B,    /* ZB-H1's B (09, 12): ReLU's gradient over n, apart from the block's backward */
   NKERNELS
 };
 extern const char *const kernel_name[NKERNELS];

@@ -60,16 +60,16 @@ static int gpt_only(const model *m, const mesh *x) {
          m->KV || m->swiglu || m->llama || m->pad;
 }
 
-/* The schedules as 09 runs them (09_pp/interleave.h, zb.h): V chunks a
- * stage in 09 and 12 (interleaved 1F1B: 1f1b, 2 stages or more, M a
- * multiple of pp, each stage's layers a multiple of V), ZB-H1 in 09 with
- * one chunk a stage; the planner's GPT block takes both. */
+/* The schedules as 09 runs them (09_pp/interleave.h, zb.h), and 12 and 14
+ * through 09's plans: V chunks a stage (interleaved 1F1B: 1f1b, 2 stages
+ * or more, M a multiple of pp, each stage's layers a multiple of V), ZB-H1
+ * with one chunk a stage; the planner's GPT block takes both. */
 static int schedule_runs(const model *m, const mesh *x) {
   int64_t P = x->n[PP], V = x->V > 1 ? x->V : 1;
-  if (x->zb) return V == 1 && (m->kind == PP09 || m->kind == GPT);
+  int pp_lesson = m->kind == PP09 || m->kind == MESH12 || m->kind == GPT14;
+  if (x->zb) return V == 1 && (pp_lesson || m->kind == GPT);
   if (V == 1) return 1;
-  if ((m->kind != PP09 && m->kind != MESH12 && m->kind != GPT) || x->gpipe || P < 2 || x->M % P)
-    return 0;
+  if ((!pp_lesson && m->kind != GPT) || x->gpipe || P < 2 || x->M % P) return 0;
   return m->kind == GPT || m->L % (P * V) == 0;
 }
 
@@ -94,6 +94,8 @@ mesh_refusal mesh_problem(const model *m, const mesh *x, int64_t gpn) {
   if (m->S && m->S % chunks(x)) return SEQ_CHUNKS;
   if (x->M < 1 || m->B % (x->n[DP] * x->M)) return BATCH_MICRO;
   if (!schedule_runs(m, x)) return SCHEDULE;
+  if (m->kind == GPT14 && x->zb && x->recompute == RECOMPUTE_FULL)
+    return ZB_RECOMPUTE; /* 14_gpt/layer.c's */
   if (m->kind == GPT14 && x->sp && rows_per_micro(m, x) % T) return SP_ROWS;
   if (T > gpn && m->kind == GPT) return TP_NODE; /* the planner's rule; the lessons run any */
   if (m->kind != GPT && !lesson_runs(m, x)) return LESSONS_FP32;
@@ -126,8 +128,10 @@ static const char *const sentence[NREFUSALS] = {
                "%lld (0: an even split), %lld virtual stages a rank (every stage's layers a "
                "multiple of them)",
     [SCHEDULE] = "--schedule %s with %lld virtual stage(s) a rank (pp %lld, M %lld, %lld layers) "
-                 "is run by no lesson: V > 1 is interleaved 1F1B (09, 12: 1f1b, pp >= 2, M a "
-                 "multiple of pp, the layers of pp x V), zb1 is ZB-H1 (09, V 1)",
+                 "is run by no lesson: V > 1 is interleaved 1F1B (09, 12, 14: 1f1b, pp >= 2, M "
+                 "a multiple of pp, the layers of pp x V), zb1 is ZB-H1 (09, 12, 14: V 1)",
+    [ZB_RECOMPUTE] = "--schedule zb1 keeps each layer's activations until its W runs: 14 runs it "
+                     "without --recompute full, which keeps a layer's input alone",
     [GPT_ONLY] =
         "uneven stages, --sequence-parallel, --tp-overlap, --dropout, "
         "--kv-heads, --mlp, --arch and --vocab-pad are the planner's GPT block's (--model gpt "

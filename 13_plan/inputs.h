@@ -104,6 +104,7 @@ typedef enum {
   STAGES,       /* uneven stages or virtual stages that do not split the layers */
   SCHEDULE,     /* a schedule the lesson does not run (09's interleaved 1F1B, ZB-H1) */
   GPT_ONLY,     /* a feature of the planner's GPT block asked of a lesson's model */
+  ZB_RECOMPUTE, /* 14's zb1 with --recompute: B's kept gradients need the layer's activations */
   NREFUSALS
 } mesh_refusal;
 mesh_refusal mesh_problem(const model *m, const mesh *x, int64_t gpus_per_node);

@@ -73,10 +73,27 @@ check "13 formula: 12 --pp 2 --tp 2 --virtual-stages 2, 21 sendrecvs, activ 4231
 for bad in "pp09 --pp 2 --virtual-stages 2 --schedule gpipe|gpipe with 2 virtual" \
   "pp09 --pp 2 --virtual-stages 2 --schedule zb1|zb1 with 2 virtual" \
   "pp09 --pp 4 --virtual-stages 2|1f1b with 2 virtual .*, 4 layers\) is run by no lesson" \
-  "mesh12 --pp 2 --schedule zb1|zb1 with 1 virtual" "gpt14 --pp 2 --virtual-stages 2|1f1b with 2 virtual"; do
+  "gpt14 --pp 2 --virtual-stages 2|1f1b with 2 virtual .*, 2 layers\) is run by no lesson"; do
   check "13 a schedule no lesson runs refused: ${bad%%|*}" 0 2 "^error: --schedule ${bad#*|}" \
     -- $D13 --predict $A100 --model ${bad%%|*}
 done
+# 12 and 14 walk 09's ZB-H1 and interleaved plans: each figure as the lesson prints it at NP 2
+# (mpirun -np 2 ./12_mesh/mesh --pp 2 --schedule zb1, ./14_gpt/gpt --pp 2 --schedule zb1 and
+# --pp 2 --virtual-stages 2 --layers 4, rank 0's report): 8 sendrecvs of ZB-H1's plan, 1 idle
+# slot of 13, min(pp, M) = 2 microbatches held with B's kept gradients (12: L(2RD + 3RW), 14:
+# L(2RD + RHs + 3RW) floats more a slot); V 2: 21 sendrecvs, 2 idle slots of 18
+check "13 formula: 12 --pp 2 --schedule zb1, 8 sendrecvs, activ 730624" 0 0 \
+  '"pp sendrecv": \[8, 32768\]' "$(j13 activ 730624)" '"bubble_slots": 1, "slots": 13,' \
+  -- $D13 --predict --json $A100 --model mesh12 --pp 2 --schedule zb1
+check "13 formula: 14 --pp 2 --schedule zb1, 8 sendrecvs, activ 4166656" 0 0 \
+  '"pp sendrecv": \[8, 262144\]' "$(j13 activ 4166656)" '"bubble_slots": 1, "slots": 13,' \
+  -- $D13 --predict --json $A100 --model gpt14 --pp 2 --schedule zb1
+check "13 formula: 14 --pp 2 --virtual-stages 2 --layers 4, 21 sendrecvs, activ 6353920" 0 0 \
+  '"pp sendrecv": \[21, 786432\]' "$(j13 activ 6353920)" '"bubble_slots": 2, "slots": 18,' \
+  -- $D13 --predict --json $A100 --model gpt14 --pp 2 --virtual-stages 2 --layers 4
+check "13 gpt14 --schedule zb1 --recompute full refused as 14 refuses it" 0 2 \
+  "^error: --schedule zb1 keeps each layer's activations until its W runs: 14 runs it without --recompute full" \
+  -- $D13 --predict $A100 --model gpt14 --pp 2 --schedule zb1 --recompute full
 
 # 14_gpt (gpt14) at 14's test size (tests/lesson_14.sh's SMALL14: L 2, D 32, S 32, B 8),
 # V = README.md's characters (it changes: counted here as 14's tests count them)
@@ -211,6 +228,12 @@ if awk -v a="$b1" -v b="$b2" 'BEGIN { d = a / 2 - b; exit !(a > 0 && (d < 0 ? -d
 else
   fail "13 formula: --virtual-stages 2 halves the bubble ($b1 s -> $b2 s)" ""
 fi
+# ZB-H1 on the GPT block: min(pp, M) microbatches held, each layer with B's kept gradients,
+# s b (2h + (3h + F)/t) x 2 = 16 (128 + 224) x 2 = 11264 B (bf16): 2 x 1 x 11264 more than 1F1B
+check "13 formula: --schedule zb1, the kept gradients 1F1B's activations do not hold" 0 0 \
+  "$(j13 activ 67840)" -- $D13 --predict --json $A100 $G13 --pp 2 --tp 2 --schedule zb1
+check "13 formula: 1F1B beside it, without them" 0 0 \
+  "$(j13 activ 45312)" -- $D13 --predict --json $A100 $G13 --pp 2 --tp 2
 check "13 uneven stages: 1 + 2 + 2 + 1 of 6 layers" 0 0 '"parameters": 307456,' \
   -- $D13 --predict --json $A100 $G13 --layers 6 --pp 4 --first-stage-layers 1 --last-stage-layers 1
 check "13 uneven stages that do not split the layers" 0 2 \
@@ -446,6 +469,9 @@ verify_judged "13 verify: every figure equal; time within 20% (at most 2 shapes 
   '14_gpt/gpt --tp 2 --sequence-parallel +2 +13 of 13 ' '14_gpt/gpt \(defaults\) +1 +11 of 11 ' \
   '09_pp/pp --virtual-stages 2 +2 +6 of 6 ' '09_pp/pp --schedule zb1 +2 +6 of 6 ' \
   '12_mesh/mesh --pp 2 --virtual-stages 2 +2 +1[0-9] of 1[0-9] ' \
+  '12_mesh/mesh --pp 2 --schedule zb1 +2 +1[0-9] of 1[0-9] ' \
+  '14_gpt/gpt --pp 2 --virtual-stages 2 --layers 4 +2 +1[0-9] of 1[0-9] ' \
+  '14_gpt/gpt --pp 2 --schedule zb1 +2 +1[0-9] of 1[0-9] ' \
   '^      kernels a step: 7 of 7 equal the prediction$' '^      kernels a step: 6 of 6 equal the prediction$' \
   '^      kernels a step: 21 of 21 equal the prediction$' \
   '^      kernels a step: 43 of 43 equal the prediction$' '^      kernels a step: 44 of 44 equal the prediction$' \

@@ -15,6 +15,7 @@
  * the last runs LN_f, the logits [R, V/tp] and the cross-entropy's pieces.
  * Once a step: the gradients zeroed, averaged over dp x cp (the comm
  * layer's scaling pass), clipping's norm and AdamW, a segment at a time. */
+#include "13_plan/block.h"
 #include "14_gpt/defaults.h"
 #include "14_gpt/formulas.h"
 #include "lessons.h"
@@ -118,6 +119,8 @@ static gpt_share gpt_share_of(const model *m, const mesh *x, int64_t s) {
   h.gpipe = x->gpipe;
   h.adamw = x->adamw;
   h.recompute = x->recompute == RECOMPUTE_FULL;
+  h.chunks = x->V;
+  h.zb = x->zb;
   return h;
 }
 
@@ -211,6 +214,8 @@ static void gpt14_traffic(const model *m, const mesh *x, int64_t s, traffic t[NC
   t[TP][RS] = (traffic){f.scatter.calls, f.scatter.bytes};
   t[CP][P2P] = (traffic){f.cp.calls, f.cp.bytes};
   t[PP][P2P] = (traffic){f.pp.calls, f.pp.bytes};
+  if (x->V > 1 || x->zb) /* 14 walks 09's interleaved or ZB-H1 plan: its exchanges */
+    t[PP][P2P].calls = block_exchanges(x, s); /* 13_plan/block.c: 09's plans.c */
   t[PP][AR] = (traffic){f.emb.calls, f.emb.bytes};
   t[DC][AR] = (traffic){f.grads.calls, f.grads.bytes};
   t[DC][AG] = (traffic){f.params.calls, f.params.bytes};

@@ -3,9 +3,9 @@
  * formulas called from 11_cp/formulas.c, 12's from 12_mesh/formulas.c on
  * the rank's share as 12_mesh/buffers.c sizes it, each operation as
  * 12_mesh/mesh.c and 11_cp/cp.c call it. */
-#include "09_pp/plans.h"
 #include "11_cp/formulas.h"
 #include "12_mesh/formulas.h"
+#include "13_plan/block.h"
 #include "lessons.h"
 
 static int64_t up(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -32,6 +32,7 @@ static mesh_share mesh_share_of(const model *m, const mesh *x, int64_t s) {
                       .shard = x->zero ? up(n, G) : 0,
                       .gpipe = x->gpipe,
                       .V = x->V,
+                      .zb = x->zb,
                       .adamw = x->adamw};
 }
 
@@ -42,8 +43,8 @@ static void transformer_traffic(const model *m, const mesh *x, int64_t s, traffi
     t[TP][AR] = (traffic){f.tp.calls, f.tp.bytes};
     t[CP][P2P] = (traffic){f.cp.calls, f.cp.bytes};
     t[PP][P2P] = (traffic){f.pp.calls, f.pp.bytes};
-    if (x->V > 1) /* 12 walks 09's interleaved plan: its exchanges (09_pp/plans.c) */
-      t[PP][P2P].calls = pp_plan_count((int)x->n[PP], (int)s, x->M, (int)x->V, 0, 0).nev;
+    if (x->V > 1 || x->zb) /* 12 walks 09's interleaved or ZB-H1 plan: its exchanges */
+      t[PP][P2P].calls = block_exchanges(x, s); /* 13_plan/block.c: 09's plans.c */
     t[DC][AR] = (traffic){f.grads.calls, f.grads.bytes};
     if (x->zero) t[DC][AG] = (traffic){f.params.calls, f.params.bytes};
     return;
@@ -88,8 +89,14 @@ static void transformer_ops(op_list *l, const model *m, const mesh *x, int64_t s
       4.0 * (double)(2 * R * D + 2 * D * Hs + 2 * R * Hs));
   if (s == 0 && !res) ew(l, R * D, 2, (double)x->M, 4); /* 12's microbatch into its slot */
   l->backward = 1;
-  add(l, MLP_B, R, D, Hs, res, 0, per, 8.0 * (double)(R * D * Hs),
-      4.0 * (double)(3 * R * D + 4 * D * Hs + 3 * R * Hs));
+  if (!x->zb)
+    add(l, MLP_B, R, D, Hs, res, 0, per, 8.0 * (double)(R * D * Hs),
+        4.0 * (double)(3 * R * D + 4 * D * Hs + 3 * R * Hs));
+  if (x->zb) { /* 12_mesh/zb.c: B's dy kept, then the MLP's B and W apart */
+    ew(l, R * D, 2, per, 4);
+    zb_mlp_ops(l, R, D, Hs, per);
+  }
+  if (m->kind == MESH12) parked_ops(l, x, s, R * D);
   gemm(l, W, D, R, 1, 0, per, 4); /* dWo */
   gemm(l, R, W, D, 0, 1, per, 4); /* do */
   ring_ops(l, m, x, s, c, 1);

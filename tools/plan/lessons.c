@@ -58,8 +58,15 @@ static void mlp_ops(op_list *l, const model *m, const mesh *x, int64_t s, int64_
       4.0 * (double)(2 * R * D + 2 * D * H + 2 * R * H));
   if (s == 0 && P > 1) ew(l, R * D, 2, (double)x->M, 4);
   l->backward = 1;
-  add(l, MLP_B, R, D, H, 1, 0, per, 8.0 * (double)(R * D * H),
-      4.0 * (double)(3 * R * D + 4 * D * H + 3 * R * H));
+  if (!x->zb)
+    add(l, MLP_B, R, D, H, 1, 0, per, 8.0 * (double)(R * D * H),
+        4.0 * (double)(3 * R * D + 4 * D * H + 3 * R * H));
+  if (x->zb) { /* ZB-H1's B and W apart (09_pp/zb.c): dy kept, each layer's residual a copy */
+    ew(l, R * D, 2, (double)x->M, 4);
+    zb_mlp_ops(l, R, D, H, per);
+    ew(l, R * D, 2, per, 4);
+  }
+  parked_ops(l, x, s, R * D);
   if (s == P - 1)
     add(l, LOSS, R * D, 0, 0, 0, 0, (double)x->M, 3.0 * (double)(R * D), 12.0 * (double)(R * D));
   l->per_micro = l->backward = 0;
@@ -70,6 +77,24 @@ static void mlp_ops(op_list *l, const model *m, const mesh *x, int64_t s, int64_
 
 const kind_fns mlp_kind = {
     .params = mlp_params, .traffic = mlp_traffic, .memory = mlp_memory, .ops = mlp_ops};
+
+/* ZB-H1's split of a block's MLP backward (09_pp/zb.c, 12_mesh/zb.c), per
+ * layer and microbatch: B's dh = dy W2^T, ReLU's gradient, dx = da W1^T;
+ * W's dW2 += h^T dy and dW1 += x^T da */
+void zb_mlp_ops(op_list *l, int64_t R, int64_t D, int64_t H, double per) {
+  gemm(l, R, H, D, 0, 1, per, 4);
+  add(l, RELU_B, R * H, 0, 0, 0, 0, per, (double)(R * H), 12.0 * (double)(R * H));
+  gemm(l, R, D, H, 0, 1, per, 4);
+  gemm(l, H, D, R, 1, 0, per, 4);
+  gemm(l, D, H, R, 1, 0, per, 4);
+}
+
+/* 09's walk (09_pp/stage.c): a backward whose gradient arrived before it
+ * ran waited in its slot and is copied out, n floats, as its plan parks it */
+void parked_ops(op_list *l, const mesh *x, int64_t s, int64_t n) {
+  int P = (int)x->n[PP], V = (int)(x->V > 1 ? x->V : 1);
+  if (P > 1) ew(l, n, 2, pp_plan_count(P, (int)s, x->M, V, x->gpipe, x->zb).parked, 4);
+}
 
 void optimizer_ops(op_list *l, const model *m, const mesh *x, int64_t s) {
   int64_t G = x->n[DP] * x->n[CP], T = x->n[TP], L = stage_layers(m, x, s);

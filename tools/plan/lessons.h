@@ -13,6 +13,10 @@ void lessons_install(void); /* kinds.c: fills 13_plan's lesson_kinds, before any
 
 /* the once-a-step tail of 05-12's step: the gradients zeroed, averaged, stepped */
 void optimizer_ops(op_list *l, const model *m, const mesh *x, int64_t s);
+/* ZB-H1's B and W of a block's MLP, per times (lessons.c); the copies of
+ * 09's walk for the backwards its plan parks, n floats each */
+void zb_mlp_ops(op_list *l, int64_t R, int64_t D, int64_t H, double per);
+void parked_ops(op_list *l, const mesh *x, int64_t s, int64_t n);
 /* 11's ring on one layer of a microbatch of stage s, cp rank c (cp_ring.c) */
 void ring_ops(op_list *l, const model *m, const mesh *x, int64_t s, int64_t c, int backward);
 

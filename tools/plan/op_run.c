@@ -43,6 +43,7 @@ void op_run(const op *o, scratch *b, const dt_train_config *cfg, const int64_t *
     break;
   case ATT_START: dt_attn_start(p[0], p[1], s[0], s[1], s[2]); break;
   case ATT_DELTA: dt_attn_delta(p[0], p[1], s[0], s[1], s[2], p[2]); break;
+  case RELU_B: dt_relu_backward(p[0], p[1], p[0], (size_t)s[0]); break; /* da in a's place */
   case LOSS: dt_mse_forward_backward(p[0], p[1], p[2], (size_t)s[0], 1.0); break;
   case DATA11: {
     cp_attn a = {.N = s[2], .rank = s[3] / 2, .B = s[0], .S = s[1], .zigzag = (int)(s[3] % 2)};

@@ -27,7 +27,7 @@ static const int group_of[NREFUSALS] = {
     [SEQ_CHUNKS] = DIVIDES,     [BATCH_MICRO] = DIVIDES,        [BATCH_DP] = DIVIDES,
     [TP_NODE] = BEYOND_NODE,    [LESSONS_FP32] = LESSON_CANNOT, [ZERO_12] = LESSON_CANNOT,
     [ZERO_06] = LESSON_CANNOT,  [RING_FLASH] = NEEDS_FLASH,     [KV_HEADS] = DIVIDES,
-    [STAGES] = DIVIDES,         [GPT_ONLY] = LESSON_CANNOT};
+    [STAGES] = DIVIDES,         [GPT_ONLY] = LESSON_CANNOT,     [ZB_RECOMPUTE] = LESSON_CANNOT};
 
 typedef struct {
   shape *ok; /* the shapes that fit */

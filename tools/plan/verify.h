@@ -12,7 +12,7 @@ typedef struct {
   int np;
   const char *lesson, *flags, *plan;
 } verify_shape;
-enum { VERIFY_NSHAPES = 27 };
+enum { VERIFY_NSHAPES = 30 };
 extern const verify_shape *const verify_shapes; /* VERIFY_NSHAPES of them */
 /* label holds one of list's comma-separated texts (one ending in '$' must end it) */
 int verify_holds_any(const char *label, const char *list);

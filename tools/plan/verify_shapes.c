@@ -24,6 +24,7 @@ static const verify_shape table[] = {
     {2, "09_pp/pp", "--virtual-stages 2", "--model pp09 --pp 2 --opt sgd --virtual-stages 2"},
     {2, "09_pp/pp", "--schedule zb1", "--model pp09 --pp 2 --opt sgd --schedule zb1"},
     {2, "12_mesh/mesh", "--pp 2 --virtual-stages 2", "--model mesh12 --pp 2 --virtual-stages 2"},
+    {2, "12_mesh/mesh", "--pp 2 --schedule zb1", "--model mesh12 --pp 2 --schedule zb1"},
     {4, "12_mesh/mesh", "--cp 2 --tp 2", "--model mesh12 --cp 2 --tp 2"},
     {8, "12_mesh/mesh", "", "--model mesh12 --pp 2 --cp 2 --tp 2"},
     /* 14 on its default text (README.md, which every checkout has), V read from it */
@@ -33,6 +34,10 @@ static const verify_shape table[] = {
     {2, "14_gpt/gpt", "--pp 2", "--model gpt14 --pp 2"},
     {2, "14_gpt/gpt", "--cp 2", "--model gpt14 --cp 2"},
     {2, "14_gpt/gpt", "--tp 2 --sequence-parallel", "--model gpt14 --tp 2 --sequence-parallel"},
+    /* 14 through 09's other plans: its 2 layers are 4 here, pp x V */
+    {2, "14_gpt/gpt", "--pp 2 --virtual-stages 2 --layers 4",
+     "--model gpt14 --pp 2 --virtual-stages 2 --layers 4"},
+    {2, "14_gpt/gpt", "--pp 2 --schedule zb1", "--model gpt14 --pp 2 --schedule zb1"},
     {4, "14_gpt/gpt", "--cp 2 --tp 2", "--model gpt14 --cp 2 --tp 2"},
     {8, "14_gpt/gpt", "", "--model gpt14 --pp 2 --cp 2 --tp 2"}};
 _Static_assert(sizeof table / sizeof *table == VERIFY_NSHAPES,
