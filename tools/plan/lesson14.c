@@ -60,6 +60,7 @@ static void layer_backward(op_list *l, const model *m, const mesh *x, const dims
   gemm(l, D, W, R, 1, 0, 3 * per, 4); /* dWq, dWk, dWv */
   gemm(l, R, D, W, 0, 1, 3 * per, 4); /* their inputs' gradients, summed */
   ln(l, d, 1, 1, per);
+  if (x->zb) ew(l, R * D, 2, 2 * per, 4); /* zb1's B keeps dy and dx2 for W (layer.c's input) */
 }
 
 /* The positions of rows [0, n) (14_gpt/tokens.c's runs: each a chunk of C
@@ -180,6 +181,7 @@ static void gpt14_ops(op_list *l, const model *m, const mesh *x, int64_t s, int6
   if (x->recompute) layer_forward(l, m, x, &d, s, c, per); /* --recompute: again, in backward */
   ends(l, &d, first, last, 1, M);
   layer_backward(l, m, x, &d, s, c, per);
+  parked_ops(l, x, s, (x->sp ? R / T : R) * m->D); /* 09's walk: a parked backward's copy */
   l->per_micro = l->backward = 0;
   memory mem = memory_of(m, x, s); /* the rank's floats: its weights' buffer */
   int64_t held = mem.grads / 4;
