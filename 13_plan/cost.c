@@ -16,9 +16,10 @@
  *                  overlap them; on a cluster the same ring where NCCL lays
  *                  it, NVLink or the node's NICs, or NCCL's tree (network.c);
  *   bubble         the idle slots of 09's plan of the schedule: (N-1)
- *                  microbatches of the slowest stage, (N-1)/(M+N-1) of
- *                  the step; 1/V of it with V virtual stages a rank;
- *                  ZB-H1's (N-1)/(3M+N-1) where M >= N.
+ *                  microbatches, (N-1)/(M+N-1) of the step; 1/V of it with
+ *                  V virtual stages a rank; ZB-H1's (N-1)/(3M+N-1) where
+ *                  M >= N. The slowest stage waits while the others fill
+ *                  and drain the pipeline: the microbatches are theirs.
  * Bytes and memory per rank are the formulas the lessons print (formulas.c,
  * a lesson's reached through its kind's table, kinds.h), and the planner's
  * GPT block's (block.c). The tool around the model (tools/plan/, its main
@@ -205,11 +206,13 @@ void predict(const model *m, const mesh *x, const machine *c, prediction *p) {
   if (m->kind == STATES) return;
   for (int a = 0; a < NCOMM; a++) axis_link(c, x, a, P2P, &p->intra[a]);
   stage_cost w = {0}, k;
-  double worst = -1, pp = 0, once = 0, dc = 0, hidden = 0;
-  for (int64_t i = 0; i < nstages; i++)
+  double worst = -1, all = 0, pp = 0, once = 0, dc = 0, hidden = 0;
+  for (int64_t i = 0; i < nstages; i++) {
+    double slowest = 0; /* the stage's microbatch: its slowest cp rank's */
     for (int64_t r = 0; r < C; r++) {
       k = cost_stage(m, x, c, planner ? few[i] : i, r);
       double mb = (k.fwd + k.bwd + k.tp + k.cp) / (double)x->M;
+      slowest = fmax(slowest, mb);
       if (mb > worst) {
         worst = mb;
         w = k;
@@ -219,6 +222,13 @@ void predict(const model *m, const mesh *x, const machine *c, prediction *p) {
       dc = k.dc > dc ? k.dc : dc;
       hidden = fmax(hidden, dc_exposed(x, &k));
     }
+    /* the planner's middle stage stands for the pp - 2 between the ends */
+    all += slowest * (double)(planner && i == 1 ? (P > 2 ? P - 2 : 0) : 1);
+  }
+  /* the slowest stage idles while the others fill and drain the pipeline:
+   * a microbatch of each other stage, not of its own (the same where the
+   * stages are alike) */
+  double others = P > 1 ? (all - worst) / (double)(P - 1) : worst;
   /* the lessons' --overlap (05): the sync behind the last backward */
   double exposed = m->kind == GPT ? hidden : x->overlap ? dc - w.last_bwd : dc;
   p->compute_s = w.fwd + w.bwd + once;
@@ -227,6 +237,7 @@ void predict(const model *m, const mesh *x, const machine *c, prediction *p) {
   p->comm_s[CP] = w.cp;
   p->comm_s[PP] = pp;
   p->comm_s[DC] = exposed > 0 ? exposed : 0;
-  p->bubble_s = bubble_share(x, p) * worst * (double)x->M; /* 09's plan's idle slots */
+  p->others_s = others;
+  p->bubble_s = bubble_share(x, p) * others * (double)x->M; /* 09's plan's idle slots */
   p->step_s = p->compute_s + w.tp + w.cp + pp + p->comm_s[DC] + p->bubble_s;
 }

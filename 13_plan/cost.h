@@ -15,6 +15,7 @@ typedef struct {
   double compute_s, comm_s[NCOMM], bubble_s, once_s, step_s; /* once: data, optimizer */
   double model_flops, hardware_flops, tokens;
   int64_t slots, busy_slots; /* 09's plan in the slot model: the step's, and a stage's busy */
+  double others_s;           /* the other stages' microbatch, their mean: the bubble's unit */
   int intra[NCOMM];          /* each axis's group inside one node */
 } prediction;
 

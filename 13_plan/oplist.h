@@ -21,6 +21,8 @@ static inline void add(op_list *l, int k, int64_t a, int64_t b, int64_t c, int64
   l->o[l->n++] =
       (op){k, {a, b, c, d, e}, count * l->times, flops, bytes, l->per_micro, l->backward};
 }
+/* C = op(A) op(B), A transposed (ta) only for a weight's gradient, which
+ * accumulates (C +=): timed so where measured, priced so from a datasheet */
 static inline void gemm(op_list *l, int64_t m, int64_t n, int64_t k, int ta, int tb, double count,
                         double es) {
   add(l, GEMM, m, n, k, ta, tb, count, 2.0 * (double)m * (double)n * (double)k,

@@ -184,12 +184,15 @@ check "13 formula: ZeRO-3's gathers per microbatch, (n-1)/n of the buffer" 0 0 \
 # NCCL's base latency 8.4 us, alpha 3.4 us a step, beta 1/240 GB/s (NCCL's NVLink, A100)
 check "13 formula: tp's all-reduces at alpha-beta (the ring, 03, as NCCL runs it)" 0 0 '"tp": 0.000486673,' \
   -- $D13 --predict --json $A100 $G13 --tp 2
-# the bubble: (pp-1) slots of the slowest stage's microbatch (compute + tp + cp)
-check "13 formula: the bubble, 09's (pp-1)/(M+pp-1)" 0 0 -- sh -c "$D13 --predict --json $A100 $G13 --pp 2 \
+# the bubble: (pp-1) microbatches of the other stage (pp 2, M 4: 2 idle slots of 8
+# busy, each a quarter of a microbatch), lighter than the slowest (compute + tp + cp
+# over M), whose last stage holds the output layer
+check "13 formula: the bubble, 09's (pp-1)/(M+pp-1) of the other stages' microbatches" 0 0 -- sh -c "$D13 --predict --json $A100 $G13 --pp 2 \
   --layers 4 --tp 2 | awk '{ gsub(/[{}]/, \"\"); n = split(\$0, kv, \", \")
     for (i = 1; i <= n; i++) { m = split(kv[i], p, \": \"); k = p[m - 1]; gsub(/[ \"]/, \"\", k); v[k] = p[m] } }
-  END { w = (2 - 1) / 4 * (v[\"compute_s\"] - v[\"once_s\"] + v[\"tp\"] + v[\"cp\"]); d = w - v[\"bubble_s\"]
-    if (d < 0) d = -d; exit !(v[\"bubble_s\"] > 0 && d < 1e-5 * w) }'"
+  END { o = v[\"other_stages_microbatch_s\"] + 0; w = (2 - 1) * o; d = w - v[\"bubble_s\"]
+    own = (v[\"compute_s\"] - v[\"once_s\"] + v[\"tp\"] + v[\"cp\"]) / 4
+    if (d < 0) d = -d; exit !(v[\"bubble_s\"] > 0 && d < 1e-5 * w && o < own && v[\"bubble_slots\"] == 2) }'"
 # ZeRO's example (Rajbhandari et al. 2020, section 5): 7.5B parameters, Nd = 64,
 # mixed-precision Adam: (2 + 2 + 12) x 7.5e9 = 120 GB; 31.4; 16.6; 1.9 GB
 z13=0
@@ -483,9 +486,12 @@ verify_judged "13 verify: every figure equal; time within 20% (at most 2 shapes 
 # reduce-scatters of 256-512 KiB take 3x the all-gathers' time in this MPI,
 # which 13 does not model yet (it comes at 0.51-0.58: 13_plan/README.md)
 if tools/cluster.sh check >/dev/null 2>&1; then
-  # the shapes of 09's default plan only: interleaving's and ZB-H1's plans are
-  # judged on one node above (their sendrecvs' latency is what differs)
-  q='05_dp,06_fsdp,09_pp/pp $,11_cp,12_mesh/mesh $,mesh --dp,mesh --cp,mesh --tp 2$,mesh --pp 2$,--schedule gpipe'
+  # one shape for each way a step communicates: dp's all-reduce (05), ZeRO 3's
+  # all-gathers and reduce-scatters (06), the pipeline's sendrecvs (09's default
+  # plan; interleaving's and ZB-H1's plans are judged on one node above), cp's
+  # ring (11), tp's all-reduces of activations (12); the other shapes compose
+  # these, and are judged on one node
+  q='05_dp,06_fsdp/fsdp --zero 3,09_pp/pp $,11_cp,mesh --tp 2$'
   printf 'MPIRUN="mpirun --hostfile $CLUSTER_HOSTFILE" exec %s --verify --quick --shapes "%s"\n' "$D13" "$q" >"$T13/vq.sh"
   V13=$(check_log "13 verify across emulated nodes, a 1 Gbit/s link: figures equal; time within 20% (at most 2 miss, none by 2x)")
   with_timeout -k 5 900 tools/cluster.sh --nodes 2 --slots 1 --rate 1gbit -- sh "$T13/vq.sh" >"$V13" 2>&1 </dev/null

@@ -14,7 +14,10 @@ void op_run(const op *o, scratch *b, const dt_train_config *cfg, const int64_t *
   float **p = b->p;
   int64_t *s = (int64_t *)o->s;
   switch (o->k) {
-  case GEMM: dt_matmul((int)s[3], (int)s[4], s[0], s[1], s[2], p[0], p[1], p[2], 0); break;
+  case GEMM: /* A transposed: a weight's gradient, accumulated (C += A^T B) as every lesson
+              * adds it; OpenBLAS's beta 0 clears C first, twice the time at a microbatch's K */
+    dt_matmul((int)s[3], (int)s[4], s[0], s[1], s[2], p[0], p[1], p[2], (int)s[3]);
+    break;
   case MLP_F:
     dt_block_forward(p[0], p[1], p[2], p[3], p[4], p[5], s[0], s[1], s[2], (int)s[3], NULL);
     break;

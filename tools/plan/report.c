@@ -153,14 +153,15 @@ void report_table(const model *m, const mesh *x, const machine *c, const predict
     /* a slot: an F or B (GPipe, 1F1B), a chunk's (V > 1; 1/V as long), an F, B or W (zb1) */
     double V = x->V > 1 ? (double)x->V : 1, units = x->zb ? 3.0 * (double)x->M : V * (double)x->M;
     long long idle = (long long)(p->slots - p->busy_slots);
-    snprintf(b, sizeof b,
-             "09's plan: %lld of %lld slots idle, %.1f%% (formula (pp-1)/(%s+pp-1) = %.1f%%) of "
-             "compute + tp + cp",
-             idle, (long long)p->slots, 100.0 * (double)idle / (double)p->slots,
-             x->zb   ? "3M"
-             : V > 1 ? "VM"
-                     : "M",
-             100.0 * (double)(x->n[PP] - 1) / (units + (double)(x->n[PP] - 1)));
+    snprintf(
+        b, sizeof b,
+        "09's plan: %lld of %lld slots idle, %.1f%% (formula (pp-1)/(%s+pp-1) = %.1f%%), slots of "
+        "the other stages' compute + tp + cp",
+        idle, (long long)p->slots, 100.0 * (double)idle / (double)p->slots,
+        x->zb   ? "3M"
+        : V > 1 ? "VM"
+                : "M",
+        100.0 * (double)(x->n[PP] - 1) / (units + (double)(x->n[PP] - 1)));
     bar("bubble", p->bubble_s, p->step_s, b);
     bar("step", p->step_s, p->step_s, "");
     dt_print0("  %.4g tokens/s; model FLOPs %.4g a step (6 P T + 12 L D S T), hardware %.4g; %.4g "
@@ -220,9 +221,9 @@ void report_json(const model *m, const mesh *x, const machine *c, const predicti
   dt_print0("},\n");
   if (t) {
     dt_print0(" \"step_time_s\": %.6g, \"compute_s\": %.6g, \"once_s\": %.6g, \"bubble_s\": %.6g, "
-              "\"bubble_slots\": %lld, \"slots\": %lld,\n",
+              "\"bubble_slots\": %lld, \"slots\": %lld, \"other_stages_microbatch_s\": %.6g,\n",
               p->step_s, p->compute_s, p->once_s, p->bubble_s,
-              (long long)(p->slots - p->busy_slots), (long long)p->slots);
+              (long long)(p->slots - p->busy_slots), (long long)p->slots, p->others_s);
     dt_print0(" \"comm_s\": {\"tp\": %.6g, \"cp\": %.6g, \"pp\": %.6g, \"dp_cp\": %.6g},\n",
               p->comm_s[TP], p->comm_s[CP], p->comm_s[PP], p->comm_s[DC]);
     dt_print0(" \"tokens_per_s\": %.6g, \"model_flops_per_step\": %.6g, "
