@@ -125,27 +125,6 @@ static gpt_share gpt_share_of(const model *m, const mesh *x, int64_t s) {
   return h;
 }
 
-static void optimizer(op_list *l, int adamw, int64_t n) {
-  double f = (double)n;
-  add(l, adamw ? ADAMW : SGD, n, 0, 0, 0, 0, 1, 12.0 * f, (adamw ? 28.0 : 12.0) * f);
-}
-
-/* The optimizer's calls on [a, b) of the rank's buffer (common/train/
- * model.c's dt_optimizer_step): AdamW in runs, each gain of [g0, g1) (D
- * floats a tensor) a plain run of its own without decay */
-static void step_segment(op_list *l, int adamw, int64_t a, int64_t b, int64_t g0, int64_t g1,
-                         int64_t D) {
-  int64_t at = a;
-  for (int64_t g = g0; adamw && g < g1; g += D) {
-    int64_t lo = g > a ? g : a, hi = g + D < b ? g + D : b;
-    if (hi <= lo) continue;
-    if (lo > at) optimizer(l, 1, lo - at);
-    optimizer(l, 1, hi - lo);
-    at = hi;
-  }
-  if (b > at) optimizer(l, adamw, b - at);
-}
-
 /* Once a step on what the rank steps, [0, own) of its buffer: each of
  * 14's classes of weights (buffers.c: the tp shards, the vocabulary, the
  * replicas, their gains then wpe) a segment, its squares summed for the

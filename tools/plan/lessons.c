@@ -96,6 +96,13 @@ void parked_ops(op_list *l, const mesh *x, int64_t s, int64_t n) {
   if (P > 1) ew(l, n, 2, pp_plan_count(P, (int)s, x->M, V, x->gpipe, x->zb).parked, 4);
 }
 
+/* n weights stepped, count calls: SGD reads w and g and writes w, AdamW
+ * reads m and v too and writes them */
+static void optimizer(op_list *l, int adamw, int64_t n, double count) {
+  double f = (double)n;
+  add(l, adamw ? ADAMW : SGD, n, 0, 0, 0, 0, count, 12.0 * f, (adamw ? 28.0 : 12.0) * f);
+}
+
 void optimizer_ops(op_list *l, const model *m, const mesh *x, int64_t s) {
   int64_t G = x->n[DP] * x->n[CP], T = x->n[TP], L = stage_layers(m, x, s);
   int64_t n = m->kind == MESH12 ? 4 * m->D * (m->D / T) + 2 * m->D * (m->H / T)
@@ -117,6 +124,20 @@ void optimizer_ops(op_list *l, const model *m, const mesh *x, int64_t s) {
   /* one call a segment: 06 below ZeRO 3 and 12 with ZeRO step each layer's shard apart */
   int64_t calls_opt = (m->kind == FSDP06 && x->zero < 3) || (m->kind == MESH12 && x->zero) ? L : 1;
   int64_t each = stepped / calls_opt;
-  add(l, x->adamw ? ADAMW : SGD, each, 0, 0, 0, 0, (double)calls_opt, 12.0 * (double)each,
-      28.0 * (double)each);
+  optimizer(l, x->adamw, each, (double)calls_opt);
+}
+
+/* The optimizer's calls on [a, b) of the rank's buffer (common/train/
+ * model.c's dt_optimizer_step): AdamW in runs, each gain of [g0, g1) (D
+ * floats a tensor) a plain run of its own without decay */
+void step_segment(op_list *l, int adamw, int64_t a, int64_t b, int64_t g0, int64_t g1, int64_t D) {
+  int64_t at = a;
+  for (int64_t g = g0; adamw && g < g1; g += D) {
+    int64_t lo = g > a ? g : a, hi = g + D < b ? g + D : b;
+    if (hi <= lo) continue;
+    if (lo > at) optimizer(l, 1, lo - at, 1);
+    optimizer(l, 1, hi - lo, 1);
+    at = hi;
+  }
+  if (b > at) optimizer(l, adamw, b - at, 1);
 }

@@ -13,6 +13,9 @@ void lessons_install(void); /* kinds.c: fills 13_plan's lesson_kinds, before any
 
 /* the once-a-step tail of 05-12's step: the gradients zeroed, averaged, stepped */
 void optimizer_ops(op_list *l, const model *m, const mesh *x, int64_t s);
+/* the optimizer's calls on [a, b) of a rank's buffer, each gain of [g0,
+ * g1) (D floats a tensor) a run without decay of its own (lessons.c) */
+void step_segment(op_list *l, int adamw, int64_t a, int64_t b, int64_t g0, int64_t g1, int64_t D);
 /* ZB-H1's B and W of a block's MLP, per times (lessons.c); the copies of
  * 09's walk for the backwards its plan parks, n floats each */
 void zb_mlp_ops(op_list *l, int64_t R, int64_t D, int64_t H, double per);

@@ -21,10 +21,12 @@ void verify_keep_env(void); /* before MPI_Init: the launcher's variables are not
 int verify(const char *self, int quick, const char *only); /* the shapes that failed */
 /* for the tool's other checks (published.c): the environment a child plan
  * or mpirun runs in (MPI_Init's variables dropped), a command's output into
- * a log (its status), and a JSON number ("key": value) in a text, or NAN */
+ * a log (its status), a JSON number ("key": value) in a text, or NAN, and a
+ * file's text */
 void verify_child_env(void);
 int verify_sh(const char *cmd, const char *log);
 double verify_json(const char *text, const char *key);
+char *verify_slurp(const char *path); /* a file's whole text (freed by the caller), or NULL */
 
 /* verify_figures.c: a run's figures; -1 where the lesson records none */
 typedef struct {

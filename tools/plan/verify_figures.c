@@ -24,11 +24,8 @@ static double number_in(const char *text, const char *end, const char *key) {
  * it records none. The step time: the lower quartile of its steps after the
  * first, as --measure takes of the collectives. */
 void parse_lesson(const char *json, figures *f) {
-  static char text[1 << 20];
-  FILE *in = fopen(json, "r");
-  size_t n = in ? fread(text, 1, sizeof text - 1, in) : 0;
-  text[n] = 0;
-  if (in) fclose(in);
+  char *file = verify_slurp(json);
+  const char *text = file ? file : "";
   memset(f, 0xff, sizeof *f); /* -1 everywhere */
   f->step_ms = 1e30;
   const char *sent = strstr(text, "\"traffic\": {"), *memory = strstr(text, "\"memory\": {");
@@ -60,6 +57,20 @@ void parse_lesson(const char *json, figures *f) {
   if (nsteps) f->step_ms = quartile(steps, nsteps);
   const char *slots = strstr(text, "\"bubble_slots\": {"); /* 09's interleave.c */
   if (slots) f->bubble_slots = (int64_t)number_in(slots, strchr(slots, '}'), "measured");
+  free(file);
+}
+
+char *verify_slurp(const char *path) {
+  FILE *in = fopen(path, "r");
+  if (!in) return NULL;
+  fseek(in, 0, SEEK_END);
+  long n = ftell(in);
+  rewind(in);
+  char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  size_t got = text ? fread(text, 1, (size_t)n, in) : 0;
+  if (text) text[got] = 0;
+  fclose(in);
+  return text;
 }
 
 double verify_json(const char *text, const char *key) {
@@ -70,11 +81,8 @@ double verify_json(const char *text, const char *key) {
 }
 
 void parse_prediction(const char *log, figures *f) {
-  static char text[16384];
-  FILE *in = fopen(log, "r");
-  size_t n = in ? fread(text, 1, sizeof text - 1, in) : 0;
-  text[n] = 0;
-  if (in) fclose(in);
+  char *file = verify_slurp(log);
+  const char *text = file ? file : "";
   memset(f, 0, sizeof *f);
   for (int a = PP; a < NCOMM; a++)
     for (int k = 0; k < NCOLL; k++) {
@@ -92,6 +100,7 @@ void parse_prediction(const char *log, figures *f) {
   const char *comm = strstr(text, "\"comm_s\": {"); /* the axes' names are the mesh's keys too */
   for (int i = 0; i < NCOMM + 1; i++)
     f->parts[i] = 1e3 * verify_json(i && i < NCOMM && comm ? comm : text, parts[i]);
+  free(file);
 }
 
 /* Every figure the lesson printed against the prediction: how many it

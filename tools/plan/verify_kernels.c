@@ -16,19 +16,6 @@ typedef struct {
 } entry;
 enum { MAX = 256 };
 
-static char *slurp(const char *path) {
-  FILE *in = fopen(path, "r");
-  if (!in) return NULL;
-  fseek(in, 0, SEEK_END);
-  long n = ftell(in);
-  rewind(in);
-  char *text = malloc((size_t)n + 1);
-  size_t got = text ? fread(text, 1, (size_t)n, in) : 0;
-  if (text) text[got] = 0;
-  fclose(in);
-  return text;
-}
-
 /* the entries of "kernels": [...] in text; -1 where it has none */
 static int entries(const char *text, entry *e) {
   static const char key[] = "{\"kernel\": \"";
@@ -60,7 +47,7 @@ int compare_kernels(const char *lesson_json, const char *prediction_log, int *li
                     size_t len) {
   static entry got[MAX];
   static entry want[MAX];
-  char *a = slurp(lesson_json), *b = slurp(prediction_log);
+  char *a = verify_slurp(lesson_json), *b = verify_slurp(prediction_log);
   int ng = entries(a, got), nw = entries(b, want), differ = 0;
   *listed = 0;
   if (ng < 0 || nw < 0) {
