@@ -371,10 +371,10 @@ bench-gpt: all
 bench-vocab: all $(AG_BENCH)
 	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" AG_BIN=$(AG_BENCH) bash bench/vocab.sh
 
-# Lesson 09's schedules at NP 4 (bench/pp.sh; not in make bench): GPipe,
-# 1F1B, interleaved V 2 and 4, ZB-H1 at M 4, 8, 16: the step, the bubble
-# measured beside each formula and the plan's. Writes bench/pp.md (and
-# bench/pp.png with gnuplot).
+# The pipeline's schedules (bench/pp.sh; not in make bench): GPipe, 1F1B,
+# interleaved V 2 and 4, ZB-H1 at M 4, 8, 16, in 09 at NP 4 and on 12's
+# 16-rank mesh: the step, the bubble measured beside each formula and the
+# plan's. Writes bench/pp.md (and bench/pp.png with gnuplot).
 .PHONY: bench-pp
 bench-pp: all
 	@BIN_DIR=$(BIN_DIR) CORES=$(CORES) MPIRUN="$(MPIRUN)" bash bench/pp.sh
