@@ -12,8 +12,8 @@
 # one stage's messages and bytes a step (09: stage 1's; 12: rank 0's pipeline
 # row, beside its formula). Runs skip the check against one process
 # (tests/lesson_09.sh and tests/lesson_12.sh check every schedule).
-# Environment: BIN_DIR, MPIRUN, CORES, BENCH_PP_NP (4), BENCH_PP_MESH_NP (16;
-# 0 skips the mesh), BENCH_PP_MS ("4 8 16"), BENCH_PP_STEPS (20; the mesh
+# Environment: BIN_DIR, MPIRUN, CORES, BENCH_PP_NP (4), BENCH_PP_MESH (1; 0
+# skips the mesh), BENCH_PP_MS ("4 8 16"), BENCH_PP_STEPS (20; the mesh
 # half as many), BENCH_PP_TIMEOUT (seconds a run, 300), GNUPLOT. Writes
 # bench/pp.md, bench/pp.csv, bench/pp_mesh.csv and, with gnuplot,
 # bench/pp.png; logs in bench/out/pp/logs.
@@ -23,13 +23,14 @@ BIN_DIR=${BIN_DIR:-.}
 MPIRUN=${MPIRUN:-mpirun}
 CORES=${CORES:-$(nproc 2>/dev/null || echo 1)}
 NP=${BENCH_PP_NP:-4}
-MNP=${BENCH_PP_MESH_NP:-16}
+MPP=4 # the mesh's stages: dp 2 x pp 4 x tp 2
+MNP=$((${BENCH_PP_MESH:-1} ? 2 * MPP * 2 : 0))
 read -ra MS <<<"${BENCH_PP_MS:-4 8 16}"
 STEPS=${BENCH_PP_STEPS:-20}
 MSTEPS=$(((STEPS + 1) / 2))
 TIMEOUT=${BENCH_PP_TIMEOUT:-300}
 MODEL=(--layers 16 --dim 128 --hidden 512 --batch 64)
-MESH=(--dp 2 --pp 4 --tp 2)
+MESH=(--dp 2 --pp "$MPP" --tp 2)
 MMODEL=(--layers 16 --dim 64 --heads 8 --seq 32 --batch 32)
 SCHEDS=(gpipe 1f1b v2 v4 zb1)
 OUT=bench/out/pp
@@ -48,11 +49,12 @@ load0=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo "?")
 t0=$(date +%s)
 : >"$OUT/commands.txt"
 
-# run LOG NP ARGS...: one run of a lesson; its common figures into
-# step (time, compute, blocked), bub (measured, formula) and slots (idle, T)
+# run LOG NP PP ARGS...: one run of a lesson at M microbatches on PP stages;
+# its common figures into step (time, compute, blocked), bub (measured,
+# formula) and slots (idle, T)
 run() {
-  local log=$1 np=$2 flags
-  shift 2
+  local log=$1 np=$2 pp=$3 flags
+  shift 3
   mapfile -t flags < <(mpi_flags "$np")
   local cmd=("$MPIRUN" "${flags[@]}" -np "$np" "$@" --no-check --timeout 60)
   echo "${cmd[*]}" >>"$OUT/commands.txt"
@@ -75,12 +77,11 @@ sched_flags() { # a schedule's flags
 
 CSV=bench/pp.csv
 echo "schedule,M,step_ms,compute_ms,comm_ms,bubble_measured_pct,bubble_formula_pct,plan_idle_slots,plan_slots,messages_stage1,sendrecvs_stage1,bytes_stage1" >"$CSV"
-pp=$NP
 for M in "${MS[@]}"; do
   for sched in "${SCHEDS[@]}"; do
     log="$OUT/logs/$sched-m$M.log"
     read -ra sf <<<"$(sched_flags "$sched")"
-    run "$log" "$NP" "$BIN_DIR/09_pp/pp" "${MODEL[@]}" --microbatches "$M" "${sf[@]}" --steps "$STEPS"
+    run "$log" "$NP" "$NP" "$BIN_DIR/09_pp/pp" "${MODEL[@]}" --microbatches "$M" "${sf[@]}" --steps "$STEPS"
     bytes=$(sed -nE 's/^\[rank 1\] stage 1 \| sendrecv bytes per step ([0-9]+) .*/\1/p' "$log")
     msgs=$(sed -nE 's/^\[rank 1\] stage 1 \| messages sent per step ([0-9]+) .* in ([0-9]+) sendrecvs.*/\1 \2/p' "$log")
     [ -n "$msgs" ] || msgs="$((2 * M)) -" # one message each way a microbatch, one sendrecv each
@@ -94,14 +95,13 @@ for M in "${MS[@]}"; do
 done
 
 MCSV=bench/pp_mesh.csv
-echo "schedule,M,step_ms,compute_ms,comm_ms,pp_blocked_ms,bubble_measured_pct,bubble_formula_pct,plan_idle_slots,plan_slots,pp_calls,pp_calls_formula,pp_bytes,pp_bytes_formula" >"$MCSV"
-pp=4
 if [ "$MNP" -gt 0 ]; then
+  echo "schedule,M,step_ms,compute_ms,comm_ms,pp_blocked_ms,bubble_measured_pct,bubble_formula_pct,plan_idle_slots,plan_slots,pp_calls,pp_calls_formula,pp_bytes,pp_bytes_formula" >"$MCSV"
   for M in "${MS[@]}"; do
     for sched in "${SCHEDS[@]}"; do
       log="$OUT/logs/mesh-$sched-m$M.log"
       read -ra sf <<<"$(sched_flags "$sched")"
-      run "$log" "$MNP" "$BIN_DIR/12_mesh/mesh" "${MESH[@]}" "${MMODEL[@]}" --micro "$M" "${sf[@]}" --steps "$MSTEPS"
+      run "$log" "$MNP" "$MPP" "$BIN_DIR/12_mesh/mesh" "${MESH[@]}" "${MMODEL[@]}" --micro "$M" "${sf[@]}" --steps "$MSTEPS"
       row=$(sed -nE 's/^    pp +sendrecv \(activ\) +([0-9]+) +([0-9]+) +([0-9]+) +([0-9]+) .*/\1 \2 \3 \4/p' "$log")
       [ -n "$row" ] || die "no pipeline row in $log"
       ppb=$(sed -nE 's/^  time blocked per step \(rank 0\):.* pp ([0-9.]+) ms.*/\1/p' "$log")
@@ -129,7 +129,7 @@ if command -v "$GNUPLOT" >/dev/null 2>&1; then
     done
   }
   dat "$CSV" "" "3 6 7 8 9"
-  dat "$MCSV" mesh- "3 7 8 9 10"
+  [ "$MNP" -gt 0 ] && dat "$MCSV" mesh- "3 7 8 9 10"
   # plot_column PREFIX C: each schedule's column C against M, one line each
   plot_column() {
     printf 'plot '
